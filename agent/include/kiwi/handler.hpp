@@ -1,0 +1,222 @@
+// kiwi-agent plugin SDK: HTTP route-handler plugins (CGI-style: a Request in, a Response out).
+//
+// Life cycle and threading:
+//   - The factory runs once per [[route]] entry on the main thread before the server starts. It may
+//     throw std::exception to refuse its options; start-up then stops with exit code 2.
+//   - handle() is called CONCURRENTLY from the HTTP worker threads: it must be thread-safe. Prefer
+//     immutable state built in the constructor, and the read-only DataSource below.
+//   - Everything in a Request is borrowed from the server and valid only during handle().
+//   - The server answers HEAD with the GET headers and no body, 404 for unknown paths and 405 for
+//     methods other than GET/HEAD; a handler only sees GET and HEAD.
+//   - The object is destroyed (after the server has stopped) before its shared object is unloaded.
+#pragma once
+
+#include <boost/dll/alias.hpp>
+#include <memory>
+#include <optional>
+
+#include "kiwi/plugin.hpp"
+#include "kiwi/sensor.hpp"
+
+namespace kiwi {
+
+struct Param {
+  std::string_view name;
+  std::string_view value;  // percent-decoded; empty for `?flag` and `?flag=`
+};
+
+struct Request {
+  std::string_view method;  // "GET" or "HEAD"
+  std::string_view path;    // decoded path without the query string
+  std::span<const Param> query;
+  std::span<const Param> headers;
+  std::string_view remote_address;  // "127.0.0.1" or "::1"
+  std::string_view body;            // empty for GET/HEAD unless a client sent one
+
+  // Number of times a query parameter occurs (to reject `?limit=1&limit=2`).
+  std::size_t count(std::string_view name) const {
+    std::size_t n = 0;
+    for (const auto& p : query) n += p.name == name;
+    return n;
+  }
+  std::optional<std::string_view> param(std::string_view name) const {
+    for (const auto& p : query)
+      if (p.name == name) return p.value;
+    return std::nullopt;
+  }
+  // Header lookup, case-insensitive on the name.
+  std::optional<std::string_view> header(std::string_view name) const {
+    for (const auto& h : headers) {
+      if (h.name.size() != name.size()) continue;
+      bool same = true;
+      for (std::size_t i = 0; i < name.size() && same; ++i)
+        same = (h.name[i] | 0x20) == (name[i] | 0x20);
+      if (same) return h.value;
+    }
+    return std::nullopt;
+  }
+};
+
+struct Header {
+  std::string name;
+  std::string value;
+};
+
+// A shared immutable body: a pre-rendered body is served without a copy.
+using Body = std::shared_ptr<const std::string>;
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::vector<Header> headers;  // extra headers (ETag, Cache-Control, ...)
+  Body body;                    // null means empty
+
+  // A JSON error body in the API's one error shape:
+  //   {"error":{"status":400,"parameter":"limit","message":"..."}}  ("parameter" only if given)
+  static Response error(int status, std::string_view message, std::string_view parameter = {});
+};
+
+// --- Data the host shares with handlers (read-only) ----------------------------------------------
+
+struct MetricValue {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> labels;
+  double value = 0;
+  std::string unit;
+  MetricKind kind = MetricKind::gauge;
+};
+
+enum class SensorState : std::uint32_t { ok, no_data, error };
+
+inline std::string_view to_string(SensorState s) {
+  return s == SensorState::ok ? "ok" : s == SensorState::no_data ? "no_data" : "error";
+}
+
+struct SensorReport {
+  std::string name;    // [[sensor]] name
+  std::string plugin;  // plugin name
+  SensorState state = SensorState::ok;
+  std::string message;
+  double timestamp = 0;         // unix seconds of this sensor's last reading
+  double duration_seconds = 0;  // how long its last sample() took
+  std::vector<MetricValue> metrics;
+};
+
+// The latest sample, immutable once published. Rendered once per tick by the host.
+struct Snapshot {
+  std::uint64_t sequence = 0;  // 1 for the first sample; the ETag of /api/current
+  double timestamp = 0;        // unix seconds of the tick
+  double interval_seconds = 1;
+  double stale_after_seconds = 3;
+  std::string host;
+  std::vector<SensorReport> sensors;
+  Body json;        // the /api/current body with "stale":false
+  Body json_stale;  // the same with "stale":true
+};
+
+// A history query. Limits are checked by the handler; the store trusts them.
+struct HistoryQuery {
+  std::size_t limit = 120;            // latest N samples within [since, until]
+  std::optional<double> since;        // unix seconds, inclusive
+  std::optional<double> until;        // unix seconds, inclusive
+  std::vector<std::string> patterns;  // series names or globs (`*`); empty means all
+};
+
+struct HistorySeries {
+  std::string key;  // `name` or `name{label="value",...}`, unique within a result
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string unit;
+  MetricKind kind = MetricKind::gauge;
+  std::vector<double> values;  // one per timestamp; NaN where the series has no value
+};
+
+struct HistoryResult {
+  std::vector<double> timestamps;  // unix seconds, oldest first
+  std::vector<HistorySeries> series;
+};
+
+// Thrown by DataSource::history when the store cannot answer (I/O error, corrupt database).
+struct StoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Provided by the host; every member is thread-safe and outlives all handlers.
+class DataSource {
+ public:
+  // The latest published snapshot; never null (sequence 0 before the first tick).
+  virtual std::shared_ptr<const Snapshot> snapshot() const = 0;
+  // Reads through a read-only connection of the calling worker thread. Throws StoreError.
+  virtual HistoryResult history(const HistoryQuery& query) const = 0;
+
+ protected:
+  ~DataSource() = default;
+};
+
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  virtual Response handle(const Request& request) = 0;
+};
+
+// Handed to the factory; valid only during the factory call, except `data` and `log`, which
+// outlive the handler.
+struct HandlerContext {
+  std::string_view route_path;  // as configured, e.g. "/assets/*"
+  const Options& options;
+  Logger& log;
+  const DataSource& data;
+  std::string_view agent_version;
+};
+
+using HandlerFactory = std::unique_ptr<Handler>(const HandlerContext&);
+
+// Appends `s` to `out` as a JSON string literal (with quotes), escaping as RFC 8259 requires.
+inline void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      out += "\\u00";
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  out.push_back('"');
+}
+
+inline Response Response::error(int status, std::string_view message, std::string_view parameter) {
+  std::string body = "{\"error\":{\"status\":" + std::to_string(status);
+  if (!parameter.empty()) {
+    body += ",\"parameter\":";
+    append_json_string(body, parameter);
+  }
+  body += ",\"message\":";
+  append_json_string(body, message);
+  body += "}}";
+  Response r;
+  r.status = status;
+  r.body = std::make_shared<const std::string>(std::move(body));
+  return r;
+}
+
+}  // namespace kiwi
+
+// Declares a handler plugin. Use once, in one source file of the plugin:
+//   KIWI_HANDLER_PLUGIN(HistoryHandler, "history", "columnar sample history", kOptions)
+// CLASS must be constructible from (const kiwi::HandlerContext&).
+#define KIWI_HANDLER_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS)                                \
+  namespace kiwi_plugin_detail {                                                            \
+  const ::kiwi::PluginInfo info{::kiwi::PluginKind::handler, NAME, DESCRIPTION,            \
+                                std::span<const ::kiwi::OptionSpec>(OPTIONS)};             \
+  std::unique_ptr<::kiwi::Handler> create(const ::kiwi::HandlerContext& ctx) {            \
+    return std::make_unique<CLASS>(ctx);                                                    \
+  }                                                                                         \
+  }                                                                                         \
+  KIWI_DETAIL_EXPORT_COMMON(kiwi_plugin_detail::info)                                       \
+  BOOST_DLL_ALIAS(kiwi_plugin_detail::create, kiwi_create)

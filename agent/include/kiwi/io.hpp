@@ -1,0 +1,63 @@
+// kiwi-agent plugin SDK: small file helpers for sensors that read procfs/sysfs text files.
+// All paths are built from the configured roots (SensorContext::procfs / sysfs), never "/proc".
+#pragma once
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unistd.h>
+
+namespace kiwi {
+
+// root + "/" + relative, without doubling the slash.
+inline std::string join_path(std::string_view root, std::string_view relative) {
+  std::string out(root);
+  while (!out.empty() && out.back() == '/') out.pop_back();
+  while (!relative.empty() && relative.front() == '/') relative.remove_prefix(1);
+  out.push_back('/');
+  out.append(relative);
+  return out;
+}
+
+// Reads a whole (small, virtual) file. Returns nullopt if it does not exist (ENOENT/ENOTDIR);
+// throws std::system_error naming the path for any other failure (EACCES, EIO from a flaky sensor).
+// procfs/sysfs files report size 0, so this reads until EOF instead of trusting stat().
+inline std::optional<std::string> read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+    throw std::system_error(errno, std::generic_category(), path);
+  }
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      throw std::system_error(err, std::generic_category(), path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+// Trims ASCII whitespace at both ends.
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' ||
+                        s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace kiwi

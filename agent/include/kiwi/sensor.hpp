@@ -1,0 +1,98 @@
+// kiwi-agent plugin SDK: sensor plugins.
+//
+// A sensor reads the machine (under the configured procfs/sysfs roots, never "/proc" directly) and
+// emits flat metrics in base units through a MetricSink.
+//
+// Life cycle and threading:
+//   - The factory runs once per [[sensor]] entry, on the main thread, before any sampling. It may
+//     throw std::exception to refuse the configuration; start-up then stops with exit code 2.
+//   - sample() is called by the collector, at most once at a time per instance (never concurrently
+//     for one object), but possibly from different threads over the object's life. Keep state that
+//     spans samples (previous counters) in members, never in file-level statics: two [[sensor]]
+//     entries of one plugin are two independent objects.
+//   - The object is destroyed before its shared object is unloaded.
+//
+// Errors: "no data" (a VM without thermal zones) is a normal result: return
+// SampleResult::no_data("why"). A real failure throws std::exception: the collector catches it,
+// marks this sensor `error` with e.what() in the snapshot, and the other sensors go on.
+#pragma once
+
+#include <boost/dll/alias.hpp>
+#include <initializer_list>
+#include <memory>
+
+#include "kiwi/plugin.hpp"
+
+namespace kiwi {
+
+enum class MetricKind : std::uint32_t { gauge, counter };
+
+struct Label {
+  std::string_view name;
+  std::string_view value;
+};
+
+// Receives the metrics of one sample. Strings are copied before emit() returns, so temporaries are
+// fine. Names are stable API (snake_case, unit suffix: `_bytes`, `_ratio`, `_celsius`, `_hertz`);
+// `unit` is one of: bytes, seconds, celsius, hertz, ratio, count, or "" for unitless values.
+class MetricSink {
+ public:
+  virtual void emit(std::string_view name, std::span<const Label> labels, double value,
+                    std::string_view unit, MetricKind kind) = 0;
+
+  void gauge(std::string_view name, double value, std::string_view unit) {
+    emit(name, {}, value, unit, MetricKind::gauge);
+  }
+  void gauge(std::string_view name, std::initializer_list<Label> labels, double value,
+             std::string_view unit) {
+    emit(name, std::span<const Label>(labels.begin(), labels.size()), value, unit,
+         MetricKind::gauge);
+  }
+
+ protected:
+  ~MetricSink() = default;
+};
+
+enum class SampleStatus : std::uint32_t { ok, no_data };
+
+struct SampleResult {
+  SampleStatus status = SampleStatus::ok;
+  std::string message;  // optional for ok (a note such as "skipped unreadable hwmon1/temp2")
+
+  static SampleResult ok(std::string note = {}) { return {SampleStatus::ok, std::move(note)}; }
+  static SampleResult no_data(std::string why) { return {SampleStatus::no_data, std::move(why)}; }
+};
+
+class Sensor {
+ public:
+  virtual ~Sensor() = default;
+  // Take one reading. See the header comment for threading and errors.
+  virtual SampleResult sample(MetricSink& sink) = 0;
+};
+
+// Handed to the factory; valid only during the factory call (copy what you keep).
+struct SensorContext {
+  std::string_view instance_name;  // [[sensor]] name, unique in the config
+  std::string_view procfs;         // e.g. "/proc" or a fixture tree; no trailing slash
+  std::string_view sysfs;          // e.g. "/sys"
+  const Options& options;
+  Logger& log;  // outlives the sensor object
+};
+
+using SensorFactory = std::unique_ptr<Sensor>(const SensorContext&);
+
+}  // namespace kiwi
+
+// Declares a sensor plugin. Use once, in one source file of the plugin:
+//   KIWI_SENSOR_PLUGIN(CpuSensor, "cpu", "CPU usage, frequency and load", kCpuOptions)
+// CLASS must be constructible from (const kiwi::SensorContext&).
+#define KIWI_SENSOR_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS)                                 \
+  namespace kiwi_plugin_detail {                                                            \
+  const ::kiwi::PluginInfo info{::kiwi::PluginKind::sensor, NAME, DESCRIPTION,             \
+                                std::span<const ::kiwi::OptionSpec>(OPTIONS)};             \
+  std::unique_ptr<::kiwi::Sensor> create(const ::kiwi::SensorContext& ctx) {              \
+    return std::make_unique<CLASS>(ctx);                                                    \
+  }                                                                                         \
+  }                                                                                         \
+  KIWI_DETAIL_EXPORT_COMMON(kiwi_plugin_detail::info)                                       \
+  BOOST_DLL_ALIAS(kiwi_plugin_detail::create, kiwi_create)

@@ -1,0 +1,181 @@
+#include "agent.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "collector.hpp"
+#include "http_server.hpp"
+#include "plugin_loader.hpp"
+#include "router.hpp"
+#include "store.hpp"
+
+#ifndef KIWI_VERSION
+#define KIWI_VERSION "0.0.0"
+#endif
+
+namespace kiwi::agent {
+
+namespace {
+
+class AgentData final : public DataSource {
+ public:
+  AgentData(const SnapshotHolder& snapshot, const Store* store) : snapshot_(snapshot), store_(store) {}
+  std::shared_ptr<const Snapshot> snapshot() const override { return snapshot_.current(); }
+  HistoryResult history(const HistoryQuery& q) const override {
+    if (!store_) throw StoreError("no history store in this mode");
+    return store_->query(q);
+  }
+
+ private:
+  const SnapshotHolder& snapshot_;
+  const Store* store_;
+};
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::vector<SensorSlot> load_sensors(const Config& cfg, PluginLoader& loader) {
+  std::vector<SensorSlot> slots;
+  for (auto& e : cfg.sensors) {
+    SensorSlot slot;
+    slot.instance = loader.create_sensor(e, cfg.agent.procfs, cfg.agent.sysfs);
+    slot.name = e.name;
+    slot.plugin = std::string(slot.instance.library->info->name);
+    slot.every_ticks = e.interval ? e.interval->count() / cfg.collector.interval.count() : 1;
+    slot.last.name = slot.name;
+    slot.last.plugin = slot.plugin;
+    slot.last.state = SensorState::no_data;
+    slot.last.message = "not sampled yet";
+    slots.push_back(std::move(slot));
+  }
+  return slots;
+}
+
+std::vector<Route> load_routes(const Config& cfg, PluginLoader& loader, const DataSource& data) {
+  std::vector<Route> routes;
+  for (auto& e : cfg.routes) routes.push_back({e.path, loader.create_handler(e, data, KIWI_VERSION)});
+  return routes;
+}
+
+// Blocks SIGINT/SIGTERM in this thread and every thread it starts; the main thread waits for them
+// with sigwait, so no handler runs at an arbitrary point of another thread.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return set;
+}
+
+}  // namespace
+
+int check_config(const Config& cfg, StderrLogger& log) {
+  try {
+    PluginLoader loader(cfg.agent.plugin_dir, log);
+    SnapshotHolder holder;
+    AgentData data(holder, nullptr);
+    auto sensors = load_sensors(cfg, loader);
+    auto routes = load_routes(cfg, loader, data);
+    std::cout << cfg.source << ": ok (" << sensors.size() << " sensors, " << routes.size()
+              << " routes, bind " << cfg.http.bind.str() << ")\n";
+    return kExitOk;
+  } catch (const ConfigError& e) {
+    std::cerr << "kiwi-agent: " << e.what() << "\n";
+  } catch (const PluginError& e) {
+    std::cerr << "kiwi-agent: " << e.what() << "\n";
+  }
+  return kExitConfig;
+}
+
+int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& log) {
+  PluginLoader loader(cfg.agent.plugin_dir, log);
+  PluginEntry entry;
+  entry.plugin = name;
+  entry.plugin_pos = {"--describe-plugin"};
+  for (PluginKind kind : {PluginKind::sensor, PluginKind::handler}) {
+    try {
+      std::cout << describe_plugin(*loader.open(kind, entry));
+      return kExitOk;
+    } catch (const PluginError& e) {
+      if (kind == PluginKind::handler) std::cerr << "kiwi-agent: " << e.what() << "\n";
+    }
+  }
+  return kExitConfig;
+}
+
+int run_agent(const Config& cfg, StderrLogger& log) {
+  sigset_t stop_signals = block_stop_signals();
+  log.set_level(cfg.agent.log_level);
+
+  std::error_code ec;
+  std::filesystem::create_directories(cfg.agent.data_dir, ec);
+  if (ec) {
+    log.error("cannot create data_dir " + cfg.agent.data_dir + ": " + ec.message() +
+              " (set [agent] data_dir to a writable directory)");
+    return kExitRuntime;
+  }
+  std::string snapshot_path = cfg.collector.snapshot_path;
+  if (!snapshot_path.empty()) {
+    auto dir = std::filesystem::path(snapshot_path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      log.warn("snapshot file disabled: cannot create " + dir.string() + ": " + ec.message() +
+               " (set [collector] snapshot_path, or \"\" to silence this)");
+      snapshot_path.clear();
+    }
+  }
+
+  try {
+    Store store((std::filesystem::path(cfg.agent.data_dir) / "kiwi.db").string());
+    SnapshotHolder holder;
+    AgentData data(holder, &store);
+    PluginLoader loader(cfg.agent.plugin_dir, log);
+    std::vector<SensorSlot> sensors;
+    std::vector<Route> routes;
+    try {
+      sensors = load_sensors(cfg, loader);
+      routes = load_routes(cfg, loader, data);
+    } catch (const std::exception& e) {
+      log.error(e.what());
+      return kExitConfig;
+    }
+    const std::size_t sensor_count = sensors.size();
+    Collector collector({cfg.collector.interval, cfg.collector.retention, cfg.collector.stale_after,
+                         snapshot_path, host_name()},
+                        std::move(sensors), store, holder, log);
+    collector.tick_now();  // the first request already has a sample
+    Router router(std::move(routes));
+    HttpServer server({cfg.http.bind, cfg.http.threads, cfg.http.keep_alive, cfg.http.max_connections},
+                      router, log);
+    server.start();
+    collector.start();
+    BindAddress shown = cfg.http.bind;
+    shown.port = server.port();
+    log.info("listening on http://" + shown.str() + "/ (" + std::to_string(sensor_count) +
+             " sensors, " + std::to_string(router.routes().size()) + " routes, history in " +
+             store.path() + ")");
+
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    log.info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
+    server.stop();     // no new requests; in-flight ones finish
+    collector.stop();  // finishes the tick in progress
+    return kExitOk;    // router, collector, store close in reverse order of creation
+  } catch (const StoreError& e) {
+    log.error(std::string("history store: ") + e.what());
+    return kExitRuntime;
+  } catch (const std::exception& e) {
+    log.error(e.what());
+    return kExitRuntime;
+  }
+}
+
+}  // namespace kiwi::agent

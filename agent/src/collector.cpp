@@ -1,0 +1,171 @@
+#include "collector.hpp"
+
+#include <chrono>
+#include <cmath>
+
+namespace kiwi::agent {
+
+namespace {
+
+using std::chrono::steady_clock;
+using std::chrono::system_clock;
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<Millis>(system_clock::now().time_since_epoch()).count();
+}
+
+// Collects one sensor's emits into MetricValues; non-finite values are dropped (JSON has no NaN).
+class VectorSink final : public MetricSink {
+ public:
+  explicit VectorSink(std::vector<MetricValue>& out) : out_(out) {}
+  void emit(std::string_view name, std::span<const Label> labels, double value, std::string_view unit,
+            MetricKind kind) override {
+    if (!std::isfinite(value)) {
+      ++dropped;
+      return;
+    }
+    MetricValue m;
+    m.name = name;
+    m.labels.reserve(labels.size());
+    for (auto& l : labels) m.labels.emplace_back(l.name, l.value);
+    m.value = value;
+    m.unit = unit;
+    m.kind = kind;
+    out_.push_back(std::move(m));
+  }
+  int dropped = 0;
+
+ private:
+  std::vector<MetricValue>& out_;
+};
+
+// How many retention-expired rows one tick may delete: small steps keep each tick short, and
+// are still far faster than one new row per tick, so a backlog drains.
+constexpr int kPruneRowsPerTick = 32;
+
+}  // namespace
+
+Collector::Collector(CollectorSettings settings, std::vector<SensorSlot> sensors, Store& store,
+                     SnapshotHolder& snapshot, Logger& log)
+    : settings_(std::move(settings)),
+      sensors_(std::move(sensors)),
+      store_(store),
+      snapshot_(snapshot),
+      log_(log) {}
+
+Collector::~Collector() { stop(); }
+
+void Collector::tick_now() {
+  std::int64_t now = wall_ms();
+  std::int64_t iv = settings_.interval.count();
+  // The sample is stamped with the nearest interval boundary so timestamps sit on a grid.
+  tick((now + iv / 2) / iv);
+}
+
+void Collector::start() { thread_ = std::thread([this] { run(); }); }
+
+void Collector::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Collector::run() {
+  const std::int64_t iv = settings_.interval.count();
+  // Align a steady-clock schedule to wall-clock boundaries once; then follow the steady clock so a
+  // wall-clock jump (NTP) neither bunches nor skips ticks.
+  std::int64_t index = wall_ms() / iv + 1;
+  auto next = steady_clock::now() + Millis(index * iv - wall_ms());
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (wake_.wait_until(lock, next, [&] { return stopping_; })) break;
+    lock.unlock();
+    tick(index);
+    lock.lock();
+    // Behind schedule (a slow sensor, a suspended machine): skip to the next future boundary.
+    auto now = steady_clock::now();
+    ++index;
+    next += settings_.interval;
+    if (next <= now) {
+      auto behind = (now - next) / settings_.interval + 1;
+      stats_.missed_ticks += static_cast<std::uint64_t>(behind);
+      index += behind;
+      next += behind * settings_.interval;
+    }
+  }
+}
+
+void Collector::tick(std::int64_t tick_index) {
+  const std::int64_t iv = settings_.interval.count();
+  std::int64_t now = wall_ms();
+  // Grid timestamp when the tick is near its boundary; the real time otherwise (a clock jump).
+  std::int64_t grid = ((now + iv / 2) / iv) * iv;
+  std::int64_t ts_ms = std::llabs(now - grid) <= iv / 4 ? grid : now;
+  if (ts_ms <= last_ts_ms_) ts_ms = last_ts_ms_ + 1;
+  last_ts_ms_ = ts_ms;
+
+  std::vector<const MetricValue*> fresh;
+  for (auto& slot : sensors_) {
+    if (tick_index % slot.every_ticks != 0 && slot.last.timestamp != 0) continue;
+    SensorReport r;
+    r.name = slot.name;
+    r.plugin = slot.plugin;
+    r.timestamp = static_cast<double>(ts_ms) / 1000.0;
+    VectorSink sink(r.metrics);
+    auto start = steady_clock::now();
+    try {
+      SampleResult result = slot.instance.object->sample(sink);
+      r.state = result.status == SampleStatus::ok ? SensorState::ok : SensorState::no_data;
+      r.message = std::move(result.message);
+    } catch (const std::exception& e) {
+      r.state = SensorState::error;
+      r.message = e.what();
+      r.metrics.clear();  // a half-finished reading is not a reading
+    } catch (...) {
+      r.state = SensorState::error;
+      r.message = "unknown exception";
+      r.metrics.clear();
+    }
+    r.duration_seconds = std::chrono::duration<double>(steady_clock::now() - start).count();
+    if (r.state == SensorState::error && slot.last.state != SensorState::error)
+      log_.warn("sensor " + slot.name + " failed: " + r.message);
+    if (sink.dropped) log_.debug("sensor " + slot.name + " emitted non-finite values");
+    slot.last = std::move(r);
+    for (auto& m : slot.last.metrics) fresh.push_back(&m);
+  }
+
+  try {
+    store_.append(ts_ms, fresh);
+    store_.prune(ts_ms - settings_.retention.count(), kPruneRowsPerTick);
+  } catch (const std::exception& e) {
+    if (stats_.store_errors++ == 0 || stats_.store_errors % 60 == 0)
+      log_.error(std::string("history store: ") + e.what() + " (" +
+                 std::to_string(stats_.store_errors.load()) + " failed writes so far)");
+  }
+
+  auto snap = std::make_shared<Snapshot>();
+  snap->sequence = ++sequence_;
+  snap->timestamp = static_cast<double>(ts_ms) / 1000.0;
+  snap->interval_seconds = static_cast<double>(iv) / 1000.0;
+  snap->stale_after_seconds = static_cast<double>(settings_.stale_after.count()) / 1000.0;
+  snap->host = settings_.host;
+  snap->sensors.reserve(sensors_.size());
+  for (auto& slot : sensors_) snap->sensors.push_back(slot.last);
+  render_bodies(*snap);
+  if (!settings_.snapshot_path.empty()) {
+    try {
+      write_file_atomically(settings_.snapshot_path, *snap->json);
+    } catch (const std::exception& e) {
+      ++stats_.snapshot_file_errors;
+      if (!snapshot_file_warned_) log_.warn(std::string("snapshot file: ") + e.what());
+      snapshot_file_warned_ = true;
+    }
+  }
+  snapshot_.publish(std::move(snap));
+  ++stats_.ticks;
+}
+
+}  // namespace kiwi::agent

@@ -1,0 +1,75 @@
+// The collector: one thread that ticks on a steady clock aligned to the interval, samples the
+// sensors that are due, and hands one timestamped sample to the store and the snapshot.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <kiwi/handler.hpp>
+#include <mutex>
+#include <thread>
+
+#include "plugin_loader.hpp"
+#include "snapshot.hpp"
+#include "store.hpp"
+
+namespace kiwi::agent {
+
+struct SensorSlot {
+  PluginInstance<Sensor> instance;
+  std::string name;
+  std::string plugin;  // plugin name from its descriptor
+  std::int64_t every_ticks = 1;
+  SensorReport last;  // the latest report, shown until the next reading
+};
+
+struct CollectorSettings {
+  Millis interval{1000};
+  Millis retention{86'400'000};
+  Millis stale_after{3000};
+  std::string snapshot_path;
+  std::string host;
+};
+
+struct CollectorStats {
+  std::atomic<std::uint64_t> ticks{0};
+  std::atomic<std::uint64_t> missed_ticks{0};
+  std::atomic<std::uint64_t> store_errors{0};
+  std::atomic<std::uint64_t> snapshot_file_errors{0};
+};
+
+class Collector {
+ public:
+  Collector(CollectorSettings settings, std::vector<SensorSlot> sensors, Store& store,
+            SnapshotHolder& snapshot, Logger& log);
+  ~Collector();
+
+  // Takes one sample now (used at start-up so the first request already has data).
+  void tick_now();
+  // Starts the background thread: ticks at the next interval boundary and on every one after.
+  void start();
+  // Finishes the tick in progress, then returns. Idempotent.
+  void stop();
+
+  const CollectorStats& stats() const { return stats_; }
+
+ private:
+  void run();
+  void tick(std::int64_t tick_index);
+
+  CollectorSettings settings_;
+  std::vector<SensorSlot> sensors_;
+  Store& store_;
+  SnapshotHolder& snapshot_;
+  Logger& log_;
+  CollectorStats stats_;
+  std::uint64_t sequence_ = 0;
+  std::int64_t last_ts_ms_ = 0;
+  bool snapshot_file_warned_ = false;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace kiwi::agent

@@ -1,0 +1,321 @@
+#include "config.hpp"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "kiwi_embedded.hpp"
+#include "log.hpp"
+
+extern const kiwi_embedded::File kiwi_default_config[];
+
+namespace kiwi::agent {
+
+std::string_view default_config_text() { return kiwi_default_config[0].data; }
+
+std::string SourcePos::str() const {
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+ConfigError::ConfigError(const SourcePos& pos, const std::string& key, const std::string& problem)
+    : std::runtime_error(pos.str() + ": " + key + ": " + problem) {}
+
+std::string BindAddress::str() const {
+  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::optional<BindAddress> parse_bind(std::string_view text) {
+  BindAddress out;
+  std::string_view host, port;
+  if (text.starts_with('[')) {
+    auto close = text.find("]:");
+    if (close == std::string_view::npos) return std::nullopt;
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+    out.ipv6 = true;
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (host == "localhost") host = out.ipv6 ? "::1" : "127.0.0.1";
+  out.host = std::string(host);
+  unsigned char buf[16];
+  if (inet_pton(out.ipv6 ? AF_INET6 : AF_INET, out.host.c_str(), buf) != 1) return std::nullopt;
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || end != port.data() + port.size() || port.empty() || value > 65535)
+    return std::nullopt;
+  out.port = static_cast<std::uint16_t>(value);
+  return out;
+}
+
+namespace {
+
+SourcePos pos_of(const std::string& file, const toml::source_region& r) {
+  return {file, r.begin.line, r.begin.column};
+}
+
+std::string toml_repr(const toml::node& node) {
+  std::ostringstream s;
+  node.visit([&](const auto& v) {
+    if constexpr (toml::is_string<decltype(v)>)
+      s << '"' << v.get() << '"';
+    else if constexpr (toml::is_table<decltype(v)>)
+      s << "a table";
+    else if constexpr (toml::is_array<decltype(v)>)
+      s << "an array";
+    else
+      s << v;
+  });
+  return s.str();
+}
+
+// Reads one TOML document into `cfg`. Used twice: for the embedded defaults, then the user's file.
+class Reader {
+ public:
+  Reader(Config& cfg, std::string file, std::string exe_dir)
+      : cfg_(cfg), file_(std::move(file)), exe_dir_(std::move(exe_dir)) {}
+
+  void read(const toml::table& root) {
+    check_keys(root, "", {"agent", "http", "collector", "sensor", "route"});
+    section(root, "agent", {{"data_dir", [&](auto& n, auto& k) { cfg_.agent.data_dir = path(n, k, false); }},
+                            {"plugin_dir", [&](auto& n, auto& k) { cfg_.agent.plugin_dir = path(n, k, false); }},
+                            {"procfs", [&](auto& n, auto& k) { cfg_.agent.procfs = path(n, k, false); }},
+                            {"sysfs", [&](auto& n, auto& k) { cfg_.agent.sysfs = path(n, k, false); }},
+                            {"log_level", [&](auto& n, auto& k) {
+                               auto s = string(n, k);
+                               auto level = parse_log_level(s);
+                               if (!level) fail(n, k, quoted(s) + " is not a log level; use error, warn, info or debug");
+                               cfg_.agent.log_level = *level;
+                             }}});
+    section(root, "http", {{"bind", [&](auto& n, auto& k) {
+                              auto s = string(n, k);
+                              auto bind = parse_bind(s);
+                              if (!bind) fail(n, k, quoted(s) + " is not an address; use \"host:port\" with a numeric IP, e.g. \"127.0.0.1:8095\", \"0.0.0.0:8095\" or \"[::1]:8095\"");
+                              cfg_.http.bind = *bind;
+                            }},
+                           {"threads", [&](auto& n, auto& k) { cfg_.http.threads = integer(n, k, 1, 256); }},
+                           {"keep_alive", [&](auto& n, auto& k) { cfg_.http.keep_alive = duration(n, k, Millis(1000), Millis(3'600'000)); }},
+                           {"max_connections", [&](auto& n, auto& k) { cfg_.http.max_connections = integer(n, k, 1, 65536); }}});
+    section(root, "collector",
+            {{"interval", [&](auto& n, auto& k) { cfg_.collector.interval = duration(n, k, Millis(100), Millis(3'600'000)); }},
+             {"retention", [&](auto& n, auto& k) { cfg_.collector.retention = duration(n, k, Millis(60'000), Millis(366LL * 86'400'000)); }},
+             {"stale_after", [&](auto& n, auto& k) {
+                cfg_.collector.stale_after = duration(n, k, Millis(100), Millis(86'400'000));
+                stale_after_pos_ = pos_of(file_, n.source());
+              }},
+             {"snapshot_path", [&](auto& n, auto& k) { cfg_.collector.snapshot_path = path(n, k, true); }}});
+    if (auto* list = root.get("sensor")) cfg_.sensors = entries(*list, "sensor");
+    if (auto* list = root.get("route")) cfg_.routes = entries(*list, "route");
+  }
+
+  // Cross-field checks, once all documents are read.
+  void finish() {
+    auto& c = cfg_.collector;
+    if (c.stale_after.count() == 0) c.stale_after = 3 * c.interval;  // documented default
+    if (c.stale_after < c.interval)
+      throw ConfigError(stale_after_pos_, "collector.stale_after",
+                        quoted(format_duration(c.stale_after)) + " is shorter than collector.interval (" +
+                            format_duration(c.interval) + "); use at least the interval");
+    if (c.retention < c.interval)
+      throw ConfigError(SourcePos{cfg_.source}, "collector.retention", "shorter than collector.interval");
+    std::set<std::string> names;
+    for (auto& s : cfg_.sensors) {
+      if (s.interval && s.interval->count() % c.interval.count() != 0)
+        throw ConfigError(s.pos, "sensor.interval",
+                          quoted(format_duration(*s.interval)) + " is not a multiple of collector.interval (" +
+                              format_duration(c.interval) + ")");
+      if (!names.insert(s.name).second)
+        throw ConfigError(s.pos, "sensor.name",
+                          quoted(s.name) + " is used by two [[sensor]] entries; give each a unique name = \"...\"");
+    }
+    std::set<std::string> paths;
+    for (auto& r : cfg_.routes)
+      if (!paths.insert(r.path).second)
+        throw ConfigError(r.pos, "route.path", quoted(r.path) + " is routed twice");
+  }
+
+
+ private:
+  using Apply = std::function<void(const toml::node&, const std::string&)>;
+  struct Field {
+    std::string_view key;
+    Apply apply;
+  };
+
+  [[noreturn]] void fail(const toml::node& n, const std::string& key, const std::string& problem) {
+    throw ConfigError(pos_of(file_, n.source()), key, problem);
+  }
+  static std::string quoted(std::string_view s) {
+    std::string out;  // built by append: GCC 12 warns falsely (-Wrestrict) on "\"" + s + "\""
+    out.reserve(s.size() + 2);
+    out.append(1, '"').append(s).append(1, '"');
+    return out;
+  }
+
+  void check_keys(const toml::table& t, const std::string& prefix,
+                  std::initializer_list<std::string_view> known) {
+    for (auto& [key, node] : t) {
+      bool ok = false;
+      std::string accepted;
+      for (auto k : known) {
+        ok |= key.str() == k;
+        accepted += (accepted.empty() ? "" : ", ") + std::string(k);
+      }
+      if (!ok)
+        throw ConfigError(pos_of(file_, key.source()), prefix + std::string(key.str()),
+                          "unknown key; accepted here: " + accepted);
+    }
+  }
+
+  void section(const toml::table& root, const std::string& name, std::vector<Field> fields) {
+    const toml::node* node = root.get(name);
+    if (!node) return;
+    const toml::table* t = node->as_table();
+    if (!t) fail(*node, name, "must be a table ([" + name + "])");
+    std::vector<std::string_view> keys;
+    for (auto& [key, value] : *t) {
+      std::string full = name + "." + std::string(key.str());
+      auto it = std::find_if(fields.begin(), fields.end(), [&](auto& f) { return f.key == key.str(); });
+      if (it == fields.end()) {
+        std::string accepted;
+        for (auto& f : fields) accepted += (accepted.empty() ? "" : ", ") + std::string(f.key);
+        throw ConfigError(pos_of(file_, key.source()), full, "unknown key; accepted in [" + name + "]: " + accepted);
+      }
+      it->apply(value, full);
+    }
+  }
+
+  std::string string(const toml::node& n, const std::string& key) {
+    if (auto v = n.value<std::string>(); v && n.is_string()) return *v;
+    fail(n, key, toml_repr(n) + " is not a string");
+  }
+
+  // "$ORIGIN" at the start means the directory of the kiwi-agent executable.
+  std::string path(const toml::node& n, const std::string& key, bool allow_empty) {
+    std::string s = string(n, key);
+    if (s.empty() && !allow_empty) fail(n, key, "must not be empty");
+    if (s.starts_with("$ORIGIN")) s = exe_dir_ + s.substr(7);
+    return s;
+  }
+
+  int integer(const toml::node& n, const std::string& key, std::int64_t lo, std::int64_t hi) {
+    auto v = n.value_exact<std::int64_t>();
+    if (!v) fail(n, key, toml_repr(n) + " is not an integer; accepted: " + std::to_string(lo) + ".." + std::to_string(hi));
+    if (*v < lo || *v > hi)
+      fail(n, key, std::to_string(*v) + " is out of range; accepted: " + std::to_string(lo) + ".." + std::to_string(hi));
+    return static_cast<int>(*v);
+  }
+
+  Millis duration(const toml::node& n, const std::string& key, Millis lo, Millis hi) {
+    const std::string range = " (accepted: " + format_duration(lo) + " to " + format_duration(hi) + ")";
+    if (!n.is_string())
+      fail(n, key, toml_repr(n) + " is not a duration; write a string such as \"500ms\", \"1s\", \"5m\", \"24h\"" + range);
+    auto s = *n.value<std::string>();
+    auto d = parse_duration(s);
+    if (!d) fail(n, key, quoted(s) + " is not a duration; use a whole number with ms, s, m, h or d, e.g. \"500ms\", \"1s\", \"24h\"" + range);
+    if (*d < lo || *d > hi) fail(n, key, quoted(s) + " is out of range" + range);
+    return *d;
+  }
+
+  std::vector<PluginEntry> entries(const toml::node& list, const std::string& kind) {
+    const toml::array* arr = list.as_array();
+    if (!arr || !arr->is_array_of_tables()) fail(list, kind, "must be an array of tables ([[" + kind + "]])");
+    std::vector<PluginEntry> out;
+    for (auto& item : *arr) {
+      const toml::table& t = *item.as_table();
+      PluginEntry e;
+      e.pos = pos_of(file_, t.source());
+      const bool sensor = kind == "sensor";
+      const std::string_view plugin_key = sensor ? "plugin" : "handler";
+      if (sensor)
+        check_keys(t, kind + ".", {"plugin", "name", "interval", "options"});
+      else
+        check_keys(t, kind + ".", {"path", "handler", "options"});
+      const toml::node* plugin = t.get(plugin_key);
+      if (!plugin) throw ConfigError(e.pos, kind + "." + std::string(plugin_key), "missing; name a plugin, e.g. " + std::string(plugin_key) + " = \"cpu\"");
+      e.plugin = string(*plugin, kind + "." + std::string(plugin_key));
+      if (e.plugin.empty()) fail(*plugin, kind + "." + std::string(plugin_key), "must not be empty");
+      e.plugin_pos = pos_of(file_, plugin->source());
+      if (sensor) {
+        e.name = e.plugin;
+        if (auto* n = t.get("name")) {
+          e.name = string(*n, "sensor.name");
+          bool ok = !e.name.empty();
+          for (char c : e.name) ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+          if (!ok) fail(*n, "sensor.name", quoted(e.name) + " is not a valid name; use letters, digits, '_', '-' or '.'");
+        } else if (e.plugin.find('/') != std::string::npos) {
+          throw ConfigError(e.pos, "sensor.name", "required when the plugin is given by path");
+        }
+        if (auto* n = t.get("interval")) e.interval = duration(*n, "sensor.interval", Millis(100), Millis(86'400'000));
+      } else {
+        const toml::node* p = t.get("path");
+        if (!p) throw ConfigError(e.pos, "route.path", "missing; e.g. path = \"/api/current\"");
+        e.path = string(*p, "route.path");
+        auto star = e.path.find('*');
+        if (!e.path.starts_with('/') || (star != std::string::npos && (star != e.path.size() - 1 || !e.path.ends_with("/*"))))
+          fail(*p, "route.path", quoted(e.path) + " is not a route path; use an absolute path such as \"/api/current\", or a prefix ending in \"/*\"");
+      }
+      if (auto* o = t.get("options")) {
+        if (!o->is_table()) fail(*o, kind + ".options", "must be a table");
+        e.options = o->as_table();
+      }
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+  Config& cfg_;
+  std::string file_;
+  std::string exe_dir_;
+  SourcePos stale_after_pos_;
+};
+
+std::shared_ptr<const toml::table> parse_toml(std::string_view text, const std::string& source) {
+  try {
+    return std::make_shared<const toml::table>(toml::parse(text, source));
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(pos_of(source, e.source()) .str() + ": " + std::string(e.description()));
+  }
+}
+
+Config load(std::string_view text, const std::string& source, const std::string& exe_dir,
+            bool with_user) {
+  Config cfg;
+  cfg.source = with_user ? source : "<built-in default>";
+  Reader defaults(cfg, "<built-in default>", exe_dir);
+  cfg.documents.push_back(parse_toml(default_config_text(), "<built-in default>"));
+  defaults.read(*cfg.documents.back());
+  Reader user(cfg, source, exe_dir);
+  if (with_user) {
+    cfg.documents.push_back(parse_toml(text, source));
+    user.read(*cfg.documents.back());
+  }
+  (with_user ? user : defaults).finish();
+  return cfg;
+}
+
+}  // namespace
+
+Config default_config(const std::string& exe_dir) { return load({}, {}, exe_dir, false); }
+
+Config load_config_text(std::string_view text, const std::string& source,
+                        const std::string& exe_dir) {
+  return load(text, source, exe_dir, true);
+}
+
+Config load_config_file(const std::string& path, const std::string& exe_dir) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot read the config file: " + std::strerror(errno));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return load_config_text(buf.str(), path, exe_dir);
+}
+
+}  // namespace kiwi::agent

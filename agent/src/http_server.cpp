@@ -1,0 +1,170 @@
+#include "http_server.hpp"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+
+#include <cstdarg>
+#include <cstring>
+#include <stdexcept>
+
+namespace kiwi::agent {
+
+namespace {
+
+// Per-request state between MHD's calls. Requests without a body (all GET/HEAD in practice) use
+// the shared marker and allocate nothing; a body allocates a RequestBody.
+char first_call_marker;
+constexpr std::size_t kMaxBody = 64 * 1024;
+
+struct RequestBody {
+  std::string data;
+  bool too_large = false;
+};
+
+MHD_Result collect(void* cls, MHD_ValueKind, const char* key, const char* value) {
+  auto* out = static_cast<std::vector<Param>*>(cls);
+  out->push_back({key ? key : "", value ? value : ""});
+  return MHD_YES;
+}
+
+void free_body(void* cls) { delete static_cast<Body*>(cls); }
+
+MHD_Response* make_response(const Response& r) {
+  static const std::string empty;
+  const std::string& data = r.body ? *r.body : empty;
+  // Zero-copy: MHD reads the shared body in place; the callback drops our reference when done.
+  auto* keep = new Body(r.body);
+  MHD_Response* res = MHD_create_response_from_buffer_with_free_callback_cls(
+      data.size(), const_cast<char*>(data.data()), &free_body, keep);
+  if (!res) {
+    delete keep;
+    return nullptr;
+  }
+  if (!r.content_type.empty()) MHD_add_response_header(res, "Content-Type", r.content_type.c_str());
+  for (auto& h : r.headers) MHD_add_response_header(res, h.name.c_str(), h.value.c_str());
+  return res;
+}
+
+std::string client_address(MHD_Connection* c) {
+  const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (!info || !info->client_addr) return {};
+  char buf[INET6_ADDRSTRLEN] = {};
+  const sockaddr* sa = info->client_addr;
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof buf);
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof buf);
+  return buf;
+}
+
+MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
+                      const char*, const char* upload_data, size_t* upload_size, void** state) {
+  auto* ctx = static_cast<HttpServer::Context*>(cls);
+  // First call: headers only. Answering now would count as an early response in MHD 0.9.75 and
+  // close kept-alive connections, so answer on a later call.
+  if (*state == nullptr) {
+    *state = &first_call_marker;
+    return MHD_YES;
+  }
+  if (*upload_size != 0) {
+    if (*state == &first_call_marker) *state = new RequestBody;
+    auto* body = static_cast<RequestBody*>(*state);
+    if (body->data.size() + *upload_size > kMaxBody)
+      body->too_large = true;
+    else
+      body->data.append(upload_data, *upload_size);
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  auto* body = *state == &first_call_marker ? nullptr : static_cast<RequestBody*>(*state);
+
+  thread_local std::vector<Param> query, headers;
+  query.clear();
+  headers.clear();
+  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, &collect, &query);
+  MHD_get_connection_values(c, MHD_HEADER_KIND, &collect, &headers);
+  std::string remote = client_address(c);
+
+  Request req;
+  req.method = method;
+  req.path = url;
+  req.query = query;
+  req.headers = headers;
+  req.remote_address = remote;
+  if (body) req.body = body->data;
+
+  Response res = body && body->too_large
+                     ? Response::error(413, "request body larger than " + std::to_string(kMaxBody) + " bytes")
+                     : ctx->router->dispatch(req);
+  MHD_Response* response = make_response(res);
+  if (!response) return MHD_NO;
+  MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(res.status), response);
+  MHD_destroy_response(response);
+  return ok;
+}
+
+void on_completed(void*, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
+  if (*state && *state != &first_call_marker) delete static_cast<RequestBody*>(*state);
+  *state = nullptr;
+}
+
+void on_mhd_log(void* cls, const char* fmt, va_list ap) {
+  char buf[512];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  std::string_view msg(buf);
+  while (!msg.empty() && msg.back() == '\n') msg.remove_suffix(1);
+  static_cast<Logger*>(cls)->debug(std::string("http: ") + std::string(msg));
+}
+
+}  // namespace
+
+HttpServer::HttpServer(HttpSettings settings, const Router& router, Logger& log)
+    : settings_(std::move(settings)), context_{&router, &log}, log_(log) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::start() {
+  sockaddr_storage addr{};
+  const auto& b = settings_.bind;
+  if (b.ipv6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(b.port);
+    inet_pton(AF_INET6, b.host.c_str(), &a->sin6_addr);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(b.port);
+    inet_pton(AF_INET, b.host.c_str(), &a->sin_addr);
+  }
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+  if (b.ipv6) flags |= MHD_USE_IPv6;
+  const auto timeout_s = static_cast<unsigned>(settings_.keep_alive.count() / 1000);
+  daemon_ = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &on_request, &context_,
+      MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr),
+      MHD_OPTION_THREAD_POOL_SIZE, static_cast<unsigned>(settings_.threads),
+      MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+      MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(settings_.max_connections),
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+      MHD_OPTION_NOTIFY_COMPLETED, &on_completed, nullptr,
+      MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, &log_,
+      MHD_OPTION_END);
+  if (!daemon_)
+    throw std::runtime_error("cannot listen on " + b.str() + ": " + std::strerror(errno) +
+                             " (is another process using the port? see [http] bind)");
+}
+
+void HttpServer::stop() {
+  if (daemon_) MHD_stop_daemon(daemon_);
+  daemon_ = nullptr;
+}
+
+std::uint16_t HttpServer::port() const {
+  if (!daemon_) return 0;
+  const MHD_DaemonInfo* info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
+  return info ? info->port : 0;
+}
+
+}  // namespace kiwi::agent

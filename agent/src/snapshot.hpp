@@ -1,0 +1,31 @@
+// The latest sample: rendered to JSON once per tick, published for the HTTP workers, and written
+// atomically to a file for scripts.
+#pragma once
+
+#include <atomic>
+#include <kiwi/handler.hpp>
+#include <memory>
+
+namespace kiwi::agent {
+
+// The /api/current body (the shape scripts rely on: extend it, don't reshape it).
+std::string render_snapshot_json(const Snapshot& s, bool stale);
+
+// Fills s.json and s.json_stale from the rest of `s`.
+void render_bodies(Snapshot& s);
+
+// Writes `path` so that a reader sees the old or the new content, never a mix: a temporary file
+// in the same directory, then rename(). Throws std::system_error naming the path.
+void write_file_atomically(const std::string& path, std::string_view content);
+
+class SnapshotHolder {
+ public:
+  SnapshotHolder();
+  void publish(std::shared_ptr<const Snapshot> s) { current_.store(std::move(s)); }
+  std::shared_ptr<const Snapshot> current() const { return current_.load(); }
+
+ private:
+  std::atomic<std::shared_ptr<const Snapshot>> current_;
+};
+
+}  // namespace kiwi::agent

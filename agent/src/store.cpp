@@ -1,0 +1,358 @@
+#include "store.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kiwi::agent {
+
+static_assert(std::endian::native == std::endian::little, "sample_codec assumes little-endian");
+
+namespace {
+constexpr int kSchemaVersion = 1;
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Inverse of canonical_labels, for series read back from the database.
+std::vector<std::pair<std::string, std::string>> parse_labels(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (!text.empty()) {
+    auto eq = text.find("=\"");
+    if (eq == std::string_view::npos) break;
+    std::string name(text.substr(0, eq)), value;
+    std::size_t i = eq + 2;
+    for (; i < text.size() && text[i] != '"'; ++i) {
+      if (text[i] == '\\' && i + 1 < text.size()) {
+        ++i;
+        value.push_back(text[i] == 'n' ? '\n' : text[i]);
+      } else {
+        value.push_back(text[i]);
+      }
+    }
+    out.emplace_back(std::move(name), std::move(value));
+    text.remove_prefix(std::min(text.size(), i + 2));  // past `",`
+  }
+  return out;
+}
+
+void bind_text(sqlite3_stmt* st, int i, std::string_view s) {
+  sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+
+std::string key_of(const std::string& name, const std::string& labels) {
+  return labels.empty() ? name : name + "{" + labels + "}";
+}
+}  // namespace
+
+std::string canonical_labels(const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::string out;
+  for (auto& [k, v] : labels) {
+    if (!out.empty()) out.push_back(',');
+    out += k + "=\"" + escape_label(v) + "\"";
+  }
+  return out;
+}
+
+bool glob_match(std::string_view p, std::string_view t) {
+  // Iterative wildcard match with single backtrack point: linear for one '*', fine for several.
+  std::size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
+  while (ti < t.size()) {
+    if (pi < p.size() && p[pi] == '*') {
+      star = pi++;
+      mark = ti;
+    } else if (pi < p.size() && p[pi] == t[ti]) {
+      ++pi;
+      ++ti;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1;
+      ti = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+ReadConnection::ReadConnection(const std::string& path) {
+  int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc == SQLITE_OK) {
+    sqlite3_busy_timeout(db_, 1000);
+    rc = sqlite3_prepare_v3(db_,
+                            "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 "
+                            "ORDER BY ts DESC LIMIT ?3",
+                            -1, SQLITE_PREPARE_PERSISTENT, &latest_, nullptr);
+  }
+  if (rc != SQLITE_OK) {
+    std::string msg = path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    sqlite3_close(db_);
+    throw StoreError(msg);
+  }
+}
+
+ReadConnection::~ReadConnection() {
+  sqlite3_finalize(latest_);
+  sqlite3_close(db_);
+}
+
+Store::Store(std::string path) : path_(std::move(path)) {
+  int rc = sqlite3_open_v2(path_.c_str(), &db_,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) fail("cannot open");
+  sqlite3_busy_timeout(db_, 1000);
+  try {
+    // synchronous=NORMAL in WAL: a crash loses at most the last commits, never corrupts the file.
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA synchronous=NORMAL");
+    int version = 0;
+    {
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &st, nullptr) != SQLITE_OK)
+        fail("cannot read schema version");
+      if (sqlite3_step(st) == SQLITE_ROW) version = sqlite3_column_int(st, 0);
+      sqlite3_finalize(st);
+    }
+    if (version == 0) {
+      exec("BEGIN");
+      exec("CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+           "labels TEXT NOT NULL, unit TEXT NOT NULL, kind INTEGER NOT NULL, UNIQUE(name, labels))");
+      exec("CREATE TABLE IF NOT EXISTS samples(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
+      exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+      exec("COMMIT");
+    } else if (version != kSchemaVersion) {
+      throw StoreError(path_ + ": schema version " + std::to_string(version) +
+                       ", this agent reads version " + std::to_string(kSchemaVersion) +
+                       "; move the file aside to start a new history");
+    }
+    auto prepare = [&](const char* sql, sqlite3_stmt** st) {
+      if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, st, nullptr) != SQLITE_OK)
+        fail("cannot prepare statement");
+    };
+    prepare("INSERT OR REPLACE INTO samples(ts, data) VALUES(?1, ?2)", &insert_sample_);
+    prepare("INSERT INTO series(name, labels, unit, kind) VALUES(?1, ?2, ?3, ?4)", &insert_series_);
+    prepare("DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
+            &prune_);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, "SELECT id, name, labels, unit, kind FROM series ORDER BY id", -1, &st,
+                           nullptr) != SQLITE_OK)
+      fail("cannot read series");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      auto id = static_cast<std::uint32_t>(sqlite3_column_int64(st, 0));
+      SeriesInfo s;
+      s.name = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+      std::string labels = reinterpret_cast<const char*>(sqlite3_column_text(st, 2));
+      s.labels = parse_labels(labels);
+      s.unit = reinterpret_cast<const char*>(sqlite3_column_text(st, 3));
+      s.kind = static_cast<MetricKind>(sqlite3_column_int(st, 4));
+      s.key = key_of(s.name, labels);
+      if (id != series_.size() + 1) {
+        sqlite3_finalize(st);
+        throw StoreError(path_ + ": series ids are not contiguous; the database is damaged");
+      }
+      series_ids_.emplace(s.key, id);
+      series_.push_back(std::move(s));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) fail("cannot read series");
+  } catch (...) {
+    sqlite3_finalize(insert_sample_);
+    sqlite3_finalize(insert_series_);
+    sqlite3_finalize(prune_);
+    sqlite3_close(db_);
+    throw;
+  }
+}
+
+Store::~Store() {
+  pool_.clear();
+  sqlite3_finalize(insert_sample_);
+  sqlite3_finalize(insert_series_);
+  sqlite3_finalize(prune_);
+  sqlite3_close(db_);
+}
+
+void Store::fail(const std::string& what) const {
+  throw StoreError(path_ + ": " + what + ": " + sqlite3_errmsg(db_));
+}
+
+void Store::exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = path_ + ": " + (err ? err : "error") + " (in: " + sql + ")";
+    sqlite3_free(err);
+    throw StoreError(msg);
+  }
+}
+
+std::uint32_t Store::series_id(const MetricValue& m) {
+  std::string labels = canonical_labels(m.labels);
+  std::string key = key_of(m.name, labels);
+  {
+    std::shared_lock lock(series_mutex_);
+    if (auto it = series_ids_.find(key); it != series_ids_.end()) return it->second;
+  }
+  bind_text(insert_series_, 1, m.name);
+  bind_text(insert_series_, 2, labels);
+  bind_text(insert_series_, 3, m.unit);
+  sqlite3_bind_int(insert_series_, 4, static_cast<int>(m.kind));
+  int rc = sqlite3_step(insert_series_);
+  sqlite3_reset(insert_series_);
+  if (rc != SQLITE_DONE) fail("cannot add series " + key);
+  auto id = static_cast<std::uint32_t>(sqlite3_last_insert_rowid(db_));
+  std::unique_lock lock(series_mutex_);
+  series_.push_back({key, m.name, m.labels, m.unit, m.kind});
+  series_ids_.emplace(std::move(key), id);
+  return id;
+}
+
+void Store::append(std::int64_t ts_ms, const std::vector<const MetricValue*>& metrics) {
+  exec("BEGIN");
+  try {
+    std::vector<std::pair<std::uint32_t, double>> values;
+    values.reserve(metrics.size());
+    for (auto* m : metrics) values.emplace_back(series_id(*m), m->value);
+    std::string blob;
+    sample_codec::encode(blob, values);
+    sqlite3_bind_int64(insert_sample_, 1, ts_ms);
+    sqlite3_bind_blob(insert_sample_, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+    int rc = sqlite3_step(insert_sample_);
+    sqlite3_reset(insert_sample_);
+    if (rc != SQLITE_DONE) fail("cannot write sample");
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    // Series added in the rolled-back transaction are gone from the file: forget them too.
+    std::unique_lock lock(series_mutex_);
+    sqlite3_stmt* st = nullptr;
+    std::int64_t max_id = 0;
+    if (sqlite3_prepare_v2(db_, "SELECT COALESCE(MAX(id),0) FROM series", -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+      max_id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    while (series_.size() > static_cast<std::size_t>(max_id)) {
+      series_ids_.erase(series_.back().key);
+      series_.pop_back();
+    }
+    throw;
+  }
+}
+
+int Store::prune(std::int64_t cutoff_ms, int max_rows) {
+  sqlite3_bind_int64(prune_, 1, cutoff_ms);
+  sqlite3_bind_int(prune_, 2, max_rows);
+  int rc = sqlite3_step(prune_);
+  sqlite3_reset(prune_);
+  if (rc != SQLITE_DONE) fail("cannot prune old samples");
+  return sqlite3_changes(db_);
+}
+
+std::vector<SeriesInfo> Store::series() const {
+  std::shared_lock lock(series_mutex_);
+  return series_;
+}
+
+HistoryResult Store::query(const HistoryQuery& q) const {
+  std::unique_ptr<ReadConnection> conn;
+  {
+    std::lock_guard lock(pool_mutex_);
+    if (!pool_.empty()) {
+      conn = std::move(pool_.back());
+      pool_.pop_back();
+    }
+  }
+  if (!conn) conn = std::make_unique<ReadConnection>(path_);
+
+  // Rows newest first, then reversed: the latest `limit` samples, oldest first.
+  std::vector<std::pair<std::int64_t, std::string>> rows;
+  sqlite3_stmt* st = conn->latest();
+  sqlite3_bind_int64(st, 1, q.since ? static_cast<std::int64_t>(std::ceil(*q.since * 1000)) : INT64_MIN);
+  sqlite3_bind_int64(st, 2, q.until ? static_cast<std::int64_t>(std::floor(*q.until * 1000)) : INT64_MAX);
+  sqlite3_bind_int64(st, 3, static_cast<std::int64_t>(q.limit));
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    auto* data = static_cast<const char*>(sqlite3_column_blob(st, 1));
+    rows.emplace_back(sqlite3_column_int64(st, 0),
+                      std::string(data ? data : "", static_cast<std::size_t>(sqlite3_column_bytes(st, 1))));
+  }
+  std::string err = rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
+  sqlite3_reset(st);
+  if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);  // conn dropped
+  {
+    std::lock_guard lock(pool_mutex_);
+    pool_.push_back(std::move(conn));
+  }
+  std::reverse(rows.begin(), rows.end());
+
+  HistoryResult out;
+  out.timestamps.reserve(rows.size());
+  std::vector<SeriesInfo> catalog = series();
+  std::vector<int> column(catalog.size() + 1, -1);  // series id -> column, -1 = not (yet) used
+  std::vector<char> wanted(catalog.size() + 1, 0);
+  for (std::size_t id = 1; id <= catalog.size(); ++id) {
+    auto& s = catalog[id - 1];
+    bool ok = q.patterns.empty();
+    for (auto& p : q.patterns) ok = ok || glob_match(p, s.name) || glob_match(p, s.key);
+    wanted[id] = ok;
+  }
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    out.timestamps.push_back(static_cast<double>(rows[row].first) / 1000.0);
+    sample_codec::decode(rows[row].second, [&](std::uint32_t id, double v) {
+      if (id == 0 || id >= column.size() || !wanted[id]) return;
+      if (column[id] < 0) {
+        column[id] = static_cast<int>(out.series.size());
+        auto& s = catalog[id - 1];
+        out.series.push_back({s.key, s.name, s.labels, s.unit, s.kind,
+                              std::vector<double>(rows.size(), std::nan(""))});
+      }
+      out.series[static_cast<std::size_t>(column[id])].values[row] = v;
+    });
+  }
+  // Stable output order: by series id (= first time the agent saw it), not by first appearance.
+  std::vector<std::pair<std::uint32_t, std::size_t>> order;
+  for (std::uint32_t id = 1; id < column.size(); ++id)
+    if (column[id] >= 0) order.emplace_back(id, static_cast<std::size_t>(column[id]));
+  std::vector<HistorySeries> sorted;
+  sorted.reserve(out.series.size());
+  for (auto& [id, col] : order) sorted.push_back(std::move(out.series[col]));
+  out.series = std::move(sorted);
+  return out;
+}
+
+namespace sample_codec {
+void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& values) {
+  std::sort(values.begin(), values.end());
+  std::uint32_t prev = 0;
+  for (auto& [id, v] : values) {
+    std::uint64_t head = std::uint64_t(id - prev) << 2;
+    prev = id;
+    if (std::nearbyint(v) == v && std::fabs(v) < 9007199254740992.0) {
+      put_varint(out, head | 0);
+      auto i = static_cast<std::int64_t>(v);
+      put_varint(out, (static_cast<std::uint64_t>(i) << 1) ^ static_cast<std::uint64_t>(i >> 63));
+    } else if (std::isfinite(v) && std::fabs(v) < 3.0e38) {
+      put_varint(out, head | 1);
+      float f = static_cast<float>(v);
+      char b[4];
+      std::memcpy(b, &f, 4);
+      out.append(b, 4);
+    } else {
+      put_varint(out, head | 2);
+      char b[8];
+      std::memcpy(b, &v, 8);
+      out.append(b, 8);
+    }
+  }
+}
+}  // namespace sample_codec
+
+}  // namespace kiwi::agent

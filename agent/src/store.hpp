@@ -1,0 +1,102 @@
+// History in SQLite (WAL): one writer (the collector's thread) and a pool of read-only connections
+// for the HTTP workers, at most one per worker thread at a time.
+//
+// Schema (PRAGMA user_version = 1):
+//   series(id INTEGER PRIMARY KEY, name, labels, unit, kind, UNIQUE(name, labels))
+//   samples(ts INTEGER PRIMARY KEY  -- unix milliseconds of the tick
+//           , data BLOB)            -- every value of that tick, compactly encoded (sample_codec)
+// One row per tick instead of one per value keeps the file and the bytes written to flash small.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <kiwi/handler.hpp>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kiwi::agent {
+
+// "core=\"0\",mode=\"user\"" (Prometheus escaping), the canonical label text of a series.
+std::string canonical_labels(const std::vector<std::pair<std::string, std::string>>& labels);
+// `*` matches any run of characters; everything else literally.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+// A read-only connection (SQLITE_OPEN_READONLY): any write through it fails.
+class ReadConnection {
+ public:
+  explicit ReadConnection(const std::string& path);  // throws StoreError
+  ~ReadConnection();
+  ReadConnection(const ReadConnection&) = delete;
+  ReadConnection& operator=(const ReadConnection&) = delete;
+  sqlite3* db() const { return db_; }
+  sqlite3_stmt* latest() const { return latest_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* latest_ = nullptr;
+};
+
+struct SeriesInfo {
+  std::string key;
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string unit;
+  MetricKind kind = MetricKind::gauge;
+};
+
+class Store {
+ public:
+  // Opens or creates `path`, sets WAL mode, creates or checks the schema. Throws StoreError with
+  // the path and SQLite's message (e.g. "file is not a database").
+  explicit Store(std::string path);
+  ~Store();
+
+  // Writer side (one thread). Appends one tick; metrics of several sensors. Throws StoreError.
+  void append(std::int64_t ts_ms, const std::vector<const MetricValue*>& metrics);
+  // Deletes at most `max_rows` samples older than `cutoff_ms`; returns how many it deleted.
+  int prune(std::int64_t cutoff_ms, int max_rows);
+
+  // Reader side, any thread. Throws StoreError.
+  HistoryResult query(const HistoryQuery& q) const;
+  // Metadata of every series ever written (id order).
+  std::vector<SeriesInfo> series() const;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::uint32_t series_id(const MetricValue& m);
+  void exec(const char* sql);
+  [[noreturn]] void fail(const std::string& what) const;
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* insert_sample_ = nullptr;
+  sqlite3_stmt* insert_series_ = nullptr;
+  sqlite3_stmt* prune_ = nullptr;
+
+  // Series catalog: written by the writer, read by every worker.
+  mutable std::shared_mutex series_mutex_;
+  std::vector<SeriesInfo> series_;  // index = id - 1
+  std::unordered_map<std::string, std::uint32_t> series_ids_;  // key -> id
+
+  // Read-only connections not in use; a worker takes one, returns it after its query.
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<std::unique_ptr<ReadConnection>> pool_;
+};
+
+// The compact per-tick encoding, exposed for tests.
+namespace sample_codec {
+void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& values);  // sorts
+// Calls fn(series_id, value) for each entry; throws StoreError on a malformed blob.
+template <class Fn>
+void decode(std::string_view blob, Fn&& fn);
+}  // namespace sample_codec
+
+}  // namespace kiwi::agent
+
+#include "sample_codec_impl.hpp"

@@ -1,0 +1,283 @@
+// Test harness for integration tests: the real kiwi-agent binary in a temporary directory on a
+// loopback port, and a minimal HTTP/1.1 client. Waits poll with deadlines; no fixed sleeps.
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace kiwi_test {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+inline std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void write_text(const fs::path& p, std::string_view text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+}
+
+// A fresh directory under /tmp, removed with the object.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/kiwi-test-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Starts `args` with stdout/stderr to files; returns the pid.
+inline pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error("posix_spawn " + args[0] + " failed");
+  return pid;
+}
+
+// Waits for `pid` at most `timeout`; kills it (SIGKILL) and fails if it does not exit.
+inline int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  int status = 0;
+  while (Clock::now() < deadline) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  throw std::runtime_error("process did not exit in time");
+}
+
+// Runs kiwi-agent with `args` to completion (for --check-config and friends).
+inline ProcessResult run_agent_command(std::vector<std::string> args) {
+  TempDir tmp;
+  args.insert(args.begin(), KIWI_AGENT_BIN);
+  pid_t pid = spawn(args, tmp.path / "out", tmp.path / "err");
+  ProcessResult r;
+  r.exit_code = wait_exit(pid, std::chrono::seconds(20));
+  r.out = read_text(tmp.path / "out");
+  r.err = read_text(tmp.path / "err");
+  return r;
+}
+
+struct HttpResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+// One keep-alive HTTP/1.1 connection to 127.0.0.1:port.
+class HttpClient {
+ public:
+  explicit HttpClient(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval tv{10, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      close(fd_);
+      fd_ = -1;
+      throw std::runtime_error("connect to port " + std::to_string(port) + " failed");
+    }
+  }
+  ~HttpClient() {
+    if (fd_ >= 0) close(fd_);
+  }
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  void send_raw(std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) throw std::runtime_error("send failed");
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+  }
+
+  HttpResponse request(const std::string& method, const std::string& target,
+                       const std::vector<std::pair<std::string, std::string>>& headers = {},
+                       const std::string& body = "") {
+    std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    for (auto& [k, v] : headers) req += k + ": " + v + "\r\n";
+    if (!body.empty()) req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    req += "\r\n" + body;
+    send_raw(req);
+    return read_response(method == "HEAD");
+  }
+  HttpResponse get(const std::string& target,
+                   const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+    return request("GET", target, headers);
+  }
+
+  HttpResponse read_response(bool head = false) {
+    while (buf_.find("\r\n\r\n") == std::string::npos) fill();
+    auto end = buf_.find("\r\n\r\n");
+    std::string head_text = buf_.substr(0, end);
+    buf_.erase(0, end + 4);
+    HttpResponse r;
+    std::istringstream lines(head_text);
+    std::string line;
+    std::getline(lines, line);
+    r.status = std::stoi(line.substr(9, 3));
+    while (std::getline(lines, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string name = line.substr(0, colon);
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      r.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+    std::size_t length = r.headers.count("content-length") ? std::stoul(r.headers["content-length"]) : 0;
+    if (head || r.status == 304 || r.status == 204) length = 0;
+    while (buf_.size() < length) fill();
+    r.body = buf_.substr(0, length);
+    buf_.erase(0, length);
+    return r;
+  }
+
+  // True if the server closed the connection (read returns 0).
+  bool closed_by_peer() {
+    char c;
+    ssize_t n = recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0;
+  }
+
+ private:
+  void fill() {
+    char chunk[65536];
+    ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
+    if (n <= 0) throw std::runtime_error("connection closed or timed out while reading");
+    buf_.append(chunk, static_cast<std::size_t>(n));
+  }
+  int fd_ = -1;
+  std::string buf_;
+};
+
+// kiwi-agent running on a temporary data dir and a kernel-chosen loopback port.
+class Agent {
+ public:
+  // `extra_toml` is appended to a config that sets data_dir, snapshot_path and bind;
+  // `collector_lines` go into its [collector] table.
+  explicit Agent(const std::string& extra_toml = "", const std::string& collector_lines = "") {
+    config_path_ = dir_.path / "kiwi.toml";
+    write_text(config_path_, "[agent]\ndata_dir = \"" + (dir_.path / "data").string() +
+                                 "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n"
+                                 "[http]\nbind = \"127.0.0.1:0\"\n[collector]\nsnapshot_path = \"" +
+                                 (dir_.path / "run/current.json").string() + "\"\n" +
+                                 collector_lines + "\n" + extra_toml);
+    start();
+  }
+  ~Agent() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  void start() {
+    pid_ = spawn({KIWI_AGENT_BIN, "--config", config_path_.string()}, dir_.path / "stdout",
+                 dir_.path / "stderr");
+    // The agent logs "listening on http://127.0.0.1:PORT/" once it serves.
+    auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (Clock::now() < deadline) {
+      std::string log = stderr_text();
+      auto at = log.find("listening on http://127.0.0.1:");
+      if (at != std::string::npos && log.find('/', at + 30) != std::string::npos) {
+        port_ = std::stoi(log.substr(at + 30));
+        return;
+      }
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        throw std::runtime_error("kiwi-agent exited at start-up:\n" + log);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    throw std::runtime_error("kiwi-agent did not start listening:\n" + stderr_text());
+  }
+
+  // Sends `sig` and returns the exit code.
+  int stop(int sig = SIGTERM) {
+    kill(pid_, sig);
+    int code = wait_exit(pid_, std::chrono::seconds(20));
+    pid_ = -1;
+    return code;
+  }
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const fs::path& dir() const { return dir_.path; }
+  fs::path db_path() const { return dir_.path / "data/kiwi.db"; }
+  std::string stderr_text() const { return read_text(dir_.path / "stderr"); }
+
+ private:
+  TempDir dir_;
+  fs::path config_path_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// Polls `pred` until it is true or `timeout` passes.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+}  // namespace kiwi_test

@@ -1,0 +1,300 @@
+// The real kiwi-agent binary on a loopback port with a real SQLite file.
+#include <rapidjson/document.h>
+#include <sqlite3.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "harness.hpp"
+
+using namespace kiwi_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+rapidjson::Document parse_json(const std::string& body) {
+  rapidjson::Document d;
+  d.Parse(body.c_str(), body.size());
+  INFO(body);
+  REQUIRE_FALSE(d.HasParseError());
+  return d;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string quick_check(const fs::path& db) {
+  sqlite3* h = nullptr;
+  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  std::string result = "cannot run";
+  if (sqlite3_prepare_v2(h, "PRAGMA quick_check", -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    result = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return result;
+}
+
+// Asserts a 400 in the API's error shape naming `parameter`, on a connection that stays usable.
+void expect_bad_parameter(HttpClient& c, const std::string& target, const std::string& parameter) {
+  INFO(target);
+  auto r = c.get(target);
+  CHECK(r.status == 400);
+  CHECK(r.header("content-type") == "application/json");
+  auto d = parse_json(r.body);
+  REQUIRE(d.HasMember("error"));
+  CHECK(d["error"]["parameter"].GetString() == parameter);
+  CHECK(std::string(d["error"]["message"].GetString()).size() > 5);
+}
+
+std::uint64_t sequence_of(HttpClient& c) {
+  auto d = parse_json(c.get("/api/current").body);
+  return d["sequence"].GetUint64();
+}
+
+}  // namespace
+
+TEST_CASE("agent serves the dashboard, the snapshot and the history") {
+  Agent agent;
+  HttpClient c(agent.port());
+
+  SECTION("/ is the dashboard and its assets come from the agent") {
+    auto r = c.get("/");
+    CHECK(r.status == 200);
+    CHECK(r.header("content-type") == "text/html; charset=utf-8");
+    CHECK_THAT(r.body, Catch::Contains("<html") && Catch::Contains("/assets/app.js"));
+    CHECK_THAT(r.body, !Catch::Contains("http://") && !Catch::Contains("https://"));
+    auto js = c.get("/assets/app.js");
+    CHECK(js.status == 200);
+    CHECK(js.header("content-type") == "text/javascript; charset=utf-8");
+    auto again = c.get("/", {{"If-None-Match", r.header("etag")}});
+    CHECK(again.status == 304);
+    CHECK(c.get("/assets/nope.js").status == 404);
+  }
+
+  SECTION("/api/current has all four sensors and a fresh timestamp") {
+    auto r = c.get("/api/current");
+    REQUIRE(r.status == 200);
+    CHECK(r.header("content-type") == "application/json");
+    auto d = parse_json(r.body);
+    CHECK(d["version"].GetInt() == 1);
+    CHECK(std::fabs(d["timestamp"].GetDouble() - now_seconds()) < 2.0);
+    CHECK(d["interval_seconds"].GetDouble() == 1.0);
+    CHECK(d["stale"].GetBool() == false);
+    CHECK(std::string(d["host"].GetString()).size() > 0);
+    for (auto name : {"cpu", "thermal", "memory", "storage"}) {
+      INFO(name);
+      REQUIRE(d["sensors"].HasMember(name));
+      std::string status = d["sensors"][name]["status"].GetString();
+      CHECK((status == "ok" || status == "no_data"));
+      CHECK(d["sensors"][name]["metrics"].IsArray());
+    }
+    // Metrics in base units, as DESIGN.md names them.
+    bool total = false;
+    for (auto& m : d["sensors"]["memory"]["metrics"].GetArray())
+      if (std::string(m["name"].GetString()) == "memory_total_bytes") {
+        total = true;
+        CHECK(m["unit"].GetString() == std::string("bytes"));
+        CHECK(m["value"].GetDouble() > 1e6);
+      }
+    CHECK(total);
+    // ETag is the sample sequence; If-None-Match gives 304 with no body.
+    auto etag = r.header("etag");
+    CHECK(etag == "\"" + std::to_string(d["sequence"].GetUint64()) + "\"");
+    auto same = c.get("/api/current", {{"If-None-Match", etag}});
+    if (same.header("etag") == etag) {  // unless a new sample landed in between
+      CHECK(same.status == 304);
+      CHECK(same.body.empty());
+    }
+  }
+
+  SECTION("HEAD answers with the GET headers and no body") {
+    auto get = c.get("/api/history?limit=1");
+    auto head = c.request("HEAD", "/api/history?limit=1");
+    CHECK(head.status == 200);
+    CHECK(head.header("content-type") == "application/json");
+    CHECK(head.body.empty());
+    CHECK(c.get("/api/current").status == 200);  // still in step on the same connection
+  }
+
+  SECTION("the snapshot file is the same JSON, replaced atomically") {
+    auto file = agent.dir() / "run/current.json";
+    REQUIRE(eventually([&] { return fs::exists(file); }));
+    auto d = parse_json(read_text(file));
+    CHECK(d["sensors"].HasMember("memory"));
+    CHECK_FALSE(fs::exists(agent.dir() / "run/current.json.tmp"));
+  }
+}
+
+TEST_CASE("agent: /api/history?limit=5 after six ticks has 5 samples about 1 s apart, oldest first") {
+  Agent agent;
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 7; }, 15s));
+  auto r = c.get("/api/history?limit=5");
+  REQUIRE(r.status == 200);
+  auto d = parse_json(r.body);
+  CHECK(d["count"].GetInt() == 5);
+  auto& ts = d["timestamps"];
+  REQUIRE(ts.Size() == 5);
+  for (rapidjson::SizeType i = 1; i < ts.Size(); ++i)
+    CHECK(ts[i].GetDouble() - ts[i - 1].GetDouble() == Approx(1.0).margin(0.3));
+  CHECK(std::fabs(ts[4].GetDouble() - now_seconds()) < 2.5);
+  // One array per series, with its unit, as long as the timestamps.
+  REQUIRE(d["series"].HasMember("memory_total_bytes"));
+  auto& mem = d["series"]["memory_total_bytes"];
+  CHECK(mem["unit"].GetString() == std::string("bytes"));
+  CHECK(mem["values"].Size() == 5);
+  REQUIRE(d["series"].HasMember("cpu_core_usage_ratio{core=\"0\"}"));
+  CHECK(d["series"]["cpu_core_usage_ratio{core=\"0\"}"]["labels"]["core"].GetString() ==
+        std::string("0"));
+  // Default limit is 120: all we have so far.
+  auto all = parse_json(c.get("/api/history").body);
+  CHECK(all["count"].GetInt() >= 7);
+}
+
+TEST_CASE("agent: bad requests get JSON errors and the connection stays usable") {
+  Agent agent;
+  HttpClient c(agent.port());
+  expect_bad_parameter(c, "/api/history?limit=abc", "limit");
+  expect_bad_parameter(c, "/api/history?limit=0", "limit");
+  expect_bad_parameter(c, "/api/history?limit=86401", "limit");
+  expect_bad_parameter(c, "/api/history?limit=99999999999999999999999", "limit");
+  expect_bad_parameter(c, "/api/history?limit=-1", "limit");
+  expect_bad_parameter(c, "/api/history?limit=1.5", "limit");
+  expect_bad_parameter(c, "/api/history?limit=", "limit");
+  expect_bad_parameter(c, "/api/history?limit", "limit");
+  expect_bad_parameter(c, "/api/history?limit=5&limit=6", "limit");
+  expect_bad_parameter(c, "/api/history?limt=5", "limt");
+  CHECK(c.get("/api/history?limit=86400").status == 200);
+
+  auto missing = c.get("/no/such/path");
+  CHECK(missing.status == 404);
+  CHECK(parse_json(missing.body)["error"]["status"].GetInt() == 404);
+
+  auto post = c.request("POST", "/api/current", {}, "x=1");
+  CHECK(post.status == 405);
+  CHECK(post.header("allow") == "GET, HEAD");
+  CHECK(parse_json(post.body)["error"]["status"].GetInt() == 405);
+  auto del = c.request("DELETE", "/api/history");
+  CHECK(del.status == 405);
+
+  auto ok = c.get("/api/current");  // same connection, after every error above
+  CHECK(ok.status == 200);
+  CHECK_FALSE(c.closed_by_peer());
+}
+
+TEST_CASE("agent: SIGTERM and SIGINT stop it cleanly with exit 0 and an intact database") {
+  for (int sig : {SIGTERM, SIGINT}) {
+    Agent agent;
+    HttpClient c(agent.port());
+    REQUIRE(eventually([&] { return sequence_of(c) >= 2; }));
+    CHECK(agent.stop(sig) == 0);
+    CHECK(quick_check(agent.db_path()) == "ok");
+    CHECK_THAT(agent.stderr_text(), Catch::Contains("stopping"));
+  }
+}
+
+TEST_CASE("agent: a sensor that throws is reported as error and the agent keeps its 1 Hz") {
+  Agent agent(R"(
+[[sensor]]
+plugin = "memory"
+[[sensor]]
+plugin = ")" KIWI_TEST_PLUGIN_DIR R"(/test-throwing_sensor.so"
+name = "flaky"
+)");
+  HttpClient c(agent.port());
+  std::uint64_t first = sequence_of(c);
+  REQUIRE(eventually([&] { return sequence_of(c) >= first + 2; }, 5s));
+  auto d = parse_json(c.get("/api/current").body);
+  CHECK(d["sensors"]["flaky"]["status"].GetString() == std::string("error"));
+  CHECK_THAT(d["sensors"]["flaky"]["message"].GetString(), Catch::Contains("Input/output error"));
+  CHECK(d["sensors"]["memory"]["status"].GetString() == std::string("ok"));
+}
+
+TEST_CASE("agent: /api/current says stale once the snapshot is older than stale_after") {
+  // A sensor that takes 2.5 s stalls the collector; HTTP keeps answering and must say so.
+  Agent agent(R"(
+[[sensor]]
+plugin = ")" KIWI_TEST_PLUGIN_DIR R"(/test-slow_sensor.so"
+name = "slow"
+[sensor.options]
+sleep_ms = 2500
+)",
+              "stale_after = \"1s\"");
+  HttpClient c(agent.port());
+  bool saw_stale = eventually(
+      [&] {
+        auto r = c.get("/api/current");
+        auto d = parse_json(r.body);
+        return d["stale"].GetBool() && r.header("etag").ends_with("s\"");
+      },
+      10s);
+  CHECK(saw_stale);
+}
+
+TEST_CASE("kiwi-agent --check-config") {
+  TempDir tmp;
+  SECTION("a good file: exit 0") {
+    write_text(tmp.path / "ok.toml", "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n");
+    auto r = run_agent_command({"--check-config", (tmp.path / "ok.toml").string()});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("ok (4 sensors, 4 routes"));
+  }
+  SECTION("a broken file: exit 2 and file:line:col") {
+    auto file = (tmp.path / "bad.toml").string();
+    write_text(file, "[collector]\ninterval = \"fast\"\n");
+    auto r = run_agent_command({"--check-config", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(file + ":2:12: collector.interval: \"fast\" is not a duration"));
+  }
+  SECTION("a missing plugin: exit 2 naming the file") {
+    auto file = (tmp.path / "missing.toml").string();
+    write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[[sensor]]\nplugin = \"gpu\"\n");
+    auto r = run_agent_command({"--check-config", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(file + ":4:10: " KIWI_PLUGIN_DIR
+                                             "/kiwi-sensor-gpu.so: plugin file not found"));
+  }
+  SECTION("a plugin with the wrong ABI version: exit 2 naming the file and both versions") {
+    auto file = (tmp.path / "abi.toml").string();
+    write_text(file, "[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR "/test-wrong_abi.so\"\nname = \"x\"\n");
+    auto r = run_agent_command({"--check-config", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("test-wrong_abi.so: plugin ABI version 42, this agent expects 1"));
+  }
+  SECTION("an unknown plugin option: exit 2 at the option's line") {
+    auto file = (tmp.path / "opt.toml").string();
+    write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[[route]]\npath = \"/\"\nhandler = "
+                     "\"current\"\n[route.options]\ncolour = \"red\"\n");
+    auto r = run_agent_command({"--check-config", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(file + ":7:1: route.options.colour: unknown option for "
+                                             "plugin current; it takes no options"));
+  }
+}
+
+TEST_CASE("kiwi-agent refuses to start on a bad plugin, with exit 2") {
+  TempDir tmp;
+  for (auto plugin : {"test-wrong_abi.so", "test-not_kiwi.so", "test-throwing_factory.so"}) {
+    INFO(plugin);
+    auto file = (tmp.path / "kiwi.toml").string();
+    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
+                         "\"\n[http]\nbind = \"127.0.0.1:0\"\n[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
+                         "/" + plugin + "\"\nname = \"bad\"\n");
+    auto r = run_agent_command({"--config", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(plugin));
+    CHECK_THAT(r.err, !Catch::Contains("listening"));
+  }
+}
+
+TEST_CASE("kiwi-agent --print-default-config prints config/kiwi-agent.toml, which checks clean") {
+  auto r = run_agent_command({"--print-default-config"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == read_text(KIWI_SOURCE_DIR "/config/kiwi-agent.toml"));
+  auto bad = run_agent_command({"--bogus"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("unknown argument '--bogus'") && Catch::Contains("usage:"));
+}

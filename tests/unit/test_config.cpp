@@ -1,0 +1,187 @@
+#include <catch2/catch.hpp>
+
+#include "config.hpp"
+
+using namespace kiwi::agent;
+
+namespace {
+Config load(const std::string& text) { return load_config_text(text, "kiwi.toml", "/opt/kiwi/bin"); }
+
+// The error message for `text`, or "" if it loads.
+std::string error_of(const std::string& text) {
+  try {
+    load(text);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("config: an empty file gives the documented defaults") {
+  Config c = load("");
+  CHECK(c.http.bind.str() == "127.0.0.1:8095");
+  CHECK(c.http.threads == 4);
+  CHECK(c.http.keep_alive == Millis(5000));
+  CHECK(c.http.max_connections == 256);
+  CHECK(c.collector.interval == Millis(1000));
+  CHECK(c.collector.retention == Millis(86'400'000));
+  CHECK(c.collector.stale_after == Millis(3000));  // 3 x interval
+  CHECK(c.collector.snapshot_path == "/run/kiwi-agent/current.json");
+  CHECK(c.agent.procfs == "/proc");
+  CHECK(c.agent.sysfs == "/sys");
+  CHECK(c.agent.log_level == kiwi::LogLevel::info);
+  CHECK(c.agent.plugin_dir == "/opt/kiwi/bin/../lib/kiwi-agent");  // $ORIGIN = executable's dir
+  REQUIRE(c.sensors.size() == 4);
+  CHECK(c.sensors[0].plugin == "cpu");
+  CHECK(c.sensors[3].name == "storage");
+  REQUIRE(c.routes.size() == 4);
+  CHECK(c.routes[1].path == "/assets/*");
+}
+
+TEST_CASE("config: the built-in default and an empty user file are the same configuration") {
+  Config a = default_config("/x"), b = load_config_text("", "f.toml", "/x");
+  CHECK(a.http.bind.str() == b.http.bind.str());
+  CHECK(a.collector.stale_after == b.collector.stale_after);
+  CHECK(a.sensors.size() == b.sensors.size());
+  CHECK(a.source == "<built-in default>");
+}
+
+TEST_CASE("config: every accepted form") {
+  Config c = load(R"(
+[agent]
+data_dir = "/var/lib/kiwi"
+log_level = "debug"
+[http]
+bind = "[::1]:9000"
+threads = 8
+keep_alive = "30s"
+max_connections = 1000
+[collector]
+interval = "500ms"
+retention = "7d"
+stale_after = "1h30m"
+snapshot_path = ""
+[[sensor]]
+plugin = "cpu"
+name = "cpu-fast"
+interval = "1s"
+[sensor.options]
+anything = 1
+[[sensor]]
+plugin = "./plugins/kiwi-sensor-custom.so"
+name = "custom"
+[[route]]
+path = "/x/*"
+handler = "dashboard"
+)");
+  CHECK(c.agent.data_dir == "/var/lib/kiwi");
+  CHECK(c.agent.log_level == kiwi::LogLevel::debug);
+  CHECK(c.http.bind.ipv6);
+  CHECK(c.http.bind.host == "::1");
+  CHECK(c.http.bind.port == 9000);
+  CHECK(c.http.threads == 8);
+  CHECK(c.http.keep_alive == Millis(30'000));
+  CHECK(c.collector.interval == Millis(500));
+  CHECK(c.collector.retention == Millis(7 * 86'400'000LL));
+  CHECK(c.collector.stale_after == Millis(5'400'000));
+  CHECK(c.collector.snapshot_path.empty());
+  REQUIRE(c.sensors.size() == 2);  // replaces the default list
+  CHECK(c.sensors[0].name == "cpu-fast");
+  CHECK(c.sensors[0].interval == Millis(1000));
+  CHECK(c.sensors[0].options->contains("anything"));
+  CHECK(c.sensors[0].plugin_pos.line == 16);
+  CHECK(c.routes.size() == 1);  // replaces the default routes
+}
+
+TEST_CASE("config: a user file without [[sensor]] keeps the default sensors") {
+  Config c = load("[http]\nbind = \"0.0.0.0:8095\"\n");
+  CHECK(c.sensors.size() == 4);
+  CHECK(c.http.bind.host == "0.0.0.0");
+}
+
+TEST_CASE("config: bind addresses") {
+  CHECK(parse_bind("127.0.0.1:8095")->port == 8095);
+  CHECK(parse_bind("[::]:80")->ipv6);
+  CHECK(parse_bind("localhost:1")->host == "127.0.0.1");
+  for (auto bad : {"8095", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1",
+                   "[::1]8095", "::1:8095", "example.com:80", "256.0.0.1:80", "127.0.0.1:80x"})
+    CHECK_FALSE(parse_bind(bad).has_value());
+}
+
+TEST_CASE("config: each error names file:line:col, the key, the value and what is accepted") {
+  SECTION("wrong type") {
+    CHECK(error_of("[http]\nthreads = \"four\"\n") ==
+          "kiwi.toml:2:11: http.threads: \"four\" is not an integer; accepted: 1..256");
+  }
+  SECTION("out of range") {
+    CHECK(error_of("[http]\nthreads = 0\n") ==
+          "kiwi.toml:2:11: http.threads: 0 is out of range; accepted: 1..256");
+    CHECK(error_of("[http]\nmax_connections = 70000\n") ==
+          "kiwi.toml:2:19: http.max_connections: 70000 is out of range; accepted: 1..65536");
+    CHECK(error_of("[collector]\ninterval = \"50ms\"\n") ==
+          "kiwi.toml:2:12: collector.interval: \"50ms\" is out of range (accepted: 100ms to 1h)");
+  }
+  SECTION("bad duration") {
+    CHECK(error_of("[collector]\ninterval = \"1 second\"\n") ==
+          "kiwi.toml:2:12: collector.interval: \"1 second\" is not a duration; use a whole number "
+          "with ms, s, m, h or d, e.g. \"500ms\", \"1s\", \"24h\" (accepted: 100ms to 1h)");
+    CHECK_THAT(error_of("[collector]\nretention = 86400\n"),
+               Catch::StartsWith("kiwi.toml:2:13: collector.retention: 86400 is not a duration; "
+                                 "write a string such as \"500ms\""));
+  }
+  SECTION("bad bind") {
+    CHECK_THAT(error_of("[http]\nbind = \"localhost\"\n"),
+               Catch::StartsWith("kiwi.toml:2:8: http.bind: \"localhost\" is not an address; use "
+                                 "\"host:port\""));
+  }
+  SECTION("unknown key") {
+    CHECK(error_of("[http]\nport = 80\n") ==
+          "kiwi.toml:2:1: http.port: unknown key; accepted in [http]: bind, threads, keep_alive, "
+          "max_connections");
+    CHECK(error_of("[colector]\n") ==
+          "kiwi.toml:1:2: colector: unknown key; accepted here: agent, http, collector, sensor, route");
+    CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nintervall = \"1s\"\n") ==
+          "kiwi.toml:3:1: sensor.intervall: unknown key; accepted here: plugin, name, interval, "
+          "options");
+  }
+  SECTION("bad log level") {
+    CHECK(error_of("[agent]\nlog_level = \"verbose\"\n") ==
+          "kiwi.toml:2:13: agent.log_level: \"verbose\" is not a log level; use error, warn, info "
+          "or debug");
+  }
+  SECTION("sensor without a plugin") {
+    CHECK(error_of("[[sensor]]\nname = \"x\"\n") ==
+          "kiwi.toml:1:1: sensor.plugin: missing; name a plugin, e.g. plugin = \"cpu\"");
+  }
+  SECTION("two sensors with one name") {
+    CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"cpu\"\n") ==
+          "kiwi.toml:3:1: sensor.name: \"cpu\" is used by two [[sensor]] entries; give each a unique "
+          "name = \"...\"");
+  }
+  SECTION("sensor interval not a multiple of the collector's") {
+    CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\ninterval = \"1500ms\"\n") ==
+          "kiwi.toml:1:1: sensor.interval: \"1500ms\" is not a multiple of collector.interval (1s)");
+  }
+  SECTION("stale_after shorter than the interval") {
+    CHECK(error_of("[collector]\ninterval = \"10s\"\nstale_after = \"5s\"\n") ==
+          "kiwi.toml:3:15: collector.stale_after: \"5s\" is shorter than collector.interval (10s); "
+          "use at least the interval");
+  }
+  SECTION("route paths") {
+    CHECK_THAT(error_of("[[route]]\npath = \"api\"\nhandler = \"current\"\n"),
+               Catch::StartsWith("kiwi.toml:2:8: route.path: \"api\" is not a route path"));
+    CHECK_THAT(error_of("[[route]]\npath = \"/a*b\"\nhandler = \"current\"\n"),
+               Catch::StartsWith("kiwi.toml:2:8: route.path: \"/a*b\" is not a route path"));
+    CHECK(error_of("[[route]]\npath = \"/a\"\nhandler = \"x\"\n[[route]]\npath = \"/a\"\nhandler = "
+                   "\"y\"\n") == "kiwi.toml:4:1: route.path: \"/a\" is routed twice");
+  }
+  SECTION("TOML syntax") {
+    CHECK_THAT(error_of("[http]\nthreads = = 4\n"), Catch::StartsWith("kiwi.toml:2:11: "));
+  }
+  SECTION("unreadable file") {
+    CHECK_THROWS_WITH(load_config_file("/nonexistent/kiwi.toml", "/x"),
+                      "/nonexistent/kiwi.toml: cannot read the config file: No such file or "
+                      "directory");
+  }
+}

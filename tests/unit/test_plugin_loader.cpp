@@ -1,0 +1,140 @@
+// The loader on real shared objects: the built plugins and the deliberately broken test plugins.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "collector.hpp"
+#include "plugin_loader.hpp"
+
+using namespace kiwi::agent;
+
+namespace {
+struct NullLogger final : kiwi::Logger {
+  void log(kiwi::LogLevel, std::string_view m) override { lines.emplace_back(m); }
+  std::vector<std::string> lines;
+};
+
+PluginEntry entry(std::string plugin, std::string options_toml = "") {
+  PluginEntry e;
+  e.plugin = std::move(plugin);
+  e.name = "s";
+  e.pos = e.plugin_pos = {"kiwi.toml", 3, 10};
+  if (!options_toml.empty()) {
+    static std::vector<std::shared_ptr<toml::table>> keep;  // options point into the document
+    keep.push_back(std::make_shared<toml::table>(
+        toml::parse(std::string_view(options_toml), std::string("kiwi.toml"))));
+    e.options = (*keep.back())["options"].as_table();
+  }
+  return e;
+}
+
+std::string error_of(PluginLoader& loader, const PluginEntry& e) {
+  try {
+    loader.create_sensor(e, KIWI_FIXTURES_DIR "/rk3588/proc", KIWI_FIXTURES_DIR "/rk3588/sys");
+  } catch (const std::exception& ex) {
+    return ex.what();
+  }
+  return "";
+}
+
+const std::string kTestPlugins = KIWI_TEST_PLUGIN_DIR;
+}  // namespace
+
+TEST_CASE("loader: a plugin named without a path is looked up in plugin_dir") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  CHECK(loader.resolve(kiwi::PluginKind::sensor, "cpu") == KIWI_PLUGIN_DIR "/kiwi-sensor-cpu.so");
+  CHECK(loader.resolve(kiwi::PluginKind::handler, "history") ==
+        KIWI_PLUGIN_DIR "/kiwi-handler-history.so");
+  CHECK(loader.resolve(kiwi::PluginKind::sensor, "./x.so") == "./x.so");
+  auto inst = loader.create_sensor(entry("memory"), KIWI_FIXTURES_DIR "/rk3588/proc",
+                                   KIWI_FIXTURES_DIR "/rk3588/sys");
+  CHECK(inst.library->info->name == "memory");
+  CHECK(inst.library->abi_version == KIWI_ABI_VERSION);
+}
+
+TEST_CASE("loader: each refusal names the file and the reason") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  SECTION("missing file") {
+    CHECK(error_of(loader, entry("nosuch")) ==
+          "kiwi.toml:3:10: " KIWI_PLUGIN_DIR "/kiwi-sensor-nosuch.so: plugin file not found "
+          "(looked up 'nosuch' in plugin_dir " KIWI_PLUGIN_DIR ")");
+  }
+  SECTION("a file that is not a shared object") {
+    CHECK_THAT(error_of(loader, entry(KIWI_SOURCE_DIR "/config/kiwi-agent.toml.so")),
+               Catch::Contains("plugin file not found"));
+    CHECK_THAT(error_of(loader, entry(KIWI_SOURCE_DIR "/config/kiwi-agent.toml")),
+               Catch::Contains("kiwi-agent.toml: cannot load shared object"));
+  }
+  SECTION("a shared object that is not a kiwi plugin") {
+    CHECK(error_of(loader, entry(kTestPlugins + "/test-not_kiwi.so")) ==
+          "kiwi.toml:3:10: " + kTestPlugins +
+              "/test-not_kiwi.so: not a kiwi plugin (no kiwi_abi_version symbol)");
+  }
+  SECTION("wrong ABI version") {
+    CHECK(error_of(loader, entry(kTestPlugins + "/test-wrong_abi.so")) ==
+          "kiwi.toml:3:10: " + kTestPlugins + "/test-wrong_abi.so: plugin ABI version 42, this agent "
+          "expects 1; rebuild the plugin against this agent's SDK");
+  }
+  SECTION("a factory that throws") {
+    CHECK(error_of(loader, entry(kTestPlugins + "/test-throwing_factory.so")) ==
+          "kiwi.toml:3:10: " + kTestPlugins +
+              "/test-throwing_factory.so: sensor 's' refused to start: device /dev/i2c-1 not found");
+  }
+  SECTION("a handler plugin used as a sensor") {
+    CHECK_THAT(error_of(loader, entry(KIWI_PLUGIN_DIR "/kiwi-handler-current.so")),
+               Catch::Contains("is a handler plugin, not a sensor plugin"));
+  }
+}
+
+TEST_CASE("loader: options are checked against the plugin's table and defaults filled in") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  auto slow = kTestPlugins + "/test-slow_sensor.so";
+  CHECK(loader.create_sensor(entry(slow), "/proc", "/sys").options.get_int("sleep_ms") == 0);
+  CHECK(loader.create_sensor(entry(slow, "[options]\nsleep_ms = 5\n"), "/proc", "/sys")
+            .options.get_int("sleep_ms") == 5);
+  CHECK(error_of(loader, entry(slow, "[options]\nsleep_ms = \"5\"\n")) ==
+        "kiwi.toml:2:12: sensor.options.sleep_ms: expected an integer");
+  CHECK(error_of(loader, entry(slow, "[options]\nsleepms = 5\n")) ==
+        "kiwi.toml:2:1: sensor.options.sleepms: unknown option for plugin slow; accepted: sleep_ms");
+}
+
+TEST_CASE("collector: a sensor that throws is reported as error; the others go on") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  char tmpl[] = "/tmp/kiwi-collector-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  {
+    Store store(dir + "/kiwi.db");
+    SnapshotHolder holder;
+    std::vector<SensorSlot> slots;
+    for (auto plugin : {kTestPlugins + "/test-throwing_sensor.so", std::string("memory")}) {
+      SensorSlot slot;
+      slot.instance = loader.create_sensor(entry(plugin), KIWI_FIXTURES_DIR "/rk3588/proc",
+                                           KIWI_FIXTURES_DIR "/rk3588/sys");
+      slot.name = slot.plugin = std::string(slot.instance.library->info->name);
+      slots.push_back(std::move(slot));
+    }
+    Collector collector({}, std::move(slots), store, holder, log);
+    collector.tick_now();
+    collector.tick_now();
+    auto snap = holder.current();
+    CHECK(snap->sequence == 2);
+    REQUIRE(snap->sensors.size() == 2);
+    CHECK(snap->sensors[0].state == kiwi::SensorState::error);
+    CHECK(snap->sensors[0].message ==
+          "read /sys/bus/i2c/devices/1-0048/temp: Input/output error");
+    CHECK(snap->sensors[0].metrics.empty());  // the half-written reading is dropped
+    CHECK(snap->sensors[1].state == kiwi::SensorState::ok);
+    CHECK_FALSE(snap->sensors[1].metrics.empty());
+    CHECK_THAT(*snap->json, Catch::Contains("\"throws\":{\"plugin\":\"throws\",\"status\":\"error\","
+                                            "\"message\":\"read /sys/bus/i2c/devices/1-0048/temp: "
+                                            "Input/output error\""));
+    // Logged once when it starts failing, not every tick.
+    CHECK(std::count_if(log.lines.begin(), log.lines.end(),
+                        [](auto& l) { return l.find("sensor throws failed") != std::string::npos; }) == 1);
+    CHECK(store.query({}).timestamps.size() == 2);
+  }
+  std::filesystem::remove_all(dir);
+}

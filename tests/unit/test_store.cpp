@@ -1,0 +1,176 @@
+#include <sqlite3.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+
+#include "store.hpp"
+
+using namespace kiwi::agent;
+namespace fs = std::filesystem;
+
+namespace {
+struct TempDb {
+  fs::path dir;
+  TempDb() {
+    char tmpl[] = "/tmp/kiwi-store-XXXXXX";
+    dir = mkdtemp(tmpl);
+  }
+  ~TempDb() { fs::remove_all(dir); }
+  std::string path() const { return (dir / "kiwi.db").string(); }
+};
+
+kiwi::MetricValue metric(std::string name, double v, std::string unit = "ratio",
+                         std::vector<std::pair<std::string, std::string>> labels = {}) {
+  return {std::move(name), std::move(labels), v, std::move(unit), kiwi::MetricKind::gauge};
+}
+
+void append(Store& s, std::int64_t ts, const std::vector<kiwi::MetricValue>& ms) {
+  std::vector<const kiwi::MetricValue*> ptrs;
+  for (auto& m : ms) ptrs.push_back(&m);
+  s.append(ts, ptrs);
+}
+
+const kiwi::HistorySeries* find(const kiwi::HistoryResult& r, const std::string& key) {
+  for (auto& s : r.series)
+    if (s.key == key) return &s;
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("store: the latest N samples come back oldest first, as columns") {
+  TempDb db;
+  Store store(db.path());
+  for (int i = 0; i < 10; ++i)
+    append(store, 1'000'000 + i * 1000,
+           {metric("cpu_usage_ratio", 0.25 + i / 100.0),
+            metric("memory_total_bytes", 8300695552.0, "bytes"),
+            metric("cpu_core_usage_ratio", 0.5, "ratio", {{"core", "3"}})});
+  kiwi::HistoryQuery q;
+  q.limit = 3;
+  auto r = store.query(q);
+  REQUIRE(r.timestamps == std::vector<double>{1007.0, 1008.0, 1009.0});
+  REQUIRE(r.series.size() == 3);
+  CHECK(r.series[0].key == "cpu_usage_ratio");
+  CHECK(r.series[0].unit == "ratio");
+  CHECK(r.series[0].values == std::vector<double>{0.32, 0.33, 0.34});  // float32, shortest decimal
+  auto* mem = find(r, "memory_total_bytes");
+  REQUIRE(mem);
+  CHECK(mem->values[2] == 8300695552.0);  // integral values are exact
+  auto* core = find(r, "cpu_core_usage_ratio{core=\"3\"}");
+  REQUIRE(core);
+  CHECK(core->labels == std::vector<std::pair<std::string, std::string>>{{"core", "3"}});
+}
+
+TEST_CASE("store: a series missing from a sample is null (NaN) in that row") {
+  TempDb db;
+  Store store(db.path());
+  append(store, 1000, {metric("a", 1, "")});
+  append(store, 2000, {metric("a", 2, ""), metric("b", 5, "")});
+  auto r = store.query({});
+  REQUIRE(r.series.size() == 2);
+  CHECK(std::isnan(r.series[1].values[0]));
+  CHECK(r.series[1].values[1] == 5);
+}
+
+TEST_CASE("store: since/until and series globs select rows and columns") {
+  TempDb db;
+  Store store(db.path());
+  for (int i = 0; i < 5; ++i)
+    append(store, i * 1000, {metric("cpu_usage_ratio", 0.5), metric("memory_used_bytes", i, "bytes")});
+  kiwi::HistoryQuery q;
+  q.since = 1;
+  q.until = 3;
+  q.patterns = {"cpu_*"};
+  auto r = store.query(q);
+  CHECK(r.timestamps == std::vector<double>{1, 2, 3});
+  REQUIRE(r.series.size() == 1);
+  CHECK(r.series[0].name == "cpu_usage_ratio");
+}
+
+TEST_CASE("store: history and series survive a reopen") {
+  TempDb db;
+  {
+    Store store(db.path());
+    append(store, 1000, {metric("x", 1.5, "celsius", {{"sensor", "soc-thermal"}})});
+  }
+  Store store(db.path());
+  append(store, 2000, {metric("x", 2.5, "celsius", {{"sensor", "soc-thermal"}}), metric("y", 1, "")});
+  auto r = store.query({});
+  REQUIRE(r.series.size() == 2);
+  CHECK(r.series[0].key == "x{sensor=\"soc-thermal\"}");
+  CHECK(r.series[0].values == std::vector<double>{1.5, 2.5});
+}
+
+TEST_CASE("store: retention deletes old samples in small steps") {
+  TempDb db;
+  Store store(db.path());
+  for (int i = 0; i < 100; ++i) append(store, i * 1000, {metric("a", i, "")});
+  CHECK(store.prune(50'000, 32) == 32);  // a step, not everything at once
+  CHECK(store.prune(50'000, 32) == 18);
+  CHECK(store.prune(50'000, 32) == 0);
+  kiwi::HistoryQuery q;
+  q.limit = 1000;
+  auto r = store.query(q);
+  CHECK(r.timestamps.size() == 50);
+  CHECK(r.timestamps.front() == 50);
+}
+
+TEST_CASE("store: the read-only connection refuses writes") {
+  TempDb db;
+  Store store(db.path());
+  append(store, 1000, {metric("a", 1, "")});
+  ReadConnection reader(db.path());
+  char* err = nullptr;
+  int rc = sqlite3_exec(reader.db(), "DELETE FROM samples", nullptr, nullptr, &err);
+  CHECK(rc == SQLITE_READONLY);
+  sqlite3_free(err);
+  CHECK(store.query({}).timestamps.size() == 1);
+}
+
+TEST_CASE("store: a file that is not a database is refused with its path") {
+  TempDb db;
+  {
+    std::FILE* f = std::fopen(db.path().c_str(), "w");
+    std::fputs("this is not sqlite, it is a text file long enough to have a header..........", f);
+    std::fclose(f);
+  }
+  CHECK_THROWS_WITH(Store(db.path()), Catch::Contains(db.path()) && Catch::Contains("not a database"));
+}
+
+TEST_CASE("store: a database from a newer agent is refused, not rewritten") {
+  TempDb db;
+  {
+    sqlite3* h;
+    sqlite3_open(db.path().c_str(), &h);
+    sqlite3_exec(h, "PRAGMA user_version=7", nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+  }
+  CHECK_THROWS_WITH(Store(db.path()), Catch::Contains("schema version 7"));
+}
+
+TEST_CASE("store: sample encoding round-trips integers exactly and others to float precision") {
+  std::vector<std::pair<std::uint32_t, double>> in = {
+      {7, 8300695552.0}, {1, 0.123456789}, {3, -40.5}, {2, 1e300}, {4, 0}, {5, -3}};
+  std::string blob;
+  sample_codec::encode(blob, in);
+  std::vector<std::pair<std::uint32_t, double>> out;
+  sample_codec::decode(blob, [&](std::uint32_t id, double v) { out.emplace_back(id, v); });
+  REQUIRE(out.size() == 6);
+  CHECK(out[0] == std::pair<std::uint32_t, double>{1, 0.12345679});
+  CHECK(out[1] == std::pair<std::uint32_t, double>{2, 1e300});
+  CHECK(out[2] == std::pair<std::uint32_t, double>{3, -40.5});
+  CHECK(out[5] == std::pair<std::uint32_t, double>{7, 8300695552.0});
+  CHECK(blob.size() < 40);  // compact: ~100 values a tick must stay small on flash
+  CHECK_THROWS_AS(sample_codec::decode(std::string_view("\x05", 1), [](auto, auto) {}),
+                  kiwi::StoreError);
+}
+
+TEST_CASE("store: glob matching") {
+  CHECK(glob_match("cpu_*", "cpu_usage_ratio"));
+  CHECK(glob_match("*_bytes", "memory_total_bytes"));
+  CHECK(glob_match("*", ""));
+  CHECK(glob_match("a*b*c", "aXXbYYc"));
+  CHECK_FALSE(glob_match("cpu_*", "memory_total_bytes"));
+  CHECK_FALSE(glob_match("cpu", "cpu_usage_ratio"));
+}
