@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 
@@ -149,7 +150,9 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     }
     const std::size_t sensor_count = sensors.size();
     Collector collector({cfg.collector.interval, cfg.collector.retention, cfg.collector.stale_after,
-                         snapshot_path, host_name()},
+                         snapshot_path, host_name(), KIWI_VERSION,
+                         std::chrono::duration<double>(
+                             std::chrono::system_clock::now().time_since_epoch()).count()},
                         std::move(sensors), store, holder, log);
     collector.tick_now();  // the first request already has a sample
     Router router(std::move(routes));

@@ -152,6 +152,8 @@ void Collector::tick(std::int64_t tick_index) {
   snap->interval_seconds = static_cast<double>(iv) / 1000.0;
   snap->stale_after_seconds = static_cast<double>(settings_.stale_after.count()) / 1000.0;
   snap->host = settings_.host;
+  snap->agent_version = settings_.agent_version;
+  snap->started_at = settings_.started_at;
   snap->sensors.reserve(sensors_.size());
   for (auto& slot : sensors_) snap->sensors.push_back(slot.last);
   render_bodies(*snap);

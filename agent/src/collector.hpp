@@ -28,6 +28,8 @@ struct CollectorSettings {
   Millis stale_after{3000};
   std::string snapshot_path;
   std::string host;
+  std::string agent_version;
+  double started_at = 0;
 };
 
 struct CollectorStats {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -37,6 +38,11 @@ std::string render_snapshot_json(const Snapshot& s, bool stale) {
   key(w, "timestamp"), number(w, s.timestamp);
   key(w, "interval_seconds"), number(w, s.interval_seconds);
   key(w, "stale"), w.Bool(stale);
+  key(w, "agent");
+  w.StartObject();
+  key(w, "version"), str(w, s.agent_version);
+  key(w, "uptime_seconds"), number(w, std::floor(std::max(0.0, s.timestamp - s.started_at)));
+  w.EndObject();
   key(w, "sensors");
   w.StartObject();
   for (auto& r : s.sensors) {

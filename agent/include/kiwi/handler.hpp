@@ -109,6 +109,8 @@ struct Snapshot {
   double interval_seconds = 1;
   double stale_after_seconds = 3;
   std::string host;
+  std::string agent_version;
+  double started_at = 0;  // unix seconds the agent started (uptime = timestamp - started_at)
   std::vector<SensorReport> sensors;
   Body json;        // the /api/current body with "stale":false
   Body json_stale;  // the same with "stale":true
