@@ -1,0 +1,100 @@
+#include "cpu_sensor.hpp"
+
+#include <kiwi/io.hpp>
+#include <stdexcept>
+#include <system_error>
+#include <vector>
+
+namespace kiwi::cpu {
+namespace {
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out.append(sep);
+    out.append(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+CpuSensor::CpuSensor(const kiwi::SensorContext& ctx)
+    : procfs_(ctx.procfs),
+      sysfs_(ctx.sysfs),
+      per_core_(ctx.options.get_bool("per_core")),
+      log_(ctx.log) {}
+
+kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
+  const std::string stat_path = kiwi::join_path(procfs_, "stat");
+  const auto text = kiwi::read_file(stat_path);
+  if (!text) throw std::runtime_error(stat_path + ": not found");
+  ProcStat now;
+  try {
+    now = parse_proc_stat(*text);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(stat_path + ": " + e.what());
+  }
+  if (!now.all) throw std::runtime_error(stat_path + ": no aggregate 'cpu' line");
+
+  std::vector<std::string> notes;
+  if (!previous_) {
+    notes.push_back("first sample: usage ratios need two readings");
+  } else {
+    std::vector<std::string> skipped;
+    if (auto r = compute_ratios(*previous_->all, *now.all)) {
+      sink.gauge("cpu_usage_ratio", r->usage, "ratio");
+      for (std::size_t i = 0; i < kModeNames.size(); ++i)
+        sink.gauge("cpu_mode_ratio", {{"mode", kModeNames[i]}}, r->modes[i], "ratio");
+    } else {
+      skipped.push_back("cpu");
+    }
+    if (per_core_) {
+      for (const auto& [core, times] : now.cores) {
+        auto before = previous_->cores.find(core);
+        if (before == previous_->cores.end()) continue;  // just came online: this is its baseline
+        const std::string label = std::to_string(core);
+        if (auto r = compute_ratios(before->second, times))
+          sink.gauge("cpu_core_usage_ratio", {{"core", label}}, r->usage, "ratio");
+        else
+          skipped.push_back("cpu" + label);
+      }
+    }
+    if (!skipped.empty()) {
+      notes.push_back(
+          "counters went backwards or did not advance (suspend/resume?), no ratio for " +
+          join(skipped, ", "));
+      log_.info(notes.back());
+    }
+  }
+  previous_ = std::move(now);
+
+  if (per_core_) {
+    for (const auto& [core, times] : previous_->cores) {
+      const std::string label = std::to_string(core);
+      const std::string path =
+          kiwi::join_path(sysfs_, "devices/system/cpu/cpu" + label + "/cpufreq/scaling_cur_freq");
+      try {
+        // Absent on VMs and boards without cpufreq: not worth a note.
+        if (auto khz = kiwi::read_file(path))
+          if (auto hertz = parse_khz_as_hertz(*khz))
+            sink.gauge("cpu_frequency_hertz", {{"core", label}}, *hertz, "hertz");
+      } catch (const std::system_error& e) {
+        notes.push_back(std::string("skipped frequency: ") + e.what());
+      }
+    }
+  }
+
+  const std::string load_path = kiwi::join_path(procfs_, "loadavg");
+  const auto load_text = kiwi::read_file(load_path);
+  if (auto load = load_text ? parse_loadavg(*load_text) : std::nullopt) {
+    sink.gauge("cpu_load1", load->load1, "");
+    sink.gauge("cpu_load5", load->load5, "");
+    sink.gauge("cpu_load15", load->load15, "");
+  } else {
+    notes.push_back(load_path + (load_text ? ": not three numbers" : ": not found"));
+  }
+  return kiwi::SampleResult::ok(join(notes, "; "));
+}
+
+}  // namespace kiwi::cpu

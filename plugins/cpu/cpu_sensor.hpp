@@ -1,0 +1,38 @@
+// The cpu sensor: usage ratios from /proc/stat deltas, per-core frequency from cpufreq, load
+// averages. See README.md for the metrics.
+#pragma once
+
+#include <kiwi/sensor.hpp>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "cpu_parse.hpp"
+
+namespace kiwi::cpu {
+
+// The one place the cpu options and their defaults are declared (plugin.cpp registers it; the
+// host fills in defaults; tests build Options from it).
+inline constexpr kiwi::OptionSpec kOptions[] = {
+    {"per_core", kiwi::OptionType::boolean, "true",
+     "emit cpu_core_usage_ratio and cpu_frequency_hertz for every core (false: totals only)"},
+};
+
+class CpuSensor final : public kiwi::Sensor {
+ public:
+  // Copies the roots and options; reads nothing, so a missing file shows up in the first sample.
+  explicit CpuSensor(const kiwi::SensorContext& ctx);
+
+  kiwi::SampleResult sample(kiwi::MetricSink& sink) override;
+
+ private:
+  std::string procfs_;
+  std::string sysfs_;
+  bool per_core_;
+  kiwi::Logger& log_;
+  // The previous reading; nullopt before the first sample. Cores are keyed by number so a core
+  // going offline or coming back never shifts another core's deltas.
+  std::optional<ProcStat> previous_;
+};
+
+}  // namespace kiwi::cpu

@@ -1,0 +1,65 @@
+#include "memory_parse.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <kiwi/io.hpp>
+#include <stdexcept>
+
+namespace kiwi::memory {
+
+std::map<std::string, std::uint64_t, std::less<>> parse_meminfo(std::string_view text) {
+  std::map<std::string, std::uint64_t, std::less<>> out;
+  while (!text.empty()) {
+    std::size_t eol = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(std::min(eol + 1, text.size()));
+
+    std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view key = kiwi::trim(line.substr(0, colon));
+    std::string_view rest = kiwi::trim(line.substr(colon + 1));
+    std::uint64_t value = 0;
+    auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+    if (key.empty() || ec != std::errc()) continue;
+    std::string_view unit = kiwi::trim(rest.substr(ptr - rest.data()));
+    if (unit == "kB")
+      value *= 1024;
+    else if (!unit.empty())
+      continue;  // a unit we do not know: better absent than wrong by 1024x
+    out.emplace(key, value);
+  }
+  return out;
+}
+
+MemoryStats compute_memory(const std::map<std::string, std::uint64_t, std::less<>>& meminfo) {
+  auto get = [&](std::string_view key) -> std::optional<double> {
+    auto it = meminfo.find(key);
+    if (it == meminfo.end()) return std::nullopt;
+    return static_cast<double>(it->second);
+  };
+  MemoryStats s;
+  s.total_bytes = get("MemTotal");
+  if (!s.total_bytes) throw std::invalid_argument("no MemTotal line");
+  s.cached_bytes = get("Cached");
+  s.buffers_bytes = get("Buffers");
+  s.available_bytes = get("MemAvailable");
+  if (!s.available_bytes) {
+    // What `free` showed before the kernel computed MemAvailable itself.
+    auto free = get("MemFree");
+    if (free) {
+      s.available_bytes = *free + s.buffers_bytes.value_or(0) + s.cached_bytes.value_or(0);
+      s.available_estimated = true;
+    }
+  }
+  if (s.available_bytes) {
+    s.available_bytes = std::min(*s.available_bytes, *s.total_bytes);
+    s.used_bytes = *s.total_bytes - *s.available_bytes;
+    if (*s.total_bytes > 0) s.used_ratio = *s.used_bytes / *s.total_bytes;
+  }
+  s.swap_total_bytes = get("SwapTotal");
+  if (auto swap_free = get("SwapFree"); s.swap_total_bytes && swap_free)
+    s.swap_used_bytes = std::max(0.0, *s.swap_total_bytes - *swap_free);
+  return s;
+}
+
+}  // namespace kiwi::memory

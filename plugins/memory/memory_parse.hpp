@@ -1,0 +1,53 @@
+// Pure functions for the memory sensor: /proc/meminfo text to byte counts to metric values. No
+// file I/O here, so every function is tested on fixture text (tests/unit/sensors/).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kiwi::memory {
+
+// /proc/meminfo keys ("MemTotal") to values in bytes ("kB" is KiB, as the kernel means it); keys
+// without a unit (HugePages_Total) keep their plain count. Malformed lines are skipped: the file
+// gains fields with kernel versions and we only need a few.
+std::map<std::string, std::uint64_t, std::less<>> parse_meminfo(std::string_view text);
+
+// The values the memory sensor emits, in bytes except used_ratio. nullopt: the kernel does not
+// provide the source line, so the metric is left out rather than reported as 0.
+struct MemoryStats {
+  std::optional<double> total_bytes;
+  std::optional<double> available_bytes;
+  std::optional<double> used_bytes;
+  std::optional<double> used_ratio;
+  std::optional<double> cached_bytes;
+  std::optional<double> buffers_bytes;
+  std::optional<double> swap_total_bytes;
+  std::optional<double> swap_used_bytes;
+  bool available_estimated = false;  // MemAvailable missing (kernel < 3.14): free+buffers+cached
+};
+
+// Derives the metric values. Throws std::invalid_argument if MemTotal is missing, because nothing
+// meaningful can be said without it.
+MemoryStats compute_memory(const std::map<std::string, std::uint64_t, std::less<>>& meminfo);
+
+// Metric name, unit and the MemoryStats field it comes from, in emit order.
+struct MetricField {
+  std::string_view name;
+  std::string_view unit;
+  std::optional<double> MemoryStats::*field;
+};
+inline constexpr MetricField kMetrics[] = {
+    {"memory_total_bytes", "bytes", &MemoryStats::total_bytes},
+    {"memory_available_bytes", "bytes", &MemoryStats::available_bytes},
+    {"memory_used_bytes", "bytes", &MemoryStats::used_bytes},
+    {"memory_used_ratio", "ratio", &MemoryStats::used_ratio},
+    {"memory_cached_bytes", "bytes", &MemoryStats::cached_bytes},
+    {"memory_buffers_bytes", "bytes", &MemoryStats::buffers_bytes},
+    {"memory_swap_total_bytes", "bytes", &MemoryStats::swap_total_bytes},
+    {"memory_swap_used_bytes", "bytes", &MemoryStats::swap_used_bytes},
+};
+
+}  // namespace kiwi::memory

@@ -1,0 +1,34 @@
+#include "memory_sensor.hpp"
+
+#include <kiwi/io.hpp>
+#include <stdexcept>
+
+#include "memory_parse.hpp"
+
+namespace kiwi::memory {
+
+MemorySensor::MemorySensor(const kiwi::SensorContext& ctx) : procfs_(ctx.procfs), log_(ctx.log) {}
+
+kiwi::SampleResult MemorySensor::sample(kiwi::MetricSink& sink) {
+  const std::string path = kiwi::join_path(procfs_, "meminfo");
+  const auto text = kiwi::read_file(path);
+  if (!text) throw std::runtime_error(path + ": not found");
+  MemoryStats stats;
+  try {
+    stats = compute_memory(parse_meminfo(*text));
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+  for (const auto& m : kMetrics)
+    if (const auto& value = stats.*m.field) sink.gauge(m.name, *value, m.unit);
+
+  if (!stats.available_estimated) return kiwi::SampleResult::ok();
+  const std::string note =
+      "MemAvailable missing (kernel older than 3.14?): available estimated as "
+      "MemFree + Buffers + Cached";
+  if (!logged_estimate_) log_.info(note);
+  logged_estimate_ = true;
+  return kiwi::SampleResult::ok(note);
+}
+
+}  // namespace kiwi::memory

@@ -1,0 +1,6 @@
+// Registration glue only: the logic is in storage_sensor.cpp, the option table in
+// storage_sensor.hpp.
+#include "storage_sensor.hpp"
+
+KIWI_SENSOR_PLUGIN(kiwi::storage::StorageSensor, "storage",
+                   "Size, use and inodes of mounted filesystems (statvfs)", kiwi::storage::kOptions)

@@ -1,0 +1,40 @@
+// The thermal sensor: every thermal zone and hwmon temperature under the sysfs root, plus their
+// maximum. See README.md for the metrics and naming rules.
+#pragma once
+
+#include <kiwi/sensor.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kiwi::thermal {
+
+// The one place the thermal options and their defaults are declared (plugin.cpp registers it; the
+// host fills in defaults; tests build Options from it).
+inline constexpr kiwi::OptionSpec kOptions[] = {
+    {"exclude", kiwi::OptionType::string_list, "[]",
+     "sensor names (as in the sensor label, e.g. \"npu-thermal\") not to report"},
+};
+
+class ThermalSensor final : public kiwi::Sensor {
+ public:
+  // Copies the sysfs root and options; reads nothing (sensors are discovered on every sample, so
+  // a USB or NVMe device plugged in later shows up).
+  explicit ThermalSensor(const kiwi::SensorContext& ctx);
+
+  kiwi::SampleResult sample(kiwi::MetricSink& sink) override;
+
+ private:
+  struct Source {
+    std::string name;       // unique sensor label
+    std::string temp_path;  // millidegree file
+  };
+  std::vector<Source> discover() const;
+
+  std::string sysfs_;
+  std::vector<std::string> exclude_;
+  kiwi::Logger& log_;
+  std::set<std::string> failing_;  // sensors that failed last time, to log changes only once
+};
+
+}  // namespace kiwi::thermal

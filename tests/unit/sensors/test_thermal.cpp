@@ -1,0 +1,173 @@
+// thermal plugin: millidegree parsing, naming rules, and the sensor on fixture boards (RK3588 with
+// 7 zones, Raspberry Pi 4 with one, a VM with none, an x86 laptop with hwmon only).
+#include <catch2/catch.hpp>
+
+#include "sensor_test_util.hpp"
+#include "thermal_parse.hpp"
+#include "thermal_sensor.hpp"
+
+using Catch::Matchers::Contains;
+using kiwi_sensor_test::fixture;
+using kiwi_sensor_test::Harness;
+using kiwi_sensor_test::ScratchTree;
+
+namespace {
+
+std::vector<kiwi::OptionValue> defaults() {
+  return kiwi_sensor_test::default_values(kiwi::thermal::kOptions);
+}
+
+}  // namespace
+
+TEST_CASE("thermal: millidegree text becomes exact degrees Celsius") {
+  CHECK(kiwi::thermal::parse_millidegrees("45250\n") == 45.25);
+  CHECK(kiwi::thermal::parse_millidegrees("42525\n") == 42.525);
+  CHECK(kiwi::thermal::parse_millidegrees("-5000") == -5.0);  // outdoor boards freeze too
+  CHECK(kiwi::thermal::parse_millidegrees("0\n") == 0.0);
+  CHECK_FALSE(kiwi::thermal::parse_millidegrees(""));
+  CHECK_FALSE(kiwi::thermal::parse_millidegrees("45.2\n"));
+  CHECK_FALSE(kiwi::thermal::parse_millidegrees("N/A"));
+}
+
+TEST_CASE("thermal: thermal_zone10 sorts after thermal_zone9, other entries are ignored") {
+  const std::vector<std::string> names = {"thermal_zone10", "cooling_device0", "thermal_zone9",
+                                          "thermal_zone2",  "thermal_zoneX",   "thermal_zone"};
+  const auto zones = kiwi::thermal::select_numbered(names, "thermal_zone");
+  REQUIRE(zones.size() == 3);
+  CHECK(zones[0].name == "thermal_zone2");
+  CHECK(zones[1].name == "thermal_zone9");
+  CHECK(zones[2].number == 10);
+
+  const std::vector<std::string> files = {"temp1_max",   "temp10_input", "temp2_input", "name",
+                                          "temp1_input", "temp1_label",  "in0_input"};
+  const auto inputs = kiwi::thermal::select_numbered(files, "temp", "_input");
+  REQUIRE(inputs.size() == 3);
+  CHECK(inputs[0].name == "temp1_input");
+  CHECK(inputs[2].name == "temp10_input");
+}
+
+TEST_CASE("thermal: hwmon sensors are named chip_label, or chip_tempN without a label") {
+  CHECK(kiwi::thermal::hwmon_sensor_name("coretemp", "Package id 0", 1) == "coretemp_Package id 0");
+  CHECK(kiwi::thermal::hwmon_sensor_name("iwlwifi_1", "", 1) == "iwlwifi_1_temp1");
+  CHECK(kiwi::thermal::thermal_zone_hwmon_name("bigcore0-thermal") == "bigcore0_thermal");
+}
+
+TEST_CASE("thermal: duplicate sensor names get _2, _3 in order, never clashing") {
+  std::vector<std::string> names = {"nvme_Composite", "nvme_Composite", "a", "a", "a_2", "a"};
+  kiwi::thermal::make_unique(names);
+  CHECK(names ==
+        std::vector<std::string>{"nvme_Composite", "nvme_Composite_2", "a", "a_3", "a_2", "a_4"});
+}
+
+TEST_CASE("thermal: an RK3588 reports its 7 zones by name, once each, and the maximum") {
+  Harness h(fixture("rk3588"), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK(result.message.empty());
+  // The fixture also has the kernel's hwmon mirror of every zone (soc_thermal, ...): not repeated.
+  CHECK(h.sink.label_values("thermal_celsius", "sensor") ==
+        std::vector<std::string>{"soc-thermal", "bigcore0-thermal", "bigcore1-thermal",
+                                 "littlecore-thermal", "center-thermal", "gpu-thermal",
+                                 "npu-thermal"});
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "soc-thermal"}}) == 41.6);
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "gpu-thermal"}}) == 40.675);
+  CHECK(h.sink.find("thermal_celsius", {{"sensor", "npu-thermal"}})->unit == "celsius");
+  CHECK(h.sink.value("thermal_max_celsius") == 43.45);  // bigcore1-thermal
+}
+
+TEST_CASE("thermal: a Raspberry Pi 4 reports cpu-thermal once, ignoring rpi_volt") {
+  Harness h(fixture("rpi4"), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::ok);
+  CHECK(h.sink.label_values("thermal_celsius", "sensor") ==
+        std::vector<std::string>{"cpu-thermal"});
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "cpu-thermal"}}) == 47.722);
+  CHECK(h.sink.value("thermal_max_celsius") == 47.722);
+}
+
+TEST_CASE("thermal: a VM without thermal zones reports no data, not an error") {
+  Harness h(fixture("vm"), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  kiwi::SampleResult result;
+  REQUIRE_NOTHROW(result = sensor.sample(h.sink));
+  CHECK(result.status == kiwi::SampleStatus::no_data);
+  CHECK(result.message == "no thermal zones or hwmon sensors");
+  CHECK(h.sink.samples.empty());
+  CHECK(h.log.lines.empty());
+}
+
+TEST_CASE("thermal: an x86 machine with hwmon only reports coretemp and both NVMe drives") {
+  Harness h(fixture("x86"), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::ok);
+  CHECK(h.sink.label_values("thermal_celsius", "sensor") ==
+        std::vector<std::string>{"nvme_Composite", "nvme_Sensor 1", "nvme_Sensor 2",
+                                 "nvme_Composite_2", "coretemp_Package id 0", "coretemp_Core 0",
+                                 "coretemp_Core 1", "coretemp_Core 2", "coretemp_Core 3",
+                                 "iwlwifi_1_temp1"});
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite_2"}}) == 35.85);
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "coretemp_Package id 0"}}) == 52.0);
+  CHECK(h.sink.value("thermal_max_celsius") == 52.0);
+}
+
+TEST_CASE("thermal: a zone whose read fails is skipped and named, the others still arrive") {
+  ScratchTree tree("rk3588");
+  tree.make_unreadable("sys/class/thermal/thermal_zone5/temp");  // gpu-thermal
+  Harness h(tree.root(), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK_THAT(result.message, Contains("gpu-thermal") && Contains("thermal_zone5/temp"));
+  CHECK(h.sink.count("thermal_celsius") == 6);
+  CHECK_FALSE(h.sink.value("thermal_celsius", {{"sensor", "gpu-thermal"}}));
+  CHECK(h.sink.value("thermal_max_celsius") == 43.45);
+  CHECK(h.log.count(kiwi::LogLevel::warn) == 1);
+
+  // Logged once when it starts failing, not every second.
+  sensor.sample(h.sink);
+  CHECK(h.log.count(kiwi::LogLevel::warn) == 1);
+}
+
+TEST_CASE("thermal: when every sensor fails the sample is an error, not no data") {
+  ScratchTree tree("rpi4");
+  tree.make_unreadable("sys/class/thermal/thermal_zone0/temp");
+  Harness h(tree.root(), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  CHECK_THROWS_WITH(sensor.sample(h.sink),
+                    Contains("all thermal sensors failed") && Contains("cpu-thermal"));
+}
+
+TEST_CASE("thermal: a temperature that is not a number is skipped with its text") {
+  ScratchTree tree("x86");
+  tree.write("sys/class/hwmon/hwmon4/temp1_input", "N/A\n");
+  Harness h(tree.root(), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK_THAT(result.message, Contains("iwlwifi_1_temp1") && Contains("'N/A'"));
+  CHECK(h.sink.count("thermal_celsius") == 9);
+}
+
+TEST_CASE("thermal: excluded sensors are not reported and do not rename the others") {
+  Harness h(fixture("x86"), kiwi_sensor_test::with_strings(defaults(), "exclude",
+                                                           {"nvme_Composite", "iwlwifi_1_temp1"}));
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  sensor.sample(h.sink);
+  CHECK(h.sink.count("thermal_celsius") == 8);
+  CHECK_FALSE(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite"}}));
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite_2"}}) == 35.85);
+}
+
+TEST_CASE("thermal: excluding every sensor is no data with a reason") {
+  Harness h(fixture("rpi4"),
+            kiwi_sensor_test::with_strings(defaults(), "exclude", {"cpu-thermal"}));
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::no_data);
+  CHECK_THAT(result.message, Contains("exclude"));
+}
+
+TEST_CASE("thermal: sample.toml shows the option table's defaults") {
+  CHECK(
+      kiwi_sensor_test::keys_missing_from_sample_toml("thermal", kiwi::thermal::kOptions).empty());
+}
