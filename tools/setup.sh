@@ -4,7 +4,7 @@
 # Usage: tools/setup.sh [--test]   (--test adds what the test suite needs)
 set -euo pipefail
 
-build_packages=(build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev rapidjson-dev
+build_packages=(build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev rapidjson-dev zlib1g-dev
   libboost-dev libboost-filesystem-dev libtomlplusplus-dev)
 test_packages=(catch2 sqlite3 curl)
 

@@ -21,6 +21,8 @@ namespace kiwi::agent {
 
 namespace {
 
+// What handlers may read. The collector and server are attached once they exist; handlers are
+// only called after that.
 class AgentData final : public DataSource {
  public:
   AgentData(const SnapshotHolder& snapshot, const Store* store) : snapshot_(snapshot), store_(store) {}
@@ -29,11 +31,43 @@ class AgentData final : public DataSource {
     if (!store_) throw StoreError("no history store in this mode");
     return store_->query(q);
   }
+  std::vector<std::string> series_names() const override {
+    std::vector<std::string> out;
+    if (store_)
+      for (auto& s : store_->series()) out.push_back(s.key);
+    return out;
+  }
+  AgentStats stats() const override {
+    AgentStats s;
+    s.version = KIWI_VERSION;
+    s.started_at = started_at;
+    s.plugins = plugins;
+    if (collector) {
+      auto& c = collector->stats();
+      s.ticks = c.ticks;
+      s.missed_ticks = c.missed_ticks;
+      s.store_write_errors = c.store_errors;
+      s.store_failing_ticks = c.store_failing_ticks;
+      if (s.store_failing_ticks) s.store_last_error = collector->store_last_error();
+    }
+    if (server && router) s.http_requests = server->counters().snapshot(router->routes());
+    return s;
+  }
+
+  double started_at = 0;
+  std::vector<PluginStatus> plugins;
+  const Collector* collector = nullptr;
+  const HttpServer* server = nullptr;
+  const Router* router = nullptr;
 
  private:
   const SnapshotHolder& snapshot_;
   const Store* store_;
 };
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 std::string host_name() {
   char buf[256] = {};
@@ -149,15 +183,25 @@ int run_agent(const Config& cfg, StderrLogger& log) {
       return kExitConfig;
     }
     const std::size_t sensor_count = sensors.size();
+    data.started_at = unix_now();
+    for (auto& s : sensors)
+      data.plugins.push_back({s.name, PluginKind::sensor, s.plugin, s.instance.library->file,
+                              s.instance.library->abi_version});
+    for (auto& r : routes)
+      data.plugins.push_back({r.path, PluginKind::handler,
+                              std::string(r.handler.library->info->name), r.handler.library->file,
+                              r.handler.library->abi_version});
     Collector collector({cfg.collector.interval, cfg.collector.retention, cfg.collector.stale_after,
-                         snapshot_path, host_name(), KIWI_VERSION,
-                         std::chrono::duration<double>(
-                             std::chrono::system_clock::now().time_since_epoch()).count()},
+                         snapshot_path, host_name(), KIWI_VERSION, data.started_at},
                         std::move(sensors), store, holder, log);
     collector.tick_now();  // the first request already has a sample
     Router router(std::move(routes));
-    HttpServer server({cfg.http.bind, cfg.http.threads, cfg.http.keep_alive, cfg.http.max_connections},
+    HttpServer server({cfg.http.bind, cfg.http.threads, cfg.http.keep_alive, cfg.http.max_connections,
+                       cfg.http.cors_origins},
                       router, log);
+    data.collector = &collector;
+    data.server = &server;
+    data.router = &router;
     server.start();
     collector.start();
     BindAddress shown = cfg.http.bind;

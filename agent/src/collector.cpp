@@ -130,6 +130,7 @@ void Collector::tick(std::int64_t tick_index) {
       r.metrics.clear();
     }
     r.duration_seconds = std::chrono::duration<double>(steady_clock::now() - start).count();
+    r.errors_total = slot.last.errors_total + (r.state == SensorState::error);
     if (r.state == SensorState::error && slot.last.state != SensorState::error)
       log_.warn("sensor " + slot.name + " failed: " + r.message);
     if (sink.dropped) log_.debug("sensor " + slot.name + " emitted non-finite values");
@@ -140,8 +141,15 @@ void Collector::tick(std::int64_t tick_index) {
   try {
     store_.append(ts_ms, fresh);
     store_.prune(ts_ms - settings_.retention.count(), kPruneRowsPerTick);
+    if (stats_.store_failing_ticks.exchange(0) != 0) log_.info("history store: writing again");
   } catch (const std::exception& e) {
-    if (stats_.store_errors++ == 0 || stats_.store_errors % 60 == 0)
+    ++stats_.store_failing_ticks;
+    {
+      std::lock_guard lock(error_mutex_);
+      store_last_error_ = e.what();
+    }
+    // Logged when it starts failing and once a minute after, not every tick.
+    if (stats_.store_errors++ % 60 == 0)
       log_.error(std::string("history store: ") + e.what() + " (" +
                  std::to_string(stats_.store_errors.load()) + " failed writes so far)");
   }

@@ -36,6 +36,7 @@ struct CollectorStats {
   std::atomic<std::uint64_t> ticks{0};
   std::atomic<std::uint64_t> missed_ticks{0};
   std::atomic<std::uint64_t> store_errors{0};
+  std::atomic<std::uint64_t> store_failing_ticks{0};  // consecutive, reset by a good write
   std::atomic<std::uint64_t> snapshot_file_errors{0};
 };
 
@@ -53,6 +54,10 @@ class Collector {
   void stop();
 
   const CollectorStats& stats() const { return stats_; }
+  std::string store_last_error() const {
+    std::lock_guard lock(error_mutex_);
+    return store_last_error_;
+  }
 
  private:
   void run();
@@ -67,6 +72,8 @@ class Collector {
   std::uint64_t sequence_ = 0;
   std::int64_t last_ts_ms_ = 0;
   bool snapshot_file_warned_ = false;
+  mutable std::mutex error_mutex_;
+  std::string store_last_error_;
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -102,7 +102,8 @@ class Reader {
                             }},
                            {"threads", [&](auto& n, auto& k) { cfg_.http.threads = integer(n, k, 1, 256); }},
                            {"keep_alive", [&](auto& n, auto& k) { cfg_.http.keep_alive = duration(n, k, Millis(1000), Millis(3'600'000)); }},
-                           {"max_connections", [&](auto& n, auto& k) { cfg_.http.max_connections = integer(n, k, 1, 65536); }}});
+                           {"max_connections", [&](auto& n, auto& k) { cfg_.http.max_connections = integer(n, k, 1, 65536); }},
+                           {"cors_origins", [&](auto& n, auto& k) { cfg_.http.cors_origins = origins(n, k); }}});
     section(root, "collector",
             {{"interval", [&](auto& n, auto& k) { cfg_.collector.interval = duration(n, k, Millis(100), Millis(3'600'000)); }},
              {"retention", [&](auto& n, auto& k) { cfg_.collector.retention = duration(n, k, Millis(60'000), Millis(366LL * 86'400'000)); }},
@@ -152,12 +153,7 @@ class Reader {
   [[noreturn]] void fail(const toml::node& n, const std::string& key, const std::string& problem) {
     throw ConfigError(pos_of(file_, n.source()), key, problem);
   }
-  static std::string quoted(std::string_view s) {
-    std::string out;  // built by append: GCC 12 warns falsely (-Wrestrict) on "\"" + s + "\""
-    out.reserve(s.size() + 2);
-    out.append(1, '"').append(s).append(1, '"');
-    return out;
-  }
+  static std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
   void check_keys(const toml::table& t, const std::string& prefix,
                   std::initializer_list<std::string_view> known) {
@@ -222,6 +218,20 @@ class Reader {
     if (!d) fail(n, key, quoted(s) + " is not a duration; use a whole number with ms, s, m, h or d, e.g. \"500ms\", \"1s\", \"24h\"" + range);
     if (*d < lo || *d > hi) fail(n, key, quoted(s) + " is out of range" + range);
     return *d;
+  }
+
+  // Exact origins ("https://grafana.example:3000"); "*" is refused: no wildcard fallback.
+  std::vector<std::string> origins(const toml::node& n, const std::string& key) {
+    const toml::array* arr = n.as_array();
+    if (!arr) fail(n, key, toml_repr(n) + " is not a list of origins, e.g. [\"http://192.168.1.10:3000\"]");
+    std::vector<std::string> out;
+    for (auto& item : *arr) {
+      std::string o = string(item, key);
+      if (o == "*" || !(o.starts_with("http://") || o.starts_with("https://")) || o.ends_with("/"))
+        fail(item, key, quoted(o) + " is not an origin; use scheme://host[:port] exactly as the browser sends it (no wildcard, no path)");
+      out.push_back(std::move(o));
+    }
+    return out;
   }
 
   std::vector<PluginEntry> entries(const toml::node& list, const std::string& kind) {

@@ -63,6 +63,7 @@ struct Config {
     int threads = 0;
     Millis keep_alive{0};
     int max_connections = 0;
+    std::vector<std::string> cors_origins;
   } http;
   struct {
     Millis interval{0};

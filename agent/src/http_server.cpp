@@ -6,6 +6,7 @@
 
 #include <cstdarg>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 namespace kiwi::agent {
@@ -15,7 +16,6 @@ namespace {
 // Per-request state between MHD's calls. Requests without a body (all GET/HEAD in practice) use
 // the shared marker and allocate nothing; a body allocates a RequestBody.
 char first_call_marker;
-constexpr std::size_t kMaxBody = 64 * 1024;
 
 struct RequestBody {
   std::string data;
@@ -30,11 +30,28 @@ MHD_Result collect(void* cls, MHD_ValueKind, const char* key, const char* value)
 
 void free_body(void* cls) { delete static_cast<Body*>(cls); }
 
-MHD_Response* make_response(const Response& r) {
+bool accepts_gzip(const Request& req) {
+  auto ae = req.header("Accept-Encoding");
+  if (!ae) return false;
+  // "gzip" as a token, not refused with q=0 (the only q-value a client uses to say no).
+  std::string_view s = *ae;
+  for (std::size_t at = s.find("gzip"); at != std::string_view::npos; at = s.find("gzip", at + 4)) {
+    bool start = at == 0 || s[at - 1] == ' ' || s[at - 1] == ',';
+    std::string_view rest = s.substr(at + 4);
+    auto comma = rest.find(',');
+    std::string_view params = rest.substr(0, comma);
+    if (start && (params.empty() || params[0] == ';' || params[0] == ' '))
+      return params.find("q=0") == std::string_view::npos || params.find("q=0.") != std::string_view::npos;
+  }
+  return false;
+}
+
+MHD_Response* make_response(const Response& r, bool gzip) {
   static const std::string empty;
-  const std::string& data = r.body ? *r.body : empty;
+  const Body& chosen = gzip && r.body_gzip ? r.body_gzip : r.body;
+  const std::string& data = chosen ? *chosen : empty;
   // Zero-copy: MHD reads the shared body in place; the callback drops our reference when done.
-  auto* keep = new Body(r.body);
+  auto* keep = new Body(chosen);
   MHD_Response* res = MHD_create_response_from_buffer_with_free_callback_cls(
       data.size(), const_cast<char*>(data.data()), &free_body, keep);
   if (!res) {
@@ -42,6 +59,10 @@ MHD_Response* make_response(const Response& r) {
     return nullptr;
   }
   if (!r.content_type.empty()) MHD_add_response_header(res, "Content-Type", r.content_type.c_str());
+  if (r.body_gzip) {
+    MHD_add_response_header(res, "Vary", "Accept-Encoding");
+    if (gzip) MHD_add_response_header(res, "Content-Encoding", "gzip");
+  }
   for (auto& h : r.headers) MHD_add_response_header(res, h.name.c_str(), h.value.c_str());
   return res;
 }
@@ -58,6 +79,36 @@ std::string client_address(MHD_Connection* c) {
   return buf;
 }
 
+// CORS is off unless [http] cors_origins lists the exact origin; there is no wildcard.
+bool origin_allowed(const HttpSettings& s, const Request& req) {
+  auto origin = req.header("Origin");
+  if (!origin) return false;
+  for (auto& o : s.cors_origins)
+    if (o == *origin) return true;
+  return false;
+}
+
+void add_cors_headers(const HttpSettings& s, const Request& req, Response& res) {
+  if (s.cors_origins.empty()) return;
+  res.headers.push_back({"Vary", "Origin"});
+  if (origin_allowed(s, req))
+    res.headers.push_back({"Access-Control-Allow-Origin", std::string(*req.header("Origin"))});
+}
+
+// A browser's preflight (OPTIONS with Access-Control-Request-Method) from an allowed origin: 204.
+std::optional<Response> cors_preflight(const HttpSettings& s, const Request& req) {
+  if (req.method != "OPTIONS" || !req.header("Access-Control-Request-Method") ||
+      !origin_allowed(s, req))
+    return std::nullopt;
+  Response res;
+  res.status = 204;
+  res.content_type.clear();
+  res.headers = {{"Access-Control-Allow-Methods", "GET, HEAD"},
+                 {"Access-Control-Allow-Headers", "If-None-Match, Accept-Encoding"},
+                 {"Access-Control-Max-Age", "600"}};
+  return res;
+}
+
 MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
                       const char*, const char* upload_data, size_t* upload_size, void** state) {
   auto* ctx = static_cast<HttpServer::Context*>(cls);
@@ -70,7 +121,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   if (*upload_size != 0) {
     if (*state == &first_call_marker) *state = new RequestBody;
     auto* body = static_cast<RequestBody*>(*state);
-    if (body->data.size() + *upload_size > kMaxBody)
+    if (body->data.size() + *upload_size > kMaxBodyBytes)
       body->too_large = true;
     else
       body->data.append(upload_data, *upload_size);
@@ -94,10 +145,27 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   req.remote_address = remote;
   if (body) req.body = body->data;
 
-  Response res = body && body->too_large
-                     ? Response::error(413, "request body larger than " + std::to_string(kMaxBody) + " bytes")
-                     : ctx->router->dispatch(req);
-  MHD_Response* response = make_response(res);
+  std::size_t header_bytes = 0;
+  for (auto& h : headers) header_bytes += h.name.size() + h.value.size() + 4;
+  std::size_t uri_bytes = std::strlen(url);
+  for (auto& q : query) uri_bytes += q.name.size() + q.value.size() + 2;
+
+  int route = -1;
+  Response res;
+  if (uri_bytes > kMaxUriBytes)
+    res = Response::error(414, "request URI longer than " + std::to_string(kMaxUriBytes) + " bytes");
+  else if (header_bytes > kMaxHeaderBytes)
+    res = Response::error(431, "request headers larger than " + std::to_string(kMaxHeaderBytes) + " bytes");
+  else if (body && body->too_large)
+    res = Response::error(413, "request body larger than " + std::to_string(kMaxBodyBytes) + " bytes");
+  else if (auto preflight = cors_preflight(*ctx->settings, req))
+    res = std::move(*preflight);
+  else
+    res = ctx->router->dispatch(req, &route);
+  add_cors_headers(*ctx->settings, req, res);
+  ctx->counters.add(route, res.status);
+
+  MHD_Response* response = make_response(res, accepts_gzip(req));
   if (!response) return MHD_NO;
   MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(res.status), response);
   MHD_destroy_response(response);
@@ -120,7 +188,24 @@ void on_mhd_log(void* cls, const char* fmt, va_list ap) {
 }  // namespace
 
 HttpServer::HttpServer(HttpSettings settings, const Router& router, Logger& log)
-    : settings_(std::move(settings)), context_{&router, &log}, log_(log) {}
+    : settings_(std::move(settings)),
+      context_{&router, &log, &settings_, RequestCounters(router.routes().size())} {}
+
+void RequestCounters::add(int route_index, int status) {
+  std::size_t col = kStatuses.size() - 1;
+  for (std::size_t i = 0; i + 1 < kStatuses.size(); ++i)
+    if (kStatuses[i] == status) col = i;
+  counts_[static_cast<std::size_t>(route_index + 1)][col].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::vector<HttpRequestCount> RequestCounters::snapshot(const std::vector<Route>& routes) const {
+  std::vector<HttpRequestCount> out;
+  for (std::size_t r = 0; r < counts_.size(); ++r)
+    for (std::size_t i = 0; i < kStatuses.size(); ++i)
+      if (auto n = counts_[r][i].load(std::memory_order_relaxed))
+        out.push_back({r == 0 ? "unmatched" : routes[r - 1].path, kStatuses[i], n});
+  return out;
+}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -149,7 +234,9 @@ void HttpServer::start() {
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(settings_.max_connections),
       MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
       MHD_OPTION_NOTIFY_COMPLETED, &on_completed, nullptr,
-      MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, &log_,
+      MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, context_.log,
+      // Room for a header block larger than the limit we answer 431 for (with a JSON body).
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(64 * 1024),
       MHD_OPTION_END);
   if (!daemon_)
     throw std::runtime_error("cannot listen on " + b.str() + ": " + std::strerror(errno) +

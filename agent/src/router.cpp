@@ -23,11 +23,11 @@ Router::Router(std::vector<Route> routes) : routes_(std::move(routes)) {
   });
 }
 
-Response Router::dispatch(const Request& request, std::string_view* route_label) const {
+Response Router::dispatch(const Request& request, int* route_index) const {
   for (std::size_t i : order_) {
     const Route& r = routes_[i];
     if (!matches(r.path, request.path)) continue;
-    if (route_label) *route_label = r.path;
+    if (route_index) *route_index = static_cast<int>(i);
     if (request.method != "GET" && request.method != "HEAD") {
       Response res = Response::error(405, "method " + std::string(request.method) +
                                               " is not allowed here; use GET or HEAD");
@@ -42,7 +42,7 @@ Response Router::dispatch(const Request& request, std::string_view* route_label)
       return Response::error(500, std::string("handler failed: ") + e.what());
     }
   }
-  if (route_label) *route_label = "";
+  if (route_index) *route_index = -1;
   return Response::error(404, "no route for " + std::string(request.path));
 }
 

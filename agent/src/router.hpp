@@ -19,8 +19,8 @@ class Router {
   explicit Router(std::vector<Route> routes);
 
   // Answers one request: the handler's response, or the JSON 404/405 of the API.
-  // `route_label` receives the configured path that matched ("" for none), for metrics and logs.
-  Response dispatch(const Request& request, std::string_view* route_label = nullptr) const;
+  // `route_index` receives the index of the matching route in routes(), or -1 for none.
+  Response dispatch(const Request& request, int* route_index = nullptr) const;
 
   const std::vector<Route>& routes() const { return routes_; }
 

@@ -1,6 +1,7 @@
 #include "snapshot.hpp"
 
 #include <fcntl.h>
+#include <kiwi/gzip.hpp>
 #include <unistd.h>
 
 #include <cerrno>
@@ -53,6 +54,7 @@ std::string render_snapshot_json(const Snapshot& s, bool stale) {
     if (!r.message.empty()) key(w, "message"), str(w, r.message);
     key(w, "timestamp"), number(w, r.timestamp);
     key(w, "duration_seconds"), number(w, r.duration_seconds);
+    if (r.errors_total) key(w, "errors_total"), w.Uint64(r.errors_total);
     key(w, "metrics");
     w.StartArray();
     for (auto& m : r.metrics) {
@@ -80,6 +82,8 @@ std::string render_snapshot_json(const Snapshot& s, bool stale) {
 void render_bodies(Snapshot& s) {
   s.json = std::make_shared<const std::string>(render_snapshot_json(s, false));
   s.json_stale = std::make_shared<const std::string>(render_snapshot_json(s, true));
+  s.json_gzip = gzip_body(s.json);
+  s.json_stale_gzip = gzip_body(s.json_stale);
 }
 
 void write_file_atomically(const std::string& path, std::string_view content) {

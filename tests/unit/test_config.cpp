@@ -138,12 +138,18 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
   SECTION("unknown key") {
     CHECK(error_of("[http]\nport = 80\n") ==
           "kiwi.toml:2:1: http.port: unknown key; accepted in [http]: bind, threads, keep_alive, "
-          "max_connections");
+          "max_connections, cors_origins");
     CHECK(error_of("[colector]\n") ==
           "kiwi.toml:1:2: colector: unknown key; accepted here: agent, http, collector, sensor, route");
     CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nintervall = \"1s\"\n") ==
           "kiwi.toml:3:1: sensor.intervall: unknown key; accepted here: plugin, name, interval, "
           "options");
+  }
+  SECTION("CORS origins are exact, never a wildcard") {
+    CHECK(error_of("[http]\ncors_origins = [\"*\"]\n") ==
+          "kiwi.toml:2:17: http.cors_origins: \"*\" is not an origin; use scheme://host[:port] "
+          "exactly as the browser sends it (no wildcard, no path)");
+    CHECK(load("[http]\ncors_origins = [\"http://10.0.0.2:3000\"]\n").http.cors_origins.size() == 1);
   }
   SECTION("bad log level") {
     CHECK(error_of("[agent]\nlog_level = \"verbose\"\n") ==

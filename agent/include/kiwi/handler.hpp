@@ -70,6 +70,9 @@ struct Response {
   std::string content_type = "application/json";
   std::vector<Header> headers;  // extra headers (ETag, Cache-Control, ...)
   Body body;                    // null means empty
+  // Optional gzip rendering of `body` (kiwi/gzip.hpp), computed once where the body is: the server
+  // sends it, with Content-Encoding and Vary, to clients that accept gzip.
+  Body body_gzip;
 
   // A JSON error body in the API's one error shape:
   //   {"error":{"status":400,"parameter":"limit","message":"..."}}  ("parameter" only if given)
@@ -99,6 +102,7 @@ struct SensorReport {
   std::string message;
   double timestamp = 0;         // unix seconds of this sensor's last reading
   double duration_seconds = 0;  // how long its last sample() took
+  std::uint64_t errors_total = 0;  // samples that threw since the agent started
   std::vector<MetricValue> metrics;
 };
 
@@ -114,14 +118,48 @@ struct Snapshot {
   std::vector<SensorReport> sensors;
   Body json;        // the /api/current body with "stale":false
   Body json_stale;  // the same with "stale":true
+  Body json_gzip;   // gzip of json (kiwi/gzip.hpp)
+  Body json_stale_gzip;
+};
+
+// A loaded plugin instance, for /api/plugins.
+struct PluginStatus {
+  std::string name;  // sensor instance name, or the route path for a handler
+  PluginKind kind = PluginKind::sensor;
+  std::string plugin;  // the plugin's own name
+  std::string file;
+  std::uint32_t abi_version = 0;
+};
+
+struct HttpRequestCount {
+  std::string route;  // configured route path; "unmatched" for 404s
+  int status = 0;
+  std::uint64_t count = 0;
+};
+
+// Counters of the running agent, for /api/health, /api/plugins and /metrics.
+struct AgentStats {
+  std::string version;
+  double started_at = 0;  // unix seconds
+  std::uint64_t ticks = 0;
+  std::uint64_t missed_ticks = 0;
+  std::uint64_t store_write_errors = 0;       // since start
+  std::uint64_t store_failing_ticks = 0;      // consecutive failed writes up to now (0 = healthy)
+  std::string store_last_error;
+  std::vector<PluginStatus> plugins;
+  std::vector<HttpRequestCount> http_requests;
 };
 
 // A history query. Limits are checked by the handler; the store trusts them.
+enum class Aggregate : std::uint32_t { mean, max, min, last };
+
 struct HistoryQuery {
-  std::size_t limit = 120;            // latest N samples within [since, until]
+  std::size_t limit = 120;            // latest N samples (or buckets) within [since, until]
   std::optional<double> since;        // unix seconds, inclusive
   std::optional<double> until;        // unix seconds, inclusive
-  std::vector<std::string> patterns;  // series names or globs (`*`); empty means all
+  std::vector<std::string> patterns;  // series names or keys, `*` globs; empty means all
+  double step = 0;                    // > 0: buckets of `step` seconds, aligned to multiples of it
+  Aggregate aggregate = Aggregate::mean;
 };
 
 struct HistorySeries {
@@ -150,6 +188,10 @@ class DataSource {
   virtual std::shared_ptr<const Snapshot> snapshot() const = 0;
   // Reads through a read-only connection of the calling worker thread. Throws StoreError.
   virtual HistoryResult history(const HistoryQuery& query) const = 0;
+  // A consistent copy of the agent's counters; cheap enough to call per request.
+  virtual AgentStats stats() const = 0;
+  // Names and units of every series the store holds (for validating `series` patterns).
+  virtual std::vector<std::string> series_names() const = 0;
 
  protected:
   ~DataSource() = default;
