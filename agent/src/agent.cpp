@@ -186,11 +186,11 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     data.started_at = unix_now();
     for (auto& s : sensors)
       data.plugins.push_back({s.name, PluginKind::sensor, s.plugin, s.instance.library->file,
-                              s.instance.library->abi_version});
+                              s.instance.library->abi_version, s.instance.library->info->metrics});
     for (auto& r : routes)
       data.plugins.push_back({r.path, PluginKind::handler,
                               std::string(r.handler.library->info->name), r.handler.library->file,
-                              r.handler.library->abi_version});
+                              r.handler.library->abi_version, {}});
     Collector collector({cfg.collector.interval, cfg.collector.retention, cfg.collector.stale_after,
                          snapshot_path, host_name(), KIWI_VERSION, data.started_at},
                         std::move(sensors), store, holder, log);

@@ -111,7 +111,9 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
 
 std::string PluginLoader::resolve(PluginKind kind, const std::string& plugin) const {
   if (plugin.find('/') != std::string::npos || plugin.ends_with(".so")) return plugin;
-  return plugin_dir_ + "/kiwi-" + std::string(to_string(kind)) + "-" + plugin + ".so";
+  return std::filesystem::path(plugin_dir_ + "/kiwi-" + std::string(to_string(kind)) + "-" + plugin + ".so")
+      .lexically_normal()
+      .string();
 }
 
 std::shared_ptr<LoadedLibrary> PluginLoader::open(PluginKind kind, const PluginEntry& entry) {

@@ -1,5 +1,7 @@
 #include "store.hpp"
 
+#include <kiwi/glob.hpp>
+
 #include <algorithm>
 #include <cmath>
 
@@ -63,26 +65,6 @@ std::string canonical_labels(const std::vector<std::pair<std::string, std::strin
   return out;
 }
 
-bool glob_match(std::string_view p, std::string_view t) {
-  // Iterative wildcard match with single backtrack point: linear for one '*', fine for several.
-  std::size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
-  while (ti < t.size()) {
-    if (pi < p.size() && p[pi] == '*') {
-      star = pi++;
-      mark = ti;
-    } else if (pi < p.size() && p[pi] == t[ti]) {
-      ++pi;
-      ++ti;
-    } else if (star != std::string_view::npos) {
-      pi = star + 1;
-      ti = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') ++pi;
-  return pi == p.size();
-}
 
 ReadConnection::ReadConnection(const std::string& path) {
   int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -93,8 +75,12 @@ ReadConnection::ReadConnection(const std::string& path) {
                             "ORDER BY ts DESC LIMIT ?3",
                             -1, SQLITE_PREPARE_PERSISTENT, &latest_, nullptr);
   }
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v3(db_, "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
+                            -1, SQLITE_PREPARE_PERSISTENT, &range_, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    sqlite3_finalize(latest_);
     sqlite3_close(db_);
     throw StoreError(msg);
   }
@@ -102,6 +88,7 @@ ReadConnection::ReadConnection(const std::string& path) {
 
 ReadConnection::~ReadConnection() {
   sqlite3_finalize(latest_);
+  sqlite3_finalize(range_);
   sqlite3_close(db_);
 }
 
@@ -261,70 +248,135 @@ std::vector<SeriesInfo> Store::series() const {
   return series_;
 }
 
-HistoryResult Store::query(const HistoryQuery& q) const {
-  std::unique_ptr<ReadConnection> conn;
+std::unique_ptr<ReadConnection> Store::borrow() const {
   {
     std::lock_guard lock(pool_mutex_);
     if (!pool_.empty()) {
-      conn = std::move(pool_.back());
+      auto conn = std::move(pool_.back());
       pool_.pop_back();
+      return conn;
     }
   }
-  if (!conn) conn = std::make_unique<ReadConnection>(path_);
+  return std::make_unique<ReadConnection>(path_);
+}
 
-  // Rows newest first, then reversed: the latest `limit` samples, oldest first.
-  std::vector<std::pair<std::int64_t, std::string>> rows;
-  sqlite3_stmt* st = conn->latest();
-  sqlite3_bind_int64(st, 1, q.since ? static_cast<std::int64_t>(std::ceil(*q.since * 1000)) : INT64_MIN);
-  sqlite3_bind_int64(st, 2, q.until ? static_cast<std::int64_t>(std::floor(*q.until * 1000)) : INT64_MAX);
-  sqlite3_bind_int64(st, 3, static_cast<std::int64_t>(q.limit));
-  int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    auto* data = static_cast<const char*>(sqlite3_column_blob(st, 1));
-    rows.emplace_back(sqlite3_column_int64(st, 0),
-                      std::string(data ? data : "", static_cast<std::size_t>(sqlite3_column_bytes(st, 1))));
-  }
-  std::string err = rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
-  sqlite3_reset(st);
-  if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);  // conn dropped
-  {
-    std::lock_guard lock(pool_mutex_);
-    pool_.push_back(std::move(conn));
-  }
-  std::reverse(rows.begin(), rows.end());
+void Store::give_back(std::unique_ptr<ReadConnection> conn) const {
+  std::lock_guard lock(pool_mutex_);
+  pool_.push_back(std::move(conn));
+}
 
-  HistoryResult out;
-  out.timestamps.reserve(rows.size());
+namespace {
+
+// Accumulates one series over buckets (one bucket per row when not downsampling).
+struct Column {
+  std::size_t series_index;     // into the catalog
+  std::vector<double> value;    // sum (mean), or the running min/max/last
+  std::vector<std::uint32_t> n; // values seen in the bucket
+};
+
+void accumulate(Column& c, std::size_t bucket, double v, Aggregate agg) {
+  if (c.value.size() <= bucket) {
+    c.value.resize(bucket + 1, 0);
+    c.n.resize(bucket + 1, 0);
+  }
+  double& acc = c.value[bucket];
+  std::uint32_t& n = c.n[bucket];
+  if (n == 0 || agg == Aggregate::last) acc = v;
+  else if (agg == Aggregate::mean) acc += v;
+  else if (agg == Aggregate::max) acc = std::max(acc, v);
+  else acc = std::min(acc, v);
+  ++n;
+}
+
+}  // namespace
+
+HistoryResult Store::query(const HistoryQuery& q) const {
+  const std::int64_t since_ms =
+      q.since ? static_cast<std::int64_t>(std::ceil(*q.since * 1000)) : INT64_MIN;
+  const std::int64_t until_ms =
+      q.until ? static_cast<std::int64_t>(std::floor(*q.until * 1000)) : INT64_MAX;
+  const std::int64_t step_ms = q.step > 0 ? std::max<std::int64_t>(1, std::llround(q.step * 1000)) : 0;
+
   std::vector<SeriesInfo> catalog = series();
-  std::vector<int> column(catalog.size() + 1, -1);  // series id -> column, -1 = not (yet) used
   std::vector<char> wanted(catalog.size() + 1, 0);
   for (std::size_t id = 1; id <= catalog.size(); ++id) {
     auto& s = catalog[id - 1];
     bool ok = q.patterns.empty();
-    for (auto& p : q.patterns) ok = ok || glob_match(p, s.name) || glob_match(p, s.key);
+    for (auto& p : q.patterns) ok = ok || kiwi::glob_match(p, s.name) || kiwi::glob_match(p, s.key);
     wanted[id] = ok;
   }
-  for (std::size_t row = 0; row < rows.size(); ++row) {
-    out.timestamps.push_back(static_cast<double>(rows[row].first) / 1000.0);
-    sample_codec::decode(rows[row].second, [&](std::uint32_t id, double v) {
-      if (id == 0 || id >= column.size() || !wanted[id]) return;
-      if (column[id] < 0) {
-        column[id] = static_cast<int>(out.series.size());
-        auto& s = catalog[id - 1];
-        out.series.push_back({s.key, s.name, s.labels, s.unit, s.kind,
-                              std::vector<double>(rows.size(), std::nan(""))});
+
+  std::vector<std::int64_t> bucket_ts;  // ms; one per output point
+  std::vector<int> column_of(catalog.size() + 1, -1);
+  std::vector<Column> columns;
+  auto add_row = [&](std::int64_t ts, std::string_view blob) {
+    std::int64_t b = step_ms ? ts - ((ts % step_ms) + step_ms) % step_ms : ts;  // floor to step
+    if (bucket_ts.empty() || bucket_ts.back() != b) bucket_ts.push_back(b);
+    const std::size_t bucket = bucket_ts.size() - 1;
+    sample_codec::decode(blob, [&](std::uint32_t id, double v) {
+      if (id == 0 || id >= wanted.size() || !wanted[id]) return;
+      if (column_of[id] < 0) {
+        column_of[id] = static_cast<int>(columns.size());
+        columns.push_back({id - 1, {}, {}});
       }
-      out.series[static_cast<std::size_t>(column[id])].values[row] = v;
+      accumulate(columns[static_cast<std::size_t>(column_of[id])], bucket, v, q.aggregate);
     });
+  };
+
+  auto conn = borrow();
+  sqlite3_stmt* st = step_ms ? conn->range() : conn->latest();
+  sqlite3_bind_int64(st, 1, since_ms);
+  sqlite3_bind_int64(st, 2, until_ms);
+  if (!step_ms) sqlite3_bind_int64(st, 3, static_cast<std::int64_t>(q.limit));
+  // Without a step: the latest `limit` rows, read newest first and kept in that order until the
+  // end. With a step: every row of the window, oldest first, folded into buckets as it streams.
+  std::vector<std::pair<std::int64_t, std::string>> newest_first;
+  int rc;
+  try {
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      auto* data = static_cast<const char*>(sqlite3_column_blob(st, 1));
+      std::string_view blob(data ? data : "", static_cast<std::size_t>(sqlite3_column_bytes(st, 1)));
+      if (step_ms)
+        add_row(sqlite3_column_int64(st, 0), blob);
+      else
+        newest_first.emplace_back(sqlite3_column_int64(st, 0), std::string(blob));
+    }
+  } catch (...) {
+    sqlite3_reset(st);
+    throw;
   }
-  // Stable output order: by series id (= first time the agent saw it), not by first appearance.
-  std::vector<std::pair<std::uint32_t, std::size_t>> order;
-  for (std::uint32_t id = 1; id < column.size(); ++id)
-    if (column[id] >= 0) order.emplace_back(id, static_cast<std::size_t>(column[id]));
-  std::vector<HistorySeries> sorted;
-  sorted.reserve(out.series.size());
-  for (auto& [id, col] : order) sorted.push_back(std::move(out.series[col]));
-  out.series = std::move(sorted);
+  std::string err = rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
+  sqlite3_reset(st);
+  if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);  // conn dropped
+  give_back(std::move(conn));
+  for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) add_row(it->first, it->second);
+
+  // Keep the latest `limit` points.
+  const std::size_t skip = bucket_ts.size() > q.limit ? bucket_ts.size() - q.limit : 0;
+  HistoryResult out;
+  out.timestamps.reserve(bucket_ts.size() - skip);
+  for (std::size_t i = skip; i < bucket_ts.size(); ++i)
+    out.timestamps.push_back(static_cast<double>(bucket_ts[i]) / 1000.0);
+  // Stable output order: by series id (the order the agent first saw them).
+  std::sort(columns.begin(), columns.end(),
+            [](const Column& a, const Column& b) { return a.series_index < b.series_index; });
+  for (auto& c : columns) {
+    c.value.resize(bucket_ts.size(), 0);
+    c.n.resize(bucket_ts.size(), 0);
+    std::vector<double> values;
+    values.reserve(bucket_ts.size() - skip);
+    bool any = false;
+    for (std::size_t i = skip; i < bucket_ts.size(); ++i) {
+      double v = c.n[i] == 0 ? std::nan("")
+                 : q.aggregate == Aggregate::mean ? c.value[i] / c.n[i]
+                                                  : c.value[i];
+      any |= c.n[i] != 0;
+      values.push_back(v);
+    }
+    if (!any) continue;  // only in points that `limit` cut off
+    auto& s = catalog[c.series_index];
+    out.series.push_back({s.key, s.name, s.labels, s.unit, s.kind, std::move(values)});
+  }
   return out;
 }
 

@@ -23,8 +23,6 @@ namespace kiwi::agent {
 
 // "core=\"0\",mode=\"user\"" (Prometheus escaping), the canonical label text of a series.
 std::string canonical_labels(const std::vector<std::pair<std::string, std::string>>& labels);
-// `*` matches any run of characters; everything else literally.
-bool glob_match(std::string_view pattern, std::string_view text);
 
 // A read-only connection (SQLITE_OPEN_READONLY): any write through it fails.
 class ReadConnection {
@@ -34,11 +32,13 @@ class ReadConnection {
   ReadConnection(const ReadConnection&) = delete;
   ReadConnection& operator=(const ReadConnection&) = delete;
   sqlite3* db() const { return db_; }
-  sqlite3_stmt* latest() const { return latest_; }
+  sqlite3_stmt* latest() const { return latest_; }  // ?1 since ?2 until ?3 limit, newest first
+  sqlite3_stmt* range() const { return range_; }    // ?1 since ?2 until, oldest first
 
  private:
   sqlite3* db_ = nullptr;
   sqlite3_stmt* latest_ = nullptr;
+  sqlite3_stmt* range_ = nullptr;
 };
 
 struct SeriesInfo {
@@ -70,6 +70,8 @@ class Store {
 
  private:
   std::uint32_t series_id(const MetricValue& m);
+  std::unique_ptr<ReadConnection> borrow() const;
+  void give_back(std::unique_ptr<ReadConnection> conn) const;
   void exec(const char* sql);
   [[noreturn]] void fail(const std::string& what) const;
 

@@ -1,48 +1,133 @@
-// The dashboard: www/ embedded at build time and served from memory with ETags.
+// The dashboard: www/ and the charting library (uPlot) embedded at build time, served from memory
+// with ETags and a gzip copy made once at start. The handler's options are written into
+// index.html (data attributes on <body>) at construction, so the page needs no extra request.
+#include <kiwi/gzip.hpp>
 #include <kiwi/handler.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <map>
+#include <stdexcept>
 
 #include "kiwi_embedded.hpp"
 
-extern const kiwi_embedded::File kiwi_www[];
+extern const kiwi_embedded::File kiwi_www[];  // www/**
 extern const std::size_t kiwi_www_count;
+extern const kiwi_embedded::File kiwi_vendor[];  // assets/uPlot.*, assets/README.md (see CMakeLists)
+extern const std::size_t kiwi_vendor_count;
 
 namespace {
+
+constexpr kiwi::OptionSpec kOptions[] = {
+    {"poll_interval", kiwi::OptionType::string, "\"5s\"",
+     "how often the page asks for a new sample: a duration from 1s to 10m, e.g. \"2s\""},
+    {"temperature_warm_celsius", kiwi::OptionType::number, "70",
+     "a temperature at or above this is shown as warm (amber)"},
+    {"temperature_hot_celsius", kiwi::OptionType::number, "80",
+     "a temperature at or above this is shown as hot (red); must be above the warm threshold"},
+};
 
 std::string_view content_type(std::string_view path) {
   static constexpr std::pair<std::string_view, std::string_view> kTypes[] = {
       {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
       {".css", "text/css; charset=utf-8"},   {".svg", "image/svg+xml"},
       {".png", "image/png"},                 {".ico", "image/x-icon"},
-      {".json", "application/json"},         {".txt", "text/plain; charset=utf-8"}};
+      {".json", "application/json"},         {".txt", "text/plain; charset=utf-8"},
+      {".md", "text/plain; charset=utf-8"}};  // Markdown is read as text in the browser
   for (auto& [ext, type] : kTypes)
     if (path.ends_with(ext)) return type;
   return "application/octet-stream";
 }
 
-// FNV-1a: a content hash for the ETag, computed once at start.
+// FNV-1a: a content hash for the ETag, computed once at start. Weak (W/), because the same tag
+// stands for the plain and the gzip bytes of one file.
 std::string etag_of(std::string_view data) {
   std::uint64_t h = 1469598103934665603ull;
   for (unsigned char c : data) h = (h ^ c) * 1099511628211ull;
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "\"%016llx\"", static_cast<unsigned long long>(h));
+  char buf[28];
+  std::snprintf(buf, sizeof buf, "W/\"%016llx\"", static_cast<unsigned long long>(h));
   return buf;
+}
+
+// "500ms", "5s", "2m" -> milliseconds. The page's poll period: 1 s (the agent samples once a
+// second at most usefully) to 10 min.
+std::int64_t parse_poll_interval(std::string_view text) {
+  std::int64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  std::int64_t ms = -1;
+  if (ec == std::errc() && n >= 0 && n <= 1'000'000) {
+    if (unit == "ms") ms = n;
+    else if (unit == "s") ms = n * 1000;
+    else if (unit == "m") ms = n * 60'000;
+  }
+  if (ms < 0)
+    throw std::invalid_argument("poll_interval: \"" + std::string(text) +
+                                "\" is not a duration; use a whole number with ms, s or m, e.g. "
+                                "\"5s\" (accepted: 1s to 10m)");
+  if (ms < 1000 || ms > 600'000)
+    throw std::invalid_argument("poll_interval: \"" + std::string(text) +
+                                "\" is out of range (accepted: 1s to 10m)");
+  return ms;
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+
+// index.html with each "@key@" placeholder replaced. A missing placeholder is a build mistake
+// (www/index.html and this table disagree): refuse to start rather than serve a page that
+// silently ignores the configuration.
+std::string render_index(std::string html, const std::map<std::string, std::string>& values) {
+  for (const auto& [key, value] : values) {
+    const std::string mark = "@" + key + "@";
+    auto at = html.find(mark);
+    if (at == std::string::npos)
+      throw std::logic_error("www/index.html has no " + mark + " placeholder");
+    for (; at != std::string::npos; at = html.find(mark, at + value.size()))
+      html.replace(at, mark.size(), value);
+  }
+  return html;
 }
 
 class DashboardHandler final : public kiwi::Handler {
  public:
-  explicit DashboardHandler(const kiwi::HandlerContext&) {
-    for (std::size_t i = 0; i < kiwi_www_count; ++i) {
-      const auto& f = kiwi_www[i];
-      files_.emplace("/" + std::string(f.path),
-                     File{std::make_shared<const std::string>(f.data), std::string(content_type(f.path)),
-                          etag_of(f.data)});
-    }
+  explicit DashboardHandler(const kiwi::HandlerContext& ctx) {
+    const auto& o = ctx.options;
+    const std::int64_t poll_ms = parse_poll_interval(o.get_string("poll_interval"));
+    const double warm = o.get_number("temperature_warm_celsius");
+    const double hot = o.get_number("temperature_hot_celsius");
+    for (double c : {warm, hot})
+      if (!std::isfinite(c) || c < -50 || c > 200)
+        throw std::invalid_argument("temperature thresholds must be from -50 to 200 (celsius), got " +
+                                    number_text(c));
+    if (!(warm < hot))
+      throw std::invalid_argument("temperature_warm_celsius (" + number_text(warm) +
+                                  ") must be below temperature_hot_celsius (" + number_text(hot) + ")");
+    const std::map<std::string, std::string> page_values = {
+        {"poll_ms", std::to_string(poll_ms)},
+        {"temperature_warm_celsius", number_text(warm)},
+        {"temperature_hot_celsius", number_text(hot)}};
+
+    auto add = [&](const kiwi_embedded::File& f) {
+      std::string path = "/" + std::string(f.path);
+      std::string data(f.data);
+      if (path == "/index.html") data = render_index(std::move(data), page_values);
+      auto body = std::make_shared<const std::string>(std::move(data));
+      files_.insert_or_assign(path, File{body, kiwi::gzip_body(body), std::string(content_type(path)),
+                                         etag_of(*body)});
+    };
+    for (std::size_t i = 0; i < kiwi_www_count; ++i) add(kiwi_www[i]);
+    for (std::size_t i = 0; i < kiwi_vendor_count; ++i) add(kiwi_vendor[i]);
   }
 
   kiwi::Response handle(const kiwi::Request& req) override {
     // Only exact names of embedded files are served: no path from the request reaches a filesystem.
-    auto it = files_.find(req.path == "/" ? std::string("/index.html") : std::string(req.path));
+    auto it = files_.find(req.path == "/" ? std::string_view("/index.html") : req.path);
     if (it == files_.end()) return kiwi::Response::error(404, "no such file: " + std::string(req.path));
     const File& f = it->second;
     kiwi::Response res;
@@ -54,12 +139,14 @@ class DashboardHandler final : public kiwi::Handler {
       return res;
     }
     res.body = f.body;
+    res.body_gzip = f.body_gzip;
     return res;
   }
 
  private:
   struct File {
     kiwi::Body body;
+    kiwi::Body body_gzip;  // null for files too small to be worth it
     std::string type;
     std::string etag;
   };
@@ -68,5 +155,5 @@ class DashboardHandler final : public kiwi::Handler {
 
 }  // namespace
 
-KIWI_HANDLER_PLUGIN(DashboardHandler, "dashboard", "the browser dashboard (www/), from memory",
-                    kiwi::no_options)
+KIWI_HANDLER_PLUGIN(DashboardHandler, "dashboard",
+                    "the browser dashboard (www/ and uPlot), from memory", kOptions)

@@ -1,62 +1,221 @@
 #include "history_render.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <ctime>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+
+#include <kiwi/glob.hpp>
 
 namespace kiwi_history {
 
 namespace {
-constexpr std::string_view kAccepted[] = {"limit"};
+constexpr std::string_view kAccepted[] = {"limit", "since", "until", "step", "agg", "series"};
 
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 void key(Writer& w, std::string_view k) { w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size())); }
 void str(Writer& w, std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); }
-void number(Writer& w, double v) {
-  if (std::isnan(v))
-    w.Null();
-  else if (std::nearbyint(v) == v && std::fabs(v) < 9e15)
-    w.Int64(static_cast<std::int64_t>(v));
+
+// Rounded to `decimals` places, then printed in its shortest form (whole numbers without ".0").
+void number(Writer& w, double v, int decimals) {
+  if (std::isnan(v)) return void(w.Null());
+  double scale = std::pow(10.0, decimals);
+  double r = std::nearbyint(v * scale) / scale;
+  if (std::nearbyint(r) == r && std::fabs(r) < 9e15)
+    w.Int64(static_cast<std::int64_t>(r));
   else
-    w.Double(v);
+    w.Double(r);
+}
+
+std::optional<double> parse_number(std::string_view s) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<int> digits(std::string_view s, std::size_t at, std::size_t n) {
+  if (at + n > s.size()) return std::nullopt;
+  int v = 0;
+  for (std::size_t i = at; i < at + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return std::nullopt;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+constexpr std::pair<std::string_view, kiwi::Aggregate> kAggregates[] = {
+    {"mean", kiwi::Aggregate::mean},
+    {"max", kiwi::Aggregate::max},
+    {"min", kiwi::Aggregate::min},
+    {"last", kiwi::Aggregate::last}};
+
+std::string_view aggregate_name(kiwi::Aggregate a) {
+  for (auto& [name, value] : kAggregates)
+    if (value == a) return name;
+  return "mean";
 }
 }  // namespace
 
-std::variant<kiwi::HistoryQuery, ParamError> parse_query(const kiwi::Request& req) {
-  for (auto& p : req.query) {
-    bool known = false;
-    for (auto k : kAccepted) known |= p.name == k;
-    if (!known) return ParamError{std::string(p.name), "unknown parameter; accepted: limit"};
+std::optional<double> parse_time(std::string_view s) {
+  if (auto v = parse_number(s); v && !s.empty() && s[0] != '+') return v;
+  // RFC 3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)
+  auto Y = digits(s, 0, 4), M = digits(s, 5, 2), D = digits(s, 8, 2), h = digits(s, 11, 2),
+       m = digits(s, 14, 2), sec = digits(s, 17, 2);
+  if (!Y || !M || !D || !h || !m || !sec || s[4] != '-' || s[7] != '-' ||
+      (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':')
+    return std::nullopt;
+  if (*M < 1 || *M > 12 || *D < 1 || *D > 31 || *h > 23 || *m > 59 || *sec > 60) return std::nullopt;
+  std::size_t i = 19;
+  double frac = 0;
+  if (i < s.size() && s[i] == '.') {
+    std::size_t j = i + 1;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+    if (j == i + 1) return std::nullopt;
+    frac = *parse_number("0" + std::string(s.substr(i, j - i)));
+    i = j;
   }
-  kiwi::HistoryQuery q;
-  q.limit = kDefaultLimit;
-  if (req.count("limit") > 1) return ParamError{"limit", "given more than once"};
+  int offset = 0;
+  if (i < s.size() && (s[i] == 'Z' || s[i] == 'z')) {
+    ++i;
+  } else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+    auto oh = digits(s, i + 1, 2), om = digits(s, i + 4, 2);
+    if (!oh || !om || s[i + 3] != ':' || *oh > 23 || *om > 59) return std::nullopt;
+    offset = (s[i] == '+' ? 1 : -1) * (*oh * 3600 + *om * 60);
+    i += 6;
+  } else {
+    return std::nullopt;
+  }
+  if (i != s.size()) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = *Y - 1900;
+  tm.tm_mon = *M - 1;
+  tm.tm_mday = *D;
+  tm.tm_hour = *h;
+  tm.tm_min = *m;
+  tm.tm_sec = *sec;
+  return static_cast<double>(timegm(&tm)) + frac - offset;
+}
+
+int decimals_for_unit(std::string_view unit) {
+  static constexpr std::pair<std::string_view, int> kDecimals[] = {
+      {"bytes", 0}, {"hertz", 0}, {"count", 0}, {"bytes_per_second", 0},
+      {"ratio", 4}, {"celsius", 2}, {"seconds", 4}, {"", 2}};
+  for (auto& [u, d] : kDecimals)
+    if (u == unit) return d;
+  return 4;
+}
+
+std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, double now,
+                                                  const std::vector<std::string>& known_series) {
+  for (auto& p : req.query) {
+    if (std::find(std::begin(kAccepted), std::end(kAccepted), p.name) == std::end(kAccepted))
+      return ParamError{std::string(p.name), "unknown parameter; accepted: limit, since, until, step, agg, series"};
+    if (req.count(p.name) > 1) return ParamError{std::string(p.name), "given more than once"};
+    if (p.value.empty())
+      return ParamError{std::string(p.name), "is empty; give a value or leave the parameter out"};
+  }
+  ParsedQuery out;
+  kiwi::HistoryQuery& q = out.query;
+
+  if (auto v = req.param("since")) {
+    q.since = parse_time(*v);
+    if (!q.since) return ParamError{"since", quoted(*v) + " is not a time; use unix seconds or RFC 3339 (2026-11-30T05:00:00Z)"};
+  }
+  if (auto v = req.param("until")) {
+    q.until = parse_time(*v);
+    if (!q.until) return ParamError{"until", quoted(*v) + " is not a time; use unix seconds or RFC 3339 (2026-11-30T05:00:00Z)"};
+  }
+  if (q.since && q.until && *q.since > *q.until)
+    return ParamError{"since", "since is after until"};
+
+  if (auto v = req.param("step")) {
+    auto step = parse_number(*v);
+    if (!step) return ParamError{"step", quoted(*v) + " is not a number of seconds"};
+    if (*step <= 0) return ParamError{"step", quoted(*v) + " must be more than 0 seconds"};
+    if (*step > 366 * 86400.0) return ParamError{"step", quoted(*v) + " is more than a year"};
+    q.step = *step;
+  }
+  if (auto v = req.param("agg")) {
+    if (q.step <= 0) return ParamError{"agg", "only applies with step"};
+    bool found = false;
+    for (auto& [name, value] : kAggregates)
+      if (name == *v) {
+        q.aggregate = value;
+        found = true;
+      }
+    if (!found) return ParamError{"agg", quoted(*v) + " is not an aggregate; use mean, max, min or last"};
+  }
+
+  const bool windowed = q.since || q.step > 0;
+  const std::size_t max_points = q.step > 0 ? kMaxStepPoints : kMaxLimit;
+  q.limit = windowed ? max_points : kDefaultLimit;
   if (auto v = req.param("limit")) {
-    const std::string range = "an integer from 1 to " + std::to_string(kMaxLimit);
-    if (v->empty()) return ParamError{"limit", "empty; expected " + range};
+    const std::string range = "an integer from 1 to " + std::to_string(max_points);
     std::size_t n = 0;
     auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
     if (ec == std::errc::result_out_of_range)
-      return ParamError{"limit", "'" + std::string(*v) + "' is out of range; expected " + range};
+      return ParamError{"limit", quoted(*v) + " is out of range; expected " + range};
     if (ec != std::errc() || end != v->data() + v->size())
-      return ParamError{"limit", "'" + std::string(*v) + "' is not an integer; expected " + range};
-    if (n < 1 || n > kMaxLimit)
+      return ParamError{"limit", quoted(*v) + " is not an integer; expected " + range};
+    if (n < 1 || n > max_points)
       return ParamError{"limit", std::to_string(n) + " is out of range; expected " + range};
     q.limit = n;
   }
-  return q;
+  if (q.step > 0) {
+    // A step needs a window: [since, until], until defaulting to now, since to `limit` steps back.
+    if (!q.until) q.until = now;
+    if (!q.since) q.since = *q.until - q.step * static_cast<double>(q.limit);
+    double points = std::ceil((*q.until - *q.since) / q.step);
+    if (points > static_cast<double>(kMaxStepPoints))
+      return ParamError{"step", "the window holds " + std::to_string(static_cast<long long>(points)) +
+                                    " steps of " + std::string(*req.param("step")) + " s; at most " +
+                                    std::to_string(kMaxStepPoints) + " points per response, use a larger step"};
+  }
+
+  if (auto v = req.param("series")) {
+    std::string_view rest = *v;
+    while (true) {
+      auto comma = rest.find(',');
+      std::string_view item = rest.substr(0, comma);
+      if (item.empty()) return ParamError{"series", "empty name in the list"};
+      bool matches = false;
+      for (auto& known : known_series) {
+        std::string_view name = std::string_view(known).substr(0, known.find('{'));
+        matches = matches || kiwi::glob_match(item, name) || kiwi::glob_match(item, known);
+      }
+      if (!matches) return ParamError{"series", quoted(item) + " matches no series; see /api/current for names"};
+      q.patterns.emplace_back(item);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "l=%zu&s=%.3f&u=%.3f&st=%.3f&a=%d&p=", q.limit,
+                q.since.value_or(-1), q.until.value_or(-1), q.step, static_cast<int>(q.aggregate));
+  out.canonical = buf;
+  for (auto& p : q.patterns) out.canonical += p + ",";
+  return out;
 }
 
-std::string render(const kiwi::HistoryResult& r) {
+std::string render(const kiwi::HistoryResult& r, const kiwi::HistoryQuery& q) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
   w.StartObject();
   key(w, "version"), w.Int(1);
   key(w, "count"), w.Uint64(r.timestamps.size());
+  if (q.step > 0) {
+    key(w, "step"), number(w, q.step, 3);
+    key(w, "agg"), str(w, aggregate_name(q.aggregate));
+  }
   key(w, "timestamps");
   w.StartArray();
-  for (double t : r.timestamps) number(w, t);
+  for (double t : r.timestamps) number(w, t, 3);
   w.EndArray();
   key(w, "series");
   w.StartObject();
@@ -73,7 +232,8 @@ std::string render(const kiwi::HistoryResult& r) {
     key(w, "unit"), str(w, s.unit);
     key(w, "values");
     w.StartArray();
-    for (double v : s.values) number(w, v);
+    const int decimals = decimals_for_unit(s.unit);
+    for (double v : s.values) number(w, v, decimals);
     w.EndArray();
     w.EndObject();
   }

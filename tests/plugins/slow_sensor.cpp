@@ -19,4 +19,4 @@ struct Slow : kiwi::Sensor {
 };
 }  // namespace
 
-KIWI_SENSOR_PLUGIN(Slow, "slow", "sleeps in every sample (test plugin)", kOptions)
+KIWI_SENSOR_PLUGIN(Slow, "slow", "sleeps in every sample (test plugin)", kOptions, kiwi::no_metrics)

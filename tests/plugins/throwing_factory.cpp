@@ -11,4 +11,4 @@ struct Refuses : kiwi::Sensor {
 };
 }  // namespace
 
-KIWI_SENSOR_PLUGIN(Refuses, "refuses", "always refuses to start", kiwi::no_options)
+KIWI_SENSOR_PLUGIN(Refuses, "refuses", "always refuses to start", kiwi::no_options, kiwi::no_metrics)

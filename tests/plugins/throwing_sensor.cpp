@@ -12,4 +12,4 @@ struct Throws : kiwi::Sensor {
 };
 }  // namespace
 
-KIWI_SENSOR_PLUGIN(Throws, "throws", "fails on every sample (test plugin)", kiwi::no_options)
+KIWI_SENSOR_PLUGIN(Throws, "throws", "fails on every sample (test plugin)", kiwi::no_options, kiwi::no_metrics)

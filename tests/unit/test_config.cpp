@@ -35,8 +35,9 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   REQUIRE(c.sensors.size() == 4);
   CHECK(c.sensors[0].plugin == "cpu");
   CHECK(c.sensors[3].name == "storage");
-  REQUIRE(c.routes.size() == 4);
+  REQUIRE(c.routes.size() == 7);
   CHECK(c.routes[1].path == "/assets/*");
+  CHECK(c.routes[6].path == "/metrics");
 }
 
 TEST_CASE("config: the built-in default and an empty user file are the same configuration") {

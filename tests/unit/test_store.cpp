@@ -6,6 +6,8 @@
 
 #include "store.hpp"
 
+#include <kiwi/glob.hpp>
+
 using namespace kiwi::agent;
 namespace fs = std::filesystem;
 
@@ -166,11 +168,44 @@ TEST_CASE("store: sample encoding round-trips integers exactly and others to flo
                   kiwi::StoreError);
 }
 
-TEST_CASE("store: glob matching") {
-  CHECK(glob_match("cpu_*", "cpu_usage_ratio"));
-  CHECK(glob_match("*_bytes", "memory_total_bytes"));
-  CHECK(glob_match("*", ""));
-  CHECK(glob_match("a*b*c", "aXXbYYc"));
-  CHECK_FALSE(glob_match("cpu_*", "memory_total_bytes"));
-  CHECK_FALSE(glob_match("cpu", "cpu_usage_ratio"));
+TEST_CASE("glob matching") {
+  CHECK(kiwi::glob_match("cpu_*", "cpu_usage_ratio"));
+  CHECK(kiwi::glob_match("*_bytes", "memory_total_bytes"));
+  CHECK(kiwi::glob_match("*", ""));
+  CHECK(kiwi::glob_match("a*b*c", "aXXbYYc"));
+  CHECK_FALSE(kiwi::glob_match("cpu_*", "memory_total_bytes"));
+  CHECK_FALSE(kiwi::glob_match("cpu", "cpu_usage_ratio"));
+}
+
+TEST_CASE("store: step folds samples into aligned buckets with mean, max, min or last") {
+  TempDb db;
+  Store store(db.path());
+  for (int i = 0; i < 10; ++i) {
+    std::vector<kiwi::MetricValue> ms = {metric("a", i, "")};
+    if (i < 5) ms.push_back(metric("b", 100 + i, ""));  // b stops after the first bucket
+    append(store, 1'000'000 + i * 1000, ms);
+  }
+  kiwi::HistoryQuery q;
+  q.since = 1000;
+  q.until = 1009;
+  q.step = 5;
+  q.limit = 100;
+  auto check = [&](kiwi::Aggregate agg, std::vector<double> a) {
+    q.aggregate = agg;
+    auto r = store.query(q);
+    CHECK(r.timestamps == std::vector<double>{1000, 1005});
+    REQUIRE(r.series.size() == 2);
+    CHECK(r.series[0].values == a);
+    CHECK(std::isnan(r.series[1].values[1]));  // no b in the second bucket
+    return r;
+  };
+  check(kiwi::Aggregate::mean, {2, 7});
+  check(kiwi::Aggregate::max, {4, 9});
+  check(kiwi::Aggregate::min, {0, 5});
+  CHECK(check(kiwi::Aggregate::last, {4, 9}).series[1].values[0] == 104);
+  q.limit = 1;  // the latest bucket only; b has no value there and is left out
+  q.aggregate = kiwi::Aggregate::mean;
+  auto latest = store.query(q);
+  CHECK(latest.timestamps == std::vector<double>{1005});
+  CHECK(latest.series.size() == 1);
 }

@@ -129,6 +129,7 @@ struct PluginStatus {
   std::string plugin;  // the plugin's own name
   std::string file;
   std::uint32_t abi_version = 0;
+  std::span<const MetricSpec> metrics;  // the plugin's metric table (valid while it is loaded)
 };
 
 struct HttpRequestCount {
@@ -257,7 +258,8 @@ inline Response Response::error(int status, std::string_view message, std::strin
 #define KIWI_HANDLER_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS)                                \
   namespace kiwi_plugin_detail {                                                            \
   const ::kiwi::PluginInfo info{::kiwi::PluginKind::handler, NAME, DESCRIPTION,            \
-                                std::span<const ::kiwi::OptionSpec>(OPTIONS)};             \
+                                std::span<const ::kiwi::OptionSpec>(OPTIONS),              \
+                                ::kiwi::no_metrics};                                        \
   std::unique_ptr<::kiwi::Handler> create(const ::kiwi::HandlerContext& ctx) {            \
     return std::make_unique<CLASS>(ctx);                                                    \
   }                                                                                         \

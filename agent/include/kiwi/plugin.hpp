@@ -102,8 +102,22 @@ class Logger {
   ~Logger() = default;
 };
 
-// For plugins without options: KIWI_SENSOR_PLUGIN(X, "x", "...", kiwi::no_options)
+// For plugins without options: KIWI_SENSOR_PLUGIN(X, "x", "...", kiwi::no_options, kMetrics)
 inline constexpr std::span<const OptionSpec> no_options{};
+
+// One metric a sensor emits: its stable name, unit, labels and meaning. The table drives the
+// Prometheus HELP/TYPE lines and the plugin's README; emitting a name not in it is allowed (it gets
+// a generic HELP) but is a bug worth a test.
+struct MetricSpec {
+  std::string_view name;    // e.g. "cpu_core_usage_ratio"
+  std::string_view unit;    // bytes, seconds, celsius, hertz, ratio, count, "" (see MetricSink)
+  bool counter;             // false: gauge
+  std::string_view labels;  // comma list, e.g. "core" ("" for none)
+  std::string_view help;    // one line: what it measures and where it comes from
+};
+
+// For handlers, and sensors whose metrics are not known in advance.
+inline constexpr std::span<const MetricSpec> no_metrics{};
 
 // What a plugin says about itself. Returned by reference from static storage inside the plugin.
 struct PluginInfo {
@@ -111,6 +125,7 @@ struct PluginInfo {
   std::string_view name;         // default lookup name, e.g. "cpu" -> kiwi-sensor-cpu.so
   std::string_view description;  // one line
   std::span<const OptionSpec> options;
+  std::span<const MetricSpec> metrics;  // sensors: everything they may emit; handlers: none
 };
 
 }  // namespace kiwi

@@ -1,0 +1,30 @@
+// kiwi-agent plugin SDK: the one glob matcher (series selection, include/exclude options).
+#pragma once
+
+#include <string_view>
+
+namespace kiwi {
+
+// `*` matches any run of characters (also none); every other character matches itself.
+// Linear in practice: one backtrack point, so "a*b*c" patterns never go exponential.
+inline bool glob_match(std::string_view p, std::string_view t) {
+  std::size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
+  while (ti < t.size()) {
+    if (pi < p.size() && p[pi] == '*') {
+      star = pi++;
+      mark = ti;
+    } else if (pi < p.size() && p[pi] == t[ti]) {
+      ++pi;
+      ++ti;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1;
+      ti = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+}  // namespace kiwi

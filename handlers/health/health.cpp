@@ -1,0 +1,64 @@
+// /api/health: 200 when the agent is sampling, storing and every sensor works; 503 with reasons.
+#include <chrono>
+#include <cmath>
+#include <kiwi/handler.hpp>
+
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  std::string s = buf;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+class HealthHandler final : public kiwi::Handler {
+ public:
+  explicit HealthHandler(const kiwi::HandlerContext& ctx) : data_(ctx.data) {}
+
+  kiwi::Response handle(const kiwi::Request&) override {
+    auto snap = data_.snapshot();
+    auto stats = data_.stats();
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double age = snap->sequence ? now - snap->timestamp : now - stats.started_at;
+
+    std::vector<std::string> reasons;
+    if (age > snap->stale_after_seconds)
+      reasons.push_back("stale: last sample " + number(age) + " s ago (stale after " +
+                        number(snap->stale_after_seconds) + " s)");
+    if (stats.store_failing_ticks)
+      reasons.push_back("store: the last " + std::to_string(stats.store_failing_ticks) +
+                        " samples could not be written: " + stats.store_last_error);
+    for (auto& s : snap->sensors)
+      if (s.state == kiwi::SensorState::error)
+        reasons.push_back("sensor " + s.name + ": " + s.message);
+
+    std::string body = reasons.empty() ? "{\"status\":\"ok\"" : "{\"status\":\"failing\"";
+    body += ",\"uptime_seconds\":" + number(std::floor(std::max(0.0, now - stats.started_at)));
+    body += ",\"last_sample_age_seconds\":" + number(std::max(0.0, age));
+    body += ",\"sequence\":" + std::to_string(snap->sequence);
+    body += ",\"store_write_errors\":" + std::to_string(stats.store_write_errors);
+    body += ",\"reasons\":[";
+    for (std::size_t i = 0; i < reasons.size(); ++i) {
+      if (i) body += ',';
+      kiwi::append_json_string(body, reasons[i]);
+    }
+    body += "]}";
+    kiwi::Response res;
+    res.status = reasons.empty() ? 200 : 503;
+    res.headers = {{"Cache-Control", "no-store"}};
+    res.body = std::make_shared<const std::string>(std::move(body));
+    return res;
+  }
+
+ private:
+  const kiwi::DataSource& data_;
+};
+
+}  // namespace
+
+KIWI_HANDLER_PLUGIN(HealthHandler, "health", "liveness and the reasons for failing (/api/health)",
+                    kiwi::no_options)

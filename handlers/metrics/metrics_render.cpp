@@ -1,0 +1,158 @@
+#include "metrics_render.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace kiwi_metrics {
+
+namespace {
+
+struct Series {
+  std::string labels;  // rendered `{a="b"}` or ""
+  double value;
+};
+
+struct Family {
+  std::string name;  // full exposed name
+  std::string help;
+  bool counter = false;
+  std::vector<Series> series;
+  std::set<std::string> seen;  // label sets, to drop duplicates
+};
+
+class Families {
+ public:
+  Family& get(const std::string& name, std::string_view help, bool counter) {
+    auto [it, inserted] = index_.emplace(name, families_.size());
+    if (inserted) families_.push_back({name, std::string(help), counter, {}, {}});
+    return families_[it->second];
+  }
+  void add(Family& f, std::string labels, double value) {
+    if (f.seen.insert(labels).second) f.series.push_back({std::move(labels), value});
+  }
+  const std::vector<Family>& all() const { return families_; }
+
+ private:
+  std::vector<Family> families_;
+  std::map<std::string, std::size_t> index_;
+};
+
+std::string labels_text(const std::vector<std::pair<std::string, std::string>>& labels) {
+  if (labels.empty()) return {};
+  std::string out = "{";
+  for (auto& [k, v] : labels) {
+    if (out.size() > 1) out += ',';
+    out += k + "=\"" + escape_label_value(v) + "\"";
+  }
+  return out + "}";
+}
+
+std::string one_label(std::string_view k, std::string_view v) {
+  return "{" + std::string(k) + "=\"" + escape_label_value(v) + "\"}";
+}
+
+const kiwi::MetricSpec* find_spec(const kiwi::AgentStats& stats, std::string_view plugin,
+                                  std::string_view name) {
+  for (auto& p : stats.plugins)
+    if (p.plugin == plugin)
+      for (auto& m : p.metrics)
+        if (m.name == name) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string escape_label_value(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string escape_help(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string format_value(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
+  Families fams;
+  for (auto& sensor : snap.sensors)
+    for (auto& m : sensor.metrics) {
+      const kiwi::MetricSpec* spec = find_spec(stats, sensor.plugin, m.name);
+      const bool counter = m.kind == kiwi::MetricKind::counter;
+      std::string name = "kiwi_" + m.name;
+      if (counter && !name.ends_with("_total")) name += "_total";
+      std::string help = spec ? std::string(spec->help)
+                              : m.name + " from sensor plugin " + sensor.plugin +
+                                    (m.unit.empty() ? "" : " (" + m.unit + ")");
+      fams.add(fams.get(name, help, counter), labels_text(m.labels), m.value);
+    }
+
+  // Self-metrics: how the agent itself is doing.
+  auto& build = fams.get("kiwi_build_info", "kiwi-agent version and plugin ABI; always 1", false);
+  fams.add(build,
+           "{version=\"" + escape_label_value(stats.version) + "\",abi=\"" +
+               std::to_string(KIWI_ABI_VERSION) + "\"}",
+           1);
+  fams.add(fams.get("kiwi_start_time_seconds", "unix time the agent started", false), "",
+           std::floor(stats.started_at));
+  fams.add(fams.get("kiwi_last_sample_timestamp_seconds", "unix time of the latest sample", false),
+           "", snap.timestamp);
+  auto& duration = fams.get("kiwi_sensor_sample_duration_seconds",
+                            "time the sensor's latest sample took", false);
+  auto& success = fams.get("kiwi_sensor_success",
+                           "1 if the sensor's latest sample succeeded (ok or no data), 0 if it failed",
+                           false);
+  auto& errors = fams.get("kiwi_sensor_errors_total", "samples of the sensor that failed", true);
+  for (auto& s : snap.sensors) {
+    auto label = one_label("sensor", s.name);
+    fams.add(duration, label, s.duration_seconds);
+    fams.add(success, label, s.state == kiwi::SensorState::error ? 0 : 1);
+    fams.add(errors, label, static_cast<double>(s.errors_total));
+  }
+  fams.add(fams.get("kiwi_collector_ticks_total", "samples taken", true), "",
+           static_cast<double>(stats.ticks));
+  fams.add(fams.get("kiwi_collector_missed_ticks_total",
+                    "intervals skipped because a sample overran its interval", true),
+           "", static_cast<double>(stats.missed_ticks));
+  fams.add(fams.get("kiwi_store_write_errors_total", "samples that could not be written to history",
+                    true),
+           "", static_cast<double>(stats.store_write_errors));
+  auto& http = fams.get("kiwi_http_requests_total", "HTTP requests answered, by route and status", true);
+  for (auto& r : stats.http_requests)
+    fams.add(http,
+             "{route=\"" + escape_label_value(r.route) + "\",status=\"" +
+                 (r.status ? std::to_string(r.status) : std::string("other")) + "\"}",
+             static_cast<double>(r.count));
+
+  std::string out;
+  out.reserve(8192);
+  for (auto& f : fams.all()) {
+    if (f.series.empty()) continue;
+    out += "# HELP " + f.name + " " + escape_help(f.help) + "\n";
+    out += "# TYPE " + f.name + (f.counter ? " counter\n" : " gauge\n");
+    for (auto& s : f.series) out += f.name + s.labels + " " + format_value(s.value) + "\n";
+  }
+  return out;
+}
+
+}  // namespace kiwi_metrics
