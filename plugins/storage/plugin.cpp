@@ -8,7 +8,7 @@ constexpr kiwi::MetricSpec kMetrics[] = {
     {"storage_available_bytes", "bytes", false, "mount", "space available to unprivileged users (f_bavail)"},
     {"storage_used_bytes", "bytes", false, "mount", "space in use: size minus free (f_bfree)"},
     {"storage_used_ratio", "ratio", false, "mount", "used / (used + available), as df reports Use%"},
-    {"storage_inodes_total", "count", false, "mount", "inodes on the filesystem (f_files)"},
+    {"storage_inodes", "count", false, "mount", "inodes on the filesystem (f_files)"},
     {"storage_inodes_free", "count", false, "mount", "free inodes (f_ffree)"},
     {"storage_readonly", "", false, "mount", "1 if the filesystem is mounted read-only, else 0"},
 };

@@ -20,7 +20,7 @@ constexpr UsageMetric kUsageMetrics[] = {
     {"storage_available_bytes", "bytes", &FsUsage::available_bytes},
     {"storage_used_bytes", "bytes", &FsUsage::used_bytes},
     {"storage_used_ratio", "ratio", &FsUsage::used_ratio},
-    {"storage_inodes_total", "count", &FsUsage::inodes_total},
+    {"storage_inodes", "count", &FsUsage::inodes_total},
     {"storage_inodes_free", "count", &FsUsage::inodes_free},
 };
 

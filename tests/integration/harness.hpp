@@ -209,12 +209,14 @@ class HttpClient {
 class Agent {
  public:
   // `extra_toml` is appended to a config that sets data_dir, snapshot_path and bind;
-  // `collector_lines` go into its [collector] table.
-  explicit Agent(const std::string& extra_toml = "", const std::string& collector_lines = "") {
+  // `collector_lines` and `http_lines` go into its [collector] and [http] tables.
+  explicit Agent(const std::string& extra_toml = "", const std::string& collector_lines = "",
+                 const std::string& http_lines = "") {
     config_path_ = dir_.path / "kiwi.toml";
     write_text(config_path_, "[agent]\ndata_dir = \"" + (dir_.path / "data").string() +
                                  "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n"
-                                 "[http]\nbind = \"127.0.0.1:0\"\n[collector]\nsnapshot_path = \"" +
+                                 "[http]\nbind = \"127.0.0.1:0\"\n" + http_lines +
+                                 "\n[collector]\nsnapshot_path = \"" +
                                  (dir_.path / "run/current.json").string() + "\"\n" +
                                  collector_lines + "\n" + extra_toml);
     start();

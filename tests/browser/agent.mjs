@@ -1,0 +1,106 @@
+// The real kiwi-agent for browser tests: a temporary directory, a loopback port, a config written
+// from the test. Every wait polls with a deadline; nothing sleeps for a fixed time.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export function env(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set; run this test through ctest (tests/browser/CMakeLists.txt) or set it by hand`);
+  return v;
+}
+
+// Polls `fn` until it returns a truthy value or `ms` pass; returns that value or throws `what`.
+export async function until(fn, ms, what) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const q = (s) => JSON.stringify(String(s)); // a TOML basic string
+
+// A sysfs tree with known temperatures and CPU frequencies, so the temperature card and its
+// thresholds show real values on any machine (VMs have no thermal zones). CPU, memory and
+// storage still come from this machine's /proc.
+export function fakeSysfs(dir, zones, coreCount, freqKHz) {
+  zones.forEach(([type, celsius], i) => {
+    const z = join(dir, 'class/thermal', `thermal_zone${i}`);
+    mkdirSync(z, { recursive: true });
+    writeFileSync(join(z, 'type'), `${type}\n`);
+    writeFileSync(join(z, 'temp'), `${Math.round(celsius * 1000)}\n`);
+  });
+  for (let c = 0; c < coreCount; c++) {
+    const f = join(dir, 'devices/system/cpu', `cpu${c}`, 'cpufreq');
+    mkdirSync(f, { recursive: true });
+    writeFileSync(join(f, 'scaling_cur_freq'), `${freqKHz[c % freqKHz.length]}\n`);
+  }
+}
+
+export class Agent {
+  // `extra` is TOML appended to the config; `collector` lines go into its [collector] table.
+  constructor({ extra = '', collector = '', agent = '' } = {}) {
+    this.dir = mkdtempSync(join(tmpdir(), 'kiwi-browser-'));
+    this.extra = extra;
+    this.collector = collector;
+    this.agentLines = agent;
+    this.proc = null;
+    this.port = 0;
+    this.log = '';
+  }
+
+  get origin() { return `http://127.0.0.1:${this.port}`; }
+
+  // Starts on `port` (0: the kernel chooses) and resolves once the agent says it is listening.
+  async start(port = 0) {
+    const cfg = join(this.dir, 'kiwi.toml');
+    writeFileSync(cfg, [
+      '[agent]', `data_dir = ${q(join(this.dir, 'data'))}`, `plugin_dir = ${q(env('KIWI_PLUGIN_DIR'))}`, this.agentLines,
+      '[http]', `bind = ${q(`127.0.0.1:${port}`)}`,
+      '[collector]', `snapshot_path = ${q(join(this.dir, 'current.json'))}`, this.collector,
+      this.extra, ''].join('\n'));
+    this.log = '';
+    let exited = null;
+    const proc = spawn(env('KIWI_AGENT_BIN'), ['--config', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
+    proc.stderr.on('data', (d) => { this.log += d; });
+    proc.on('exit', (code, sig) => { exited = `exit code ${code}${sig ? ` (${sig})` : ''}`; });
+    this.proc = proc;
+    const m = await until(() => {
+      if (exited) throw new Error(`kiwi-agent stopped at start-up, ${exited}:\n${this.log}`);
+      return /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(this.log);
+    }, 20000, `kiwi-agent to listen:\n${this.log}`);
+    this.port = Number(m[1]);
+  }
+
+  // SIGTERM and wait for the exit code (SIGKILL after 20 s).
+  async stop() {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return proc && proc.exitCode;
+    const done = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
+    proc.kill('SIGTERM');
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 20000);
+    const code = await done;
+    clearTimeout(timer);
+    this.proc = null;
+    return code;
+  }
+
+  async json(path) {
+    const res = await fetch(this.origin + path);
+    return { status: res.status, headers: res.headers, body: await res.json() };
+  }
+
+  async cleanup() {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+// Number of CPUs /proc/stat lists (what the cpu sensor reports as cores).
+export function procStatCores() {
+  return readFileSync('/proc/stat', 'utf8').split('\n').filter((l) => /^cpu\d+ /.test(l)).length;
+}

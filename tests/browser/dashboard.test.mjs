@@ -1,0 +1,325 @@
+// The dashboard in a real browser (Debian's chromium, headless, driven by playwright-core) against
+// the real kiwi-agent on loopback ports. Run by ctest ("browser: dashboard") or by hand:
+//   KIWI_AGENT_BIN=build/bin/kiwi-agent KIWI_PLUGIN_DIR=build/lib/kiwi-agent \
+//   KIWI_TEST_PLUGIN_DIR=build/tests/plugins KIWI_SCREENSHOT_DIR=build/screenshots \
+//   node --test tests/browser/
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { Agent, env, fakeSysfs, procStatCores, until } from './agent.mjs';
+
+// playwright-core comes from tools/web (npm ci from its package-lock.json), wherever cwd is.
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const { chromium } = createRequire(join(root, 'tools/web/package.json'))('playwright-core');
+
+const CHROMIUM = process.env.KIWI_CHROMIUM || '/usr/bin/chromium';
+const SCREENSHOTS = process.env.KIWI_SCREENSHOT_DIR || join(tmpdir(), 'kiwi-screenshots');
+
+// Known temperatures (°C) against the thresholds the test configures: warm 65, hot 70.
+const ZONES = [['soc-thermal', 52.3], ['bigcore0-thermal', 66.6], ['bigcore1-thermal', 71.2],
+  ['littlecore-thermal', 55.0], ['gpu-thermal', 49.8], ['npu-thermal', 48.9]];
+const FREQ_KHZ = [1800000, 2256000, 408000, 1416000];
+const ROUTES = `
+[[route]]
+path = "/"
+handler = "dashboard"
+[route.options]
+poll_interval = "1s"
+temperature_warm_celsius = 65
+temperature_hot_celsius = 70
+
+[[route]]
+path = "/assets/*"
+handler = "dashboard"
+
+[[route]]
+path = "/api/current"
+handler = "current"
+
+[[route]]
+path = "/api/history"
+handler = "history"
+`;
+
+// Formatting for people, written out again here so the page's own code is not its own oracle.
+const fmt = {
+  pct: (r, d = 0) => `${(r * 100).toFixed(d)}%`,
+  iec(b) {
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (b >= 1024 ** (i + 1) && i < units.length - 1) i++;
+    const v = b / 1024 ** i;
+    return i === 0 ? `${Math.round(v)} B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${units[i]}`;
+  },
+  hz: (hz) => (hz >= 1e9 ? `${(hz / 1e9).toFixed(2)} GHz` : `${Math.round(hz / 1e6)} MHz`),
+  c: (c) => `${c.toFixed(1)} °C`,
+  load: (l) => l.toFixed(2),
+};
+
+let agent, staleAgent, context, page, supportsStep;
+const userDataDir = mkdtempSync(join(tmpdir(), 'kiwi-chromium-'));
+const pages = []; // { page, origin, requests: [], console: [] }
+let phase = 'normal'; // console messages are tagged with the phase they came in
+const snapshots = new Map(); // /api/current bodies the page received, by sequence
+
+function watch(p, origin) {
+  const rec = { page: p, origin, requests: [], console: [] };
+  p.on('request', (r) => rec.requests.push({ url: r.url(), headers: r.headers() }));
+  p.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') rec.console.push({ phase, type: m.type(), text: m.text(), url: m.location().url });
+  });
+  p.on('pageerror', (e) => rec.console.push({ phase, type: 'pageerror', text: String(e) }));
+  p.on('response', async (r) => {
+    if (new URL(r.url()).pathname === '/api/current' && r.status() === 200) {
+      try { const d = await r.json(); snapshots.set(d.sequence, d); } catch { /* page closed */ }
+    }
+  });
+  pages.push(rec);
+  return rec;
+}
+
+const state = (p) => p.evaluate(() => document.body.dataset.state);
+const waitState = (p, s, ms) => p.waitForFunction((want) => document.body.dataset.state === want, s, { timeout: ms, polling: 100 });
+
+before(async () => {
+  agent = new Agent({ extra: ROUTES });
+  const sys = join(agent.dir, 'sys');
+  fakeSysfs(sys, ZONES, procStatCores(), FREQ_KHZ);
+  agent.agentLines = `sysfs = ${JSON.stringify(sys)}`;
+  await agent.start();
+  supportsStep = (await fetch(`${agent.origin}/api/history?limit=1&step=4`)).status === 200;
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run',
+      '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1280, height: 900 },
+    colorScheme: 'light',
+  });
+  page = context.pages()[0] || (await context.newPage());
+  watch(page, agent.origin);
+});
+
+after(async () => {
+  if (context) await context.close();
+  rmSync(userDataDir, { recursive: true, force: true });
+  if (staleAgent) await staleAgent.cleanup();
+  if (agent) await agent.cleanup();
+});
+
+test('the page loads from the agent and goes live, with the configured options', async () => {
+  await page.goto(`${agent.origin}/`);
+  await waitState(page, 'live', 10000);
+  const cur = (await agent.json('/api/current')).body;
+  const head = await page.evaluate(() => ({
+    poll: document.body.dataset.pollMs, warm: document.body.dataset.temperatureWarm, hot: document.body.dataset.temperatureHot,
+    host: document.getElementById('host').textContent, version: document.getElementById('version').textContent,
+    uptime: document.getElementById('uptime').textContent, interval: document.getElementById('interval').textContent,
+    banner: document.getElementById('banner').hidden, title: document.title,
+    links: [...document.querySelectorAll('footer a')].map((a) => a.getAttribute('href')),
+  }));
+  assert.deepEqual([head.poll, head.warm, head.hot], ['1000', '65', '70'], 'route options written into <body>');
+  assert.equal(head.host, cur.host);
+  assert.equal(head.version, cur.agent.version);
+  assert.match(head.uptime, /^\d+ (s|min)$/);
+  assert.equal(head.interval, `${cur.interval_seconds} s`);
+  assert.equal(head.banner, true, 'no banner while live');
+  assert.ok(head.links.includes('/api/current') && head.links.includes('/metrics') && head.links.some((l) => /README/.test(l)));
+  // The docs link is served by the agent too.
+  const docs = await fetch(`${agent.origin}/assets/README.md`);
+  assert.equal(docs.status, 200);
+  assert.match(await docs.text(), /kiwi-agent/);
+});
+
+test('cards show the values of /api/current, formatted for people', async () => {
+  await page.waitForFunction(() => ['cpu', 'thermal', 'memory', 'storage']
+    .every((c) => document.getElementById(`card-${c}`).dataset.status === 'ok'), null, { timeout: 10000 });
+  // The values on screen and the sequence they belong to, read in one go.
+  const shown = await page.evaluate(() => ({
+    sequence: Number(document.body.dataset.sequence),
+    values: [...document.querySelectorAll('.card .v')].map((el) => ({
+      card: el.closest('.card').dataset.plugin, metric: el.dataset.metric, label: el.dataset.label ?? null,
+      value: el.dataset.value === undefined ? null : Number(el.dataset.value), text: el.textContent })),
+    temps: [...document.querySelectorAll('#card-thermal .temps .row')].map((r) => ({
+      name: r.querySelector('dt').firstChild.textContent, level: r.dataset.level, hottest: r.classList.contains('hottest') })),
+    bigLevel: document.querySelector('#card-thermal .big').dataset.level,
+    networkHidden: document.getElementById('card-network').hidden,
+  }));
+  const snap = await until(() => snapshots.get(shown.sequence), 5000, `the page's /api/current body #${shown.sequence}`);
+  const find = (metric, label = null) => shown.values.filter((v) => v.metric === metric && v.label === label);
+  const metricsOf = (plugin) => Object.values(snap.sensors).find((s) => s.plugin === plugin).metrics;
+  const labelOf = (m) => (m.labels ? Object.values(m.labels)[0] : null);
+  const expectText = {
+    cpu_usage_ratio: (v) => fmt.pct(v, 1), cpu_core_usage_ratio: (v) => fmt.pct(v), cpu_frequency_hertz: fmt.hz,
+    cpu_load1: fmt.load, cpu_load5: fmt.load, cpu_load15: fmt.load,
+    thermal_celsius: fmt.c, thermal_max_celsius: fmt.c,
+    memory_used_bytes: fmt.iec, memory_total_bytes: fmt.iec, memory_available_bytes: fmt.iec,
+    memory_cached_bytes: fmt.iec, memory_buffers_bytes: fmt.iec, memory_used_ratio: (v) => fmt.pct(v),
+    storage_used_bytes: fmt.iec, storage_size_bytes: fmt.iec, storage_available_bytes: fmt.iec,
+    storage_used_ratio: (v) => fmt.pct(v),
+  };
+  let compared = 0;
+  for (const plugin of ['cpu', 'thermal', 'memory', 'storage']) {
+    for (const m of metricsOf(plugin)) {
+      const want = expectText[m.name];
+      if (!want) continue; // not on a card (cpu_mode_ratio, inodes, ...)
+      const els = find(m.name, labelOf(m));
+      assert.ok(els.length >= 1, `${plugin} card shows ${m.name}${m.labels ? JSON.stringify(m.labels) : ''}`);
+      for (const el of els) {
+        assert.equal(el.value, m.value, `${m.name} ${labelOf(m) ?? ''}: raw value`);
+        assert.equal(el.text, want(m.value), `${m.name} ${labelOf(m) ?? ''}: formatted`);
+        compared++;
+      }
+    }
+  }
+  assert.ok(compared >= 15, `compared ${compared} values`);
+  // Swap: "none" where the machine has none, else used / total.
+  const swapTotal = metricsOf('memory').find((m) => m.name === 'memory_swap_total_bytes').value;
+  assert.equal(find('memory_swap_total_bytes')[0].text, swapTotal > 0 ? fmt.iec(swapTotal) : 'none');
+  // The known sysfs tree: exact strings, thresholds from the options, the hottest highlighted.
+  assert.equal(find('thermal_celsius', 'bigcore1-thermal')[0].text, '71.2 °C');
+  assert.equal(find('cpu_frequency_hertz', '0')[0].text, '1.80 GHz');
+  if (procStatCores() > 2) assert.equal(find('cpu_frequency_hertz', '2')[0].text, '408 MHz');
+  const level = Object.fromEntries(shown.temps.map((t) => [t.name, t.level]));
+  assert.deepEqual(level, { 'bigcore0-thermal': 'warn', 'bigcore1-thermal': 'crit', 'gpu-thermal': 'ok',
+    'littlecore-thermal': 'ok', 'npu-thermal': 'ok', 'soc-thermal': 'ok' });
+  assert.deepEqual(shown.temps.filter((t) => t.hottest).map((t) => t.name), ['bigcore1-thermal']);
+  assert.equal(shown.bigLevel, 'crit');
+  assert.equal(shown.networkHidden, true, 'no network card without a network sensor');
+});
+
+// Non-transparent pixels on a chart's canvas: uPlot really drew something.
+const inked = (id) => page.evaluate((chart) => {
+  const c = document.querySelector(`#chart-${chart} canvas`);
+  if (!c || !c.width) return 0;
+  const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 3; i < px.length; i += 4) n += px[i] > 0;
+  return n;
+}, id);
+const points = (id) => page.evaluate((chart) => Number(document.getElementById(`chart-${chart}`).dataset.points || 0), id);
+
+async function showRange(range) {
+  await page.click(`.ranges button[data-range="${range}"]`);
+  await page.waitForFunction((r) => document.getElementById('history').dataset.loadedRange === r, range, { timeout: 10000 });
+  return page.evaluate(() => ({ ...document.getElementById('history').dataset }));
+}
+
+test('history charts draw points, for 2 min, 1 h and 24 h, with a tooltip', async () => {
+  await page.waitForFunction(() => ['cpu', 'memory', 'thermal']
+    .every((c) => Number(document.getElementById(`chart-${c}`).dataset.points) > 0), null, { timeout: 10000 });
+  for (const c of ['cpu', 'memory', 'thermal']) assert.ok((await inked(c)) > 500, `${c} chart has ink on its canvas`);
+  assert.equal(await page.evaluate(() => document.getElementById('chart-thermal').dataset.series), String(ZONES.length));
+  const historyUrls = () => pages[0].requests.map((r) => new URL(r.url)).filter((u) => u.pathname === '/api/history');
+
+  for (const [range, step] of [['1h', '4'], ['24h', '86']]) {
+    const sec = await showRange(range);
+    assert.ok((await points('cpu')) > 0, `${range}: cpu chart has points`);
+    if (supportsStep) {
+      // The agent downsamples: the page asked for since/step and shows about 1,000 points at most.
+      assert.equal(sec.api, 'full');
+      assert.equal(sec.step, step);
+      const u = historyUrls().filter((x) => x.searchParams.get('step') === step).at(-1);
+      assert.ok(u, `a request with step=${step}`);
+      assert.ok(Number(u.searchParams.get('since')) > 0);
+      assert.ok((await points('cpu')) <= 1100, 'about 1,000 points at most');
+    } else {
+      // An agent without `step` (before issue 4): the page falls back to the last 120 samples.
+      assert.equal(sec.api, 'basic');
+      assert.ok(historyUrls().some((x) => x.search === '?limit=120'), 'fell back to limit=120');
+    }
+  }
+  await showRange('2m');
+
+  // Hover the CPU chart: the tooltip shows a time and the value.
+  const over = await page.locator('#chart-cpu .u-over').boundingBox();
+  await page.mouse.move(over.x + over.width * 0.8, over.y + over.height / 2);
+  const tip = await page.waitForFunction(() => {
+    const t = document.querySelector('#chart-cpu .tip');
+    return t && !t.hidden && t.textContent;
+  }, null, { timeout: 5000 });
+  assert.match(await tip.jsonValue(), /^\d\d:\d\d:\d\dtotal \d+\.\d%$/);
+  await page.mouse.move(0, 0);
+});
+
+test('screenshots: desktop (light and dark) and phone', async () => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await waitState(page, 'live', 10000);
+  await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-desktop.png') });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.waitForFunction(() => Number(document.getElementById('chart-cpu').dataset.points) > 0, null, { timeout: 10000 });
+  await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-desktop-dark.png') });
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 390, height: 844 });
+  // Responsive: nothing wider than the phone's screen.
+  await until(async () => (await page.evaluate(() => document.documentElement.scrollWidth)) <= 390, 5000, 'no horizontal scrolling at 390 px');
+  await page.waitForFunction(() => {
+    const c = document.querySelector('#chart-cpu canvas');
+    return c && c.getBoundingClientRect().right <= 390;
+  }, null, { timeout: 5000 });
+  await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-phone.png'), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  console.log(`# screenshots in ${SCREENSHOTS}`);
+});
+
+test('a stale snapshot shows the stale banner with the age of the last sample', async () => {
+  // A sensor that takes 2.5 s per sample against stale_after = 1s: the agent answers, the data is old.
+  staleAgent = new Agent({
+    collector: 'stale_after = "1s"',
+    extra: `[[sensor]]\nplugin = "cpu"\n\n[[sensor]]\nplugin = ${JSON.stringify(join(env('KIWI_TEST_PLUGIN_DIR'), 'test-slow_sensor.so'))}\n` +
+      `name = "slow"\n[sensor.options]\nsleep_ms = 2500\n${ROUTES}`,
+  });
+  await staleAgent.start();
+  const p = await context.newPage();
+  watch(p, staleAgent.origin);
+  await p.goto(`${staleAgent.origin}/`);
+  await waitState(p, 'stale', 15000);
+  const banner = await p.evaluate(() => ({ kind: document.getElementById('banner').dataset.kind,
+    hidden: document.getElementById('banner').hidden, text: document.getElementById('banner').textContent }));
+  assert.equal(banner.kind, 'stale');
+  assert.equal(banner.hidden, false);
+  assert.match(banner.text, /STALE The last sample is \d+ s old \(\d\d:\d\d:\d\d\)/);
+  await p.close();
+  await staleAgent.cleanup();
+  staleAgent = null;
+});
+
+test('agent stopped: the unreachable banner; restarted on its port: the page recovers by itself', async () => {
+  await waitState(page, 'live', 10000);
+  const port = agent.port;
+  phase = 'unreachable';
+  assert.equal(await agent.stop(), 0);
+  await waitState(page, 'unreachable', 10000);
+  const text = await page.evaluate(() => document.getElementById('banner').textContent);
+  assert.match(text, /^UNREACHABLE Cannot get \/api\/current: .+ Last contact \d+ s ago; showing the last data received\. Retrying every 1 s\.$/);
+  // The last data stays on screen.
+  assert.equal(await page.evaluate(() => document.getElementById('card-cpu').dataset.status), 'ok');
+  await agent.start(port);
+  await waitState(page, 'live', 15000);
+  phase = 'normal';
+  assert.equal(await page.evaluate(() => document.getElementById('banner').hidden), true);
+  await page.waitForFunction(() => Number(document.getElementById('chart-cpu').dataset.points) > 0, null, { timeout: 10000 });
+});
+
+test('nothing but the agent was asked for anything, 304s were used, and the console stayed clean', async () => {
+  assert.ok(pages[0].requests.filter((r) => new URL(r.url).pathname === '/api/current').length >= 10, 'the main page kept polling');
+  for (const rec of pages) {
+    const foreign = rec.requests.filter((r) => !r.url.startsWith(`${rec.origin}/`) && !r.url.startsWith('data:'));
+    assert.deepEqual(foreign.map((r) => r.url), [], `requests from the page of ${rec.origin} to another origin`);
+    const polls = rec.requests.filter((r) => new URL(r.url).pathname === '/api/current');
+    assert.ok(polls.length >= 1);
+    assert.ok(polls.slice(1).every((r) => r.headers['if-none-match']), 'every poll after the first sends If-None-Match');
+  }
+  const allowed = (m) =>
+    // Chromium logs each refused connection while the agent is down.
+    (m.phase === 'unreachable' && /net::ERR_CONNECTION_(REFUSED|RESET)|ERR_EMPTY_RESPONSE/.test(m.text)) ||
+    // An agent without `step` answers the first history request with 400 (the page then falls back).
+    (!supportsStep && /status of 400/.test(m.text) && /\/api\/history\?/.test(m.url));
+  const bad = pages.flatMap((r) => r.console).filter((m) => !allowed(m));
+  assert.deepEqual(bad, [], 'console errors and warnings');
+});

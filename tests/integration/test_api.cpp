@@ -1,0 +1,282 @@
+// The HTTP API through the real server: compression, caching, HEAD, health, plugins, /metrics,
+// limits and hostile paths.
+#include <rapidjson/document.h>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+
+#include "harness.hpp"
+
+using namespace kiwi_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+rapidjson::Document parse_json(const std::string& body) {
+  rapidjson::Document d;
+  d.Parse(body.c_str(), body.size());
+  INFO(body);
+  REQUIRE_FALSE(d.HasParseError());
+  return d;
+}
+
+std::string gunzip(const std::string& in) {
+  z_stream z{};
+  REQUIRE(inflateInit2(&z, 16 + MAX_WBITS) == Z_OK);
+  std::string out(in.size() * 20 + 1024, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  int rc = inflate(&z, Z_FINISH);
+  inflateEnd(&z);
+  REQUIRE(rc == Z_STREAM_END);
+  out.resize(z.total_out);
+  return out;
+}
+
+std::uint64_t sequence_of(HttpClient& c) {
+  return parse_json(c.get("/api/current").body)["sequence"].GetUint64();
+}
+
+// Runs a command, returns its exit code and output (stdout and stderr together).
+std::pair<int, std::string> run_shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const char* kRoutes[] = {"/", "/assets/app.js", "/api/current", "/api/history", "/api/health",
+                         "/api/plugins", "/metrics"};
+
+}  // namespace
+
+TEST_CASE("api: gzip when the client accepts it, the same bytes as the plain body") {
+  Agent agent;
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 3; }));
+  for (auto target : {"/", "/api/current", "/api/history?limit=120", "/metrics"}) {
+    INFO(target);
+    // One sample may land between the two requests: compare a pair with the same ETag.
+    HttpResponse plain, zipped;
+    REQUIRE(eventually([&] {
+      plain = c.get(target);
+      zipped = c.get(target, {{"Accept-Encoding", "gzip, deflate"}});
+      return plain.header("etag") == zipped.header("etag") &&
+             (std::string(target) != "/metrics" || plain.body.size() > 0);
+    }));
+    CHECK(zipped.status == 200);
+    CHECK(zipped.header("content-encoding") == "gzip");
+    CHECK(zipped.header("vary") == "Accept-Encoding");
+    CHECK(plain.header("content-encoding").empty());
+    CHECK(zipped.body.size() < plain.body.size() / 2);
+    if (std::string(target) != "/metrics") CHECK(gunzip(zipped.body) == plain.body);
+  }
+  // q=0 means "not gzip"; a small body is sent plain even to a gzip client.
+  CHECK(c.get("/api/current", {{"Accept-Encoding", "gzip;q=0"}}).header("content-encoding").empty());
+  CHECK(c.get("/api/health", {{"Accept-Encoding", "gzip"}}).header("content-encoding").empty());
+}
+
+TEST_CASE("api: ETag and If-None-Match give 304 on the snapshot, static files and history") {
+  Agent agent;
+  HttpClient c(agent.port());
+  auto page = c.get("/");
+  CHECK(c.get("/", {{"If-None-Match", page.header("etag")}}).status == 304);
+  CHECK(c.get("/", {{"If-None-Match", "\"other\""}}).status == 200);
+
+  // A history window that ended before the latest sample never changes: cacheable.
+  REQUIRE(eventually([&] { return sequence_of(c) >= 3; }));
+  auto now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::string closed = "/api/history?since=" + std::to_string(now - 60) + "&until=" + std::to_string(now - 1.5);
+  auto h = c.get(closed);
+  REQUIRE(h.status == 200);
+  CHECK(h.header("cache-control") == "max-age=3600");
+  auto again = c.get(closed, {{"If-None-Match", h.header("etag")}});
+  CHECK(again.status == 304);
+  CHECK(again.body.empty());
+  // An open window is revalidated every time and changes with each sample.
+  auto open = c.get("/api/history?limit=5");
+  CHECK(open.header("cache-control") == "no-cache");
+  auto seq = sequence_of(c);
+  REQUIRE(eventually([&] { return sequence_of(c) > seq; }));
+  CHECK(c.get("/api/history?limit=5", {{"If-None-Match", open.header("etag")}}).status == 200);
+}
+
+TEST_CASE("api: HEAD answers every GET route with the same headers and no body") {
+  Agent agent;
+  HttpClient c(agent.port());
+  for (auto target : kRoutes) {
+    INFO(target);
+    auto get = c.get(target);
+    auto head = c.request("HEAD", target);
+    CHECK(head.status == get.status);
+    CHECK(head.header("content-type") == get.header("content-type"));
+    CHECK(head.body.empty());
+  }
+  CHECK(c.get("/api/current").status == 200);
+}
+
+TEST_CASE("api: /api/health is 200 when all is well and 503 with the reasons when not") {
+  SECTION("healthy") {
+    Agent agent;
+    HttpClient c(agent.port());
+    auto r = c.get("/api/health");
+    CHECK(r.status == 200);
+    CHECK(r.header("cache-control") == "no-store");
+    auto d = parse_json(r.body);
+    CHECK(d["status"].GetString() == std::string("ok"));
+    CHECK(d["reasons"].Size() == 0);
+    CHECK(d["last_sample_age_seconds"].GetDouble() < 2);
+    CHECK(d["uptime_seconds"].GetDouble() >= 0);
+  }
+  SECTION("a sensor in error") {
+    Agent agent("[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR "/test-throwing_sensor.so\"\nname = \"flaky\"\n");
+    HttpClient c(agent.port());
+    auto r = c.get("/api/health");
+    CHECK(r.status == 503);
+    auto d = parse_json(r.body);
+    CHECK(d["status"].GetString() == std::string("failing"));
+    REQUIRE(d["reasons"].Size() == 1);
+    CHECK_THAT(d["reasons"][0].GetString(), Catch::StartsWith("sensor flaky: read /sys/bus/i2c"));
+  }
+  SECTION("a stale snapshot") {
+    Agent agent("[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR "/test-slow_sensor.so\"\nname = \"slow\"\n"
+                "[sensor.options]\nsleep_ms = 2500\n",
+                "stale_after = \"1s\"");
+    HttpClient c(agent.port());
+    bool stale = eventually([&] {
+      auto r = c.get("/api/health");
+      return r.status == 503 && r.body.find("stale: last sample") != std::string::npos;
+    });
+    CHECK(stale);
+  }
+}
+
+TEST_CASE("api: /api/plugins lists every plugin with its file, kind, ABI and status") {
+  Agent agent("[[sensor]]\nplugin = \"memory\"\n[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
+              "/test-throwing_sensor.so\"\nname = \"flaky\"\n");
+  HttpClient c(agent.port());
+  auto d = parse_json(c.get("/api/plugins").body);
+  auto& list = d["plugins"];
+  REQUIRE(list.Size() == 2 + 7);  // two sensors, the seven default routes
+  CHECK(list[0]["name"].GetString() == std::string("memory"));
+  CHECK(list[0]["kind"].GetString() == std::string("sensor"));
+  CHECK(list[0]["file"].GetString() == std::string(KIWI_PLUGIN_DIR "/kiwi-sensor-memory.so"));
+  CHECK(list[0]["abi_version"].GetInt() == 1);
+  CHECK(list[0]["status"].GetString() == std::string("ok"));
+  CHECK(list[0]["last_error"].IsNull());
+  CHECK(list[0]["last_sample_duration_seconds"].GetDouble() >= 0);
+  CHECK(list[1]["status"].GetString() == std::string("error"));
+  CHECK_THAT(list[1]["last_error"].GetString(), Catch::Contains("Input/output error"));
+  CHECK(list[2]["route"].GetString() == std::string("/"));
+  CHECK(list[2]["kind"].GetString() == std::string("handler"));
+  CHECK(list[2]["plugin"].GetString() == std::string("dashboard"));
+}
+
+TEST_CASE("api: /metrics passes promtool check metrics and carries the self-metrics") {
+  Agent agent("[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"memory\"\n[[sensor]]\nplugin = "
+              "\"storage\"\n[[sensor]]\nplugin = \"thermal\"\n[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
+              "/test-throwing_sensor.so\"\nname = \"flaky\"\n");
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 2; }));
+  c.get("/nope");
+  auto r = c.get("/metrics");
+  REQUIRE(r.status == 200);
+  CHECK(r.header("content-type") == "text/plain; version=0.0.4; charset=utf-8");
+  auto file = agent.dir() / "metrics.txt";
+  write_text(file, r.body);
+  auto [code, out] = run_shell("promtool check metrics < " + file.string());
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.empty());  // no lint warnings either
+  for (auto needle : {"# TYPE kiwi_cpu_usage_ratio gauge", "kiwi_memory_total_bytes ",
+                      "kiwi_build_info{version=", "kiwi_sensor_sample_duration_seconds{sensor=\"cpu\"}",
+                      "kiwi_sensor_errors_total{sensor=\"flaky\"}", "kiwi_store_write_errors_total 0",
+                      "kiwi_http_requests_total{route=\"unmatched\",status=\"404\"} 1"})
+    CHECK_THAT(r.body, Catch::Contains(needle));
+}
+
+TEST_CASE("api: oversize URI, header block and body get 414, 431 and 413 as JSON") {
+  Agent agent;
+  {
+    HttpClient c(agent.port());
+    auto r = c.get("/api/history?series=" + std::string(3000, 'a'));
+    CHECK(r.status == 414);
+    CHECK(parse_json(r.body)["error"]["status"].GetInt() == 414);
+  }
+  {
+    HttpClient c(agent.port());
+    auto r = c.get("/api/current", {{"X-Filler", std::string(9000, 'x')}});
+    CHECK(r.status == 431);
+    CHECK(parse_json(r.body)["error"]["status"].GetInt() == 431);
+  }
+  {
+    // Far past the server's memory for one request: still refused, and the agent lives on.
+    HttpClient c(agent.port());
+    try {
+      auto r = c.get("/api/current", {{"X-Filler", std::string(100000, 'x')}});
+      CHECK(r.status >= 400);
+    } catch (const std::exception&) {
+      // closing the connection is an acceptable answer too
+    }
+  }
+  {
+    HttpClient c(agent.port());
+    auto r = c.request("GET", "/api/current", {}, std::string(70000, 'b'));
+    CHECK(r.status == 413);
+    auto small = c.request("GET", "/api/current", {}, "ignored=1");
+    CHECK(small.status == 200);  // a small body is ignored safely
+  }
+  HttpClient c(agent.port());
+  CHECK(c.get("/api/health").status == 200);
+}
+
+TEST_CASE("api: percent-encoded and dot-dot paths never leave the static asset set") {
+  Agent agent;
+  HttpClient c(agent.port());
+  const char* corpus[] = {"/assets/../../../etc/passwd", "/assets/%2e%2e/%2e%2e/etc/passwd",
+                          "/assets/..%2f..%2fetc%2fpasswd", "/assets/%252e%252e/etc/passwd",
+                          "/assets/app.js%00.html", "/assets/..\\..\\etc\\passwd",
+                          "/assets/%5c..%5cetc%5cpasswd", "/assets//etc/passwd",
+                          "/assets/%2fetc%2fpasswd", "/assets/", "/assets/.", "/assets/..",
+                          "//etc/passwd", "/assets/app.js/..", "/../kiwi.toml"};
+  for (auto path : corpus) {
+    INFO(path);
+    auto r = c.get(path);
+    CHECK((r.status == 404 || r.status == 400 || (r.status == 200 && r.body.find("root:") == std::string::npos)));
+    CHECK(r.body.find("root:x:0") == std::string::npos);
+    CHECK(r.body.find("[agent]") == std::string::npos);
+  }
+  CHECK(c.get("/assets/app.js").status == 200);
+}
+
+TEST_CASE("api: CORS is off by default and allows only the listed origins") {
+  SECTION("off") {
+    Agent agent;
+    HttpClient c(agent.port());
+    auto r = c.get("/api/current", {{"Origin", "http://evil.example"}});
+    CHECK(r.header("access-control-allow-origin").empty());
+    auto pre = c.request("OPTIONS", "/api/current",
+                         {{"Origin", "http://evil.example"}, {"Access-Control-Request-Method", "GET"}});
+    CHECK(pre.status == 405);
+  }
+  SECTION("allowlist") {
+    Agent agent("", "", "cors_origins = [\"http://192.168.1.20:3000\"]");
+    HttpClient c(agent.port());
+    auto allowed = c.get("/api/current", {{"Origin", "http://192.168.1.20:3000"}});
+    CHECK(allowed.header("access-control-allow-origin") == "http://192.168.1.20:3000");
+    CHECK(allowed.header("vary") == "Origin");
+    auto other = c.get("/api/current", {{"Origin", "http://192.168.1.20:3001"}});
+    CHECK(other.header("access-control-allow-origin").empty());
+    auto pre = c.request("OPTIONS", "/api/history",
+                         {{"Origin", "http://192.168.1.20:3000"}, {"Access-Control-Request-Method", "GET"},
+                          {"Access-Control-Request-Headers", "if-none-match"}});
+    CHECK(pre.status == 204);
+    CHECK(pre.header("access-control-allow-methods") == "GET, HEAD");
+    CHECK(pre.header("access-control-allow-origin") == "http://192.168.1.20:3000");
+  }
+}

@@ -1,0 +1,126 @@
+// Every /api/history parameter rule, on the pure parser.
+#include <catch2/catch.hpp>
+
+#include "history_render.hpp"
+
+namespace {
+
+const std::vector<std::string> kSeries = {"cpu_usage_ratio", "cpu_core_usage_ratio{core=\"0\"}",
+                                          "thermal_celsius{sensor=\"soc-thermal\"}",
+                                          "memory_used_bytes"};
+constexpr double kNow = 1'764'475'800;
+
+struct Query {
+  std::vector<std::pair<std::string, std::string>> params;
+  std::variant<kiwi_history::ParsedQuery, kiwi_history::ParamError> run() const {
+    std::vector<kiwi::Param> p;
+    for (auto& [k, v] : params) p.push_back({k, v});
+    kiwi::Request req;
+    req.query = p;
+    return kiwi_history::parse_query(req, kNow, kSeries);
+  }
+};
+
+kiwi::HistoryQuery ok(std::vector<std::pair<std::string, std::string>> params) {
+  auto r = Query{std::move(params)}.run();
+  if (auto* e = std::get_if<kiwi_history::ParamError>(&r)) FAIL(e->parameter + ": " + e->message);
+  return std::get<kiwi_history::ParsedQuery>(r).query;
+}
+
+kiwi_history::ParamError bad(std::vector<std::pair<std::string, std::string>> params) {
+  auto r = Query{std::move(params)}.run();
+  REQUIRE(std::holds_alternative<kiwi_history::ParamError>(r));
+  return std::get<kiwi_history::ParamError>(r);
+}
+
+}  // namespace
+
+TEST_CASE("history params: defaults are the latest 120 samples of every series") {
+  auto q = ok({});
+  CHECK(q.limit == 120);
+  CHECK_FALSE(q.since);
+  CHECK(q.step == 0);
+  CHECK(q.patterns.empty());
+}
+
+TEST_CASE("history params: since and until take unix seconds or RFC 3339") {
+  auto q = ok({{"since", "1764470000"}, {"until", "2025-11-30T04:10:00.5+01:00"}});
+  CHECK(*q.since == 1764470000);
+  CHECK(*q.until == Approx(1764472200.5));
+  CHECK(q.limit == 86400);  // a window returns everything in it unless limited
+  CHECK(*kiwi_history::parse_time("2025-11-30T04:10:00Z") == 1764475800);
+  for (auto badtime : {"yesterday", "2025-11-30", "2025-13-01T00:00:00Z", "2025-11-30T04:10:00",
+                       "1e400", "nan", "+5"})
+    CHECK_FALSE(kiwi_history::parse_time(badtime).has_value());
+}
+
+TEST_CASE("history params: step downsamples a window, and needs no since") {
+  auto q = ok({{"step", "86.4"}, {"since", "1764389400"}, {"agg", "max"}});
+  CHECK(q.step == 86.4);
+  CHECK(q.aggregate == kiwi::Aggregate::max);
+  CHECK(*q.until == kNow);
+  auto back = ok({{"step", "60"}, {"limit", "30"}});
+  CHECK(*back.since == kNow - 1800);
+}
+
+TEST_CASE("history params: series takes names, keys and globs, checked against the store") {
+  auto q = ok({{"series", "cpu_*,thermal_celsius,memory_used_bytes"}});
+  CHECK(q.patterns == std::vector<std::string>{"cpu_*", "thermal_celsius", "memory_used_bytes"});
+  CHECK(bad({{"series", "gpu_*"}}).message == "'gpu_*' matches no series; see /api/current for names");
+  CHECK(bad({{"series", "cpu_*,,x"}}).message == "empty name in the list");
+}
+
+TEST_CASE("history params: every bad parameter is a 400 naming it") {
+  struct Case {
+    std::vector<std::pair<std::string, std::string>> params;
+    std::string parameter, message;
+  };
+  const Case cases[] = {
+      {{{"lmit", "5"}}, "lmit", "unknown parameter; accepted: limit, since, until, step, agg, series"},
+      {{{"limit", "abc"}}, "limit", "'abc' is not an integer; expected an integer from 1 to 86400"},
+      {{{"limit", "0"}}, "limit", "0 is out of range; expected an integer from 1 to 86400"},
+      {{{"limit", "86401"}}, "limit", "86401 is out of range; expected an integer from 1 to 86400"},
+      {{{"limit", ""}}, "limit", "is empty; give a value or leave the parameter out"},
+      {{{"limit", "5"}, {"limit", "6"}}, "limit", "given more than once"},
+      {{{"since", "soon"}}, "since", "'soon' is not a time; use unix seconds or RFC 3339 (2026-11-30T05:00:00Z)"},
+      {{{"until", "x"}}, "until", "'x' is not a time; use unix seconds or RFC 3339 (2026-11-30T05:00:00Z)"},
+      {{{"since", "200"}, {"until", "100"}}, "since", "since is after until"},
+      {{{"step", "0"}}, "step", "'0' must be more than 0 seconds"},
+      {{{"step", "-5"}}, "step", "'-5' must be more than 0 seconds"},
+      {{{"step", "1m"}}, "step", "'1m' is not a number of seconds"},
+      {{{"step", "1"}, {"since", "0"}}, "step",
+       "the window holds 1764475800 steps of 1 s; at most 10000 points per response, use a larger step"},
+      {{{"step", "60"}, {"limit", "10001"}}, "limit",
+       "10001 is out of range; expected an integer from 1 to 10000"},
+      {{{"agg", "max"}}, "agg", "only applies with step"},
+      {{{"step", "5"}, {"agg", "median"}}, "agg", "'median' is not an aggregate; use mean, max, min or last"},
+  };
+  for (auto& c : cases) {
+    auto e = bad(c.params);
+    INFO(c.parameter << ": " << c.message);
+    CHECK(e.parameter == c.parameter);
+    CHECK(e.message == c.message);
+  }
+}
+
+TEST_CASE("history render: columns with units, nulls for gaps, values rounded for their unit") {
+  kiwi::HistoryResult r;
+  r.timestamps = {1764475799, 1764475800};
+  r.series.push_back({"cpu_usage_ratio", "cpu_usage_ratio", {}, "ratio", kiwi::MetricKind::gauge,
+                      {0.123456, std::nan("")}});
+  r.series.push_back({"thermal_celsius{sensor=\"soc\"}", "thermal_celsius", {{"sensor", "soc"}},
+                      "celsius", kiwi::MetricKind::gauge, {45.123, 46.0}});
+  r.series.push_back({"memory_used_bytes", "memory_used_bytes", {}, "bytes", kiwi::MetricKind::gauge,
+                      {8300695552.4, 1}});
+  CHECK(kiwi_history::render(r, {}) ==
+        "{\"version\":1,\"count\":2,\"timestamps\":[1764475799,1764475800],\"series\":{"
+        "\"cpu_usage_ratio\":{\"name\":\"cpu_usage_ratio\",\"unit\":\"ratio\",\"values\":[0.1235,null]},"
+        "\"thermal_celsius{sensor=\\\"soc\\\"}\":{\"name\":\"thermal_celsius\",\"labels\":{\"sensor\":"
+        "\"soc\"},\"unit\":\"celsius\",\"values\":[45.12,46]},"
+        "\"memory_used_bytes\":{\"name\":\"memory_used_bytes\",\"unit\":\"bytes\",\"values\":"
+        "[8300695552,1]}}}");
+  kiwi::HistoryQuery q;
+  q.step = 60;
+  q.aggregate = kiwi::Aggregate::max;
+  CHECK_THAT(kiwi_history::render(r, q), Catch::StartsWith("{\"version\":1,\"count\":2,\"step\":60,\"agg\":\"max\","));
+}

@@ -1,0 +1,59 @@
+// The Prometheus exposition of a snapshot, on the pure renderer.
+#include <catch2/catch.hpp>
+
+#include "metrics_render.hpp"
+
+namespace {
+constexpr kiwi::MetricSpec kThermal[] = {
+    {"thermal_celsius", "celsius", false, "sensor", "temperature of one zone"}};
+
+kiwi::Snapshot snapshot() {
+  kiwi::Snapshot s;
+  s.sequence = 7;
+  s.timestamp = 1764475800;
+  kiwi::SensorReport t;
+  t.name = "thermal";
+  t.plugin = "thermal";
+  t.duration_seconds = 0.00025;
+  t.metrics = {{"thermal_celsius", {{"sensor", "soc \"hot\"\\zone\n"}}, 45.5, "celsius", kiwi::MetricKind::gauge},
+               {"thermal_celsius", {{"sensor", "soc \"hot\"\\zone\n"}}, 46, "celsius", kiwi::MetricKind::gauge},
+               {"wakeups", {}, 12, "count", kiwi::MetricKind::counter}};
+  kiwi::SensorReport bad;
+  bad.name = "gpu";
+  bad.plugin = "gpu";
+  bad.state = kiwi::SensorState::error;
+  bad.errors_total = 3;
+  s.sensors = {t, bad};
+  return s;
+}
+}  // namespace
+
+TEST_CASE("metrics: families with HELP and TYPE, escaped labels, counters end in _total") {
+  kiwi::AgentStats stats;
+  stats.version = "0.1.0";
+  stats.plugins.push_back({"thermal", kiwi::PluginKind::sensor, "thermal", "/x.so", 1, kThermal});
+  stats.http_requests.push_back({"/api/current", 200, 5});
+  stats.http_requests.push_back({"unmatched", 404, 1});
+  std::string text = kiwi_metrics::render(snapshot(), stats);
+  CHECK_THAT(text, Catch::StartsWith("# HELP kiwi_thermal_celsius temperature of one zone\n"
+                                     "# TYPE kiwi_thermal_celsius gauge\n"
+                                     "kiwi_thermal_celsius{sensor=\"soc \\\"hot\\\"\\\\zone\\n\"} 45.5\n"
+                                     "# HELP kiwi_wakeups_total wakeups from sensor plugin thermal (count)\n"
+                                     "# TYPE kiwi_wakeups_total counter\n"
+                                     "kiwi_wakeups_total 12\n"));
+  // The duplicate series (same name and labels) is kept once.
+  CHECK(text.find("46\n") == std::string::npos);
+  CHECK_THAT(text, Catch::Contains("kiwi_build_info{version=\"0.1.0\",abi=\"1\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("kiwi_sensor_success{sensor=\"gpu\"} 0\n"));
+  CHECK_THAT(text, Catch::Contains("kiwi_sensor_errors_total{sensor=\"gpu\"} 3\n"));
+  CHECK_THAT(text, Catch::Contains("kiwi_sensor_sample_duration_seconds{sensor=\"thermal\"} 0.00025\n"));
+  CHECK_THAT(text, Catch::Contains("kiwi_http_requests_total{route=\"/api/current\",status=\"200\"} 5\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE kiwi_http_requests_total counter\n"));
+}
+
+TEST_CASE("metrics: sample values in Prometheus spelling") {
+  CHECK(kiwi_metrics::format_value(8300695552) == "8300695552");
+  CHECK(kiwi_metrics::format_value(0.1) == "0.1");
+  CHECK(kiwi_metrics::format_value(std::nan("")) == "NaN");
+  CHECK(kiwi_metrics::format_value(-1.0 / 0.0) == "-Inf");
+}
