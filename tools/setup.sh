@@ -6,7 +6,7 @@ set -euo pipefail
 
 build_packages=(build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev rapidjson-dev zlib1g-dev
   libboost-dev libboost-filesystem-dev libtomlplusplus-dev)
-test_packages=(catch2 sqlite3 curl)
+test_packages=(catch2 sqlite3 curl prometheus)
 
 wanted=("${build_packages[@]}")
 [[ "${1:-}" == "--test" ]] && wanted+=("${test_packages[@]}")

@@ -238,7 +238,7 @@ test('history charts draw points, for 2 min, 1 h and 24 h, with a tooltip', asyn
 
   // Hover the CPU chart: the tooltip shows a time and the value.
   const over = await page.locator('#chart-cpu .u-over').boundingBox();
-  await page.mouse.move(over.x + over.width * 0.8, over.y + over.height / 2);
+  await page.mouse.move(over.x + over.width - 3, over.y + over.height / 2); // the newest sample
   const tip = await page.waitForFunction(() => {
     const t = document.querySelector('#chart-cpu .tip');
     return t && !t.hidden && t.textContent;
