@@ -28,12 +28,13 @@ std::uint64_t fnv1a(std::string_view s) {
 
 class HistoryHandler final : public kiwi::Handler {
  public:
-  explicit HistoryHandler(const kiwi::HandlerContext& ctx) : data_(ctx.data) {}
+  explicit HistoryHandler(const kiwi::HandlerContext& ctx)
+      : data_(ctx.data), default_series_(ctx.options.get_strings("default_series")) {}
 
   kiwi::Response handle(const kiwi::Request& req) override {
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    auto parsed = kiwi_history::parse_query(req, now, data_.series_names());
+    auto parsed = kiwi_history::parse_query(req, now, data_.series_names(), default_series_);
     if (auto* err = std::get_if<kiwi_history::ParamError>(&parsed))
       return kiwi::Response::error(400, err->message, err->parameter);
     auto& pq = std::get<kiwi_history::ParsedQuery>(parsed);
@@ -86,6 +87,7 @@ class HistoryHandler final : public kiwi::Handler {
   }
 
   const kiwi::DataSource& data_;
+  const std::vector<std::string> default_series_;
   std::mutex mutex_;
   std::list<std::shared_ptr<const Rendered>> cache_;
 };
@@ -93,4 +95,4 @@ class HistoryHandler final : public kiwi::Handler {
 }  // namespace
 
 KIWI_HANDLER_PLUGIN(HistoryHandler, "history", "columnar sample history (/api/history)",
-                    kiwi::no_options)
+                    kiwi_history::kOptions)

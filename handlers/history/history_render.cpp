@@ -111,7 +111,8 @@ int decimals_for_unit(std::string_view unit) {
 }
 
 std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, double now,
-                                                  const std::vector<std::string>& known_series) {
+                                                  const std::vector<std::string>& known_series,
+                                                  const std::vector<std::string>& default_series) {
   for (auto& p : req.query) {
     if (std::find(std::begin(kAccepted), std::end(kAccepted), p.name) == std::end(kAccepted))
       return ParamError{std::string(p.name), "unknown parameter; accepted: limit, since, until, step, agg, series"};
@@ -193,6 +194,8 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
     }
+  } else if (std::find(default_series.begin(), default_series.end(), "*") == default_series.end()) {
+    q.patterns = default_series;
   }
 
   char buf[160];

@@ -132,7 +132,7 @@ TEST_CASE("agent: /api/history?limit=5 after six ticks has 5 samples about 1 s a
   Agent agent;
   HttpClient c(agent.port());
   REQUIRE(eventually([&] { return sequence_of(c) >= 7; }, 15s));
-  auto r = c.get("/api/history?limit=5");
+  auto r = c.get("/api/history?limit=5&series=*");
   REQUIRE(r.status == 200);
   auto d = parse_json(r.body);
   CHECK(d["count"].GetInt() == 5);
@@ -149,9 +149,12 @@ TEST_CASE("agent: /api/history?limit=5 after six ticks has 5 samples about 1 s a
   REQUIRE(d["series"].HasMember("cpu_core_usage_ratio{core=\"0\"}"));
   CHECK(d["series"]["cpu_core_usage_ratio{core=\"0\"}"]["labels"]["core"].GetString() ==
         std::string("0"));
-  // Default limit is 120: all we have so far.
+  // Default limit is 120: all we have so far; default series are the headline ones.
   auto all = parse_json(c.get("/api/history").body);
   CHECK(all["count"].GetInt() >= 7);
+  CHECK(all["series"].HasMember("cpu_usage_ratio"));
+  CHECK(all["series"].HasMember("memory_used_bytes"));
+  CHECK_FALSE(all["series"].HasMember("memory_total_bytes"));
 }
 
 TEST_CASE("agent: bad requests get JSON errors and the connection stays usable") {

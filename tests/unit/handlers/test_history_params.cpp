@@ -43,6 +43,17 @@ TEST_CASE("history params: defaults are the latest 120 samples of every series")
   CHECK(q.patterns.empty());
 }
 
+TEST_CASE("history params: without series= the handler's default_series apply; * means all") {
+  std::vector<kiwi::Param> none;
+  kiwi::Request req;
+  req.query = none;
+  auto r = kiwi_history::parse_query(req, kNow, kSeries, {"cpu_usage_ratio", "memory_*"});
+  CHECK(std::get<kiwi_history::ParsedQuery>(r).query.patterns ==
+        std::vector<std::string>{"cpu_usage_ratio", "memory_*"});
+  auto all = kiwi_history::parse_query(req, kNow, kSeries, {"*"});
+  CHECK(std::get<kiwi_history::ParsedQuery>(all).query.patterns.empty());
+}
+
 TEST_CASE("history params: since and until take unix seconds or RFC 3339") {
   auto q = ok({{"since", "1764470000"}, {"until", "2025-11-30T04:10:00.5+01:00"}});
   CHECK(*q.since == 1764470000);
