@@ -2,6 +2,7 @@
 # Installs what kiwi-agent needs to build and test, from Debian 12 packages. Idempotent: packages
 # already installed are skipped, and apt is not touched at all when nothing is missing.
 # Usage: tools/setup.sh [--test]   (--test adds what the test suite needs)
+# Node.js packages (uPlot, playwright-core) and chromium come from tools/setup-web.sh, called last.
 set -euo pipefail
 
 build_packages=(build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev rapidjson-dev zlib1g-dev
@@ -10,21 +11,23 @@ test_packages=(catch2 sqlite3 curl prometheus)
 
 wanted=("${build_packages[@]}")
 [[ "${1:-}" == "--test" ]] && wanted+=("${test_packages[@]}")
+root=$(cd "$(dirname "$0")/.." && pwd)
 
 missing=()
 for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if ((${#missing[@]} == 0)); then
-  exit 0
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "setup: run as root or install sudo" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-echo "setup: installing ${missing[*]}" >&2
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-  command -v sudo >/dev/null || { echo "setup: run as root or install sudo" >&2; exit 1; }
-  sudo=(sudo)
-fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The dashboard embeds uPlot from the npm registry (pinned in tools/web/package-lock.json).
+"$root/tools/setup-web.sh" "$@"
