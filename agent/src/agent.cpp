@@ -47,8 +47,8 @@ class AgentData final : public DataSource {
       s.ticks = c.ticks;
       s.missed_ticks = c.missed_ticks;
       s.store_write_errors = c.store_errors;
-      s.store_failing_ticks = c.store_failing_ticks;
-      if (s.store_failing_ticks) s.store_last_error = collector->store_last_error();
+      s.store_failing_writes = c.store_failing_writes;
+      if (s.store_failing_writes) s.store_last_error = collector->store_last_error();
     }
     if (server && router) s.http_requests = server->counters().snapshot(router->routes());
     return s;
@@ -192,7 +192,7 @@ int run_agent(const Config& cfg, StderrLogger& log) {
                               std::string(r.handler.library->info->name), r.handler.library->file,
                               r.handler.library->abi_version, {}});
     Collector collector({cfg.collector.interval, cfg.collector.retention, cfg.collector.stale_after,
-                         snapshot_path, host_name(), KIWI_VERSION, data.started_at},
+                         cfg.collector.commit_interval, snapshot_path, host_name(), KIWI_VERSION, data.started_at},
                         std::move(sensors), store, holder, log);
     collector.tick_now();  // the first request already has a sample
     Router router(std::move(routes));

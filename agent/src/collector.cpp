@@ -67,10 +67,12 @@ void Collector::start() { thread_ = std::thread([this] { run(); }); }
 void Collector::stop() {
   {
     std::lock_guard lock(mutex_);
-    stopping_ = true;
+    if (stopped_) return;
+    stopping_ = stopped_ = true;
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  flush_store(last_ts_ms_);  // what is queued reaches the disk before the process exits
 }
 
 void Collector::run() {
@@ -95,6 +97,27 @@ void Collector::run() {
       index += behind;
       next += behind * settings_.interval;
     }
+  }
+}
+
+void Collector::flush_store(std::int64_t now_ms) {
+  last_flush_ms_ = now_ms;
+  try {
+    // Small prune steps, in proportion to the ticks flushed: a backlog drains, no flush is long.
+    store_.flush(now_ms - settings_.retention.count(), kPruneRowsPerTick * std::max(1, ticks_since_flush_));
+    ticks_since_flush_ = 0;
+    if (stats_.store_failing_writes.exchange(0) != 0) log_.info("history store: writing again");
+  } catch (const std::exception& e) {
+    ++stats_.store_failing_writes;
+    {
+      std::lock_guard lock(error_mutex_);
+      store_last_error_ = e.what();
+    }
+    // Logged when it starts failing and once in a while after, not at every attempt.
+    if (stats_.store_errors++ % 12 == 0)
+      log_.error(std::string("history store: ") + e.what() + " (" +
+                 std::to_string(stats_.store_errors.load()) + " failed writes so far; " +
+                 std::to_string(store_.pending_rows()) + " samples kept in memory)");
   }
 }
 
@@ -138,21 +161,11 @@ void Collector::tick(std::int64_t tick_index) {
     for (auto& m : slot.last.metrics) fresh.push_back(&m);
   }
 
-  try {
-    store_.append(ts_ms, fresh);
-    store_.prune(ts_ms - settings_.retention.count(), kPruneRowsPerTick);
-    if (stats_.store_failing_ticks.exchange(0) != 0) log_.info("history store: writing again");
-  } catch (const std::exception& e) {
-    ++stats_.store_failing_ticks;
-    {
-      std::lock_guard lock(error_mutex_);
-      store_last_error_ = e.what();
-    }
-    // Logged when it starts failing and once a minute after, not every tick.
-    if (stats_.store_errors++ % 60 == 0)
-      log_.error(std::string("history store: ") + e.what() + " (" +
-                 std::to_string(stats_.store_errors.load()) + " failed writes so far)");
-  }
+  store_.append(ts_ms, fresh);
+  ++ticks_since_flush_;
+  if (last_flush_ms_ == 0) last_flush_ms_ = ts_ms;
+  if (ts_ms - last_flush_ms_ >= settings_.commit_interval.count()) flush_store(ts_ms);
+
 
   auto snap = std::make_shared<Snapshot>();
   snap->sequence = ++sequence_;

@@ -26,6 +26,7 @@ struct CollectorSettings {
   Millis interval{1000};
   Millis retention{86'400'000};
   Millis stale_after{3000};
+  Millis commit_interval{5000};  // history is committed to disk this often
   std::string snapshot_path;
   std::string host;
   std::string agent_version;
@@ -36,7 +37,7 @@ struct CollectorStats {
   std::atomic<std::uint64_t> ticks{0};
   std::atomic<std::uint64_t> missed_ticks{0};
   std::atomic<std::uint64_t> store_errors{0};
-  std::atomic<std::uint64_t> store_failing_ticks{0};  // consecutive, reset by a good write
+  std::atomic<std::uint64_t> store_failing_writes{0};  // consecutive, reset by a good write
   std::atomic<std::uint64_t> snapshot_file_errors{0};
 };
 
@@ -62,6 +63,7 @@ class Collector {
  private:
   void run();
   void tick(std::int64_t tick_index);
+  void flush_store(std::int64_t now_ms);
 
   CollectorSettings settings_;
   std::vector<SensorSlot> sensors_;
@@ -71,6 +73,8 @@ class Collector {
   CollectorStats stats_;
   std::uint64_t sequence_ = 0;
   std::int64_t last_ts_ms_ = 0;
+  std::int64_t last_flush_ms_ = 0;
+  int ticks_since_flush_ = 0;
   bool snapshot_file_warned_ = false;
   mutable std::mutex error_mutex_;
   std::string store_last_error_;
@@ -78,6 +82,7 @@ class Collector {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool stopped_ = false;
   std::thread thread_;
 };
 

@@ -111,6 +111,7 @@ class Reader {
                 cfg_.collector.stale_after = duration(n, k, Millis(100), Millis(86'400'000));
                 stale_after_pos_ = pos_of(file_, n.source());
               }},
+             {"commit_interval", [&](auto& n, auto& k) { cfg_.collector.commit_interval = duration(n, k, Millis(100), Millis(300'000)); }},
              {"snapshot_path", [&](auto& n, auto& k) { cfg_.collector.snapshot_path = path(n, k, true); }}});
     if (auto* list = root.get("sensor")) cfg_.sensors = entries(*list, "sensor");
     if (auto* list = root.get("route")) cfg_.routes = entries(*list, "route");

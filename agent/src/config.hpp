@@ -69,6 +69,7 @@ struct Config {
     Millis interval{0};
     Millis retention{0};
     Millis stale_after{0};
+    Millis commit_interval{0};
     std::string snapshot_path;  // empty: no snapshot file
   } collector;
   std::vector<PluginEntry> sensors;

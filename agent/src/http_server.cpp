@@ -232,7 +232,6 @@ void HttpServer::start() {
       MHD_OPTION_THREAD_POOL_SIZE, static_cast<unsigned>(settings_.threads),
       MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(settings_.max_connections),
-      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
       MHD_OPTION_NOTIFY_COMPLETED, &on_completed, nullptr,
       MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, context_.log,
       // Room for a header block larger than the limit we answer 431 for (with a JSON body).

@@ -126,7 +126,7 @@ Store::Store(std::string path) : path_(std::move(path)) {
         fail("cannot prepare statement");
     };
     prepare("INSERT OR REPLACE INTO samples(ts, data) VALUES(?1, ?2)", &insert_sample_);
-    prepare("INSERT INTO series(name, labels, unit, kind) VALUES(?1, ?2, ?3, ?4)", &insert_series_);
+    prepare("INSERT INTO series(id, name, labels, unit, kind) VALUES(?1, ?2, ?3, ?4, ?5)", &insert_series_);
     prepare("DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
             &prune_);
     sqlite3_stmt* st = nullptr;
@@ -151,6 +151,7 @@ Store::Store(std::string path) : path_(std::move(path)) {
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) fail("cannot read series");
+    series_committed_ = series_.size();
   } catch (...) {
     sqlite3_finalize(insert_sample_);
     sqlite3_finalize(insert_series_);
@@ -181,6 +182,7 @@ void Store::exec(const char* sql) {
   }
 }
 
+// Ids are assigned in memory (contiguous, as loaded) and the series rows written by flush().
 std::uint32_t Store::series_id(const MetricValue& m) {
   std::string labels = canonical_labels(m.labels);
   std::string key = key_of(m.name, labels);
@@ -188,50 +190,70 @@ std::uint32_t Store::series_id(const MetricValue& m) {
     std::shared_lock lock(series_mutex_);
     if (auto it = series_ids_.find(key); it != series_ids_.end()) return it->second;
   }
-  bind_text(insert_series_, 1, m.name);
-  bind_text(insert_series_, 2, labels);
-  bind_text(insert_series_, 3, m.unit);
-  sqlite3_bind_int(insert_series_, 4, static_cast<int>(m.kind));
-  int rc = sqlite3_step(insert_series_);
-  sqlite3_reset(insert_series_);
-  if (rc != SQLITE_DONE) fail("cannot add series " + key);
-  auto id = static_cast<std::uint32_t>(sqlite3_last_insert_rowid(db_));
   std::unique_lock lock(series_mutex_);
+  auto id = static_cast<std::uint32_t>(series_.size() + 1);
   series_.push_back({key, m.name, m.labels, m.unit, m.kind});
   series_ids_.emplace(std::move(key), id);
   return id;
 }
 
 void Store::append(std::int64_t ts_ms, const std::vector<const MetricValue*>& metrics) {
+  std::vector<std::pair<std::uint32_t, double>> values;
+  values.reserve(metrics.size());
+  for (auto* m : metrics) values.emplace_back(series_id(*m), m->value);
+  std::string blob;
+  sample_codec::encode(blob, values);
+  std::lock_guard lock(pending_mutex_);
+  if (pending_.size() >= kMaxPendingRows) pending_.erase(pending_.begin());  // bounded memory
+  pending_.emplace_back(ts_ms, std::move(blob));
+}
+
+std::size_t Store::pending_rows() const {
+  std::lock_guard lock(pending_mutex_);
+  return pending_.size();
+}
+
+void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
+  std::vector<std::pair<std::int64_t, std::string>> rows;
+  {
+    std::lock_guard lock(pending_mutex_);
+    rows = pending_;  // copied: queries keep seeing them until they are committed
+  }
+  std::vector<SeriesInfo> catalog = series();
   exec("BEGIN");
   try {
-    std::vector<std::pair<std::uint32_t, double>> values;
-    values.reserve(metrics.size());
-    for (auto* m : metrics) values.emplace_back(series_id(*m), m->value);
-    std::string blob;
-    sample_codec::encode(blob, values);
-    sqlite3_bind_int64(insert_sample_, 1, ts_ms);
-    sqlite3_bind_blob(insert_sample_, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
-    int rc = sqlite3_step(insert_sample_);
-    sqlite3_reset(insert_sample_);
-    if (rc != SQLITE_DONE) fail("cannot write sample");
+    for (std::size_t i = series_committed_; i < catalog.size(); ++i) {
+      auto& s = catalog[i];
+      sqlite3_bind_int64(insert_series_, 1, static_cast<std::int64_t>(i + 1));
+      bind_text(insert_series_, 2, s.name);
+      bind_text(insert_series_, 3, canonical_labels(s.labels));
+      bind_text(insert_series_, 4, s.unit);
+      sqlite3_bind_int(insert_series_, 5, static_cast<int>(s.kind));
+      int rc = sqlite3_step(insert_series_);
+      sqlite3_reset(insert_series_);
+      if (rc != SQLITE_DONE) fail("cannot add series " + s.key);
+    }
+    for (auto& [ts, blob] : rows) {
+      sqlite3_bind_int64(insert_sample_, 1, ts);
+      sqlite3_bind_blob(insert_sample_, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+      int rc = sqlite3_step(insert_sample_);
+      sqlite3_reset(insert_sample_);
+      if (rc != SQLITE_DONE) fail("cannot write samples");
+    }
+    prune(cutoff_ms, prune_rows);
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    // Series added in the rolled-back transaction are gone from the file: forget them too.
-    std::unique_lock lock(series_mutex_);
-    sqlite3_stmt* st = nullptr;
-    std::int64_t max_id = 0;
-    if (sqlite3_prepare_v2(db_, "SELECT COALESCE(MAX(id),0) FROM series", -1, &st, nullptr) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-      max_id = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    while (series_.size() > static_cast<std::size_t>(max_id)) {
-      series_ids_.erase(series_.back().key);
-      series_.pop_back();
-    }
     throw;
   }
+  series_committed_ = catalog.size();
+  std::lock_guard lock(pending_mutex_);
+  // Rows appended while this flush ran stay queued (append() only adds at the end, and drops
+  // from the front only when the queue is full, which a successful flush makes impossible).
+  auto committed_until = rows.empty() ? INT64_MIN : rows.back().first;
+  auto it = std::find_if(pending_.begin(), pending_.end(),
+                         [&](auto& r) { return r.first > committed_until; });
+  pending_.erase(pending_.begin(), it);
 }
 
 int Store::prune(std::int64_t cutoff_ms, int max_rows) {
@@ -309,7 +331,9 @@ HistoryResult Store::query(const HistoryQuery& q) const {
   std::vector<std::int64_t> bucket_ts;  // ms; one per output point
   std::vector<int> column_of(catalog.size() + 1, -1);
   std::vector<Column> columns;
+  std::int64_t last_row_ts = INT64_MIN;
   auto add_row = [&](std::int64_t ts, std::string_view blob) {
+    last_row_ts = ts;
     std::int64_t b = step_ms ? ts - ((ts % step_ms) + step_ms) % step_ms : ts;  // floor to step
     if (bucket_ts.empty() || bucket_ts.back() != b) bucket_ts.push_back(b);
     const std::size_t bucket = bucket_ts.size() - 1;
@@ -349,7 +373,30 @@ HistoryResult Store::query(const HistoryQuery& q) const {
   sqlite3_reset(st);
   if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);  // conn dropped
   give_back(std::move(conn));
-  for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) add_row(it->first, it->second);
+
+  // Rows not yet committed are the newest; merge those in the window.
+  std::vector<std::pair<std::int64_t, std::string>> pending;
+  {
+    std::lock_guard lock(pending_mutex_);
+    for (auto& row : pending_)
+      if (row.first >= since_ms && row.first <= until_ms) pending.push_back(row);
+  }
+  // A row may be both committed and still queued while a flush finishes: keep one copy.
+  std::int64_t committed_max = INT64_MIN;
+  if (step_ms) {
+    committed_max = last_row_ts;
+    for (auto& [ts, blob] : pending)
+      if (ts > committed_max) add_row(ts, blob);
+  } else {
+    if (!newest_first.empty()) committed_max = newest_first.front().first;
+    std::vector<std::pair<std::int64_t, std::string>> merged;
+    for (auto it = pending.rbegin(); it != pending.rend(); ++it)
+      if (it->first > committed_max) merged.push_back(std::move(*it));
+    for (auto& row : newest_first) merged.push_back(std::move(row));
+    if (merged.size() > q.limit) merged.resize(q.limit);
+    newest_first = std::move(merged);
+    for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) add_row(it->first, it->second);
+  }
 
   // Keep the latest `limit` points.
   const std::size_t skip = bucket_ts.size() > q.limit ? bucket_ts.size() - q.limit : 0;

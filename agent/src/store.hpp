@@ -5,7 +5,9 @@
 //   series(id INTEGER PRIMARY KEY, name, labels, unit, kind, UNIQUE(name, labels))
 //   samples(ts INTEGER PRIMARY KEY  -- unix milliseconds of the tick
 //           , data BLOB)            -- every value of that tick, compactly encoded (sample_codec)
-// One row per tick instead of one per value keeps the file and the bytes written to flash small.
+// One row per tick instead of one per value keeps the file and the bytes written to flash small,
+// and so does batching: append() keeps rows in memory, flush() commits them in one transaction
+// every few seconds (a crash loses at most that), and queries see the pending rows too.
 #pragma once
 
 #include <sqlite3.h>
@@ -56,10 +58,14 @@ class Store {
   explicit Store(std::string path);
   ~Store();
 
-  // Writer side (one thread). Appends one tick; metrics of several sensors. Throws StoreError.
+  // Writer side (one thread). Queues one tick, visible to queries at once; no disk I/O.
   void append(std::int64_t ts_ms, const std::vector<const MetricValue*>& metrics);
-  // Deletes at most `max_rows` samples older than `cutoff_ms`; returns how many it deleted.
-  int prune(std::int64_t cutoff_ms, int max_rows);
+  // Commits the queued ticks (and new series) in one transaction, then deletes at most
+  // `prune_rows` samples older than `cutoff_ms`. On failure (disk full, I/O error) nothing queued
+  // is lost: it stays queued, up to kMaxPendingRows, for the next flush. Throws StoreError.
+  void flush(std::int64_t cutoff_ms, int prune_rows);
+  std::size_t pending_rows() const;
+  static constexpr std::size_t kMaxPendingRows = 3600;  // an hour at 1 Hz, then the oldest go
 
   // Reader side, any thread. Throws StoreError.
   HistoryResult query(const HistoryQuery& q) const;
@@ -70,6 +76,7 @@ class Store {
 
  private:
   std::uint32_t series_id(const MetricValue& m);
+  int prune(std::int64_t cutoff_ms, int max_rows);
   std::unique_ptr<ReadConnection> borrow() const;
   void give_back(std::unique_ptr<ReadConnection> conn) const;
   void exec(const char* sql);
@@ -80,6 +87,11 @@ class Store {
   sqlite3_stmt* insert_sample_ = nullptr;
   sqlite3_stmt* insert_series_ = nullptr;
   sqlite3_stmt* prune_ = nullptr;
+
+  // Ticks not yet committed, oldest first; read by workers (merged into query results).
+  mutable std::mutex pending_mutex_;
+  std::vector<std::pair<std::int64_t, std::string>> pending_;
+  std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
 
   // Series catalog: written by the writer, read by every worker.
   mutable std::shared_mutex series_mutex_;

@@ -29,9 +29,10 @@ class HealthHandler final : public kiwi::Handler {
     if (age > snap->stale_after_seconds)
       reasons.push_back("stale: last sample " + number(age) + " s ago (stale after " +
                         number(snap->stale_after_seconds) + " s)");
-    if (stats.store_failing_ticks)
-      reasons.push_back("store: the last " + std::to_string(stats.store_failing_ticks) +
-                        " samples could not be written: " + stats.store_last_error);
+    if (stats.store_failing_writes)
+      reasons.push_back("store: the last " + std::to_string(stats.store_failing_writes) +
+                        " history writes failed (samples are kept in memory meanwhile): " +
+                        stats.store_last_error);
     for (auto& s : snap->sensors)
       if (s.state == kiwi::SensorState::error)
         reasons.push_back("sensor " + s.name + ": " + s.message);

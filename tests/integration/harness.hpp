@@ -209,11 +209,13 @@ class HttpClient {
 class Agent {
  public:
   // `extra_toml` is appended to a config that sets data_dir, snapshot_path and bind;
-  // `collector_lines` and `http_lines` go into its [collector] and [http] tables.
+  // `collector_lines` and `http_lines` go into its [collector] and [http] tables; `data_dir`
+  // replaces the temporary one.
   explicit Agent(const std::string& extra_toml = "", const std::string& collector_lines = "",
-                 const std::string& http_lines = "") {
+                 const std::string& http_lines = "", const std::string& data_dir = "") {
     config_path_ = dir_.path / "kiwi.toml";
-    write_text(config_path_, "[agent]\ndata_dir = \"" + (dir_.path / "data").string() +
+    data_dir_ = data_dir.empty() ? dir_.path / "data" : fs::path(data_dir);
+    write_text(config_path_, "[agent]\ndata_dir = \"" + data_dir_.string() +
                                  "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n"
                                  "[http]\nbind = \"127.0.0.1:0\"\n" + http_lines +
                                  "\n[collector]\nsnapshot_path = \"" +
@@ -261,12 +263,13 @@ class Agent {
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   const fs::path& dir() const { return dir_.path; }
-  fs::path db_path() const { return dir_.path / "data/kiwi.db"; }
+  fs::path db_path() const { return data_dir_ / "kiwi.db"; }
   std::string stderr_text() const { return read_text(dir_.path / "stderr"); }
 
  private:
   TempDir dir_;
   fs::path config_path_;
+  fs::path data_dir_;
   pid_t pid_ = -1;
   int port_ = 0;
 };

@@ -301,3 +301,97 @@ TEST_CASE("kiwi-agent --print-default-config prints config/kiwi-agent.toml, whic
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("unknown argument '--bogus'") && Catch::Contains("usage:"));
 }
+
+namespace {
+std::size_t rows_on_disk(const fs::path& db) {
+  sqlite3* h = nullptr;
+  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  std::size_t n = 0;
+  if (sqlite3_prepare_v2(h, "SELECT COUNT(*) FROM samples", -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    n = static_cast<std::size_t>(sqlite3_column_int64(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return n;
+}
+}  // namespace
+
+TEST_CASE("agent: kill -9 loses at most the last commit interval and never corrupts the database") {
+  Agent agent("", "commit_interval = \"1s\"");
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 5; }, 15s));
+  auto seq = sequence_of(c);
+  CHECK(agent.stop(SIGKILL) == 128 + SIGKILL);
+  CHECK(quick_check(agent.db_path()) == "ok");
+  auto rows = rows_on_disk(agent.db_path());
+  CHECK(rows + 2 >= seq);  // at most a second of samples (plus the one in flight) lost
+  CHECK(rows <= seq);
+}
+
+TEST_CASE("agent: SIGTERM writes every queued sample before exiting") {
+  Agent agent("", "commit_interval = \"5m\"");
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 3; }));
+  CHECK(rows_on_disk(agent.db_path()) == 0);  // nothing committed yet: all queued
+  auto seq = sequence_of(c);
+  CHECK(agent.stop(SIGTERM) == 0);
+  CHECK(rows_on_disk(agent.db_path()) >= seq);
+}
+
+TEST_CASE("agent: a full disk makes health fail with the reason; serving and sampling go on") {
+  TempDir tmp;
+  auto mnt = tmp.path / "tiny";
+  fs::create_directories(mnt);
+  if (std::system(("mount -t tmpfs -o size=96k tmpfs " + mnt.string() + " 2>/dev/null").c_str()) != 0) {
+    WARN("cannot mount a tmpfs here; full-disk test not run");
+    return;
+  }
+  struct Unmount {
+    fs::path p;
+    ~Unmount() { std::system(("umount -l " + p.string()).c_str()); }
+  } unmount{mnt};
+  Agent agent("", "commit_interval = \"200ms\"\ninterval = \"200ms\"", "", mnt.string());
+  HttpClient c(agent.port());
+  bool failing = eventually(
+      [&] {
+        auto r = c.get("/api/health");
+        return r.status == 503 && r.body.find("store: the last") != std::string::npos &&
+               r.body.find("full") != std::string::npos;
+      },
+      60s);
+  CHECK(failing);
+  auto seq = sequence_of(c);
+  REQUIRE(eventually([&] { return sequence_of(c) > seq + 2; }));  // still sampling
+  auto h = c.get("/api/history?limit=3");
+  CHECK(h.status == 200);  // queued samples are still served
+  CHECK_THAT(agent.stderr_text(), Catch::Contains("history store:") && Catch::Contains("full"));
+  // Room again: the queued samples are written and health recovers.
+  REQUIRE(std::system(("mount -o remount,size=8m " + mnt.string()).c_str()) == 0);
+  CHECK(eventually([&] { return c.get("/api/health").status == 200; }, 10s));
+  CHECK(agent.stop() == 0);
+}
+
+TEST_CASE("agent: a corrupt database stops start-up with exit 1 naming the file") {
+  TempDir tmp;
+  fs::create_directories(tmp.path / "data");
+  write_text(tmp.path / "data/kiwi.db", std::string(8192, 'x'));
+  auto file = (tmp.path / "kiwi.toml").string();
+  write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
+                       "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[http]\nbind = \"127.0.0.1:0\"\n");
+  auto r = run_agent_command({"--config", file});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains((tmp.path / "data/kiwi.db").string()) &&
+                        Catch::Contains("file is not a database"));
+}
+
+TEST_CASE("agent: a port already in use stops start-up with exit 1 and the address") {
+  Agent first;
+  TempDir tmp;
+  auto file = (tmp.path / "kiwi.toml").string();
+  write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                   "\"\n[http]\nbind = \"127.0.0.1:" + std::to_string(first.port()) + "\"\n[collector]\nsnapshot_path = \"\"\n");
+  auto r = run_agent_command({"--config", file});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(first.port())));
+}

@@ -145,7 +145,7 @@ struct AgentStats {
   std::uint64_t ticks = 0;
   std::uint64_t missed_ticks = 0;
   std::uint64_t store_write_errors = 0;       // since start
-  std::uint64_t store_failing_ticks = 0;      // consecutive failed writes up to now (0 = healthy)
+  std::uint64_t store_failing_writes = 0;     // history commits failed in a row (0 = healthy)
   std::string store_last_error;
   std::vector<PluginStatus> plugins;
   std::vector<HttpRequestCount> http_requests;
