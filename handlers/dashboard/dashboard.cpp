@@ -13,9 +13,10 @@
 
 #include "kiwi_embedded.hpp"
 
-extern const kiwi_embedded::File kiwi_www[];  // www/**
+// www/** and, from CMakeLists.txt, assets/uPlot.* and assets/README.md.
+extern const kiwi_embedded::File kiwi_www[];
 extern const std::size_t kiwi_www_count;
-extern const kiwi_embedded::File kiwi_vendor[];  // assets/uPlot.*, assets/README.md (see CMakeLists)
+extern const kiwi_embedded::File kiwi_vendor[];
 extern const std::size_t kiwi_vendor_count;
 
 namespace {
@@ -31,10 +32,14 @@ constexpr kiwi::OptionSpec kOptions[] = {
 
 std::string_view content_type(std::string_view path) {
   static constexpr std::pair<std::string_view, std::string_view> kTypes[] = {
-      {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
-      {".css", "text/css; charset=utf-8"},   {".svg", "image/svg+xml"},
-      {".png", "image/png"},                 {".ico", "image/x-icon"},
-      {".json", "application/json"},         {".txt", "text/plain; charset=utf-8"},
+      {".html", "text/html; charset=utf-8"},
+      {".js", "text/javascript; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},
+      {".svg", "image/svg+xml"},
+      {".png", "image/png"},
+      {".ico", "image/x-icon"},
+      {".json", "application/json"},
+      {".txt", "text/plain; charset=utf-8"},
       {".md", "text/plain; charset=utf-8"}};  // Markdown is read as text in the browser
   for (auto& [ext, type] : kTypes)
     if (path.ends_with(ext)) return type;
@@ -51,18 +56,14 @@ std::string etag_of(std::string_view data) {
   return buf;
 }
 
-// "500ms", "5s", "2m" -> milliseconds. The page's poll period: 1 s (the agent samples once a
-// second at most usefully) to 10 min.
+// "500ms", "5s", "2m" -> milliseconds. The page's poll period: 1 s (faster only loads the board
+// the agent watches) to 10 min.
 std::int64_t parse_poll_interval(std::string_view text) {
   std::int64_t n = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
-  std::int64_t ms = -1;
-  if (ec == std::errc() && n >= 0 && n <= 1'000'000) {
-    if (unit == "ms") ms = n;
-    else if (unit == "s") ms = n * 1000;
-    else if (unit == "m") ms = n * 60'000;
-  }
+  const std::int64_t scale = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "m" ? 60'000 : 0;
+  const std::int64_t ms = ec == std::errc() && n >= 0 && n <= 1'000'000 && scale ? n * scale : -1;
   if (ms < 0)
     throw std::invalid_argument("poll_interval: \"" + std::string(text) +
                                 "\" is not a duration; use a whole number with ms, s or m, e.g. "
@@ -103,11 +104,12 @@ class DashboardHandler final : public kiwi::Handler {
     const double hot = o.get_number("temperature_hot_celsius");
     for (double c : {warm, hot})
       if (!std::isfinite(c) || c < -50 || c > 200)
-        throw std::invalid_argument("temperature thresholds must be from -50 to 200 (celsius), got " +
-                                    number_text(c));
+        throw std::invalid_argument(
+            "temperature thresholds must be from -50 to 200 (celsius), got " + number_text(c));
     if (!(warm < hot))
       throw std::invalid_argument("temperature_warm_celsius (" + number_text(warm) +
-                                  ") must be below temperature_hot_celsius (" + number_text(hot) + ")");
+                                  ") must be below temperature_hot_celsius (" + number_text(hot) +
+                                  ")");
     const std::map<std::string, std::string> page_values = {
         {"poll_ms", std::to_string(poll_ms)},
         {"temperature_warm_celsius", number_text(warm)},
@@ -118,8 +120,8 @@ class DashboardHandler final : public kiwi::Handler {
       std::string data(f.data);
       if (path == "/index.html") data = render_index(std::move(data), page_values);
       auto body = std::make_shared<const std::string>(std::move(data));
-      files_.insert_or_assign(path, File{body, kiwi::gzip_body(body), std::string(content_type(path)),
-                                         etag_of(*body)});
+      files_.insert_or_assign(
+          path, File{body, kiwi::gzip_body(body), std::string(content_type(path)), etag_of(*body)});
     };
     for (std::size_t i = 0; i < kiwi_www_count; ++i) add(kiwi_www[i]);
     for (std::size_t i = 0; i < kiwi_vendor_count; ++i) add(kiwi_vendor[i]);
@@ -128,7 +130,8 @@ class DashboardHandler final : public kiwi::Handler {
   kiwi::Response handle(const kiwi::Request& req) override {
     // Only exact names of embedded files are served: no path from the request reaches a filesystem.
     auto it = files_.find(req.path == "/" ? std::string_view("/index.html") : req.path);
-    if (it == files_.end()) return kiwi::Response::error(404, "no such file: " + std::string(req.path));
+    if (it == files_.end())
+      return kiwi::Response::error(404, "no such file: " + std::string(req.path));
     const File& f = it->second;
     kiwi::Response res;
     res.content_type = f.type;

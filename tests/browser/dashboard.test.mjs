@@ -56,25 +56,33 @@ const fmt = {
     const v = b / 1024 ** i;
     return i === 0 ? `${Math.round(v)} B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${units[i]}`;
   },
+  rate(b) {
+    const units = ['B/s', 'kB/s', 'MB/s', 'GB/s'];
+    let i = 0;
+    while (b >= 1000 ** (i + 1) && i < units.length - 1) i++;
+    const v = b / 1000 ** i;
+    return i === 0 ? `${Math.round(v)} B/s` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${units[i]}`;
+  },
   hz: (hz) => (hz >= 1e9 ? `${(hz / 1e9).toFixed(2)} GHz` : `${Math.round(hz / 1e6)} MHz`),
   c: (c) => `${c.toFixed(1)} °C`,
   load: (l) => l.toFixed(2),
 };
 
-let agent, staleAgent, context, page, supportsStep;
+let agent, staleAgent, context, page;
 const userDataDir = mkdtempSync(join(tmpdir(), 'kiwi-chromium-'));
 const pages = []; // { page, origin, requests: [], console: [] }
 let phase = 'normal'; // console messages are tagged with the phase they came in
 const snapshots = new Map(); // /api/current bodies the page received, by sequence
 
 function watch(p, origin) {
-  const rec = { page: p, origin, requests: [], console: [] };
+  const rec = { page: p, origin, requests: [], console: [], files: [] };
   p.on('request', (r) => rec.requests.push({ url: r.url(), headers: r.headers() }));
   p.on('console', (m) => {
     if (m.type() === 'error' || m.type() === 'warning') rec.console.push({ phase, type: m.type(), text: m.text(), url: m.location().url });
   });
   p.on('pageerror', (e) => rec.console.push({ phase, type: 'pageerror', text: String(e) }));
   p.on('response', async (r) => {
+    if (!new URL(r.url()).pathname.startsWith('/api/')) rec.files.push(r); // the page's own files
     if (new URL(r.url()).pathname === '/api/current' && r.status() === 200) {
       try { const d = await r.json(); snapshots.set(d.sequence, d); } catch { /* page closed */ }
     }
@@ -92,7 +100,6 @@ before(async () => {
   fakeSysfs(sys, ZONES, procStatCores(), FREQ_KHZ);
   agent.agentLines = `sysfs = ${JSON.stringify(sys)}`;
   await agent.start();
-  supportsStep = (await fetch(`${agent.origin}/api/history?limit=1&step=4`)).status === 200;
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
@@ -130,6 +137,17 @@ test('the page loads from the agent and goes live, with the configured options',
   assert.equal(head.interval, `${cur.interval_seconds} s`);
   assert.equal(head.banner, true, 'no banner while live');
   assert.ok(head.links.includes('/api/current') && head.links.includes('/metrics') && head.links.some((l) => /README/.test(l)));
+  // Page weight: everything but the API, as transferred (gzip), under 100 kB with uPlot.
+  const files = pages[0].files;
+  assert.deepEqual(files.map((r) => new URL(r.url()).pathname).sort(),
+    ['/', '/assets/app.js', '/assets/style.css', '/assets/uPlot.iife.min.js', '/assets/uPlot.min.css']);
+  let bytes = 0;
+  for (const r of files) {
+    bytes += (await r.request().sizes()).responseBodySize;
+    assert.equal((await r.allHeaders())['content-encoding'], 'gzip', `${r.url()} is sent gzipped`);
+  }
+  assert.ok(bytes < 100 * 1024, `page weight ${bytes} bytes`);
+  console.log(`# page weight: ${bytes} bytes gzipped (HTML, JS, CSS, uPlot)`);
   // The docs link is served by the agent too.
   const docs = await fetch(`${agent.origin}/assets/README.md`);
   assert.equal(docs.status, 200);
@@ -148,11 +166,12 @@ test('cards show the values of /api/current, formatted for people', async () => 
     temps: [...document.querySelectorAll('#card-thermal .temps .row')].map((r) => ({
       name: r.querySelector('dt').firstChild.textContent, level: r.dataset.level, hottest: r.classList.contains('hottest') })),
     bigLevel: document.querySelector('#card-thermal .big').dataset.level,
-    networkHidden: document.getElementById('card-network').hidden,
+    hidden: { network: document.getElementById('card-network').hidden, diskio: document.getElementById('card-diskio').hidden },
   }));
   const snap = await until(() => snapshots.get(shown.sequence), 5000, `the page's /api/current body #${shown.sequence}`);
   const find = (metric, label = null) => shown.values.filter((v) => v.metric === metric && v.label === label);
-  const metricsOf = (plugin) => Object.values(snap.sensors).find((s) => s.plugin === plugin).metrics;
+  const sensorOf = (plugin) => Object.values(snap.sensors).find((s) => s.plugin === plugin);
+  const metricsOf = (plugin) => sensorOf(plugin).metrics;
   const labelOf = (m) => (m.labels ? Object.values(m.labels)[0] : null);
   const expectText = {
     cpu_usage_ratio: (v) => fmt.pct(v, 1), cpu_core_usage_ratio: (v) => fmt.pct(v), cpu_frequency_hertz: fmt.hz,
@@ -162,9 +181,14 @@ test('cards show the values of /api/current, formatted for people', async () => 
     memory_cached_bytes: fmt.iec, memory_buffers_bytes: fmt.iec, memory_used_ratio: (v) => fmt.pct(v),
     storage_used_bytes: fmt.iec, storage_size_bytes: fmt.iec, storage_available_bytes: fmt.iec,
     storage_used_ratio: (v) => fmt.pct(v),
+    network_receive_bytes_per_second: fmt.rate, network_transmit_bytes_per_second: fmt.rate,
+    diskio_read_bytes_per_second: fmt.rate, diskio_write_bytes_per_second: fmt.rate,
   };
+  // Network and disk I/O cards show only where the agent runs those sensors.
+  const optional = ['network', 'diskio'].filter((p) => sensorOf(p));
+  for (const p of ['network', 'diskio']) assert.equal(shown.hidden[p], !sensorOf(p), `${p} card shown iff the sensor runs`);
   let compared = 0;
-  for (const plugin of ['cpu', 'thermal', 'memory', 'storage']) {
+  for (const plugin of ['cpu', 'thermal', 'memory', 'storage', ...optional.filter((p) => sensorOf(p).status === 'ok')]) {
     for (const m of metricsOf(plugin)) {
       const want = expectText[m.name];
       if (!want) continue; // not on a card (cpu_mode_ratio, inodes, ...)
@@ -190,7 +214,6 @@ test('cards show the values of /api/current, formatted for people', async () => 
     'littlecore-thermal': 'ok', 'npu-thermal': 'ok', 'soc-thermal': 'ok' });
   assert.deepEqual(shown.temps.filter((t) => t.hottest).map((t) => t.name), ['bigcore1-thermal']);
   assert.equal(shown.bigLevel, 'crit');
-  assert.equal(shown.networkHidden, true, 'no network card without a network sensor');
 });
 
 // Non-transparent pixels on a chart's canvas: uPlot really drew something.
@@ -217,22 +240,20 @@ test('history charts draw points, for 2 min, 1 h and 24 h, with a tooltip', asyn
   assert.equal(await page.evaluate(() => document.getElementById('chart-thermal').dataset.series), String(ZONES.length));
   const historyUrls = () => pages[0].requests.map((r) => new URL(r.url)).filter((u) => u.pathname === '/api/history');
 
-  for (const [range, step] of [['1h', '4'], ['24h', '86']]) {
+  // 2 min: the latest 120 samples, only the series the charts draw.
+  const first = historyUrls()[0].searchParams;
+  assert.equal(first.get('limit'), '120');
+  assert.equal(first.get('step'), null);
+  assert.ok(first.get('series').split(',').includes('cpu_usage_ratio'));
+  for (const [range, step, seconds] of [['1h', '4', 3600], ['24h', '86', 86400]]) {
     const sec = await showRange(range);
+    // The agent downsamples: the page asked for since = now - range and step, got "step" back.
+    assert.equal(sec.api, 'full', `${range}: the agent's history API takes since/step/series`);
+    assert.equal(sec.step, step);
     assert.ok((await points('cpu')) > 0, `${range}: cpu chart has points`);
-    if (supportsStep) {
-      // The agent downsamples: the page asked for since/step and shows about 1,000 points at most.
-      assert.equal(sec.api, 'full');
-      assert.equal(sec.step, step);
-      const u = historyUrls().filter((x) => x.searchParams.get('step') === step).at(-1);
-      assert.ok(u, `a request with step=${step}`);
-      assert.ok(Number(u.searchParams.get('since')) > 0);
-      assert.ok((await points('cpu')) <= 1100, 'about 1,000 points at most');
-    } else {
-      // An agent without `step` (before issue 4): the page falls back to the last 120 samples.
-      assert.equal(sec.api, 'basic');
-      assert.ok(historyUrls().some((x) => x.search === '?limit=120'), 'fell back to limit=120');
-    }
+    assert.ok((await points('cpu')) <= 1100, `${range}: about 1,000 points at most`);
+    const u = historyUrls().filter((x) => x.searchParams.get('step') === step).at(-1).searchParams;
+    assert.ok(Math.abs(Number(u.get('since')) - (Date.now() / 1000 - seconds)) < 10, `${range}: since = now - ${seconds}`);
   }
   await showRange('2m');
 
@@ -245,6 +266,105 @@ test('history charts draw points, for 2 min, 1 h and 24 h, with a tooltip', asyn
   }, null, { timeout: 5000 });
   assert.match(await tip.jsonValue(), /^\d\d:\d\d:\d\dtotal \d+\.\d%$/);
   await page.mouse.move(0, 0);
+});
+
+// A full day of history, simulated in the browser's network layer (the test agent is seconds old):
+// the page's downsampled and incremental paths with their real sizes (about 900 and 1,000 points).
+function simulatedHistory(url) {
+  const q = new URL(url).searchParams;
+  const now = Math.floor(Date.now() / 1000);
+  const step = Number(q.get('step') || 0);
+  const limit = Number(q.get('limit') || 120);
+  let ts;
+  if (step) {
+    const first = Math.floor(Number(q.get('since')) / step) * step;
+    ts = [];
+    for (let t = first; t <= now; t += step) ts.push(t);
+    ts = ts.slice(-limit);
+  } else {
+    ts = Array.from({ length: limit }, (_, i) => now - limit + 1 + i);
+  }
+  const all = {
+    cpu_usage_ratio: { name: 'cpu_usage_ratio', unit: 'ratio', f: (t) => 0.5 + 0.4 * Math.sin(t / 300) },
+    'thermal_celsius{sensor="soc"}': { name: 'thermal_celsius', labels: { sensor: 'soc' }, unit: 'celsius', f: (t) => 50 + 5 * Math.sin(t / 600) },
+    memory_used_bytes: { name: 'memory_used_bytes', unit: 'bytes', f: () => 2 ** 31 },
+    memory_cached_bytes: { name: 'memory_cached_bytes', unit: 'bytes', f: () => 2 ** 30 },
+    memory_total_bytes: { name: 'memory_total_bytes', unit: 'bytes', f: () => 2 ** 33 },
+  };
+  const wanted = q.get('series') ? q.get('series').split(',') : null;
+  const series = {};
+  for (const [key, { f, ...meta }] of Object.entries(all)) {
+    if (wanted && !wanted.includes(meta.name) && !wanted.includes(key)) continue;
+    series[key] = { ...meta, values: ts.map(f) };
+  }
+  return { version: 1, count: ts.length, ...(step ? { step } : {}), timestamps: ts, series };
+}
+
+test('a day of history: about 1,000 points per chart, then only the newest buckets are fetched', async () => {
+  const p = await context.newPage();
+  const rec = watch(p, agent.origin);
+  await p.addInitScript(() => localStorage.clear()); // the chosen range is remembered per origin
+  await p.route('**/api/history?*', (route) => route.fulfill({ json: simulatedHistory(route.request().url()) }));
+  await p.goto(`${agent.origin}/`);
+  await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '2m', null, { timeout: 10000 });
+  const hist = () => rec.requests.map((r) => new URL(r.url)).filter((u) => u.pathname === '/api/history');
+  const first = hist()[0].searchParams;
+  assert.equal(first.get('limit'), '120');
+  assert.equal(first.get('step'), null);
+  // Only what the charts draw, by name (labelled series included by the agent).
+  assert.deepEqual(first.get('series').split(','), ['cpu_usage_ratio', 'thermal_celsius', 'memory_used_bytes', 'memory_cached_bytes']);
+  assert.ok(!/series=[^&]*%2C/.test(hist()[0].search), 'commas are sent as they are');
+
+  for (const [range, step, buckets] of [['1h', 4, 900], ['24h', 86, 1004]]) {
+    await p.click(`.ranges button[data-range="${range}"]`);
+    await p.waitForFunction((r) => document.getElementById('history').dataset.loadedRange === r, range, { timeout: 10000 });
+    const sec = await p.evaluate(() => ({ ...document.getElementById('history').dataset }));
+    assert.equal(sec.api, 'full');
+    assert.equal(sec.step, String(step));
+    const u = hist().filter((x) => x.searchParams.get('step') === String(step)).at(-1).searchParams;
+    const now = Math.floor(Date.now() / 1000);
+    assert.ok(Math.abs(Number(u.get('since')) - (now - (range === '1h' ? 3600 : 86400))) <= 5, `${range}: since = now - range`);
+    const pts = Number(await p.evaluate(() => document.getElementById('chart-cpu').dataset.points));
+    assert.ok(pts >= buckets - 2 && pts <= buckets + 2, `${range}: about ${buckets} points, got ${pts}`);
+    assert.match(await p.evaluate(() => document.getElementById('history-note').textContent), new RegExp(`mean of ${step} s`));
+  }
+  // 1 h again, then live: the next requests ask only for the newest bucket on, and the chart keeps its length.
+  await p.click('.ranges button[data-range="1h"]');
+  await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '1h', null, { timeout: 10000 });
+  const full = hist().filter((x) => x.searchParams.get('step') === '4').at(-1);
+  const inc = await until(() => hist().filter((x) => x.searchParams.get('step') === '4' &&
+    Number(x.searchParams.get('since')) > Number(full.searchParams.get('since')) + 3000).at(-1), 10000, 'an incremental 1 h request');
+  assert.ok(Number(inc.searchParams.get('limit')) <= 5, 'an incremental request asks for a few buckets');
+  await until(async () => {
+    const pts = Number(await p.evaluate(() => document.getElementById('chart-cpu').dataset.points));
+    return pts >= 898 && pts <= 902;
+  }, 5000, 'the merged 1 h chart to keep about 900 points');
+  await p.close();
+});
+
+test('an older agent without since/step/series: the charts fall back to the last 120 samples', async () => {
+  const p = await context.newPage();
+  const rec = watch(p, agent.origin);
+  rec.older = true;
+  await p.addInitScript(() => localStorage.clear());
+  // What the history handler answered before those parameters: 400 naming the first unknown one.
+  await p.route('**/api/history?*', (route) => {
+    const q = new URL(route.request().url()).searchParams;
+    const unknown = [...q.keys()].find((k) => k !== 'limit');
+    if (!unknown) return route.continue();
+    return route.fulfill({ status: 400, json: { error: { status: 400, parameter: unknown, message: 'unknown parameter; accepted: limit' } } });
+  });
+  await p.goto(`${agent.origin}/`);
+  await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '2m', null, { timeout: 10000 });
+  await p.click('.ranges button[data-range="1h"]');
+  await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '1h', null, { timeout: 10000 });
+  const sec = await p.evaluate(() => ({ ...document.getElementById('history').dataset, note: document.getElementById('history-note').textContent,
+    points: Number(document.getElementById('chart-cpu').dataset.points) }));
+  assert.equal(sec.api, 'basic');
+  assert.ok(sec.points > 0, 'the chart is drawn all the same');
+  assert.match(sec.note, /cannot downsample .* showing the last 2 min/);
+  assert.ok(rec.requests.some((r) => new URL(r.url).search === '?limit=120'), 'fell back to limit=120');
+  await p.close();
 });
 
 test('screenshots: desktop (light and dark) and phone', async () => {
@@ -315,12 +435,12 @@ test('nothing but the agent was asked for anything, 304s were used, and the cons
     assert.ok(polls.length >= 1);
     assert.ok(polls.slice(1).every((r) => r.headers['if-none-match']), 'every poll after the first sends If-None-Match');
   }
-  const allowed = (m) =>
+  const allowed = (rec, m) =>
     // Chromium logs each refused connection while the agent is down.
     (m.phase === 'unreachable' && /net::ERR_CONNECTION_(REFUSED|RESET)|ERR_EMPTY_RESPONSE/.test(m.text)) ||
-    // An agent without `step` answers the first history request with 400 (the page then falls back).
-    (!supportsStep && /status of 400/.test(m.text) && /\/api\/history\?/.test(m.url));
-  const bad = pages.flatMap((r) => r.console).filter((m) => !allowed(m));
+    // The simulated older agent answers the newer history parameters with 400 (on purpose).
+    (rec.older && /status of 400/.test(m.text) && /\/api\/history\?/.test(m.url));
+  const bad = pages.flatMap((rec) => rec.console.filter((m) => !allowed(rec, m)));
   assert.deepEqual(bad, [], 'console errors and warnings');
 });
 

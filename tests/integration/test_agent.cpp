@@ -5,37 +5,15 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "harness.hpp"
+#include "checks.hpp"
 
 using namespace kiwi_test;
 using namespace std::chrono_literals;
 
 namespace {
 
-rapidjson::Document parse_json(const std::string& body) {
-  rapidjson::Document d;
-  d.Parse(body.c_str(), body.size());
-  INFO(body);
-  REQUIRE_FALSE(d.HasParseError());
-  return d;
-}
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
-std::string quick_check(const fs::path& db) {
-  sqlite3* h = nullptr;
-  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* st = nullptr;
-  std::string result = "cannot run";
-  if (sqlite3_prepare_v2(h, "PRAGMA quick_check", -1, &st, nullptr) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    result = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return result;
-}
 
 // Asserts a 400 in the API's error shape naming `parameter`, on a connection that stays usable.
 void expect_bad_parameter(HttpClient& c, const std::string& target, const std::string& parameter) {
@@ -49,10 +27,6 @@ void expect_bad_parameter(HttpClient& c, const std::string& target, const std::s
   CHECK(std::string(d["error"]["message"].GetString()).size() > 5);
 }
 
-std::uint64_t sequence_of(HttpClient& c) {
-  auto d = parse_json(c.get("/api/current").body);
-  return d["sequence"].GetUint64();
-}
 
 }  // namespace
 
@@ -302,20 +276,6 @@ TEST_CASE("kiwi-agent --print-default-config prints config/kiwi-agent.toml, whic
   CHECK_THAT(bad.err, Catch::Contains("unknown argument '--bogus'") && Catch::Contains("usage:"));
 }
 
-namespace {
-std::size_t rows_on_disk(const fs::path& db) {
-  sqlite3* h = nullptr;
-  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* st = nullptr;
-  std::size_t n = 0;
-  if (sqlite3_prepare_v2(h, "SELECT COUNT(*) FROM samples", -1, &st, nullptr) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    n = static_cast<std::size_t>(sqlite3_column_int64(st, 0));
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return n;
-}
-}  // namespace
 
 TEST_CASE("agent: kill -9 loses at most the last commit interval and never corrupts the database") {
   Agent agent("", "commit_interval = \"1s\"");
@@ -341,17 +301,12 @@ TEST_CASE("agent: SIGTERM writes every queued sample before exiting") {
 
 TEST_CASE("agent: a full disk makes health fail with the reason; serving and sampling go on") {
   TempDir tmp;
-  auto mnt = tmp.path / "tiny";
-  fs::create_directories(mnt);
-  if (std::system(("mount -t tmpfs -o size=96k tmpfs " + mnt.string() + " 2>/dev/null").c_str()) != 0) {
+  TinyFilesystem tiny(tmp.path / "tiny", "96k");
+  if (!tiny.mounted()) {
     WARN("cannot mount a tmpfs here; full-disk test not run");
     return;
   }
-  struct Unmount {
-    fs::path p;
-    ~Unmount() { std::system(("umount -l " + p.string()).c_str()); }
-  } unmount{mnt};
-  Agent agent("", "commit_interval = \"200ms\"\ninterval = \"200ms\"", "", mnt.string());
+  Agent agent("", "commit_interval = \"200ms\"\ninterval = \"200ms\"", "", tiny.path().string());
   HttpClient c(agent.port());
   bool failing = eventually(
       [&] {
@@ -367,7 +322,7 @@ TEST_CASE("agent: a full disk makes health fail with the reason; serving and sam
   CHECK(h.status == 200);  // queued samples are still served
   CHECK_THAT(agent.stderr_text(), Catch::Contains("history store:") && Catch::Contains("full"));
   // Room again: the queued samples are written and health recovers.
-  REQUIRE(std::system(("mount -o remount,size=8m " + mnt.string()).c_str()) == 0);
+  REQUIRE(tiny.grow("8m"));
   CHECK(eventually([&] { return c.get("/api/health").status == 200; }, 10s));
   CHECK(agent.stop() == 0);
 }

@@ -6,20 +6,13 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
-#include "harness.hpp"
+#include "checks.hpp"
 
 using namespace kiwi_test;
 using namespace std::chrono_literals;
 
 namespace {
 
-rapidjson::Document parse_json(const std::string& body) {
-  rapidjson::Document d;
-  d.Parse(body.c_str(), body.size());
-  INFO(body);
-  REQUIRE_FALSE(d.HasParseError());
-  return d;
-}
 
 std::string gunzip(const std::string& in) {
   z_stream z{};
@@ -36,9 +29,6 @@ std::string gunzip(const std::string& in) {
   return out;
 }
 
-std::uint64_t sequence_of(HttpClient& c) {
-  return parse_json(c.get("/api/current").body)["sequence"].GetUint64();
-}
 
 // Runs a command, returns its exit code and output (stdout and stderr together).
 std::pair<int, std::string> run_shell(const std::string& cmd) {

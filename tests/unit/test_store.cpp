@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "store.hpp"
+#include "test_support.hpp"
 
 #include <kiwi/glob.hpp>
 
@@ -34,18 +35,6 @@ void append(Store& s, std::int64_t ts, const std::vector<kiwi::MetricValue>& ms,
   if (flush) s.flush(0, 0);
 }
 
-std::size_t rows_on_disk(const std::string& path) {
-  sqlite3* h = nullptr;
-  sqlite3_open_v2(path.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* st = nullptr;
-  std::size_t n = 0;
-  if (sqlite3_prepare_v2(h, "SELECT COUNT(*) FROM samples", -1, &st, nullptr) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    n = static_cast<std::size_t>(sqlite3_column_int64(st, 0));
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return n;
-}
 
 const kiwi::HistorySeries* find(const kiwi::HistoryResult& r, const std::string& key) {
   for (auto& s : r.series)
@@ -123,11 +112,11 @@ TEST_CASE("store: retention deletes old samples in small steps") {
   Store store(db.path());
   for (int i = 0; i < 100; ++i) append(store, i * 1000, {metric("a", i, "")}, false);
   store.flush(50'000, 32);
-  CHECK(rows_on_disk(db.path()) == 68);  // a step, not everything at once
+  CHECK(kiwi_test::rows_on_disk(db.path()) == 68);  // a step, not everything at once
   store.flush(50'000, 32);
-  CHECK(rows_on_disk(db.path()) == 50);
+  CHECK(kiwi_test::rows_on_disk(db.path()) == 50);
   store.flush(50'000, 32);
-  CHECK(rows_on_disk(db.path()) == 50);
+  CHECK(kiwi_test::rows_on_disk(db.path()) == 50);
   kiwi::HistoryQuery q;
   q.limit = 1000;
   auto r = store.query(q);
@@ -140,7 +129,7 @@ TEST_CASE("store: queued samples are visible to queries before they reach the di
   Store store(db.path());
   for (int i = 0; i < 3; ++i) append(store, i * 1000, {metric("a", i, "")});
   for (int i = 3; i < 6; ++i) append(store, i * 1000, {metric("a", i, ""), metric("b", 1, "")}, false);
-  CHECK(rows_on_disk(db.path()) == 3);
+  CHECK(kiwi_test::rows_on_disk(db.path()) == 3);
   kiwi::HistoryQuery q;
   q.limit = 4;
   auto r = store.query(q);
@@ -153,7 +142,7 @@ TEST_CASE("store: queued samples are visible to queries before they reach the di
   q.limit = 100;
   CHECK(store.query(q).timestamps == std::vector<double>{0, 2, 4});
   store.flush(0, 0);
-  CHECK(rows_on_disk(db.path()) == 6);
+  CHECK(kiwi_test::rows_on_disk(db.path()) == 6);
   Store reopened(db.path());
   CHECK(reopened.series().size() == 2);
 }
@@ -161,17 +150,12 @@ TEST_CASE("store: queued samples are visible to queries before they reach the di
 TEST_CASE("store: a full disk loses nothing: samples stay queued until there is room again") {
   // A real full filesystem: a tiny tmpfs (needs root and CAP_SYS_ADMIN, as CI has here).
   TempDb db;
-  auto mnt = db.dir / "tiny";
-  fs::create_directories(mnt);
-  if (std::system(("mount -t tmpfs -o size=64k tmpfs " + mnt.string() + " 2>/dev/null").c_str()) != 0) {
+  kiwi_test::TinyFilesystem tiny(db.dir / "tiny", "64k");
+  if (!tiny.mounted()) {
     WARN("cannot mount a tmpfs here; full-disk test not run");
     return;
   }
-  struct Unmount {
-    fs::path p;
-    ~Unmount() { std::system(("umount " + p.string()).c_str()); }
-  } unmount{mnt};
-  const std::string path = (mnt / "kiwi.db").string();
+  const std::string path = (tiny.path() / "kiwi.db").string();
   Store store(path);
   std::vector<kiwi::MetricValue> wide;
   for (int s = 0; s < 50; ++s) wide.push_back(metric("m" + std::to_string(s), 0.5 + s, ""));
@@ -190,10 +174,10 @@ TEST_CASE("store: a full disk loses nothing: samples stay queued until there is 
   kiwi::HistoryQuery q;
   q.limit = 1;
   CHECK(store.query(q).timestamps == std::vector<double>{static_cast<double>(t - 1)});  // still served
-  REQUIRE(std::system(("mount -o remount,size=4m " + mnt.string()).c_str()) == 0);
+  REQUIRE(tiny.grow("4m"));
   store.flush(0, 0);
   CHECK(store.pending_rows() == 0);
-  CHECK(rows_on_disk(path) == static_cast<std::size_t>(t));  // every sample, none lost
+  CHECK(kiwi_test::rows_on_disk(path) == static_cast<std::size_t>(t));  // every sample, none lost
 }
 
 TEST_CASE("store: the read-only connection refuses writes") {

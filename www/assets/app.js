@@ -1,10 +1,17 @@
-// kiwi-agent dashboard: polls /api/current, renders four cards. Plain ES2020.
-// Values arrive in base units (bytes, ratio, hertz, celsius); formatting for people happens here.
+// kiwi-agent dashboard: polls /api/current for the cards and /api/history for the charts (uPlot).
+// Values arrive in base units (bytes, ratio, hertz, celsius, bytes per second); formatting for
+// people happens here. Plain ES2020, no framework; every byte comes from the agent itself.
 'use strict';
 (() => {
   const API = '/api/current';
+  const HISTORY = '/api/history';
   const body = document.body;
-  const POLL_MS = Math.max(1000, parseInt(body.dataset.pollMs, 10) || 5000);
+  // The agent writes its dashboard options into <body data-*>; "@poll_ms@" (a file opened
+  // without the agent) falls back to the defaults.
+  const setting = (v, dflt) => { const n = parseFloat(v); return Number.isFinite(n) ? n : dflt; };
+  const POLL_MS = Math.max(1000, setting(body.dataset.pollMs, 5000));
+  const WARM_C = setting(body.dataset.temperatureWarm, 70);
+  const HOT_C = setting(body.dataset.temperatureHot, 80);
   const TIMEOUT_MS = Math.min(Math.max(POLL_MS, 3000), 10000);
   const $ = (id) => document.getElementById(id);
   const byName = new Intl.Collator(undefined, { numeric: true }).compare;
@@ -13,14 +20,15 @@
   const DASH = '–';
 
   // ---- formatting ----
-  const IEC = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-  function fmtBytes(b) {
-    if (!ok(b)) return DASH;
-    let v = Math.abs(b), i = 0;
-    while (v >= 1024 && i < IEC.length - 1) { v /= 1024; i++; }
-    const s = i ? v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0) : String(Math.round(v));
-    return `${b < 0 ? '-' : ''}${s} ${IEC[i]}`;
+  function scaled(v, base, units) {
+    if (!ok(v)) return DASH;
+    let a = Math.abs(v), i = 0;
+    while (a >= base && i < units.length - 1) { a /= base; i++; }
+    const s = i ? a.toFixed(a < 10 ? 2 : a < 100 ? 1 : 0) : String(Math.round(a));
+    return `${v < 0 ? '-' : ''}${s} ${units[i]}`;
   }
+  const fmtBytes = (b) => scaled(b, 1024, ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']); // sizes: IEC
+  const fmtRate = (b) => scaled(b, 1000, ['B/s', 'kB/s', 'MB/s', 'GB/s', 'TB/s']); // rates: SI
   const fmtPct = (r, digits = 0) => (ok(r) ? `${(r * 100).toFixed(digits)}%` : DASH);
   const fmtHz = (hz) => (!ok(hz) ? DASH : hz >= 1e9 ? `${(hz / 1e9).toFixed(2)} GHz` : `${Math.round(hz / 1e6)} MHz`);
   const fmtC = (c) => (ok(c) ? `${c.toFixed(1)} °C` : DASH);
@@ -32,6 +40,12 @@
     if (s < 120) return `${s} s`;
     if (s < 7200) return `${Math.floor(s / 60)} min`;
     return s < 172800 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : `${Math.floor(s / 86400)} d`;
+  }
+  function fmtUptime(s) {
+    if (!ok(s)) return DASH;
+    s = Math.max(0, Math.floor(s));
+    const d = Math.floor(s / 86400), hr = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+    return d ? `${d} d ${hr} h` : hr ? `${hr} h ${m} min` : m ? `${m} min` : `${s} s`;
   }
 
   // ---- DOM helpers: text only (sensor names and messages are data, never HTML) ----
@@ -83,7 +97,9 @@
     ];
   }
 
-  const level = (c) => (c >= 80 ? 'crit' : c >= 70 ? 'warn' : 'ok'); // °C; SBC SoCs throttle at about 80-85
+  // Thresholds come from the dashboard options (temperature_warm_celsius, temperature_hot_celsius).
+  const level = (c) => (c >= HOT_C ? 'crit' : c >= WARM_C ? 'warn' : 'ok');
+  const LEVEL_WORD = { warn: ' (warm)', crit: ' (hot)' };
   function thermalCard(m) {
     const temps = m.all('thermal_celsius')
       .map((x) => ({ name: String((x.labels || {}).sensor), c: num(x.value) }))
@@ -92,14 +108,17 @@
     let max = m.one('thermal_max_celsius');
     if (!ok(max)) max = Math.max(...temps.map((t) => t.c).filter(ok));
     const hottest = temps.find((t) => t.c === max);
-    const p = big(val('thermal_max_celsius', fmtC(max), max), ' ', h('small', {}, 'hottest'));
+    const p = big(val('thermal_max_celsius', fmtC(max), max), ' ', h('small', {}, 'hottest'),
+      h('span', { class: 'sr-only' }, LEVEL_WORD[level(max)]));
     p.dataset.level = level(max);
     return [p, h('dl', { class: 'temps' }, temps.map((t) => {
       const r = row([t.name, t === hottest && h('span', { class: 'sr-only' }, ' (hottest)')],
-        bar(t.c / 100, level(t.c)), val('thermal_celsius', fmtC(t.c), t.c, t.name));
+        bar(t.c / 100, level(t.c)), val('thermal_celsius', fmtC(t.c), t.c, t.name),
+        h('span', { class: 'sr-only' }, LEVEL_WORD[level(t.c)]));
       r.classList.toggle('hottest', t === hottest);
+      r.dataset.level = level(t.c);
       return r;
-    }))];
+    })), note(`Warm from ${fmtC(WARM_C)}, hot from ${fmtC(HOT_C)}.`)];
   }
 
   function memoryCard(m) {
@@ -139,7 +158,25 @@
     }));
   }
 
-  const CARDS = { cpu: cpuCard, thermal: thermalCard, memory: memoryCard, storage: storageCard };
+  // Network and disk I/O: one table row per interface / device, rates in bytes per second.
+  const ratesCard = (label, head, cols, empty) => (m) => {
+    const maps = cols.map(([name]) => m.by(name, label));
+    const keys = [...new Set(maps.flatMap((x) => [...x.keys()]))].sort(byName);
+    if (!keys.length) return note(empty);
+    return h('table', { class: 'rates' },
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, head), cols.map(([, title]) => h('th', { scope: 'col' }, title)))),
+      h('tbody', {}, keys.map((k) => h('tr', {}, h('th', { scope: 'row' }, k),
+        cols.map(([name], i) => h('td', {}, val(name, fmtRate(maps[i].get(k)), maps[i].get(k), k)))))));
+  };
+
+  const CARDS = {
+    cpu: cpuCard, thermal: thermalCard, memory: memoryCard, storage: storageCard,
+    network: ratesCard('interface', 'Interface', [['network_receive_bytes_per_second', 'Receive'],
+      ['network_transmit_bytes_per_second', 'Transmit']], 'No interfaces reported.'),
+    diskio: ratesCard('device', 'Device', [['diskio_read_bytes_per_second', 'Read'],
+      ['diskio_write_bytes_per_second', 'Write']], 'No disks reported.'),
+  };
+  const OPTIONAL = new Set(['network', 'diskio']); // cards shown only where the agent runs them
 
   // Sensor keys are instance names: match the plugin field so a renamed instance still shows.
   function findSensor(sensors, plugin) {
@@ -151,6 +188,7 @@
       const card = $(`card-${plugin}`);
       const [key, sensor] = findSensor(sensors, plugin);
       const status = sensor ? String(sensor.status) : 'missing';
+      card.hidden = OPTIONAL.has(plugin) && !sensor;
       const msg = sensor && sensor.message && note(sensor.message, 'msg');
       let content;
       if (!sensor) content = note('Not configured in this agent.');
@@ -158,15 +196,302 @@
       else if (status === 'no_data') content = [note(plugin === 'thermal' ? 'No sensors on this machine.' : 'No data from this sensor.'), msg];
       else if (status !== 'ok') content = note(`Unknown status "${status}"`, 'error');
       else {
-        try { content = render(metrics(sensor)); } catch (e) {
+        try { content = [render(metrics(sensor)), msg]; } catch (e) {
           console.error(e);
           content = note(`Cannot display this sensor: ${e.message}`, 'error');
         }
       }
       card.dataset.status = status;
       if (key) card.dataset.instance = key;
-      card.querySelector('.body').replaceChildren(...[content].flat().filter(Boolean));
+      card.querySelector('.body').replaceChildren(...[content].flat(9).filter(Boolean));
     }
+  }
+
+  // ---- history charts (uPlot) ----
+  // 2 min: every sample. 1 h and 24 h: the agent downsamples (`step`) to about 900 / 1,000 points.
+  const RANGES = {
+    '2m': { seconds: 120, step: 0, refresh: 0, text: 'the last 2 minutes' },
+    '1h': { seconds: 3600, step: 4, refresh: 4, text: 'the last hour' },
+    '24h': { seconds: 86400, step: 86, refresh: 30, text: 'the last 24 hours' },
+  };
+  // Byte axes tick at 1, 2, 4 ... 512 KiB / MiB / GiB, not at 477 MiB.
+  const BINARY_STEPS = [0, 1, 2, 3, 4, 5].flatMap((k) => [1, 2, 4, 8, 16, 32, 64, 128, 256, 512].map((m) => m * 1024 ** k));
+  const pick = (labels, key, fallback) => String((labels || {})[key] ?? fallback);
+  const CHARTS = [
+    { id: 'cpu', plugin: 'cpu', names: ['cpu_usage_ratio'], fmt: (v) => fmtPct(v, 1), axis: (v) => fmtPct(v),
+      label: () => 'total', y: () => [0, 1], fill: true },
+    { id: 'thermal', plugin: 'thermal', names: ['thermal_celsius'], fmt: fmtC, axis: (v) => `${Math.round(v)} °C`,
+      label: (s) => pick(s.labels, 'sensor', s.key),
+      y: (u, min, max) => (ok(min) && ok(max) ? [Math.floor(min - 3), Math.ceil(max + 3)] : [0, 100]) },
+    { id: 'memory', plugin: 'memory', names: ['memory_used_bytes', 'memory_cached_bytes', 'memory_swap_used_bytes'],
+      fmt: fmtBytes, incrs: BINARY_STEPS, label: (s) => ({ memory_used_bytes: 'used', memory_cached_bytes: 'cached' })[s.name] || 'swap used' },
+    { id: 'network', plugin: 'network', names: ['network_receive_bytes_per_second', 'network_transmit_bytes_per_second'],
+      fmt: fmtRate, label: (s) => `${pick(s.labels, 'interface', '')} ${s.name.includes('receive') ? 'in' : 'out'}` },
+    { id: 'diskio', plugin: 'diskio', names: ['diskio_read_bytes_per_second', 'diskio_write_bytes_per_second'],
+      fmt: fmtRate, label: (s) => `${pick(s.labels, 'device', '')} ${s.name.includes('read') ? 'read' : 'write'}` },
+  ];
+  const labelText = (s) => Object.values(s.labels || {}).join(' ');
+  const fromZero = (u, min, max) => [0, ok(max) && max > 0 ? max * 1.1 : 1];
+  const HEIGHT = 170;
+
+  const hist = {
+    // api: 'full' (since/step/series) or 'basic' (limit only, an agent before those parameters);
+    // filter: 'list' (series=<what the charts draw>), 'all' (series=*) or 'none'.
+    range: '2m', api: 'full', filter: 'list',
+    inflight: false, pending: false, fetchedAt: -Infinity, fetchedRange: null,
+    last: null, window: [0, 1], charts: new Map(), error: null,
+  };
+  try { if (RANGES[localStorage.getItem('kiwi.range')]) hist.range = localStorage.getItem('kiwi.range'); } catch (e) { /* storage off */ }
+
+  function theme() {
+    const css = getComputedStyle(body);
+    const v = (name) => css.getPropertyValue(name).trim();
+    return { fg: v('--muted'), grid: v('--line'), colors: [1, 2, 3, 4, 5, 6, 7, 8].map((i) => v(`--c${i}`)) };
+  }
+  let colors = theme();
+
+  // `series=` asks only for what the charts draw, by the names in the latest sample (the agent
+  // stores a sample before it publishes it, so it knows each of them; a name it does not know
+  // would be a 400).
+  function wantedSeries() {
+    const present = new Set();
+    for (const s of Object.values(st.data.sensors)) for (const m of (s && s.metrics) || []) present.add(m.name);
+    const swap = [...Object.values(st.data.sensors)].some((s) => s && metrics(s).one('memory_swap_total_bytes') > 0);
+    return CHARTS.flatMap((def) => def.names).filter((n) => present.has(n) && (n !== 'memory_swap_used_bytes' || swap));
+  }
+
+  // `since`: fetch only from there on (the newest bucket, which may have grown, and any after it).
+  function historyUrl(now, since) {
+    const r = RANGES[hist.range];
+    const p = new URLSearchParams();
+    if (hist.api === 'basic' || !r.step) {
+      p.set('limit', String(Math.min(86400, Math.ceil(120 / (st.data.interval_seconds || 1)))));
+    } else {
+      const from = since ?? Math.floor(now - r.seconds);
+      p.set('since', String(from));
+      p.set('step', String(r.step));
+      p.set('limit', String(Math.max(1, Math.ceil((now - from) / r.step) + 1)));
+    }
+    const names = hist.filter === 'list' ? wantedSeries() : ['*'];
+    if (hist.api === 'full' && hist.filter !== 'none' && names.length) p.set('series', names.join(','));
+    return `${HISTORY}?${p}`.replace(/%2C/g, ',').replace(/%2A/g, '*');
+  }
+
+  // `add` (from `since` on) replaces the tail of `old`; points older than the window drop off.
+  // Null when the two do not line up (another set of series): the caller fetches it all again.
+  function merge(old, add, since, from) {
+    const keys = Object.keys(old.series);
+    if (keys.length !== Object.keys(add.series).length || !keys.every((k) => add.series[k])) return null;
+    const start = old.timestamps.findIndex((t) => t >= from);
+    const cut = old.timestamps.findIndex((t) => t >= since);
+    const a = start < 0 ? old.timestamps.length : start, b = cut < 0 ? old.timestamps.length : cut;
+    const out = { ...add, timestamps: [...old.timestamps.slice(a, Math.max(a, b)), ...add.timestamps], series: {} };
+    for (const k of keys) out.series[k] = { ...add.series[k], values: [...old.series[k].values.slice(a, Math.max(a, b)), ...add.series[k].values] };
+    out.count = out.timestamps.length;
+    return out;
+  }
+
+  // Fetches the chosen range, at most one request at a time; `force` after a range change. The
+  // downsampled ranges are kept up to date with small requests for their newest buckets only.
+  async function loadHistory(force) {
+    const d = st.data;
+    if (!d || typeof uPlot !== 'function') return;
+    if (hist.inflight) { hist.pending = hist.pending || force; return; }
+    const r = RANGES[hist.range];
+    const every = hist.api === 'basic' ? 0 : r.refresh;
+    if (!force && hist.fetchedRange === hist.range && d.timestamp - hist.fetchedAt < every) return;
+    hist.inflight = true;
+    const range = hist.range;
+    try {
+      for (let attempt = 0; attempt < 4; attempt++) {
+        const last = hist.last;
+        const since = !force && r.step && hist.api === 'full' && last && last.step === r.step && last.timestamps.length
+          ? last.timestamps[last.timestamps.length - 1] : undefined;
+        const res = await fetch(historyUrl(d.timestamp, since), { cache: 'no-store' });
+        if (res.status === 400 && hist.api === 'full') {
+          // An agent without the newer history parameters: fall back step by step, remember it.
+          const param = (((await res.json().catch(() => null)) || {}).error || {}).parameter;
+          if (param === 'series' && hist.filter !== 'none') hist.filter = hist.filter === 'list' ? 'all' : 'none';
+          else hist.api = 'basic';
+          continue;
+        }
+        if (!res.ok) throw new Error(`HTTP ${res.status}`);
+        let data = await res.json();
+        if (!data || !Array.isArray(data.timestamps) || typeof data.series !== 'object') throw new Error('unexpected response shape');
+        if (since !== undefined) {
+          data = merge(last, data, since, d.timestamp - r.seconds);
+          if (!data) { force = true; continue; }
+        }
+        hist.error = null;
+        if (range === hist.range) {
+          hist.fetchedAt = d.timestamp;
+          hist.fetchedRange = range;
+          hist.last = data;
+          drawCharts();
+        }
+        break;
+      }
+    } catch (e) {
+      hist.error = e.message || String(e);
+      showHistoryNote();
+    } finally {
+      hist.inflight = false;
+      if (hist.pending || range !== hist.range) { hist.pending = false; loadHistory(true); }
+    }
+  }
+
+  function showHistoryNote() {
+    const r = RANGES[hist.range];
+    const step = hist.last && hist.last.step;
+    let text = hist.api === 'basic' && hist.range !== '2m'
+      ? `This agent's history API cannot downsample (no "step" parameter): showing the last ${fmtDuration(120 * (st.data.interval_seconds || 1))}.`
+      : `Showing ${r.text}${step ? `, each point the mean of ${step} s` : ''}.`;
+    if (hist.error) text = `History unavailable (${hist.error}); showing what was loaded before.`;
+    $('history-note').textContent = text;
+    const sec = $('history');
+    sec.dataset.range = hist.range;
+    sec.dataset.api = hist.api;
+    sec.dataset.step = String(step || 0);
+  }
+
+  function drawCharts() {
+    const data = hist.last;
+    const span = hist.api === 'basic' ? 120 * (st.data.interval_seconds || 1) : RANGES[hist.range].seconds;
+    const ts = data.timestamps;
+    const to = Math.max(st.data.timestamp, ts.length ? ts[ts.length - 1] : 0);
+    hist.window = [to - span, to];
+    for (const def of CHARTS) drawChart(def, data);
+    showHistoryNote();
+    $('history').dataset.loadedRange = hist.range; // test hook: the charts show this range now
+  }
+
+  function dropChart(id) {
+    const c = hist.charts.get(id);
+    if (c) { c.u.destroy(); hist.charts.delete(id); }
+  }
+
+  function drawChart(def, data) {
+    const fig = $(`chart-${def.id}`);
+    const plot = fig.querySelector('.plot');
+    const [, sensor] = findSensor(st.data.sensors, def.plugin);
+    fig.hidden = OPTIONAL.has(def.plugin) && !sensor;
+    const noSwap = def.id === 'memory' && sensor && !(metrics(sensor).one('memory_swap_total_bytes') > 0);
+    const keys = Object.keys(data.series)
+      .filter((k) => def.names.includes(data.series[k].name) && !(noSwap && data.series[k].name === 'memory_swap_used_bytes'))
+      .sort((a, b) => byName(labelText(data.series[a]), labelText(data.series[b])) ||
+        def.names.indexOf(data.series[a].name) - def.names.indexOf(data.series[b].name)); // eth0 in, eth0 out, wlan0 in, ...
+    const series = keys.map((k) => ({ key: k, ...data.series[k] }));
+    if (fig.hidden || !series.length || !data.timestamps.length) {
+      dropChart(def.id);
+      fig.dataset.points = '0';
+      fig.dataset.series = '0';
+      if (!fig.hidden) {
+        const text = def.id === 'thermal' && sensor && sensor.status === 'no_data' ? 'No temperature sensors on this machine.' : 'No history yet.';
+        plot.replaceChildren(note(text));
+        fig.querySelector('.sr-only').textContent = text;
+      }
+      return;
+    }
+    const cols = withGaps(data.timestamps, series.map((s) => s.values), 2.5 * (data.step || st.data.interval_seconds || 1));
+    const sig = keys.join('\n');
+    let c = hist.charts.get(def.id);
+    if (c && c.sig === sig) c.u.setData(cols);
+    else {
+      dropChart(def.id);
+      plot.replaceChildren();
+      c = { sig, u: new uPlot(chartOptions(def, series, plot), cols, plot) };
+      hist.charts.set(def.id, c);
+    }
+    let points = 0;
+    for (const col of cols.slice(1)) for (const v of col) points += v !== null;
+    fig.dataset.points = String(points);
+    fig.dataset.series = String(series.length);
+    fig.querySelector('.sr-only').textContent = summary(def, series, cols);
+  }
+
+  // uPlot columns; a null after each jump in time longer than `gap` (the agent was down, or the
+  // history leaves empty buckets out), so no line is drawn across a time without data.
+  function withGaps(ts, values, gap) {
+    const cols = [[], ...values.map(() => [])];
+    ts.forEach((t, i) => {
+      if (i && t - ts[i - 1] > gap) cols.forEach((c, k) => c.push(k ? null : ts[i - 1] + gap / 2.5));
+      cols[0].push(t);
+      values.forEach((v, k) => cols[k + 1].push(typeof v[i] === 'number' ? v[i] : null));
+    });
+    return cols;
+  }
+
+  // What a screen reader hears instead of the canvas: latest and highest value of each line.
+  function summary(def, series, cols) {
+    const parts = series.slice(0, 6).map((s, i) => {
+      const vals = cols[i + 1].filter((v) => v !== null);
+      return vals.length ? `${def.label(s)} now ${def.fmt(vals[vals.length - 1])}, highest ${def.fmt(Math.max(...vals))}` : `${def.label(s)} no data`;
+    });
+    return `Over ${RANGES[hist.range].text}: ${parts.join('; ')}.`;
+  }
+
+  function chartOptions(def, series, plot) {
+    const axis = { stroke: colors.fg, grid: { stroke: colors.grid, width: 1 }, ticks: { stroke: colors.grid, width: 1 } };
+    const stroke = (i) => colors.colors[i % colors.colors.length];
+    return {
+      width: Math.max(200, plot.clientWidth), height: HEIGHT, padding: [10, 30, 0, 0], // room for the last time label
+      legend: { live: false },
+      cursor: { drag: { x: false, y: false, setScale: false } }, // no zoom: the charts update live
+      scales: { x: { time: true, range: () => hist.window }, y: { range: def.y || fromZero } },
+      axes: [{ ...axis, space: 70, values: (u, splits) => splits.map(fmtTick) },
+        { ...axis, size: axisWidth, ...(def.incrs && { incrs: def.incrs }), values: (u, splits) => splits.map(def.axis || tidy(def.fmt)) }],
+      series: [{}, ...series.map((s, i) => ({
+        label: def.label(s), stroke: stroke(i), width: 1.5, points: { show: false },
+        ...(def.fill && { fill: `${stroke(i)}22` }), value: (u, v) => def.fmt(v),
+      }))],
+      plugins: [tooltip(def, series.map((s, i) => stroke(i)))],
+    };
+  }
+
+  // Value axis labels: "2 MB/s" rather than "2.00 MB/s", and as wide as the longest one needs.
+  const tidy = (fmt) => (v) => fmt(v).replace(/\.0+ /, ' ');
+  const axisWidth = (u, values) => (values ? Math.max(40, ...values.map((v) => Math.ceil(v.length * 7.5) + 26)) : 40); // 12px font, tick and gap
+
+  // Time axis: 24-hour clock like the header; seconds only where the window is short.
+  const fmtTick = (t) => (hist.window[1] - hist.window[0] <= 600 ? fmtClock(t) : fmtClock(t).slice(0, 5));
+
+  // Tooltip: the time and each visible line's value where the pointer is.
+  function tooltip(def, strokes) {
+    let tip;
+    return {
+      hooks: {
+        init: (u) => { tip = h('div', { class: 'tip', 'aria-hidden': 'true' }); tip.hidden = true; u.over.append(tip); },
+        setCursor: (u) => {
+          const i = u.cursor.idx;
+          if (i == null || u.cursor.left < 0) { tip.hidden = true; return; }
+          const t = u.data[0][i];
+          const when = hist.range === '24h'
+            ? `${new Date(t * 1000).toLocaleDateString(undefined, { weekday: 'short', day: 'numeric', month: 'short' })} ${fmtClock(t)}` : fmtClock(t);
+          tip.replaceChildren(h('div', { class: 'tip-time' }, when), ...u.series.slice(1).map((s, k) => s.show && h('div', {},
+            h('i', { style: `background:${strokes[k]}` }), `${s.label} `, h('b', {}, def.fmt(u.data[k + 1][i] ?? NaN)))));
+          tip.hidden = false;
+          const w = u.over.clientWidth, tw = tip.offsetWidth, left = u.cursor.left;
+          const x = left + 14 + tw > w ? Math.max(0, left - tw - 14) : left + 14;
+          const y = Math.max(0, Math.min(u.cursor.top - tip.offsetHeight / 2, u.over.clientHeight - tip.offsetHeight));
+          tip.style.transform = `translate(${x}px, ${y}px)`;
+        },
+      },
+    };
+  }
+
+  function resizeCharts() {
+    for (const [id, c] of hist.charts) {
+      const w = $(`chart-${id}`).querySelector('.plot').clientWidth;
+      if (w > 0 && Math.abs(w - c.u.width) > 1) c.u.setSize({ width: w, height: HEIGHT });
+    }
+  }
+
+  function chooseRange(range) {
+    if (!RANGES[range]) return;
+    hist.range = range;
+    try { localStorage.setItem('kiwi.range', range); } catch (e) { /* storage off */ }
+    for (const b of document.querySelectorAll('.ranges button')) b.setAttribute('aria-pressed', String(b.dataset.range === range));
+    if (st.data) { showHistoryNote(); loadHistory(true); }
   }
 
   // ---- polling and state ----
@@ -183,7 +508,12 @@
     $('host').textContent = host;
     document.title = `${host} · kiwi-agent`;
     $('interval').textContent = ok(data.interval_seconds) ? `${data.interval_seconds} s` : DASH;
+    const agent = data.agent || {};
+    $('uptime').textContent = fmtUptime(num(agent.uptime_seconds));
+    $('version').textContent = agent.version ? String(agent.version) : DASH;
+    body.dataset.sequence = String(data.sequence);
     renderCards(data.sensors);
+    loadHistory(false);
   }
 
   async function poll() {
@@ -252,6 +582,19 @@
     st.state = state;
   }
 
+  // ---- start ----
+  for (const b of document.querySelectorAll('.ranges button')) b.addEventListener('click', () => chooseRange(b.dataset.range));
+  chooseRange(hist.range);
+  if (typeof uPlot !== 'function') {
+    for (const p of document.querySelectorAll('.chart .plot')) p.replaceChildren(note('The chart library did not load.', 'error'));
+  }
+  if (window.ResizeObserver) new ResizeObserver(resizeCharts).observe(document.querySelector('.charts'));
+  // Light/dark switch: canvases keep the colours they were drawn with, so draw them anew.
+  matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+    colors = theme();
+    for (const id of [...hist.charts.keys()]) dropChart(id);
+    if (hist.last) drawCharts();
+  });
   const loop = () => poll().finally(() => setTimeout(loop, POLL_MS));
   document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') poll(); });
   setInterval(update, 1000);

@@ -1,0 +1,31 @@
+// Catch2 helpers shared by the integration tests.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+
+#include "harness.hpp"
+#include "test_support.hpp"
+
+namespace kiwi_test {
+
+inline rapidjson::Document parse_json(const std::string& body) {
+  rapidjson::Document d;
+  d.Parse(body.c_str(), body.size());
+  INFO(body);
+  REQUIRE_FALSE(d.HasParseError());
+  return d;
+}
+
+// The agent's current sample sequence, from /api/current.
+inline std::uint64_t sequence_of(HttpClient& c) {
+  return parse_json(c.get("/api/current").body)["sequence"].GetUint64();
+}
+
+inline double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace kiwi_test
