@@ -189,7 +189,10 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
         std::string_view name = std::string_view(known).substr(0, known.find('{'));
         matches = matches || kiwi::glob_match(item, name) || kiwi::glob_match(item, known);
       }
-      if (!matches) return ParamError{"series", quoted(item) + " matches no series; see /api/current for names"};
+      // A name that matches nothing is a typo; a glob that matches nothing is a plugin that is not
+      // running here (network_* on a board without it): no series, not an error.
+      if (!matches && item.find('*') == std::string_view::npos)
+        return ParamError{"series", quoted(item) + " matches no series; see /api/current for names"};
       q.patterns.emplace_back(item);
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
