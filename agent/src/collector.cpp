@@ -72,6 +72,7 @@ void Collector::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  store_.close_current_minute();
   flush_store(last_ts_ms_);  // what is queued reaches the disk before the process exits
 }
 

@@ -78,9 +78,13 @@ ReadConnection::ReadConnection(const std::string& path) {
   if (rc == SQLITE_OK)
     rc = sqlite3_prepare_v3(db_, "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
                             -1, SQLITE_PREPARE_PERSISTENT, &range_, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v3(db_, "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
+                            -1, SQLITE_PREPARE_PERSISTENT, &rollups_, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
     sqlite3_finalize(latest_);
+    sqlite3_finalize(range_);
     sqlite3_close(db_);
     throw StoreError(msg);
   }
@@ -89,6 +93,7 @@ ReadConnection::ReadConnection(const std::string& path) {
 ReadConnection::~ReadConnection() {
   sqlite3_finalize(latest_);
   sqlite3_finalize(range_);
+  sqlite3_finalize(rollups_);
   sqlite3_close(db_);
 }
 
@@ -114,6 +119,7 @@ Store::Store(std::string path) : path_(std::move(path)) {
       exec("CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
            "labels TEXT NOT NULL, unit TEXT NOT NULL, kind INTEGER NOT NULL, UNIQUE(name, labels))");
       exec("CREATE TABLE IF NOT EXISTS samples(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
+      exec("CREATE TABLE IF NOT EXISTS rollups(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
       exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
       exec("COMMIT");
     } else if (version != kSchemaVersion) {
@@ -126,6 +132,9 @@ Store::Store(std::string path) : path_(std::move(path)) {
         fail("cannot prepare statement");
     };
     prepare("INSERT OR REPLACE INTO samples(ts, data) VALUES(?1, ?2)", &insert_sample_);
+    prepare("INSERT OR REPLACE INTO rollups(ts, data) VALUES(?1, ?2)", &insert_rollup_);
+    prepare("DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
+            &prune_rollups_);
     prepare("INSERT INTO series(id, name, labels, unit, kind) VALUES(?1, ?2, ?3, ?4, ?5)", &insert_series_);
     prepare("DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
             &prune_);
@@ -153,9 +162,8 @@ Store::Store(std::string path) : path_(std::move(path)) {
     if (rc != SQLITE_DONE) fail("cannot read series");
     series_committed_ = series_.size();
   } catch (...) {
-    sqlite3_finalize(insert_sample_);
-    sqlite3_finalize(insert_series_);
-    sqlite3_finalize(prune_);
+    for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_})
+      sqlite3_finalize(st);
     sqlite3_close(db_);
     throw;
   }
@@ -163,9 +171,8 @@ Store::Store(std::string path) : path_(std::move(path)) {
 
 Store::~Store() {
   pool_.clear();
-  sqlite3_finalize(insert_sample_);
-  sqlite3_finalize(insert_series_);
-  sqlite3_finalize(prune_);
+  for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_})
+    sqlite3_finalize(st);
   sqlite3_close(db_);
 }
 
@@ -201,11 +208,44 @@ void Store::append(std::int64_t ts_ms, const std::vector<const MetricValue*>& me
   std::vector<std::pair<std::uint32_t, double>> values;
   values.reserve(metrics.size());
   for (auto* m : metrics) values.emplace_back(series_id(*m), m->value);
+
+  const std::int64_t minute = ts_ms - ((ts_ms % kRollupMs) + kRollupMs) % kRollupMs;
+  if (minute != minute_start_) {
+    close_minute();
+    minute_start_ = minute;
+  }
+  for (auto& [id, v] : values) {
+    if (minute_.size() <= id) minute_.resize(id + 1);
+    MinuteStats& m = minute_[id];
+    m.min = m.n ? std::min(m.min, v) : v;
+    m.max = m.n ? std::max(m.max, v) : v;
+    m.sum += v;
+    m.last = v;
+    ++m.n;
+  }
+
   std::string blob;
   sample_codec::encode(blob, values);
   std::lock_guard lock(pending_mutex_);
   if (pending_.size() >= kMaxPendingRows) pending_.erase(pending_.begin());  // bounded memory
   pending_.emplace_back(ts_ms, std::move(blob));
+}
+
+// Rollup blob: sample_codec pairs keyed id * 5 + k, k = 0 mean, 1 min, 2 max, 3 last, 4 count.
+void Store::close_minute() {
+  std::vector<std::pair<std::uint32_t, double>> values;
+  for (std::uint32_t id = 0; id < minute_.size(); ++id) {
+    const MinuteStats& m = minute_[id];
+    if (!m.n) continue;
+    values.insert(values.end(), {{id * 5 + 0, m.sum / m.n}, {id * 5 + 1, m.min}, {id * 5 + 2, m.max},
+                                 {id * 5 + 3, m.last}, {id * 5 + 4, static_cast<double>(m.n)}});
+  }
+  minute_.assign(minute_.size(), MinuteStats{});
+  if (values.empty()) return;
+  std::string blob;
+  sample_codec::encode(blob, values);
+  pending_rollups_.emplace_back(minute_start_, std::move(blob));
+  if (pending_rollups_.size() > kMaxPendingRows / 60) pending_rollups_.erase(pending_rollups_.begin());
 }
 
 std::size_t Store::pending_rows() const {
@@ -240,6 +280,13 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
       sqlite3_reset(insert_sample_);
       if (rc != SQLITE_DONE) fail("cannot write samples");
     }
+    for (auto& [ts, blob] : pending_rollups_) {
+      sqlite3_bind_int64(insert_rollup_, 1, ts);
+      sqlite3_bind_blob(insert_rollup_, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+      int rc = sqlite3_step(insert_rollup_);
+      sqlite3_reset(insert_rollup_);
+      if (rc != SQLITE_DONE) fail("cannot write rollups");
+    }
     prune(cutoff_ms, prune_rows);
     exec("COMMIT");
   } catch (...) {
@@ -247,6 +294,7 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
     throw;
   }
   series_committed_ = catalog.size();
+  pending_rollups_.clear();
   std::lock_guard lock(pending_mutex_);
   // Rows appended while this flush ran stay queued (append() only adds at the end, and drops
   // from the front only when the queue is full, which a successful flush makes impossible).
@@ -257,12 +305,17 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
 }
 
 int Store::prune(std::int64_t cutoff_ms, int max_rows) {
-  sqlite3_bind_int64(prune_, 1, cutoff_ms);
-  sqlite3_bind_int(prune_, 2, max_rows);
-  int rc = sqlite3_step(prune_);
-  sqlite3_reset(prune_);
-  if (rc != SQLITE_DONE) fail("cannot prune old samples");
-  return sqlite3_changes(db_);
+  int deleted = 0;
+  // Rollups go at 1/60 of the pace: one per minute of samples.
+  for (auto [st, rows] : {std::pair{prune_, max_rows}, std::pair{prune_rollups_, max_rows / 60 + 1}}) {
+    sqlite3_bind_int64(st, 1, cutoff_ms);
+    sqlite3_bind_int(st, 2, rows);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) fail("cannot prune old samples");
+    deleted += sqlite3_changes(db_);
+  }
+  return deleted;
 }
 
 std::vector<SeriesInfo> Store::series() const {
@@ -296,18 +349,19 @@ struct Column {
   std::vector<std::uint32_t> n; // values seen in the bucket
 };
 
-void accumulate(Column& c, std::size_t bucket, double v, Aggregate agg) {
+// `v` stands for `weight` samples (a minute rollup's mean, min, max or last, or one sample).
+void accumulate(Column& c, std::size_t bucket, double v, Aggregate agg, std::uint32_t weight = 1) {
   if (c.value.size() <= bucket) {
     c.value.resize(bucket + 1, 0);
     c.n.resize(bucket + 1, 0);
   }
   double& acc = c.value[bucket];
   std::uint32_t& n = c.n[bucket];
-  if (n == 0 || agg == Aggregate::last) acc = v;
-  else if (agg == Aggregate::mean) acc += v;
+  if (agg == Aggregate::mean) acc = (n ? acc : 0) + v * weight;
+  else if (n == 0 || agg == Aggregate::last) acc = v;
   else if (agg == Aggregate::max) acc = std::max(acc, v);
   else acc = std::min(acc, v);
-  ++n;
+  n += weight;
 }
 
 }  // namespace
@@ -347,31 +401,69 @@ HistoryResult Store::query(const HistoryQuery& q) const {
     });
   };
 
+  // A rollup row: the five values of each series arrive together (keys id * 5 + k, sorted).
+  auto add_rollup = [&](std::int64_t ts, std::string_view blob) {
+    std::int64_t b = ts - ((ts % step_ms) + step_ms) % step_ms;
+    if (bucket_ts.empty() || bucket_ts.back() != b) bucket_ts.push_back(b);
+    const std::size_t bucket = bucket_ts.size() - 1;
+    double parts[4] = {};
+    sample_codec::decode(blob, [&](std::uint32_t key, double v) {
+      const std::uint32_t id = key / 5, k = key % 5;
+      if (id == 0 || id >= wanted.size() || !wanted[id]) return;
+      if (k < 4) return void(parts[k] = v);
+      if (column_of[id] < 0) {
+        column_of[id] = static_cast<int>(columns.size());
+        columns.push_back({id - 1, {}, {}});
+      }
+      const double chosen = parts[q.aggregate == Aggregate::mean ? 0
+                                 : q.aggregate == Aggregate::min ? 1
+                                 : q.aggregate == Aggregate::max ? 2
+                                                                 : 3];
+      accumulate(columns[static_cast<std::size_t>(column_of[id])], bucket, chosen, q.aggregate,
+                 static_cast<std::uint32_t>(v));
+    });
+  };
+
+  // Reads rows of `st` bound to [from, until_ms] (and `limit` for the latest-N statement).
   auto conn = borrow();
-  sqlite3_stmt* st = step_ms ? conn->range() : conn->latest();
-  sqlite3_bind_int64(st, 1, since_ms);
-  sqlite3_bind_int64(st, 2, until_ms);
-  if (!step_ms) sqlite3_bind_int64(st, 3, static_cast<std::int64_t>(q.limit));
-  // Without a step: the latest `limit` rows, read newest first and kept in that order until the
-  // end. With a step: every row of the window, oldest first, folded into buckets as it streams.
-  std::vector<std::pair<std::int64_t, std::string>> newest_first;
-  int rc;
-  try {
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-      auto* data = static_cast<const char*>(sqlite3_column_blob(st, 1));
-      std::string_view blob(data ? data : "", static_cast<std::size_t>(sqlite3_column_bytes(st, 1)));
-      if (step_ms)
-        add_row(sqlite3_column_int64(st, 0), blob);
-      else
-        newest_first.emplace_back(sqlite3_column_int64(st, 0), std::string(blob));
+  auto scan = [&](sqlite3_stmt* st, std::int64_t from, auto&& on_row) {
+    sqlite3_bind_int64(st, 1, from);
+    sqlite3_bind_int64(st, 2, until_ms);
+    if (st == conn->latest()) sqlite3_bind_int64(st, 3, static_cast<std::int64_t>(q.limit));
+    int rc;
+    try {
+      while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        auto* data = static_cast<const char*>(sqlite3_column_blob(st, 1));
+        on_row(sqlite3_column_int64(st, 0),
+               std::string_view(data ? data : "", static_cast<std::size_t>(sqlite3_column_bytes(st, 1))));
+      }
+    } catch (...) {
+      sqlite3_reset(st);
+      throw;
     }
-  } catch (...) {
+    std::string err = rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
     sqlite3_reset(st);
-    throw;
+    if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);  // conn dropped
+  };
+  // Without a step: the latest `limit` rows, read newest first and kept in that order until the
+  // end. With a step: every row of the window, oldest first, folded into buckets as it streams;
+  // with a step of a minute or more, the minute rollups first, then the samples after the last one.
+  std::vector<std::pair<std::int64_t, std::string>> newest_first;
+  std::int64_t covered_until = INT64_MIN;  // rows before this are in the rollups already read
+  if (!step_ms) {
+    scan(conn->latest(), since_ms, [&](std::int64_t ts, std::string_view blob) {
+      newest_first.emplace_back(ts, std::string(blob));
+    });
+  } else {
+    std::int64_t raw_from = since_ms;
+    if (step_ms >= kRollupMs) {
+      scan(conn->rollups(), since_ms, [&](std::int64_t ts, std::string_view blob) {
+        add_rollup(ts, blob);
+        raw_from = covered_until = ts + kRollupMs;
+      });
+    }
+    scan(conn->range(), raw_from, add_row);
   }
-  std::string err = rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
-  sqlite3_reset(st);
-  if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);  // conn dropped
   give_back(std::move(conn));
 
   // Rows not yet committed are the newest; merge those in the window.
@@ -384,7 +476,7 @@ HistoryResult Store::query(const HistoryQuery& q) const {
   // A row may be both committed and still queued while a flush finishes: keep one copy.
   std::int64_t committed_max = INT64_MIN;
   if (step_ms) {
-    committed_max = last_row_ts;
+    committed_max = covered_until == INT64_MIN ? last_row_ts : std::max(last_row_ts, covered_until - 1);
     for (auto& [ts, blob] : pending)
       if (ts > committed_max) add_row(ts, blob);
   } else {

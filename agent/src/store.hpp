@@ -5,6 +5,10 @@
 //   series(id INTEGER PRIMARY KEY, name, labels, unit, kind, UNIQUE(name, labels))
 //   samples(ts INTEGER PRIMARY KEY  -- unix milliseconds of the tick
 //           , data BLOB)            -- every value of that tick, compactly encoded (sample_codec)
+//   rollups(ts INTEGER PRIMARY KEY  -- start of a minute, unix milliseconds
+//           , data BLOB)            -- per series: mean, min, max, last and count of that minute
+// Queries with a step of a minute or more read the rollups: a 24 h chart reads 1,440 rows, not
+// 86,400. Their buckets start on whole minutes.
 // One row per tick instead of one per value keeps the file and the bytes written to flash small,
 // and so does batching: append() keeps rows in memory, flush() commits them in one transaction
 // every few seconds (a crash loses at most that), and queries see the pending rows too.
@@ -36,11 +40,13 @@ class ReadConnection {
   sqlite3* db() const { return db_; }
   sqlite3_stmt* latest() const { return latest_; }  // ?1 since ?2 until ?3 limit, newest first
   sqlite3_stmt* range() const { return range_; }    // ?1 since ?2 until, oldest first
+  sqlite3_stmt* rollups() const { return rollups_; }  // ?1 since ?2 until, oldest first
 
  private:
   sqlite3* db_ = nullptr;
   sqlite3_stmt* latest_ = nullptr;
   sqlite3_stmt* range_ = nullptr;
+  sqlite3_stmt* rollups_ = nullptr;
 };
 
 struct SeriesInfo {
@@ -64,8 +70,11 @@ class Store {
   // `prune_rows` samples older than `cutoff_ms`. On failure (disk full, I/O error) nothing queued
   // is lost: it stays queued, up to kMaxPendingRows, for the next flush. Throws StoreError.
   void flush(std::int64_t cutoff_ms, int prune_rows);
+  // Summarises the minute in progress now (at shutdown), so a chart has no hole there.
+  void close_current_minute() { close_minute(); }
   std::size_t pending_rows() const;
   static constexpr std::size_t kMaxPendingRows = 3600;  // an hour at 1 Hz, then the oldest go
+  static constexpr std::int64_t kRollupMs = 60'000;
 
   // Reader side, any thread. Throws StoreError.
   HistoryResult query(const HistoryQuery& q) const;
@@ -91,6 +100,18 @@ class Store {
   // Ticks not yet committed, oldest first; read by workers (merged into query results).
   mutable std::mutex pending_mutex_;
   std::vector<std::pair<std::int64_t, std::string>> pending_;
+  std::vector<std::pair<std::int64_t, std::string>> pending_rollups_;  // writer thread only
+
+  // The minute being summarised (writer thread only): series id -> running summary.
+  struct MinuteStats {
+    double sum = 0, min = 0, max = 0, last = 0;
+    std::uint32_t n = 0;
+  };
+  std::int64_t minute_start_ = INT64_MIN;
+  std::vector<MinuteStats> minute_;  // index = series id
+  void close_minute();
+  sqlite3_stmt* insert_rollup_ = nullptr;
+  sqlite3_stmt* prune_rollups_ = nullptr;
   std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
 
   // Series catalog: written by the writer, read by every worker.

@@ -271,3 +271,41 @@ TEST_CASE("store: step folds samples into aligned buckets with mean, max, min or
   CHECK(latest.timestamps == std::vector<double>{1005});
   CHECK(latest.series.size() == 1);
 }
+
+TEST_CASE("store: steps of a minute or more read per-minute rollups, with the same answers") {
+  TempDb db;
+  Store store(db.path());
+  // Three minutes of 1 Hz samples; a's value is its second within the minute (0..59).
+  const std::int64_t t0 = 1'764'475'800'000;  // a whole minute
+  for (int i = 0; i < 180; ++i)
+    append(store, t0 + i * 1000, {metric("a", i % 60, ""), metric("b", i, "")}, i % 7 == 0);
+  store.flush(0, 0);  // minutes 1 and 2 are rolled up; minute 3 is in progress (raw rows)
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT COUNT(*) FROM rollups") == "2");
+  kiwi::HistoryQuery q;
+  q.since = t0 / 1000;
+  q.until = t0 / 1000 + 180;
+  q.step = 60;
+  q.limit = 100;
+  auto check = [&](kiwi::Aggregate agg, std::vector<double> a, std::vector<double> b) {
+    q.aggregate = agg;
+    auto r = store.query(q);
+    CHECK(r.timestamps == std::vector<double>{1764475800, 1764475860, 1764475920});
+    REQUIRE(r.series.size() == 2);
+    CHECK(r.series[0].values == a);
+    CHECK(r.series[1].values == b);
+  };
+  check(kiwi::Aggregate::mean, {29.5, 29.5, 29.5}, {29.5, 89.5, 149.5});
+  check(kiwi::Aggregate::max, {59, 59, 59}, {59, 119, 179});
+  check(kiwi::Aggregate::min, {0, 0, 0}, {0, 60, 120});
+  check(kiwi::Aggregate::last, {59, 59, 59}, {59, 119, 179});
+  // Two-minute buckets combine rollups weighted by their sample counts.
+  q.step = 120;
+  q.aggregate = kiwi::Aggregate::mean;
+  auto two = store.query(q);
+  CHECK(two.timestamps == std::vector<double>{1764475800, 1764475920});
+  CHECK(two.series[1].values == std::vector<double>{59.5, 149.5});
+  // The minute in progress is summarised at shutdown, so it is a rollup after a restart.
+  store.close_current_minute();
+  store.flush(0, 0);
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT COUNT(*) FROM rollups") == "3");
+}
