@@ -90,7 +90,8 @@ std::optional<CpuRatios> compute_ratios(const CpuTimes& before, const CpuTimes& 
   for (std::size_t i = 0; i < delta.ticks.size(); ++i)
     r.modes[i] = clamp01(static_cast<double>(delta.ticks[i]) / total);
   const double idle = static_cast<double>(delta.ticks[kIdle] + delta.ticks[kIowait]);
-  r.usage = clamp01(1.0 - idle / total);
+  // One division, so 15 busy ticks of 100 read 0.15 and not 1 - 0.85 = 0.15000000000000002.
+  r.usage = clamp01((total - idle) / total);
   return r;
 }
 

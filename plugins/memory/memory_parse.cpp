@@ -31,7 +31,8 @@ std::map<std::string, std::uint64_t, std::less<>> parse_meminfo(std::string_view
   return out;
 }
 
-MemoryStats compute_memory(const std::map<std::string, std::uint64_t, std::less<>>& meminfo) {
+MemoryStats compute_memory(const std::map<std::string, std::uint64_t, std::less<>>& meminfo,
+                           std::optional<std::uint64_t> min_free_kbytes) {
   auto get = [&](std::string_view key) -> std::optional<double> {
     auto it = meminfo.find(key);
     if (it == meminfo.end()) return std::nullopt;
@@ -43,13 +44,19 @@ MemoryStats compute_memory(const std::map<std::string, std::uint64_t, std::less<
   s.cached_bytes = get("Cached");
   s.buffers_bytes = get("Buffers");
   s.available_bytes = get("MemAvailable");
-  if (!s.available_bytes) {
-    // What `free` showed before the kernel computed MemAvailable itself.
-    auto free = get("MemFree");
-    if (free) {
-      s.available_bytes = *free + s.buffers_bytes.value_or(0) + s.cached_bytes.value_or(0);
-      s.available_estimated = true;
-    }
+  if (!s.available_bytes && meminfo.count("MemFree")) {
+    // In KiB and integer arithmetic, as procps does, so the number matches `free` exactly.
+    auto kib = [&](std::string_view key) -> std::int64_t {
+      auto it = meminfo.find(key);
+      return it == meminfo.end() ? 0 : static_cast<std::int64_t>(it->second / 1024);
+    };
+    const std::int64_t low = static_cast<std::int64_t>(min_free_kbytes.value_or(0)) * 5 / 4;
+    const std::int64_t page_cache = kib("Active(file)") + kib("Inactive(file)");
+    const std::int64_t slab = kib("SReclaimable");
+    const std::int64_t available = kib("MemFree") - low + page_cache -
+                                   std::min(page_cache / 2, low) + slab - std::min(slab / 2, low);
+    s.available_bytes = static_cast<double>(std::max<std::int64_t>(available, 0)) * 1024;
+    s.available_estimated = true;
   }
   if (s.available_bytes) {
     s.available_bytes = std::min(*s.available_bytes, *s.total_bytes);

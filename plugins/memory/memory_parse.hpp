@@ -26,12 +26,19 @@ struct MemoryStats {
   std::optional<double> buffers_bytes;
   std::optional<double> swap_total_bytes;
   std::optional<double> swap_used_bytes;
-  bool available_estimated = false;  // MemAvailable missing (kernel < 3.14): free+buffers+cached
+  bool available_estimated = false;  // MemAvailable missing (kernel < 3.14): see compute_memory
 };
 
 // Derives the metric values. Throws std::invalid_argument if MemTotal is missing, because nothing
 // meaningful can be said without it.
-MemoryStats compute_memory(const std::map<std::string, std::uint64_t, std::less<>>& meminfo);
+//
+// Without MemAvailable (kernels before 3.14) available memory is estimated as the kernel's
+// si_mem_available() of 3.14 computes it, and as procps' `free` does on such kernels: MemFree minus
+// the low watermark, plus the file page cache (Active(file) + Inactive(file)) and SReclaimable,
+// each minus what the kernel keeps of it (half, at most the low watermark). The low watermark is
+// min_free_kbytes * 5 / 4 (from <procfs>/sys/vm/min_free_kbytes); nullopt counts it as 0.
+MemoryStats compute_memory(const std::map<std::string, std::uint64_t, std::less<>>& meminfo,
+                           std::optional<std::uint64_t> min_free_kbytes = std::nullopt);
 
 // Metric name, unit and the MemoryStats field it comes from, in emit order.
 struct MetricField {

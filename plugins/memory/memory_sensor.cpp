@@ -1,5 +1,6 @@
 #include "memory_sensor.hpp"
 
+#include <cstdlib>
 #include <kiwi/io.hpp>
 #include <stdexcept>
 
@@ -15,7 +16,12 @@ kiwi::SampleResult MemorySensor::sample(kiwi::MetricSink& sink) {
   if (!text) throw std::runtime_error(path + ": not found");
   MemoryStats stats;
   try {
-    stats = compute_memory(parse_meminfo(*text));
+    const auto meminfo = parse_meminfo(*text);
+    std::optional<std::uint64_t> min_free_kbytes;  // only needed to estimate MemAvailable
+    if (!meminfo.count("MemAvailable"))
+      if (auto v = kiwi::read_file(kiwi::join_path(procfs_, "sys/vm/min_free_kbytes")))
+        min_free_kbytes = std::strtoull(v->c_str(), nullptr, 10);
+    stats = compute_memory(meminfo, min_free_kbytes);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(path + ": " + e.what());
   }
@@ -24,8 +30,8 @@ kiwi::SampleResult MemorySensor::sample(kiwi::MetricSink& sink) {
 
   if (!stats.available_estimated) return kiwi::SampleResult::ok();
   const std::string note =
-      "MemAvailable missing (kernel older than 3.14?): available estimated as "
-      "MemFree + Buffers + Cached";
+      "MemAvailable missing (kernel older than 3.14?): available estimated as the kernel "
+      "computes it, from MemFree, the file page cache and SReclaimable";
   if (!logged_estimate_) log_.info(note);
   logged_estimate_ = true;
   return kiwi::SampleResult::ok(note);

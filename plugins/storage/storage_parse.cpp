@@ -1,6 +1,7 @@
 #include "storage_parse.hpp"
 
 #include <algorithm>
+#include <kiwi/glob.hpp>
 #include <map>
 #include <stdexcept>
 
@@ -87,16 +88,20 @@ bool under_path(std::string_view mount_point, std::string_view prefix) {
          (mount_point.size() == prefix.size() || mount_point[prefix.size()] == '/');
 }
 
-std::vector<MountEntry> select_mounts(std::vector<MountEntry> mounts,
-                                      const std::vector<std::string>& exclude_types,
-                                      const std::vector<std::string>& exclude_mounts) {
-  auto excluded = [&](const MountEntry& m) {
-    if (std::find(exclude_types.begin(), exclude_types.end(), m.fstype) != exclude_types.end())
-      return true;
-    return std::any_of(exclude_mounts.begin(), exclude_mounts.end(),
-                       [&](const std::string& p) { return under_path(m.mount_point, p); });
+std::vector<MountEntry> select_mounts(std::vector<MountEntry> mounts, const MountFilter& filter) {
+  auto type_in = [](const std::vector<std::string>& globs, std::string_view type) {
+    return std::any_of(globs.begin(), globs.end(),
+                       [&](const std::string& g) { return kiwi::glob_match(g, type); });
   };
-  std::erase_if(mounts, excluded);
+  auto path_in = [](const std::vector<std::string>& prefixes, std::string_view path) {
+    return std::any_of(prefixes.begin(), prefixes.end(),
+                       [&](const std::string& p) { return under_path(path, p); });
+  };
+  std::erase_if(mounts, [&](const MountEntry& m) {
+    return !type_in(filter.include_types, m.fstype) || type_in(filter.exclude_types, m.fstype) ||
+           !path_in(filter.include_mounts, m.mount_point) ||
+           path_in(filter.exclude_mounts, m.mount_point);
+  });
 
   // statvfs sees only the last filesystem mounted on a path; earlier ones are hidden.
   std::map<std::string, std::size_t> last_at_path;

@@ -36,14 +36,22 @@ std::vector<MountEntry> parse_mountinfo(std::string_view text);
 // "/devices". "/" matches everything.
 bool under_path(std::string_view mount_point, std::string_view prefix);
 
+// Which mounts are candidates: a mount is reported if its type matches one of include_types and
+// none of exclude_types (globs, `*` any run of characters: "fuse.*"), and its mount point is under
+// one of include_mounts and none of exclude_mounts (see under_path). Exclusion wins.
+struct MountFilter {
+  std::vector<std::string> include_types{"*"};
+  std::vector<std::string> exclude_types;
+  std::vector<std::string> include_mounts{"/"};
+  std::vector<std::string> exclude_mounts;
+};
+
 // The mounts worth reporting, in mountinfo order:
-//  - fstype not in exclude_types, mount point not under any of exclude_mounts;
+//  - those `filter` lets through;
 //  - a mount point mounted over keeps only the last (visible) entry;
 //  - a filesystem mounted more than once (bind mounts) keeps only its shortest mount point, the
 //    first of equals, so its space is reported once.
-std::vector<MountEntry> select_mounts(std::vector<MountEntry> mounts,
-                                      const std::vector<std::string>& exclude_types,
-                                      const std::vector<std::string>& exclude_mounts);
+std::vector<MountEntry> select_mounts(std::vector<MountEntry> mounts, const MountFilter& filter);
 
 // The statvfs fields the sensor needs, in a plain struct so tests can fake them.
 struct FsStats {

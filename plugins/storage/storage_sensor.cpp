@@ -1,14 +1,39 @@
 #include "storage_sensor.hpp"
 
+#include <dlfcn.h>
 #include <sys/statvfs.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <kiwi/io.hpp>
+#include <mutex>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 
 namespace kiwi::storage {
+
+// statvfs on a hard-mounted NFS share whose server is gone blocks in the kernel, uninterruptibly
+// and for as long as the server is away. So every call runs on its own thread and the sensor waits
+// only until a deadline; a call that misses it is abandoned (the thread ends whenever the kernel
+// lets it) and holds this shared state, never the sensor.
+struct StorageSensor::Call {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  FsStats stats{};
+  std::string error;  // what() of a failure; empty on success
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  bool finished() {
+    std::lock_guard lock(mutex);
+    return done;
+  }
+};
+
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 struct UsageMetric {
   std::string_view name;
@@ -30,12 +55,28 @@ std::string join(const std::vector<std::string>& parts) {
   return out;
 }
 
+// An abandoned thread returns into this library's code whenever its statvfs ends, which may be
+// after the agent unloaded the plugin at shutdown. Once a thread is abandoned, keep the library
+// mapped for the rest of the process (RTLD_NODELETE); the reference is leaked on purpose.
+void keep_library_loaded() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&keep_library_loaded), &info) && info.dli_fname)
+    ::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+std::chrono::milliseconds checked_timeout(std::int64_t ms) {
+  if (ms < 1 || ms > 60000)
+    throw std::invalid_argument("statvfs_timeout: " + std::to_string(ms) +
+                                " is out of range; give milliseconds from 1 to 60000");
+  return std::chrono::milliseconds(ms);
+}
+
 }  // namespace
 
-FsStats statvfs_stats(const std::string& mount_point) {
+FsStats statvfs_stats(const std::string& path) {
   struct statvfs v {};
-  if (::statvfs(mount_point.c_str(), &v) != 0)
-    throw std::system_error(errno, std::generic_category(), "statvfs " + mount_point);
+  if (::statvfs(path.c_str(), &v) != 0)
+    throw std::system_error(errno, std::generic_category(), "statvfs " + path);
   return {
       v.f_frsize ? v.f_frsize : v.f_bsize, v.f_blocks, v.f_bfree, v.f_bavail, v.f_files, v.f_ffree};
 }
@@ -44,10 +85,35 @@ StorageSensor::StorageSensor(const kiwi::SensorContext& ctx) : StorageSensor(ctx
 
 StorageSensor::StorageSensor(const kiwi::SensorContext& ctx, StatFunction stat)
     : procfs_(ctx.procfs),
-      exclude_types_(ctx.options.get_strings("exclude_types")),
-      exclude_mounts_(ctx.options.get_strings("exclude_mounts")),
+      filter_{ctx.options.get_strings("include_types"), ctx.options.get_strings("exclude_types"),
+              ctx.options.get_strings("include_mounts"), ctx.options.get_strings("exclude_mounts")},
+      timeout_(checked_timeout(ctx.options.get_int("statvfs_timeout"))),
+      rootfs_(ctx.options.get_string("rootfs")),
       stat_(std::move(stat)),
       log_(ctx.log) {}
+
+std::shared_ptr<StorageSensor::Call> StorageSensor::start_call(
+    const std::string& mount_point) const {
+  auto call = std::make_shared<Call>();
+  const std::string path = rootfs_ == "/" ? mount_point : kiwi::join_path(rootfs_, mount_point);
+  std::thread([call, stat = stat_, path] {
+    FsStats stats{};
+    std::string error;
+    try {
+      stats = stat(path);
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "statvfs " + path + ": unknown exception";
+    }
+    std::lock_guard lock(call->mutex);
+    call->stats = stats;
+    call->error = std::move(error);
+    call->done = true;
+    call->cv.notify_all();
+  }).detach();
+  return call;
+}
 
 kiwi::SampleResult StorageSensor::sample(kiwi::MetricSink& sink) {
   const std::string path = kiwi::join_path(procfs_, "self/mountinfo");
@@ -55,21 +121,67 @@ kiwi::SampleResult StorageSensor::sample(kiwi::MetricSink& sink) {
   if (!text) throw std::runtime_error(path + ": not found");
   std::vector<MountEntry> mounts;
   try {
-    mounts = select_mounts(parse_mountinfo(*text), exclude_types_, exclude_mounts_);
+    mounts = select_mounts(parse_mountinfo(*text), filter_);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(path + ": " + e.what());
+  }
+
+  // Start every statvfs at once and wait for all of them against one deadline, so a sample takes
+  // at most statvfs_timeout however many mounts hang.
+  const auto deadline = Clock::now() + timeout_;
+  std::vector<std::shared_ptr<Call>> calls;
+  std::vector<bool> asked_before;  // the call is one still hanging from an earlier sample
+  for (const auto& m : mounts) {
+    auto hung = hung_.find(m.mount_point);
+    if (hung != hung_.end() && !hung->second->finished()) {
+      calls.push_back(hung->second);
+      asked_before.push_back(true);
+      continue;
+    }
+    if (hung != hung_.end()) hung_.erase(hung);  // it returned at last: ask afresh
+    calls.push_back(start_call(m.mount_point));
+    asked_before.push_back(false);
+  }
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (asked_before[i]) continue;
+    std::unique_lock lock(calls[i]->mutex);
+    calls[i]->cv.wait_until(lock, deadline, [&] { return calls[i]->done; });
   }
 
   std::size_t reported = 0;
   std::vector<std::string> failed;
   std::set<std::string> failing_now;
-  for (const auto& m : mounts) {
-    FsStats stats;
-    try {
-      stats = stat_(m.mount_point);
-    } catch (const std::system_error& e) {
-      // EACCES on a private mount, ESTALE from a gone NFS server: skip it, keep the others.
-      failed.push_back(m.mount_point + " (" + e.what() + ")");
+  for (std::size_t i = 0; i < mounts.size(); ++i) {
+    const MountEntry& m = mounts[i];
+    Call& call = *calls[i];
+    std::string error;
+    FsStats stats{};
+    bool missed_deadline = false;
+    {
+      std::lock_guard lock(call.mutex);
+      if (call.done) {
+        error = call.error;
+        stats = call.stats;
+      } else if (asked_before[i]) {
+        const auto waited =
+            std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - call.started);
+        error = "statvfs " + m.mount_point + ": still no answer after " +
+                std::to_string(waited.count()) + " s, not asked again until it returns";
+      } else {
+        missed_deadline = true;
+        error = "statvfs " + m.mount_point + ": no answer within " +
+                std::to_string(timeout_.count()) +
+                " ms (a network filesystem whose server is away?)";
+      }
+    }
+    if (missed_deadline) {
+      hung_[m.mount_point] = calls[i];
+      keep_library_loaded();
+    }
+    if (!error.empty()) {
+      // EACCES on a private mount, ESTALE or a hang from a gone NFS server: skip it, keep the
+      // others.
+      failed.push_back(m.mount_point + " (" + error + ")");
       failing_now.insert(m.mount_point);
       if (!failing_.count(m.mount_point)) log_.warn("storage: skipped " + failed.back());
       continue;
@@ -84,12 +196,17 @@ kiwi::SampleResult StorageSensor::sample(kiwi::MetricSink& sink) {
   for (const auto& mount : failing_)
     if (!failing_now.count(mount)) log_.info("storage: statvfs works again on " + mount);
   failing_ = std::move(failing_now);
+  // Hung calls of mounts that are no longer listed (unmounted, excluded) need no watching.
+  std::erase_if(hung_, [&](const auto& entry) {
+    return std::none_of(mounts.begin(), mounts.end(),
+                        [&](const MountEntry& m) { return m.mount_point == entry.first; });
+  });
 
   if (reported == 0 && !failed.empty())
     throw std::runtime_error("statvfs failed on every mount: " + join(failed));
   if (reported == 0)
     return kiwi::SampleResult::no_data(
-        "no mounts left after exclude_types, exclude_mounts and empty filesystems");
+        "no mounts left after the include/exclude options and empty filesystems");
   return kiwi::SampleResult::ok(failed.empty() ? "" : "skipped " + join(failed));
 }
 

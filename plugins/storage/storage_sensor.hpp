@@ -2,8 +2,11 @@
 // via statvfs. See README.md for the metrics and which mounts are left out.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <kiwi/sensor.hpp>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,30 +16,56 @@
 namespace kiwi::storage {
 
 // The one place the storage options and their defaults are declared (plugin.cpp registers it; the
-// host fills in defaults; tests build Options from it).
+// host fills in defaults; tests build Options from it). The defaults follow node_exporter's
+// filesystem collector: pseudo, RAM-backed, container-layer and image filesystems are left out.
 inline constexpr kiwi::OptionSpec kOptions[] = {
+    {"include_types", kiwi::OptionType::string_list, R"(["*"])",
+     "filesystem type globs to report (\"ext4\", \"fuse.*\"; `*` matches any run of characters)"},
     {"exclude_types", kiwi::OptionType::string_list,
      R"(["autofs", "binfmt_misc", "bpf", "cgroup", "cgroup2", "configfs", "debugfs", "devpts", )"
-     R"("devtmpfs", "efivarfs", "fuse.gvfsd-fuse", "fuse.lxcfs", "fuse.portal", )"
+     R"("devtmpfs", "efivarfs", "erofs", "fuse.gvfsd-fuse", "fuse.lxcfs", "fuse.portal", )"
      R"("fuse.snapfuse", "fusectl", "hugetlbfs", "mqueue", "nfsd", "nsfs", "overlay", "proc", )"
      R"("pstore", "ramfs", "rpc_pipefs", "securityfs", "selinuxfs", "squashfs", "sysfs", )"
      R"("tmpfs", "tracefs"])",
-     "filesystem types not reported (exact match on the mountinfo fstype)"},
+     "filesystem type globs not reported, even if included"},
+    {"include_mounts", kiwi::OptionType::string_list, R"(["/"])",
+     "mount points reported, with everything below them (\"/\" is all)"},
     {"exclude_mounts", kiwi::OptionType::string_list,
      R"(["/proc", "/sys", "/dev", "/run/user", "/snap"])",
      "mount points not reported, with everything below them (\"/dev\" also drops /dev/shm)"},
+    {"statvfs_timeout", kiwi::OptionType::integer, "1000",
+     "milliseconds to wait for statvfs before reporting the mount as not answering (1..60000)"},
+    {"rootfs", kiwi::OptionType::string, R"("/")",
+     "directory the mount points are found under (\"/host\" when the host's / is mounted there)"},
 };
 
-// statvfs on a live path; throws std::system_error naming the path on failure.
-using StatFunction = std::function<FsStats(const std::string& mount_point)>;
+// statvfs on a live path; throws std::system_error naming the path on failure. Called on a worker
+// thread (see StorageSensor), so it must not touch the sensor.
+using StatFunction = std::function<FsStats(const std::string& path)>;
 
 // The real one, ::statvfs.
-FsStats statvfs_stats(const std::string& mount_point);
+FsStats statvfs_stats(const std::string& path);
+
+// Every metric the sensor may emit: name, unit, counter, labels, help. plugin.cpp registers it
+// (it is the HELP text of /metrics); the unit tests check every emitted metric against it.
+inline constexpr kiwi::MetricSpec kMetricSpecs[] = {
+    {"storage_size_bytes", "bytes", false, "mount",
+     "filesystem size (statvfs f_blocks x f_frsize)"},
+    {"storage_available_bytes", "bytes", false, "mount",
+     "space available to unprivileged users (f_bavail)"},
+    {"storage_used_bytes", "bytes", false, "mount", "space in use: size minus free (f_bfree)"},
+    {"storage_used_ratio", "ratio", false, "mount",
+     "used / (used + available), as df reports Use%"},
+    {"storage_inodes", "count", false, "mount", "inodes on the filesystem (f_files)"},
+    {"storage_inodes_free", "count", false, "mount", "free inodes (f_ffree)"},
+    {"storage_readonly", "", false, "mount", "1 if the filesystem is mounted read-only, else 0"},
+};
 
 class StorageSensor final : public kiwi::Sensor {
  public:
   // Copies the procfs root and options; reads nothing. Mount points from mountinfo are passed to
-  // statvfs as they are (absolute paths of the live system), not under the procfs root.
+  // statvfs under the rootfs option (a path of the live system, not of the procfs tree). Throws
+  // std::invalid_argument if statvfs_timeout is out of range.
   explicit StorageSensor(const kiwi::SensorContext& ctx);
   // For tests: the same, with statvfs replaced.
   StorageSensor(const kiwi::SensorContext& ctx, StatFunction stat);
@@ -44,12 +73,20 @@ class StorageSensor final : public kiwi::Sensor {
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override;
 
  private:
+  struct Call;  // one statvfs on its own thread, shared with that thread
+
+  std::shared_ptr<Call> start_call(const std::string& mount_point) const;
+
   std::string procfs_;
-  std::vector<std::string> exclude_types_;
-  std::vector<std::string> exclude_mounts_;
+  MountFilter filter_;
+  std::chrono::milliseconds timeout_;
+  std::string rootfs_;
   StatFunction stat_;
   kiwi::Logger& log_;
   std::set<std::string> failing_;  // mounts whose statvfs failed last time, to log changes once
+  // Mounts whose statvfs did not answer in time, with the call still running. A mount here is not
+  // asked again until that call returns, so a dead NFS server costs one thread, not one per tick.
+  std::map<std::string, std::shared_ptr<Call>> hung_;
 };
 
 }  // namespace kiwi::storage

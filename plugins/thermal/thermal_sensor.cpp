@@ -53,16 +53,34 @@ std::vector<ThermalSensor::Source> ThermalSensor::discover() const {
     found.push_back({std::move(type), kiwi::join_path(dir, "temp")});
   }
 
+  // hwmonN numbers follow probe order, which can change from one boot to the next (two NVMe
+  // drives race). Chips are ordered by the device they belong to (`device` resolves to a stable
+  // path such as /sys/devices/pci0000:00/0000:00:1d.0/.../nvme0), so the _2 of a duplicate name
+  // stays with the same drive; chips without a device link keep number order, ahead of the others.
+  struct Chip {
+    std::string device;
+    unsigned number;
+    std::string dir;
+  };
+  std::vector<Chip> ordered;
   const std::string chips = kiwi::join_path(sysfs_, "class/hwmon");
   for (const auto& chip : select_numbered(list_dir(chips), "hwmon")) {
     const std::string dir = kiwi::join_path(chips, chip.name);
-    const std::string chip_name = read_attribute(kiwi::join_path(dir, "name"), chip.name);
+    std::error_code ec;
+    const auto device = std::filesystem::canonical(kiwi::join_path(dir, "device"), ec);
+    ordered.push_back({ec ? std::string() : device.string(), chip.number, dir});
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const Chip& a, const Chip& b) { return a.device < b.device; });
+  for (const auto& chip : ordered) {
+    const std::string chip_name =
+        read_attribute(kiwi::join_path(chip.dir, "name"), "hwmon" + std::to_string(chip.number));
     if (zone_mirrors.count(chip_name)) continue;  // a thermal zone we already report
-    for (const auto& input : select_numbered(list_dir(dir), "temp", "_input")) {
+    for (const auto& input : select_numbered(list_dir(chip.dir), "temp", "_input")) {
       const std::string label = read_attribute(
-          kiwi::join_path(dir, "temp" + std::to_string(input.number) + "_label"), "");
-      found.push_back(
-          {hwmon_sensor_name(chip_name, label, input.number), kiwi::join_path(dir, input.name)});
+          kiwi::join_path(chip.dir, "temp" + std::to_string(input.number) + "_label"), "");
+      found.push_back({hwmon_sensor_name(chip_name, label, input.number),
+                       kiwi::join_path(chip.dir, input.name)});
     }
   }
 

@@ -16,6 +16,14 @@ inline constexpr kiwi::OptionSpec kOptions[] = {
      "sensor names (as in the sensor label, e.g. \"npu-thermal\") not to report"},
 };
 
+// Every metric the sensor may emit: name, unit, counter, labels, help. plugin.cpp registers it
+// (it is the HELP text of /metrics); the unit tests check every emitted metric against it.
+inline constexpr kiwi::MetricSpec kMetricSpecs[] = {
+    {"thermal_celsius", "celsius", false, "sensor",
+     "temperature of one thermal zone or hwmon sensor (sysfs)"},
+    {"thermal_max_celsius", "celsius", false, "", "the hottest of the reported temperatures"},
+};
+
 class ThermalSensor final : public kiwi::Sensor {
  public:
   // Copies the sysfs root and options; reads nothing (sensors are discovered on every sample, so

@@ -312,7 +312,8 @@ test('a day of history: about 1,000 points per chart, then only the newest bucke
   assert.equal(first.get('limit'), '120');
   assert.equal(first.get('step'), null);
   // Only what the charts draw, by name (labelled series included by the agent).
-  assert.deepEqual(first.get('series').split(','), ['cpu_usage_ratio', 'thermal_celsius', 'memory_used_bytes', 'memory_cached_bytes']);
+  assert.deepEqual(first.get('series').split(','), ['cpu_usage_ratio', 'thermal_celsius', 'memory_used_bytes', 'memory_cached_bytes',
+    'network_receive_bytes_per_second', 'network_transmit_bytes_per_second', 'diskio_read_bytes_per_second', 'diskio_write_bytes_per_second']);
   assert.ok(!/series=[^&]*%2C/.test(hist()[0].search), 'commas are sent as they are');
 
   for (const [range, step, buckets] of [['1h', 4, 900], ['24h', 86, 1004]]) {

@@ -210,13 +210,14 @@ class Agent {
  public:
   // `extra_toml` is appended to a config that sets data_dir, snapshot_path and bind;
   // `collector_lines` and `http_lines` go into its [collector] and [http] tables; `data_dir`
-  // replaces the temporary one.
+  // replaces the temporary one; `agent_lines` go into [agent] (procfs/sysfs of a fixture tree).
   explicit Agent(const std::string& extra_toml = "", const std::string& collector_lines = "",
-                 const std::string& http_lines = "", const std::string& data_dir = "") {
+                 const std::string& http_lines = "", const std::string& data_dir = "",
+                 const std::string& agent_lines = "") {
     config_path_ = dir_.path / "kiwi.toml";
     data_dir_ = data_dir.empty() ? dir_.path / "data" : fs::path(data_dir);
     write_text(config_path_, "[agent]\ndata_dir = \"" + data_dir_.string() +
-                                 "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n"
+                                 "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n" + agent_lines +
                                  "[http]\nbind = \"127.0.0.1:0\"\n" + http_lines +
                                  "\n[collector]\nsnapshot_path = \"" +
                                  (dir_.path / "run/current.json").string() + "\"\n" +

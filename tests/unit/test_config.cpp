@@ -32,9 +32,11 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   CHECK(c.agent.sysfs == "/sys");
   CHECK(c.agent.log_level == kiwi::LogLevel::info);
   CHECK(c.agent.plugin_dir == "/opt/kiwi/bin/../lib/kiwi-agent");  // $ORIGIN = executable's dir
-  REQUIRE(c.sensors.size() == 4);
+  REQUIRE(c.sensors.size() == 6);
   CHECK(c.sensors[0].plugin == "cpu");
   CHECK(c.sensors[3].name == "storage");
+  CHECK(c.sensors[4].name == "network");
+  CHECK(c.sensors[5].name == "diskio");
   REQUIRE(c.routes.size() == 7);
   CHECK(c.routes[1].path == "/assets/*");
   CHECK(c.routes[6].path == "/metrics");
@@ -97,7 +99,7 @@ handler = "dashboard"
 
 TEST_CASE("config: a user file without [[sensor]] keeps the default sensors") {
   Config c = load("[http]\nbind = \"0.0.0.0:8095\"\n");
-  CHECK(c.sensors.size() == 4);
+  CHECK(c.sensors.size() == 6);
   CHECK(c.http.bind.host == "0.0.0.0");
 }
 

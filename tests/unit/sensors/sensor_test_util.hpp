@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <kiwi/plugin.hpp>
@@ -190,11 +191,23 @@ inline std::vector<kiwi::OptionValue> with_bool(std::vector<kiwi::OptionValue> v
   v.boolean = b;
   return with(std::move(values), key, std::move(v));
 }
+inline std::vector<kiwi::OptionValue> with_int(std::vector<kiwi::OptionValue> values,
+                                               std::string_view key, std::int64_t i) {
+  kiwi::OptionValue v;
+  v.integer = i;
+  return with(std::move(values), key, std::move(v));
+}
+inline std::vector<kiwi::OptionValue> with_string(std::vector<kiwi::OptionValue> values,
+                                                  std::string_view key, std::string s) {
+  kiwi::OptionValue v;
+  v.string = std::move(s);
+  return with(std::move(values), key, std::move(v));
+}
 
-// Keys of `table` whose `key = default` does not appear in the plugin's sample.toml (whitespace
-// and comments ignored), so the sample cannot drift from the one table of defaults.
-inline std::vector<std::string> keys_missing_from_sample_toml(
-    std::string_view plugin, std::span<const kiwi::OptionSpec> table) {
+// Keys of `table` whose `key = default` does not appear in `toml_text` (whitespace and # comments
+// ignored), so a sample.toml or a README's example cannot drift from the one table of defaults.
+inline std::vector<std::string> keys_missing_from(std::string_view toml_text,
+                                                  std::span<const kiwi::OptionSpec> table) {
   auto squash = [](std::string_view s) {
     std::string out;
     bool comment = false;
@@ -205,14 +218,19 @@ inline std::vector<std::string> keys_missing_from_sample_toml(
     }
     return out;
   };
-  const std::string sample =
-      squash(read_text(fixture("../../plugins/" + std::string(plugin) + "/sample.toml")));
+  const std::string text = squash(toml_text);
   std::vector<std::string> missing;
   for (const auto& spec : table)
-    if (sample.find(squash(std::string(spec.key) + "=" + std::string(spec.default_toml))) ==
+    if (text.find(squash(std::string(spec.key) + "=" + std::string(spec.default_toml))) ==
         std::string::npos)
       missing.emplace_back(spec.key);
   return missing;
+}
+
+inline std::vector<std::string> keys_missing_from_sample_toml(
+    std::string_view plugin, std::span<const kiwi::OptionSpec> table) {
+  return keys_missing_from(
+      read_text(fixture("../../plugins/" + std::string(plugin) + "/sample.toml")), table);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,6 +273,13 @@ class ScratchTree {
     const auto path = std::filesystem::path(root_) / relative;
     std::filesystem::create_directories(path.parent_path());
     std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+  }
+  // Copies <board>/next/ over the tree: the board's files one second later (see
+  // tests/fixtures/README.md), so the next sample sees exact, hand-computed deltas.
+  void advance(std::string_view board) const {
+    std::filesystem::copy(fixture(std::string(board) + "/next"), root_,
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing);
   }
   void remove(const std::string& relative) const {
     std::filesystem::remove_all(std::filesystem::path(root_) / relative);

@@ -1,6 +1,6 @@
 // cpu plugin: /proc/stat, loadavg and cpufreq parsing, and the sensor on fixture boards.
 // Expected ratios are worked out by hand from the deltas between tests/fixtures/<board>/proc/stat
-// and stat.next (see the board READMEs).
+// and next/proc/stat, the same file one second later (see the board READMEs).
 #include <catch2/catch.hpp>
 
 #include "cpu_parse.hpp"
@@ -59,7 +59,7 @@ TEST_CASE("cpu: a damaged cpu line is reported with the line, not silently read 
 
 TEST_CASE("cpu: ratios between two RK3588 readings match the hand-computed deltas") {
   const auto before = kiwi::cpu::parse_proc_stat(read_text(fixture("rk3588/proc/stat")));
-  const auto after = kiwi::cpu::parse_proc_stat(read_text(fixture("rk3588/stat.next")));
+  const auto after = kiwi::cpu::parse_proc_stat(read_text(fixture("rk3588/next/proc/stat")));
   const auto r = kiwi::cpu::compute_ratios(*before.all, *after.all);
   REQUIRE(r);
   // Deltas over all cores: user 200 nice 5 system 53 idle 534 iowait 5 irq 1 softirq 2, total 800.
@@ -120,7 +120,7 @@ TEST_CASE("cpu: the second sample on an RK3588 gives usage per core and per mode
   Harness h(tree.root(), defaults());
   kiwi::cpu::CpuSensor sensor(h.context());
   sensor.sample(h.sink);
-  tree.write("proc/stat", read_text(fixture("rk3588/stat.next")));
+  tree.write("proc/stat", read_text(fixture("rk3588/next/proc/stat")));
   h.sink.clear();
   const auto result = sensor.sample(h.sink);
   CHECK(result.status == kiwi::SampleStatus::ok);
@@ -145,7 +145,7 @@ TEST_CASE("cpu: on a VM, steal is reported and guest time is not counted twice")
   Harness h(tree.root(), defaults());
   kiwi::cpu::CpuSensor sensor(h.context());
   sensor.sample(h.sink);
-  tree.write("proc/stat", read_text(fixture("vm/stat.next")));
+  tree.write("proc/stat", read_text(fixture("vm/next/proc/stat")));
   h.sink.clear();
   sensor.sample(h.sink);
   // Deltas: user 60 (guest 10 inside) system 20 idle 100 iowait 2 softirq 3 steal 15 = 200 ticks.
@@ -168,7 +168,7 @@ TEST_CASE("cpu: a VM without cpufreq reports no frequency and no complaint") {
 
 TEST_CASE("cpu: counters that go backwards after resume give no ratio instead of garbage") {
   ScratchTree tree("rk3588");
-  tree.write("proc/stat", read_text(fixture("rk3588/stat.next")));
+  tree.write("proc/stat", read_text(fixture("rk3588/next/proc/stat")));
   Harness h(tree.root(), defaults());
   kiwi::cpu::CpuSensor sensor(h.context());
   sensor.sample(h.sink);
@@ -184,7 +184,7 @@ TEST_CASE("cpu: counters that go backwards after resume give no ratio instead of
   CHECK(h.log.count(kiwi::LogLevel::info) == 1);
 
   // The lower reading became the baseline, so the next interval is measured normally again.
-  tree.write("proc/stat", read_text(fixture("rk3588/stat.next")));
+  tree.write("proc/stat", read_text(fixture("rk3588/next/proc/stat")));
   h.sink.clear();
   CHECK(sensor.sample(h.sink).message.empty());
   CHECK(h.sink.value("cpu_usage_ratio") == Approx(0.32625));
@@ -236,7 +236,7 @@ TEST_CASE("cpu: per_core = false reports only the machine-wide numbers") {
   Harness h(tree.root(), kiwi_sensor_test::with_bool(defaults(), "per_core", false));
   kiwi::cpu::CpuSensor sensor(h.context());
   sensor.sample(h.sink);
-  tree.write("proc/stat", read_text(fixture("rk3588/stat.next")));
+  tree.write("proc/stat", read_text(fixture("rk3588/next/proc/stat")));
   sensor.sample(h.sink);
   CHECK(h.sink.count("cpu_usage_ratio") == 1);
   CHECK(h.sink.count("cpu_mode_ratio") == 8);
@@ -261,6 +261,42 @@ TEST_CASE("cpu: a missing loadavg leaves out the load metrics and says so") {
   CHECK_THAT(result.message, Contains("loadavg: not found"));
 }
 
-TEST_CASE("cpu: sample.toml shows the option table's defaults") {
-  CHECK(kiwi_sensor_test::keys_missing_from_sample_toml("cpu", kiwi::cpu::kOptions).empty());
+TEST_CASE("cpu: offline cores, a core going offline and iowait going back on an old kernel") {
+  // tests/fixtures/awkward: online 0-2,4-7, then cpu5 goes offline; cpu7's iowait goes back by 3
+  // ticks (proc(5): "iowait ... can decrease"); the aggregate counts offline cores' frozen times.
+  ScratchTree tree("awkward");
+  Harness h(tree.root(), defaults());
+  kiwi::cpu::CpuSensor sensor(h.context());
+  sensor.sample(h.sink);
+  tree.advance("awkward");
+  h.sink.clear();
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.message ==
+        "counters went backwards or did not advance (suspend/resume?), no ratio for cpu7");
+  CHECK(h.sink.label_values("cpu_core_usage_ratio", "core") ==
+        std::vector<std::string>{"0", "1", "2", "4", "6"});
+  const double per_core[] = {0.30, 0.15, 0.10, 0.60, 0.40};
+  for (std::size_t i = 0; i < 5; ++i) {
+    const std::string core = h.sink.label_values("cpu_core_usage_ratio", "core")[i];
+    INFO("core " << core);
+    CHECK(h.sink.value("cpu_core_usage_ratio", {{"core", core}}) ==
+          Approx(per_core[i]).margin(1e-12));
+  }
+  // All cores: user 135 system 45 idle 418 iowait 2 of 600 ticks.
+  CHECK(h.sink.value("cpu_usage_ratio") == Approx(180.0 / 600));
+  CHECK(h.sink.value("cpu_mode_ratio", {{"mode", "iowait"}}) == Approx(2.0 / 600));
+  CHECK(h.sink.count("cpu_frequency_hertz") == 0);  // the old BSP has no cpufreq in this tree
+}
+
+TEST_CASE("cpu: an x86 mini PC reports 4 cores with intel_pstate frequencies") {
+  ScratchTree tree("x86");
+  Harness h(tree.root(), defaults());
+  kiwi::cpu::CpuSensor sensor(h.context());
+  sensor.sample(h.sink);
+  tree.advance("x86");
+  h.sink.clear();
+  CHECK(sensor.sample(h.sink).message.empty());
+  CHECK(h.sink.value("cpu_usage_ratio") == Approx(0.30));
+  CHECK(h.sink.value("cpu_core_usage_ratio", {{"core", "2"}}) == Approx(0.70));
+  CHECK(h.sink.value("cpu_frequency_hertz", {{"core", "2"}}) == 3400000000.0);
 }

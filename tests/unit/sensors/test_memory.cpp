@@ -52,12 +52,31 @@ TEST_CASE("memory: an 8 GB RK3588 without swap gives exact totals and used = tot
   CHECK_FALSE(s.available_estimated);
 }
 
-TEST_CASE("memory: without MemAvailable, available is estimated as free + buffers + cached") {
+TEST_CASE("memory: without MemAvailable, available is estimated as the kernel computes it") {
+  // vm: MemFree 231456, Active(file) 417792 + Inactive(file) 648192 = 1065984, SReclaimable 98304
+  // kB; min_free_kbytes 67584 gives a low watermark of 84480 kB. The kernel keeps half of the page
+  // cache and slab, at most the watermark: 231456 - 84480 + 1065984 - 84480 + 98304 - 49152.
+  const auto s =
+      kiwi::memory::compute_memory(kiwi::memory::parse_meminfo(meminfo_without_available()), 67584);
+  CHECK(s.available_estimated);
+  CHECK(s.available_bytes == 1177632.0 * 1024);
+  CHECK(s.used_bytes == (2014612.0 - 1177632.0) * 1024);
+  // The old `free` formula (MemFree + Buffers + Cached = 1307928 kB) would overstate it by 11%;
+  // the kernel's own MemAvailable on this machine was 1312004 kB, so the estimate errs low.
+  CHECK(*s.available_bytes < 1307928.0 * 1024);
+}
+
+TEST_CASE("memory: without min_free_kbytes the estimate takes the low watermark as 0") {
   const auto s =
       kiwi::memory::compute_memory(kiwi::memory::parse_meminfo(meminfo_without_available()));
-  CHECK(s.available_estimated);
-  CHECK(s.available_bytes == 1339318272.0);  // (231456 + 64128 + 1012344) kB
-  CHECK(s.used_bytes == 723644416.0);
+  CHECK(s.available_bytes == (231456.0 + 1065984.0 - 0 + 98304.0) * 1024);
+}
+
+TEST_CASE("memory: an estimate below zero reads 0, never a negative amount") {
+  const auto s = kiwi::memory::compute_memory(
+      kiwi::memory::parse_meminfo("MemTotal: 1000 kB\nMemFree: 10 kB\n"), 65536);
+  CHECK(s.available_bytes == 0.0);
+  CHECK(s.used_ratio == 1.0);
 }
 
 TEST_CASE("memory: meminfo without MemTotal is refused") {
@@ -94,12 +113,13 @@ TEST_CASE("memory: a Raspberry Pi 4 swap file shows up as swap total and used") 
 TEST_CASE("memory: an old kernel without MemAvailable gets an estimate and a note, logged once") {
   ScratchTree tree;
   tree.write("proc/meminfo", meminfo_without_available());
+  tree.write("proc/sys/vm/min_free_kbytes", "67584\n");
   Harness h(tree.root());
   kiwi::memory::MemorySensor sensor(h.context());
   const auto result = sensor.sample(h.sink);
   CHECK(result.status == kiwi::SampleStatus::ok);
   CHECK_THAT(result.message, Contains("MemAvailable") && Contains("estimated"));
-  CHECK(h.sink.value("memory_available_bytes") == 1339318272.0);
+  CHECK(h.sink.value("memory_available_bytes") == 1177632.0 * 1024);
   sensor.sample(h.sink);
   CHECK(h.log.count(kiwi::LogLevel::info) == 1);
 }
@@ -109,4 +129,15 @@ TEST_CASE("memory: a missing meminfo is an error naming the path") {
   Harness h(tree.root());
   kiwi::memory::MemorySensor sensor(h.context());
   CHECK_THROWS_WITH(sensor.sample(h.sink), Contains("proc/meminfo: not found"));
+}
+
+TEST_CASE("memory: a 3.10 kernel's meminfo gets the kernel's estimate from min_free_kbytes") {
+  // tests/fixtures/awkward: no MemAvailable; min_free_kbytes 3489 gives a low watermark of 4361.
+  // 312456 - 4361 + (477778 + 455564) - 4361 + 54321 - 4361 = 1287036 kB.
+  Harness h(fixture("awkward"));
+  kiwi::memory::MemorySensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK_THAT(result.message, Contains("MemAvailable missing"));
+  CHECK(h.sink.value("memory_available_bytes") == 1287036.0 * 1024);
+  CHECK(h.sink.value("memory_total_bytes") == 2045116.0 * 1024);
 }

@@ -1,9 +1,15 @@
 // storage plugin: mountinfo parsing, mount selection and df arithmetic on fixture text, and the
 // sensor with statvfs replaced by a table (statvfs works on the live filesystem, not on fixtures).
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <system_error>
+#include <thread>
 
 #include "sensor_test_util.hpp"
 #include "storage_parse.hpp"
@@ -33,10 +39,16 @@ std::vector<std::string> mount_points(const std::vector<kiwi::storage::MountEntr
   return out;
 }
 
-std::vector<kiwi::storage::MountEntry> selected(const std::string& board) {
+// The mount filter the default options make, as the sensor builds it.
+kiwi::storage::MountFilter default_filter() {
+  return {default_list("include_types"), default_list("exclude_types"),
+          default_list("include_mounts"), default_list("exclude_mounts")};
+}
+
+std::vector<kiwi::storage::MountEntry> selected(
+    const std::string& board, const kiwi::storage::MountFilter& filter = default_filter()) {
   return kiwi::storage::select_mounts(
-      kiwi::storage::parse_mountinfo(read_text(fixture(board + "/proc/self/mountinfo"))),
-      default_list("exclude_types"), default_list("exclude_mounts"));
+      kiwi::storage::parse_mountinfo(read_text(fixture(board + "/proc/self/mountinfo"))), filter);
 }
 
 // A statvfs stand-in: known mount points get fixed numbers, others fail with `error`.
@@ -126,7 +138,7 @@ TEST_CASE("storage: a bind mount is reported once, at its shortest mount point")
                                      "42 1 8:1 /data /home/me/d rw - ext4 /dev/sda1 rw\n"
                                      "43 1 8:2 / /mnt/aaaa rw - ext4 /dev/sda2 rw\n"
                                      "44 1 8:2 / /mnt/bbbb rw - ext4 /dev/sda2 rw\n"),
-      {}, {});
+      {});
   // sda1: /mnt/disk is the shortest; sda2: two of equal length, the first one wins.
   CHECK(mount_points(mounts) == std::vector<std::string>{"/mnt/disk", "/mnt/aaaa"});
 }
@@ -135,7 +147,7 @@ TEST_CASE("storage: a directory mounted over is reported once, for the filesyste
   const auto mounts = kiwi::storage::select_mounts(
       kiwi::storage::parse_mountinfo("40 1 8:1 / /data rw - ext4 /dev/sda1 rw\n"
                                      "41 1 8:17 / /data rw - xfs /dev/sdb1 rw\n"),
-      {}, {});
+      {});
   REQUIRE(mounts.size() == 1);
   CHECK(mounts[0].source == "/dev/sdb1");
 }
@@ -227,7 +239,151 @@ TEST_CASE("storage: the real statvfs works on / and names the path when it fails
                     Contains("/nonexistent/kiwi"));
 }
 
-TEST_CASE("storage: sample.toml shows the option table's defaults") {
-  CHECK(
-      kiwi_sensor_test::keys_missing_from_sample_toml("storage", kiwi::storage::kOptions).empty());
+TEST_CASE("storage: an x86 mini PC reports its NVMe root, EFI partition and data drive") {
+  CHECK(mount_points(selected("x86")) == std::vector<std::string>{"/", "/boot/efi", "/data"});
+}
+
+TEST_CASE("storage: include_types and include_mounts narrow the report, exclusions still win") {
+  auto filter = default_filter();
+  filter.include_types = {"ext*"};
+  CHECK(mount_points(selected("rk3588", filter)) == std::vector<std::string>{"/", "/srv/nvme"});
+
+  filter = default_filter();
+  filter.include_mounts = {"/media", "/srv", "/proc"};  // /proc stays excluded
+  CHECK(mount_points(selected("rk3588", filter)) ==
+        std::vector<std::string>{"/srv/nvme", "/media/kiwi/USB DISK"});
+
+  filter = default_filter();
+  filter.exclude_types.push_back("fuse*");  // a glob: fuseblk, fuse.sshfs, ...
+  CHECK(mount_points(selected("awkward", filter)) ==
+        std::vector<std::string>{"/", "/srv/data", "/mnt/ro", "/mnt/tab\tand\\backslash",
+                                 "/var/log"});
+}
+
+TEST_CASE("storage: awkward mounts: a filesystem bound three times, escapes, a read-only disk") {
+  const auto mounts = selected("awkward");
+  // /dev/sda1 is at /srv/data, /home/odroid/data and (a subdirectory) /var/www/data: once.
+  CHECK(mount_points(mounts) == std::vector<std::string>{"/", "/srv/data", "/mnt/ro",
+                                                         "/mnt/My Book", "/mnt/tab\tand\\backslash",
+                                                         "/var/log"});
+  CHECK(mounts[2].readonly);
+  CHECK_FALSE(mounts[3].readonly);
+  CHECK(mounts[3].fstype == "fuseblk");
+}
+
+TEST_CASE("storage: a full filesystem reads 100% used with nothing available") {
+  // /mnt/ro: 1000 blocks, 0 free; /srv/data: every block gone but the 5% root reserve.
+  Harness h(fixture("awkward"), defaults());
+  kiwi::storage::StorageSensor sensor(
+      h.context(), fake_statvfs({{"/", kDisk},
+                                 {"/srv/data", {4096, 1000000, 50000, 0, 1000, 10}},
+                                 {"/mnt/ro", {4096, 1000, 0, 0, 64, 0}},
+                                 {"/mnt/My Book", kDisk},
+                                 {"/mnt/tab\tand\\backslash", kDisk},
+                                 {"/var/log", kDisk}}));
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.message.empty());
+  CHECK(h.sink.value("storage_used_ratio", {{"mount", "/srv/data"}}) == 1.0);
+  CHECK(h.sink.value("storage_available_bytes", {{"mount", "/srv/data"}}) == 0.0);
+  CHECK(h.sink.value("storage_used_ratio", {{"mount", "/mnt/ro"}}) == 1.0);
+  CHECK(h.sink.value("storage_readonly", {{"mount", "/mnt/ro"}}) == 1.0);
+  CHECK(h.sink.value("storage_inodes_free", {{"mount", "/mnt/ro"}}) == 0.0);
+  CHECK(h.sink.label_values("storage_size_bytes", "mount").size() == 6);
+}
+
+TEST_CASE("storage: rootfs puts the mount points under another directory, labels unchanged") {
+  std::mutex mutex;
+  std::vector<std::string> asked;
+  auto record = [&](const std::string& path) {  // called from worker threads: lock
+    std::lock_guard lock(mutex);
+    asked.push_back(path);
+    return kDisk;
+  };
+  Harness h(fixture("rpi4"), kiwi_sensor_test::with_string(defaults(), "rootfs", "/host/"));
+  kiwi::storage::StorageSensor sensor(h.context(), record);
+  sensor.sample(h.sink);
+  std::sort(asked.begin(), asked.end());  // asked from worker threads, in any order
+  CHECK(asked == std::vector<std::string>{"/host/", "/host/boot/firmware"});
+  CHECK(h.sink.label_values("storage_size_bytes", "mount") ==
+        std::vector<std::string>{"/", "/boot/firmware"});
+}
+
+namespace {
+
+// A statvfs for the vm board whose /mnt/backup (the NFS share) blocks until released, as a hard
+// NFS mount does while its server is away. Released at the latest after 20 s, so a sensor that
+// waits forever fails the test instead of hanging it.
+struct DeadNfs {
+  struct Gate {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool open = false;
+    std::atomic<int> calls{0};
+  };
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+
+  kiwi::storage::StatFunction stat() const {
+    return [gate = gate](const std::string& path) {
+      if (path != "/mnt/backup") return kDisk;
+      ++gate->calls;
+      std::unique_lock lock(gate->mutex);
+      gate->cv.wait_for(lock, std::chrono::seconds(20), [&] { return gate->open; });
+      return kDisk;
+    };
+  }
+  void release() const {
+    {
+      std::lock_guard lock(gate->mutex);
+      gate->open = true;
+    }
+    gate->cv.notify_all();
+  }
+  ~DeadNfs() { release(); }
+};
+
+}  // namespace
+
+TEST_CASE("storage: a hanging statvfs is bounded by statvfs_timeout and not asked again") {
+  DeadNfs nfs;
+  Harness h(fixture("vm"), kiwi_sensor_test::with_int(defaults(), "statvfs_timeout", 50));
+  kiwi::storage::StorageSensor sensor(h.context(), nfs.stat());
+
+  const auto first = sensor.sample(h.sink);
+  CHECK(first.status == kiwi::SampleStatus::ok);
+  CHECK_THAT(first.message, Contains("skipped /mnt/backup") && Contains("no answer within 50 ms"));
+  CHECK(h.sink.label_values("storage_size_bytes", "mount") ==
+        std::vector<std::string>{"/", "/boot/efi", "/mnt/iso"});
+  CHECK(h.log.count(kiwi::LogLevel::warn) == 1);
+
+  // Still hanging: reported as such at once, and no second thread piles up behind the first.
+  h.sink.clear();
+  const auto second = sensor.sample(h.sink);
+  CHECK_THAT(second.message, Contains("/mnt/backup") && Contains("still no answer"));
+  CHECK(h.sink.label_values("storage_size_bytes", "mount").size() == 3);
+  CHECK(nfs.gate->calls == 1);
+  CHECK(h.log.count(kiwi::LogLevel::warn) == 1);
+
+  // The server is back: the hung call returns, the next sample asks afresh and reports the share.
+  nfs.release();
+  bool back = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!back && std::chrono::steady_clock::now() < deadline) {
+    h.sink.clear();
+    back = sensor.sample(h.sink).message.empty();  // the released thread needs a moment to end
+    if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(back);
+  // Either the late answer was used (it arrived during that sample) or a fresh call was made.
+  CHECK(nfs.gate->calls <= 2);
+  CHECK(h.sink.value("storage_size_bytes", {{"mount", "/mnt/backup"}}) == 4096000000.0);
+  CHECK(h.log.count(kiwi::LogLevel::info) == 1);  // "statvfs works again on /mnt/backup"
+}
+
+TEST_CASE("storage: statvfs_timeout outside 1..60000 ms is refused when the sensor is made") {
+  for (std::int64_t bad : {0, -5, 60001}) {
+    Harness h(fixture("vm"), kiwi_sensor_test::with_int(defaults(), "statvfs_timeout", bad));
+    CHECK_THROWS_WITH(
+        kiwi::storage::StorageSensor(h.context(), fake_statvfs({})),
+        Contains("statvfs_timeout") && Contains(std::to_string(bad)) && Contains("1 to 60000"));
+  }
 }

@@ -1,6 +1,8 @@
 // thermal plugin: millidegree parsing, naming rules, and the sensor on fixture boards (RK3588 with
 // 7 zones, Raspberry Pi 4 with one, a VM with none, an x86 laptop with hwmon only).
 #include <catch2/catch.hpp>
+#include <charconv>
+#include <filesystem>
 
 #include "sensor_test_util.hpp"
 #include "thermal_parse.hpp"
@@ -167,7 +169,84 @@ TEST_CASE("thermal: excluding every sensor is no data with a reason") {
   CHECK_THAT(result.message, Contains("exclude"));
 }
 
-TEST_CASE("thermal: sample.toml shows the option table's defaults") {
-  CHECK(
-      kiwi_sensor_test::keys_missing_from_sample_toml("thermal", kiwi::thermal::kOptions).empty());
+TEST_CASE("thermal: every millidegree reading converts to exactly the decimal the kernel meant") {
+  // What a user sees is the shortest text of the double (/metrics prints it so): -40.000 to
+  // 150.000 °C must come out as the same digits, never 45.123000000000005.
+  std::vector<std::string> wrong;
+  for (int milli = -40000; milli <= 150000; ++milli) {
+    const auto celsius = kiwi::thermal::parse_millidegrees(std::to_string(milli) + "\n");
+    char buf[32];
+    const std::string shortest =
+        celsius ? std::string(buf, std::to_chars(buf, buf + sizeof buf, *celsius).ptr) : "none";
+    std::string expected = std::to_string(milli / 1000) + "." +
+                           std::to_string(std::abs(milli % 1000) + 1000).substr(1);
+    if (milli < 0 && milli > -1000) expected = "-" + expected;
+    while (expected.back() == '0') expected.pop_back();  // 45.250 prints as 45.25, 45.000 as 45
+    if (expected.back() == '.') expected.pop_back();
+    if (expected == "-0") expected = "0";
+    if (shortest != expected && wrong.size() < 5)
+      wrong.push_back(expected + " read as " + shortest);
+  }
+  CHECK(wrong.empty());
+}
+
+TEST_CASE("thermal: a sensor whose read fails with EIO is skipped and named with the error") {
+  // /proc/self/mem read at offset 0 fails with EIO, exactly as a flaky I2C sensor's read does.
+  ScratchTree tree("rk3588");
+  tree.remove("sys/class/thermal/thermal_zone6/temp");  // npu-thermal
+  std::filesystem::create_symlink("/proc/self/mem",
+                                  tree.root() + "/sys/class/thermal/thermal_zone6/temp");
+  Harness h(tree.root(), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK_THAT(result.message, Contains("skipped npu-thermal") && Contains("Input/output error"));
+  CHECK(h.sink.count("thermal_celsius") == 6);
+  CHECK(h.sink.value("thermal_max_celsius") == 43.45);
+}
+
+TEST_CASE("thermal: duplicate hwmon names follow the device, not the hwmon number of this boot") {
+  // On this boot the kernel probed the second NVMe drive (PCI 0000:02:00.0) first: it is hwmon1.
+  // Its sensors are still the _2 ones, because names follow the device path, which is stable.
+  ScratchTree tree("x86");
+  const std::string devices = tree.root() + "/sys/devices/pci0000:00";
+  std::filesystem::create_directories(devices + "/0000:00:1d.0/0000:01:00.0/nvme/nvme0");
+  std::filesystem::create_directories(devices + "/0000:00:1d.4/0000:02:00.0/nvme/nvme1");
+  std::filesystem::create_directory_symlink(
+      "../../../devices/pci0000:00/0000:00:1d.4/0000:02:00.0/nvme/nvme1",
+      tree.root() + "/sys/class/hwmon/hwmon1/device");
+  std::filesystem::create_directory_symlink(
+      "../../../devices/pci0000:00/0000:00:1d.0/0000:01:00.0/nvme/nvme0",
+      tree.root() + "/sys/class/hwmon/hwmon2/device");
+  Harness h(tree.root(), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  sensor.sample(h.sink);
+  // hwmon2 (nvme0, one sensor at 35.85 °C) is now nvme_Composite; hwmon1's three are the _2s.
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite"}}) == 35.85);
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite_2"}}));
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Sensor 1"}}));
+  CHECK(h.sink.count("thermal_celsius") == 10);
+}
+
+TEST_CASE("thermal: an unreadable zone among five is named, the other four and the max arrive") {
+  // tests/fixtures/awkward: thermal_zone2/temp is a directory, so read() fails as EIO would.
+  Harness h(fixture("awkward"), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK_THAT(result.message, Contains("skipped cpu2-thermal") && Contains("thermal_zone2/temp"));
+  CHECK(h.sink.label_values("thermal_celsius", "sensor") ==
+        std::vector<std::string>{"cpu0-thermal", "cpu1-thermal", "cpu3-thermal", "gpu-thermal"});
+  CHECK(h.sink.value("thermal_max_celsius") == 53.0);
+}
+
+TEST_CASE("thermal: sensor names are the same from one start of the agent to the next") {
+  Harness h(fixture("x86"), defaults());
+  kiwi::thermal::ThermalSensor first(h.context());
+  first.sample(h.sink);
+  const auto before = h.sink.label_values("thermal_celsius", "sensor");
+  h.sink.clear();
+  kiwi::thermal::ThermalSensor restarted(h.context());
+  restarted.sample(h.sink);
+  CHECK(h.sink.label_values("thermal_celsius", "sensor") == before);
 }

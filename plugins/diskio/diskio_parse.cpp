@@ -1,0 +1,103 @@
+#include "diskio_parse.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <stdexcept>
+
+namespace kiwi::diskio {
+namespace {
+
+std::string_view next_field(std::string_view& rest) {
+  std::size_t start = rest.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) {
+    rest = {};
+    return {};
+  }
+  rest.remove_prefix(start);
+  std::size_t end = std::min(rest.find_first_of(" \t\r\n"), rest.size());
+  std::string_view field = rest.substr(0, end);
+  rest.remove_prefix(end);
+  return field;
+}
+
+template <typename T>
+std::optional<T> to_number(std::string_view s) {
+  T value{};
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::vector<DiskCounters> parse_diskstats(std::string_view text) {
+  std::vector<DiskCounters> out;
+  while (!text.empty()) {
+    std::size_t eol = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(std::min(eol + 1, text.size()));
+
+    std::string_view rest = line;
+    std::string_view major = next_field(rest);
+    if (major.empty()) continue;  // blank line
+    std::string_view minor = next_field(rest);
+    DiskCounters disk;
+    disk.name = std::string(next_field(rest));
+    if (!to_number<unsigned>(major) || !to_number<unsigned>(minor) || disk.name.empty())
+      throw std::invalid_argument("line '" + std::string(line) +
+                                  "': expected 'major minor name' and 11 counters");
+    std::size_t count = 0;
+    for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
+      auto value = to_number<std::uint64_t>(field);
+      if (!value)
+        throw std::invalid_argument("line '" + std::string(line) + "': field '" +
+                                    std::string(field) + "' is not a counter");
+      if (count < disk.counters.size()) disk.counters[count] = *value;
+      ++count;
+    }
+    if (count < disk.counters.size())
+      throw std::invalid_argument("line '" + std::string(line) + "': expected at least " +
+                                  std::to_string(disk.counters.size()) +
+                                  " counters after the name");
+    out.push_back(std::move(disk));
+  }
+  return out;
+}
+
+std::optional<Rates> compute_rates(const Counters& before, const Counters& after,
+                                   double elapsed_seconds) {
+  if (elapsed_seconds <= 0) return std::nullopt;
+  Rates rates{};
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    const auto& c = kRateColumns[i];
+    if (after[c.column] < before[c.column]) return std::nullopt;
+    const double delta = static_cast<double>(after[c.column] - before[c.column]);
+    rates[i] = std::min(delta * c.multiplier / (c.divisor * elapsed_seconds), c.ceiling);
+  }
+  return rates;
+}
+
+std::optional<std::int64_t> parse_uptime_ms(std::string_view text) {
+  std::string_view rest = text;
+  std::string_view field = next_field(rest);
+  const std::size_t dot = std::min(field.find('.'), field.size());
+  auto whole = to_number<std::int64_t>(field.substr(0, dot));
+  if (!whole || *whole < 0) return std::nullopt;
+  std::string_view fraction = dot < field.size() ? field.substr(dot + 1) : std::string_view{};
+  std::int64_t ms = *whole * 1000;
+  std::int64_t scale = 100;
+  for (char c : fraction) {
+    if (c < '0' || c > '9') return std::nullopt;
+    ms += (c - '0') * scale;  // digits past milliseconds add 0
+    scale /= 10;
+  }
+  return ms;
+}
+
+std::string sysfs_block_name(std::string_view diskstats_name) {
+  std::string out(diskstats_name);
+  std::replace(out.begin(), out.end(), '/', '!');
+  return out;
+}
+
+}  // namespace kiwi::diskio

@@ -1,0 +1,106 @@
+#include "diskio_sensor.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <kiwi/glob.hpp>
+#include <kiwi/io.hpp>
+#include <stdexcept>
+
+namespace kiwi::diskio {
+namespace {
+
+bool matches_any(const std::vector<std::string>& globs, std::string_view name) {
+  return std::any_of(globs.begin(), globs.end(),
+                     [&](const std::string& g) { return kiwi::glob_match(g, name); });
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const auto& p : parts) out.append(out.empty() ? "" : sep).append(p);
+  return out;
+}
+
+bool exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
+}  // namespace
+
+DiskioSensor::DiskioSensor(const kiwi::SensorContext& ctx)
+    : procfs_(ctx.procfs),
+      sysfs_(ctx.sysfs),
+      include_(ctx.options.get_strings("include")),
+      exclude_(ctx.options.get_strings("exclude")),
+      partitions_(ctx.options.get_bool("partitions")),
+      log_(ctx.log) {}
+
+kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
+  const std::string stats_path = kiwi::join_path(procfs_, "diskstats");
+  const auto stats_text = kiwi::read_file(stats_path);
+  if (!stats_text) throw std::runtime_error(stats_path + ": not found");
+  const std::string uptime_path = kiwi::join_path(procfs_, "uptime");
+  const auto uptime_text = kiwi::read_file(uptime_path);
+  const auto uptime_ms = uptime_text ? parse_uptime_ms(*uptime_text) : std::nullopt;
+  if (!uptime_ms)
+    throw std::runtime_error(uptime_path +
+                             (uptime_text ? ": not a number of seconds" : ": not found"));
+
+  std::vector<DiskCounters> all;
+  try {
+    all = parse_diskstats(*stats_text);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(stats_path + ": " + e.what());
+  }
+
+  Reading now{*uptime_ms, {}};
+  std::vector<std::string> notes;
+  std::optional<double> elapsed;  // seconds since the previous reading, when rates can be computed
+  if (!previous_) {
+    notes.push_back("first sample: rates need two readings");
+  } else if (now.uptime_ms > previous_->uptime_ms) {
+    elapsed = static_cast<double>(now.uptime_ms - previous_->uptime_ms) / 1000.0;
+  } else {
+    notes.push_back("uptime did not advance since the previous sample, no rates");
+  }
+
+  // <sysfs>/block lists whole devices only (disks, loop, md, dm-N), never partitions. Without it
+  // (sysfs not mounted in a container) a partition cannot be told from a disk: report all.
+  const std::string block_dir = kiwi::join_path(sysfs_, "block");
+  const bool know_disks = partitions_ || exists(block_dir);
+  if (!know_disks)
+    notes.push_back(block_dir + " not found: partitions cannot be told from disks, all reported");
+
+  std::vector<std::string> backwards;
+  for (const auto& disk : all) {
+    if (!matches_any(include_, disk.name) || matches_any(exclude_, disk.name)) continue;
+    if (!partitions_ && know_disks &&
+        !exists(kiwi::join_path(block_dir, sysfs_block_name(disk.name))))
+      continue;
+    now.devices.emplace(disk.name, disk.counters);
+    if (!elapsed) continue;
+    auto before = previous_->devices.find(disk.name);
+    if (before == previous_->devices.end()) continue;  // just appeared: this is its baseline
+    const auto rates = compute_rates(before->second, disk.counters, *elapsed);
+    if (!rates) {
+      backwards.push_back(disk.name);  // replugged under the same name: measure from now on
+      continue;
+    }
+    for (std::size_t i = 0; i < rates->size(); ++i)
+      sink.gauge(kRateColumns[i].metric, {{"device", disk.name}}, (*rates)[i],
+                 kRateColumns[i].unit);
+  }
+  if (!backwards.empty()) {
+    notes.push_back("counters went backwards (device replaced?), no rates for " +
+                    join(backwards, ", "));
+    log_.info(notes.back());
+  }
+  const bool none = now.devices.empty();
+  previous_ = std::move(now);
+  if (none)
+    return kiwi::SampleResult::no_data(
+        "no block devices left after include, exclude and partitions");
+  return kiwi::SampleResult::ok(join(notes, "; "));
+}
+
+}  // namespace kiwi::diskio

@@ -1,0 +1,64 @@
+// The diskio sensor: per block device read/write throughput, IOPS and busy ratio from
+// /proc/diskstats. See README.md for the metrics and which devices are left out.
+#pragma once
+
+#include <cstdint>
+#include <kiwi/sensor.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diskio_parse.hpp"
+
+namespace kiwi::diskio {
+
+// The one place the diskio options and their defaults are declared (plugin.cpp registers it; the
+// host fills in defaults; tests build Options from it).
+inline constexpr kiwi::OptionSpec kOptions[] = {
+    {"include", kiwi::OptionType::string_list, R"(["*"])",
+     "device name globs to report (`*` matches any run of characters)"},
+    {"exclude", kiwi::OptionType::string_list, R"(["loop*", "ram*", "zram*", "mmcblk*boot*"])",
+     "device name globs not to report, even if included (e.g. add \"dm-*\" to hide LVM volumes)"},
+    {"partitions", kiwi::OptionType::boolean, "false",
+     "also report partitions (by default only whole devices, those listed in <sysfs>/block)"},
+};
+
+// Every metric the sensor may emit: name, unit, counter, labels, help. plugin.cpp registers it
+// (it is the HELP text of /metrics); the unit tests check every emitted metric against it.
+inline constexpr kiwi::MetricSpec kMetricSpecs[] = {
+    {"diskio_read_bytes_per_second", "bytes_per_second", false, "device",
+     "bytes read per second since the last sample (/proc/diskstats sectors read x 512)"},
+    {"diskio_write_bytes_per_second", "bytes_per_second", false, "device",
+     "bytes written per second since the last sample (/proc/diskstats sectors written x 512)"},
+    {"diskio_reads_per_second", "per_second", false, "device",
+     "reads completed per second (/proc/diskstats)"},
+    {"diskio_writes_per_second", "per_second", false, "device",
+     "writes completed per second (/proc/diskstats)"},
+    {"diskio_busy_ratio", "ratio", false, "device",
+     "share of the time the device had I/O in flight (/proc/diskstats io_ticks)"},
+};
+
+class DiskioSensor final : public kiwi::Sensor {
+ public:
+  // Copies the roots and options; reads nothing, so a missing file shows up in the first sample.
+  explicit DiskioSensor(const kiwi::SensorContext& ctx);
+
+  kiwi::SampleResult sample(kiwi::MetricSink& sink) override;
+
+ private:
+  struct Reading {
+    std::int64_t uptime_ms = 0;
+    std::map<std::string, Counters, std::less<>> devices;
+  };
+
+  std::string procfs_;
+  std::string sysfs_;
+  std::vector<std::string> include_;
+  std::vector<std::string> exclude_;
+  bool partitions_;
+  kiwi::Logger& log_;
+  std::optional<Reading> previous_;  // nullopt before the first sample
+};
+
+}  // namespace kiwi::diskio

@@ -1,0 +1,99 @@
+#include "network_parse.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <kiwi/io.hpp>
+#include <stdexcept>
+
+namespace kiwi::network {
+namespace {
+
+std::string_view next_field(std::string_view& rest) {
+  std::size_t start = rest.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) {
+    rest = {};
+    return {};
+  }
+  rest.remove_prefix(start);
+  std::size_t end = std::min(rest.find_first_of(" \t\r\n"), rest.size());
+  std::string_view field = rest.substr(0, end);
+  rest.remove_prefix(end);
+  return field;
+}
+
+template <typename T>
+std::optional<T> to_number(std::string_view s) {
+  T value{};
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::vector<InterfaceCounters> parse_net_dev(std::string_view text) {
+  std::vector<InterfaceCounters> out;
+  while (!text.empty()) {
+    std::size_t eol = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(std::min(eol + 1, text.size()));
+
+    // Header lines ("Inter-|   Receive ...", " face |bytes ...") have a '|' and no name colon.
+    std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos || line.find('|') != std::string_view::npos) continue;
+    InterfaceCounters iface;
+    iface.name = std::string(kiwi::trim(line.substr(0, colon)));
+    std::string_view rest = line.substr(colon + 1);
+    std::size_t count = 0;
+    for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
+      auto value = to_number<std::uint64_t>(field);
+      if (!value)
+        throw std::invalid_argument("line '" + std::string(line) + "': field '" +
+                                    std::string(field) + "' is not a counter");
+      if (count < iface.counters.size()) iface.counters[count] = *value;
+      ++count;
+    }
+    if (iface.name.empty() || count < iface.counters.size())
+      throw std::invalid_argument("line '" + std::string(line) +
+                                  "': expected 'name:' and 16 counters");
+    out.push_back(std::move(iface));
+  }
+  return out;
+}
+
+std::optional<double> parse_link_speed(std::string_view text) {
+  auto mbit = to_number<std::int64_t>(kiwi::trim(text));
+  if (!mbit || *mbit <= 0) return std::nullopt;
+  return static_cast<double>(*mbit) * 1e6 / 8;  // Mb/s is 10^6 bits, as ethtool means it
+}
+
+std::optional<std::int64_t> parse_uptime_ms(std::string_view text) {
+  std::string_view rest = text;
+  std::string_view field = next_field(rest);
+  const std::size_t dot = std::min(field.find('.'), field.size());
+  auto whole = to_number<std::int64_t>(field.substr(0, dot));
+  if (!whole || *whole < 0) return std::nullopt;
+  std::string_view fraction = dot < field.size() ? field.substr(dot + 1) : std::string_view{};
+  std::int64_t ms = *whole * 1000;
+  std::int64_t scale = 100;
+  for (char c : fraction) {
+    if (c < '0' || c > '9') return std::nullopt;
+    ms += (c - '0') * scale;  // digits past milliseconds add 0
+    scale /= 10;
+  }
+  return ms;
+}
+
+std::optional<Rates> compute_rates(const Counters& before, const Counters& after,
+                                   double elapsed_seconds) {
+  if (elapsed_seconds <= 0) return std::nullopt;
+  Rates rates{};
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    const std::size_t column = kRateColumns[i].column;
+    if (after[column] < before[column]) return std::nullopt;
+    rates[i] = static_cast<double>(after[column] - before[column]) / elapsed_seconds;
+  }
+  return rates;
+}
+
+}  // namespace kiwi::network

@@ -1,0 +1,116 @@
+#include "network_sensor.hpp"
+
+#include <algorithm>
+#include <kiwi/glob.hpp>
+#include <kiwi/io.hpp>
+#include <stdexcept>
+#include <system_error>
+
+namespace kiwi::network {
+namespace {
+
+bool matches_any(const std::vector<std::string>& globs, std::string_view name) {
+  return std::any_of(globs.begin(), globs.end(),
+                     [&](const std::string& g) { return kiwi::glob_match(g, name); });
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const auto& p : parts) out.append(out.empty() ? "" : sep).append(p);
+  return out;
+}
+
+// Link speed in bytes per second, or nullopt. The file is absent on some virtual devices and
+// read() fails with EINVAL on Wi-Fi and on links that are down: all of these mean "unknown", which
+// is normal and not worth a note.
+std::optional<double> read_speed(const std::string& path) {
+  try {
+    if (auto text = kiwi::read_file(path)) return parse_link_speed(*text);
+  } catch (const std::system_error&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+NetworkSensor::NetworkSensor(const kiwi::SensorContext& ctx)
+    : procfs_(ctx.procfs),
+      sysfs_(ctx.sysfs),
+      include_(ctx.options.get_strings("include")),
+      exclude_(ctx.options.get_strings("exclude")),
+      log_(ctx.log) {}
+
+kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
+  const std::string dev_path = kiwi::join_path(procfs_, "net/dev");
+  const auto dev_text = kiwi::read_file(dev_path);
+  if (!dev_text) throw std::runtime_error(dev_path + ": not found");
+  const std::string uptime_path = kiwi::join_path(procfs_, "uptime");
+  const auto uptime_text = kiwi::read_file(uptime_path);
+  const auto uptime_ms = uptime_text ? parse_uptime_ms(*uptime_text) : std::nullopt;
+  if (!uptime_ms)
+    throw std::runtime_error(uptime_path +
+                             (uptime_text ? ": not a number of seconds" : ": not found"));
+
+  std::vector<InterfaceCounters> all;
+  try {
+    all = parse_net_dev(*dev_text);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(dev_path + ": " + e.what());
+  }
+
+  Reading now{*uptime_ms, {}};
+  std::vector<std::string> notes;
+  std::optional<double> elapsed;  // seconds since the previous reading, when rates can be computed
+  if (!previous_) {
+    notes.push_back("first sample: rates need two readings");
+  } else if (now.uptime_ms > previous_->uptime_ms) {
+    elapsed = static_cast<double>(now.uptime_ms - previous_->uptime_ms) / 1000.0;
+  } else {
+    notes.push_back("uptime did not advance since the previous sample, no rates");
+  }
+
+  std::vector<std::string> backwards;
+  for (const auto& iface : all) {
+    if (!matches_any(include_, iface.name) || matches_any(exclude_, iface.name)) continue;
+    now.interfaces.emplace(iface.name, iface.counters);
+
+    // Rates: all of an interface's or none (see compute_rates). A counter going back means this
+    // interval is unknown; the new reading is the baseline the next interval is measured from.
+    std::optional<Rates> rates;
+    if (elapsed) {
+      auto before = previous_->interfaces.find(iface.name);
+      if (before != previous_->interfaces.end()) {  // else it just appeared: this is its baseline
+        rates = compute_rates(before->second, iface.counters, *elapsed);
+        if (!rates) backwards.push_back(iface.name);
+      }
+    }
+    if (rates)
+      for (std::size_t i = 0; i < rates->size(); ++i)
+        sink.gauge(kRateColumns[i].metric, {{"interface", iface.name}}, (*rates)[i],
+                   kRateColumns[i].unit);
+
+    const auto speed = read_speed(kiwi::join_path(sysfs_, "class/net/" + iface.name + "/speed"));
+    if (!speed) continue;
+    sink.gauge("network_speed_bytes_per_second", {{"interface", iface.name}}, *speed,
+               "bytes_per_second");
+    if (rates) {
+      // Full duplex: each direction has the whole link, so the busier one is the utilisation.
+      // Clamped because two readings taken a little apart can exceed the line rate by a hair.
+      const double busiest = std::max((*rates)[kReceiveBytesRate], (*rates)[kTransmitBytesRate]);
+      sink.gauge("network_utilisation_ratio", {{"interface", iface.name}},
+                 std::min(busiest / *speed, 1.0), "ratio");
+    }
+  }
+  if (!backwards.empty()) {
+    notes.push_back(
+        "counters went backwards (driver reset or interface re-created), no rates for " +
+        join(backwards, ", "));
+    log_.info(notes.back());
+  }
+  const bool none = now.interfaces.empty();
+  previous_ = std::move(now);
+  if (none) return kiwi::SampleResult::no_data("no interfaces left after include and exclude");
+  return kiwi::SampleResult::ok(join(notes, "; "));
+}
+
+}  // namespace kiwi::network

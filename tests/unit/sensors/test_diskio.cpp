@@ -1,0 +1,185 @@
+// diskio plugin: /proc/diskstats parsing, rates, and the sensor on fixture boards. Expected rates
+// are the deltas between tests/fixtures/<board>/proc/diskstats and next/proc/diskstats over
+// exactly one second of uptime (see the board READMEs).
+#include <catch2/catch.hpp>
+
+#include "diskio_parse.hpp"
+#include "diskio_sensor.hpp"
+#include "sensor_test_util.hpp"
+
+using Catch::Matchers::Contains;
+using kiwi_sensor_test::fixture;
+using kiwi_sensor_test::Harness;
+using kiwi_sensor_test::read_text;
+using kiwi_sensor_test::ScratchTree;
+
+namespace {
+
+std::vector<kiwi::OptionValue> defaults() {
+  return kiwi_sensor_test::default_values(kiwi::diskio::kOptions);
+}
+
+// The metrics of the second of two samples of `board` (its proc tree, then next/ one second later).
+kiwi::SampleResult second_sample(std::string_view board, Harness& h, ScratchTree& tree) {
+  kiwi::diskio::DiskioSensor sensor(h.context());
+  sensor.sample(h.sink);
+  tree.advance(board);
+  h.sink.clear();
+  return sensor.sample(h.sink);
+}
+
+}  // namespace
+
+TEST_CASE("diskio: /proc/diskstats of an RK3588 gives every device in file order") {
+  const auto disks = kiwi::diskio::parse_diskstats(read_text(fixture("rk3588/proc/diskstats")));
+  REQUIRE(disks.size() == 11);
+  CHECK(disks[2].name == "mmcblk0");
+  // 179 0 mmcblk0 152340 40123 9876544 65432 534210 312345 24681352 876543 0 1234567 942000 ...
+  CHECK(disks[2].counters == kiwi::diskio::Counters{152340, 40123, 9876544, 65432, 534210, 312345,
+                                                    24681352, 876543, 0, 1234567, 942000});
+  CHECK(disks[10].name == "sda1");
+}
+
+TEST_CASE("diskio: a 3.10 kernel's 14-field diskstats parses like a 6.1 kernel's 20 fields") {
+  const auto disks = kiwi::diskio::parse_diskstats(read_text(fixture("awkward/proc/diskstats")));
+  REQUIRE(disks.size() == 15);
+  CHECK(disks[0].name == "mmcblk0");
+  CHECK(disks[0].counters[9] == 234567u);  // io_ticks, the last counter but one
+}
+
+TEST_CASE("diskio: a damaged diskstats line is reported with the line") {
+  CHECK_THROWS_WITH(kiwi::diskio::parse_diskstats(" 8 0 sda 1 2 3 4 5 6 7 8 9 ten 11\n"),
+                    Contains("sda 1 2") && Contains("'ten'"));
+  CHECK_THROWS_WITH(kiwi::diskio::parse_diskstats(" 8 0 sda 1 2 3 4 5 6 7\n"),
+                    Contains("at least 11 counters"));
+  CHECK_THROWS_WITH(kiwi::diskio::parse_diskstats("eight 0 sda 1 2 3 4 5 6 7 8 9 10 11\n"),
+                    Contains("major minor name"));
+}
+
+TEST_CASE("diskio: sectors are 512 bytes and io_ticks milliseconds, exactly") {
+  kiwi::diskio::Counters before{}, after{};
+  after[2] = 2048;  // sectors read
+  after[0] = 32;    // reads
+  after[9] = 123;   // ms busy
+  const auto rates = kiwi::diskio::compute_rates(before, after, 1.0);
+  REQUIRE(rates);
+  CHECK((*rates)[0] == 1048576.0);
+  CHECK((*rates)[2] == 32.0);
+  CHECK((*rates)[4] == 0.123);  // not 123 * 0.001 = 0.12300000000000001
+  after[9] = 1010;              // counter and clock read a little apart: capped at fully busy
+  CHECK((*kiwi::diskio::compute_rates(before, after, 1.0))[4] == 1.0);
+  CHECK((*kiwi::diskio::compute_rates(before, after, 2.0))[0] == 524288.0);
+  CHECK_FALSE(kiwi::diskio::compute_rates(after, before, 1.0));
+  CHECK_FALSE(kiwi::diskio::compute_rates(before, after, 0.0));
+}
+
+TEST_CASE("diskio: a '/' in a diskstats name is '!' in sysfs") {
+  CHECK(kiwi::diskio::sysfs_block_name("cciss/c0d0") == "cciss!c0d0");
+  CHECK(kiwi::diskio::sysfs_block_name("sda") == "sda");
+}
+
+TEST_CASE("diskio: the first sample on an RK3588 lists the disks and has no rates yet") {
+  Harness h(fixture("rk3588"), defaults());
+  kiwi::diskio::DiskioSensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK(result.message == "first sample: rates need two readings");
+  CHECK(h.sink.samples.empty());
+}
+
+TEST_CASE(
+    "diskio: an RK3588 reports the eMMC, NVMe and USB disks, not partitions, loops or boot areas") {
+  ScratchTree tree("rk3588");
+  Harness h(tree.root(), defaults());
+  const auto result = second_sample("rk3588", h, tree);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK(result.message.empty());
+  CHECK(h.sink.label_values("diskio_busy_ratio", "device") ==
+        std::vector<std::string>{"mmcblk0", "nvme0n1", "sda"});
+  const std::map<std::string, std::string> emmc{{"device", "mmcblk0"}};
+  CHECK(h.sink.value("diskio_read_bytes_per_second", emmc) == 1048576.0);   // 2048 sectors
+  CHECK(h.sink.value("diskio_write_bytes_per_second", emmc) == 4194304.0);  // 8192 sectors
+  CHECK(h.sink.value("diskio_reads_per_second", emmc) == 32.0);
+  CHECK(h.sink.value("diskio_writes_per_second", emmc) == 64.0);
+  CHECK(h.sink.value("diskio_busy_ratio", emmc) == 0.25);
+  CHECK(h.sink.find("diskio_busy_ratio", emmc)->unit == "ratio");
+  CHECK(h.sink.find("diskio_reads_per_second", emmc)->unit == "per_second");
+  CHECK(h.sink.find("diskio_read_bytes_per_second", emmc)->unit == "bytes_per_second");
+  CHECK(h.sink.value("diskio_read_bytes_per_second", {{"device", "nvme0n1"}}) == 52428800.0);
+  CHECK(h.sink.value("diskio_busy_ratio", {{"device", "nvme0n1"}}) == 0.12);
+  CHECK(h.sink.value("diskio_busy_ratio", {{"device", "sda"}}) == 0.0);
+}
+
+TEST_CASE("diskio: partitions = true adds the partitions, still without loop devices") {
+  ScratchTree tree("rk3588");
+  Harness h(tree.root(), kiwi_sensor_test::with_bool(defaults(), "partitions", true));
+  second_sample("rk3588", h, tree);
+  CHECK(h.sink.label_values("diskio_busy_ratio", "device") ==
+        std::vector<std::string>{"mmcblk0", "mmcblk0p1", "mmcblk0p2", "nvme0n1", "nvme0n1p1", "sda",
+                                 "sda1"});
+  CHECK(h.sink.value("diskio_write_bytes_per_second", {{"device", "mmcblk0p2"}}) == 4194304.0);
+}
+
+TEST_CASE("diskio: an empty exclude list reports loop devices and the eMMC boot areas too") {
+  ScratchTree tree("rk3588");
+  Harness h(tree.root(), kiwi_sensor_test::with_strings(defaults(), "exclude", {}));
+  second_sample("rk3588", h, tree);
+  CHECK(h.sink.label_values("diskio_busy_ratio", "device") ==
+        std::vector<std::string>{"loop0", "loop1", "mmcblk0", "mmcblk0boot0", "mmcblk0boot1",
+                                 "nvme0n1", "sda"});
+}
+
+TEST_CASE("diskio: a Raspberry Pi 4 reports its SD card and none of its RAM disks") {
+  ScratchTree tree("rpi4");
+  Harness h(tree.root(), defaults());
+  second_sample("rpi4", h, tree);
+  CHECK(h.sink.label_values("diskio_busy_ratio", "device") == std::vector<std::string>{"mmcblk0"});
+  CHECK(h.sink.value("diskio_write_bytes_per_second", {{"device", "mmcblk0"}}) == 131072.0);
+  CHECK(h.sink.value("diskio_busy_ratio", {{"device", "mmcblk0"}}) == 0.04);
+}
+
+TEST_CASE("diskio: a VM reports its virtio disk and CD drive, not the snaps' loop devices") {
+  ScratchTree tree("vm");
+  Harness h(tree.root(), defaults());
+  second_sample("vm", h, tree);
+  CHECK(h.sink.label_values("diskio_busy_ratio", "device") ==
+        std::vector<std::string>{"vda", "sr0"});
+  CHECK(h.sink.value("diskio_write_bytes_per_second", {{"device", "vda"}}) == 2097152.0);
+  CHECK(h.sink.value("diskio_writes_per_second", {{"device", "vda"}}) == 150.0);
+  CHECK(h.sink.value("diskio_busy_ratio", {{"device", "vda"}}) == 0.085);
+}
+
+TEST_CASE("diskio: a disk replugged under the same name is skipped once and named") {
+  ScratchTree tree("awkward");
+  Harness h(tree.root(), defaults());
+  const auto result = second_sample("awkward", h, tree);
+  CHECK(result.message == "counters went backwards (device replaced?), no rates for sda");
+  CHECK(h.log.count(kiwi::LogLevel::info) == 1);
+  CHECK(h.sink.label_values("diskio_busy_ratio", "device") ==
+        std::vector<std::string>{"mmcblk0", "sdb", "sdc", "sdd"});  // zram* excluded
+  CHECK(h.sink.value("diskio_busy_ratio", {{"device", "mmcblk0"}}) == 0.18);
+  CHECK(h.sink.value("diskio_write_bytes_per_second", {{"device", "mmcblk0"}}) == 1572864.0);
+}
+
+TEST_CASE("diskio: without <sysfs>/block every device is reported, with a note") {
+  ScratchTree tree("vm");
+  tree.remove("sys/block");
+  Harness h(tree.root(), defaults());
+  const auto result = second_sample("vm", h, tree);
+  CHECK_THAT(result.message, Contains("sys/block not found") && Contains("all reported"));
+  CHECK(h.sink.label_values("diskio_busy_ratio", "device") ==
+        std::vector<std::string>{"vda", "vda1", "vda14", "vda15", "sr0"});
+}
+
+TEST_CASE("diskio: nothing left to report is no data; a missing diskstats is an error") {
+  Harness h(fixture("vm"), kiwi_sensor_test::with_strings(defaults(), "include", {"nvme*"}));
+  kiwi::diskio::DiskioSensor none(h.context());
+  const auto result = none.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::no_data);
+  CHECK_THAT(result.message, Contains("include, exclude and partitions"));
+
+  ScratchTree empty;
+  Harness h2(empty.root(), defaults());
+  kiwi::diskio::DiskioSensor missing(h2.context());
+  CHECK_THROWS_WITH(missing.sample(h2.sink), Contains("proc/diskstats: not found"));
+}

@@ -1,0 +1,226 @@
+// network plugin: /proc/net/dev, link speed and uptime parsing, rates, and the sensor on fixture
+// boards. Expected rates are the deltas between tests/fixtures/<board>/proc/net/dev and
+// next/proc/net/dev over exactly one second of uptime (see the board READMEs).
+#include <catch2/catch.hpp>
+
+#include "network_parse.hpp"
+#include "network_sensor.hpp"
+#include "sensor_test_util.hpp"
+
+using Catch::Matchers::Contains;
+using kiwi_sensor_test::fixture;
+using kiwi_sensor_test::Harness;
+using kiwi_sensor_test::read_text;
+using kiwi_sensor_test::ScratchTree;
+
+namespace {
+
+std::vector<kiwi::OptionValue> defaults() {
+  return kiwi_sensor_test::default_values(kiwi::network::kOptions);
+}
+
+std::vector<std::string> names(const std::vector<kiwi::network::InterfaceCounters>& interfaces) {
+  std::vector<std::string> out;
+  for (const auto& i : interfaces) out.push_back(i.name);
+  return out;
+}
+
+// Two samples of `board`: its proc tree, then its next/ overlay one second later.
+void two_samples(ScratchTree& tree, std::string_view board, kiwi::network::NetworkSensor& sensor,
+                 Harness& h) {
+  sensor.sample(h.sink);
+  tree.advance(board);
+  h.sink.clear();
+}
+
+}  // namespace
+
+TEST_CASE("network: /proc/net/dev of an RK3588 gives every interface in file order") {
+  const auto interfaces = kiwi::network::parse_net_dev(read_text(fixture("rk3588/proc/net/dev")));
+  // "docker0:" fills the kernel's 6-character name column, so no space precedes it.
+  CHECK(names(interfaces) == std::vector<std::string>{"lo", "eth0", "docker0"});
+  const auto& eth0 = interfaces[1].counters;
+  CHECK(eth0[0] == 1873456123u);   // receive bytes
+  CHECK(eth0[3] == 12u);           // receive drop
+  CHECK(eth0[8] == 98765432101u);  // transmit bytes: past 2^32, 64-bit counters
+  CHECK(eth0[9] == 71234567u);     // transmit packets
+}
+
+TEST_CASE("network: a wide counter glued to the colon, as old kernels print it, still parses") {
+  const auto interfaces = kiwi::network::parse_net_dev(
+      "  eth0:1234567890 2 3 4 5 6 7 8 9876543210 10 11 12 13 14 15 16\n");
+  REQUIRE(interfaces.size() == 1);
+  CHECK(interfaces[0].name == "eth0");
+  CHECK(interfaces[0].counters[0] == 1234567890u);
+  CHECK(interfaces[0].counters[8] == 9876543210u);
+}
+
+TEST_CASE("network: a damaged /proc/net/dev line is reported with the line") {
+  CHECK_THROWS_WITH(
+      kiwi::network::parse_net_dev("  eth0: 1 2 x 4 5 6 7 8 9 10 11 12 13 14 15 16\n"),
+      Contains("eth0: 1 2 x") && Contains("'x'"));
+  CHECK_THROWS_WITH(kiwi::network::parse_net_dev("  eth0: 1 2 3\n"), Contains("16 counters"));
+}
+
+TEST_CASE("network: link speed in Mb/s becomes bytes per second; -1 and 0 mean unknown") {
+  CHECK(kiwi::network::parse_link_speed("1000\n") == 125000000.0);
+  CHECK(kiwi::network::parse_link_speed("2500\n") == 312500000.0);
+  CHECK(kiwi::network::parse_link_speed("100") == 12500000.0);
+  CHECK_FALSE(kiwi::network::parse_link_speed("-1\n"));  // SPEED_UNKNOWN: link down, virtio
+  CHECK_FALSE(kiwi::network::parse_link_speed("0\n"));
+  CHECK_FALSE(kiwi::network::parse_link_speed(""));
+}
+
+TEST_CASE("network: /proc/uptime parses to exact milliseconds") {
+  CHECK(kiwi::network::parse_uptime_ms("21572.31 162283.33\n") == 21572310);
+  CHECK(kiwi::network::parse_uptime_ms("12.5 1.0") == 12500);
+  CHECK(kiwi::network::parse_uptime_ms("7\n") == 7000);
+  CHECK(kiwi::network::parse_uptime_ms("1.23456") == 1234);
+  CHECK_FALSE(kiwi::network::parse_uptime_ms("soon"));
+  CHECK_FALSE(kiwi::network::parse_uptime_ms("-3.00 1.00"));
+  CHECK_FALSE(kiwi::network::parse_uptime_ms(""));
+}
+
+TEST_CASE("network: rates are deltas per second; a counter going back gives no rates at all") {
+  kiwi::network::Counters before{}, after{};
+  before[0] = 1000;
+  after[0] = 251000;  // 250000 bytes received
+  before[8] = 50;
+  after[8] = 50;
+  const auto rates = kiwi::network::compute_rates(before, after, 0.5);
+  REQUIRE(rates);
+  CHECK((*rates)[kiwi::network::kReceiveBytesRate] == 500000.0);
+  CHECK((*rates)[kiwi::network::kTransmitBytesRate] == 0.0);
+
+  after[9] = 0;
+  before[9] = 7;  // transmit packets went back: the driver reset its counters
+  CHECK_FALSE(kiwi::network::compute_rates(before, after, 1.0));
+  CHECK_FALSE(kiwi::network::compute_rates(after, after, 0.0));
+}
+
+TEST_CASE("network: the first sample on an RK3588 has link speeds and no rates yet") {
+  Harness h(fixture("rk3588"), defaults());
+  kiwi::network::NetworkSensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK(result.message == "first sample: rates need two readings");
+  CHECK(h.sink.count("network_receive_bytes_per_second") == 0);
+  CHECK(h.sink.count("network_utilisation_ratio") == 0);
+  // eth0 at 1000 Mb/s; docker0's -1 (a bridge without ports) is no value; lo is excluded.
+  CHECK(h.sink.label_values("network_speed_bytes_per_second", "interface") ==
+        std::vector<std::string>{"eth0"});
+  CHECK(h.sink.value("network_speed_bytes_per_second", {{"interface", "eth0"}}) == 125000000.0);
+}
+
+TEST_CASE("network: one second later an RK3588 shows eth0 sending at 93.75% of its gigabit link") {
+  ScratchTree tree("rk3588");
+  Harness h(tree.root(), defaults());
+  kiwi::network::NetworkSensor sensor(h.context());
+  two_samples(tree, "rk3588", sensor, h);
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK(result.message.empty());
+  const std::map<std::string, std::string> eth0{{"interface", "eth0"}};
+  CHECK(h.sink.value("network_receive_bytes_per_second", eth0) == 2500000.0);
+  CHECK(h.sink.value("network_transmit_bytes_per_second", eth0) == 117187500.0);
+  CHECK(h.sink.value("network_receive_packets_per_second", eth0) == 30000.0);
+  CHECK(h.sink.value("network_transmit_packets_per_second", eth0) == 80000.0);
+  CHECK(h.sink.value("network_receive_errors_per_second", eth0) == 0.0);
+  CHECK(h.sink.value("network_receive_drops_per_second", eth0) == 2.0);
+  CHECK(h.sink.value("network_transmit_drops_per_second", eth0) == 0.0);
+  CHECK(h.sink.value("network_utilisation_ratio", eth0) == 0.9375);
+  CHECK(h.sink.find("network_transmit_bytes_per_second", eth0)->unit == "bytes_per_second");
+  CHECK(h.sink.find("network_transmit_packets_per_second", eth0)->unit == "per_second");
+  CHECK(h.sink.find("network_utilisation_ratio", eth0)->unit == "ratio");
+  // docker0 is idle and has no known speed, so rates of 0 and no utilisation.
+  CHECK(h.sink.value("network_transmit_bytes_per_second", {{"interface", "docker0"}}) == 0.0);
+  CHECK_FALSE(h.sink.value("network_utilisation_ratio", {{"interface", "docker0"}}));
+  CHECK(h.sink.label_values("network_receive_bytes_per_second", "interface") ==
+        std::vector<std::string>{"eth0", "docker0"});
+}
+
+TEST_CASE("network: a VM's virtio NIC has rates but no speed; a veth reports 10 Gb/s") {
+  ScratchTree tree("vm");
+  Harness h(tree.root(), defaults());
+  kiwi::network::NetworkSensor sensor(h.context());
+  two_samples(tree, "vm", sensor, h);
+  sensor.sample(h.sink);
+  CHECK(h.sink.value("network_receive_bytes_per_second", {{"interface", "ens3"}}) == 1500000.0);
+  CHECK(h.sink.value("network_receive_drops_per_second", {{"interface", "ens3"}}) == 1.0);
+  CHECK_FALSE(h.sink.value("network_speed_bytes_per_second", {{"interface", "ens3"}}));
+  CHECK_FALSE(h.sink.value("network_utilisation_ratio", {{"interface", "ens3"}}));
+  CHECK(h.sink.value("network_utilisation_ratio", {{"interface", "veth3f2a1b7"}}) ==
+        240000.0 / 1250000000.0);
+}
+
+TEST_CASE("network: a driver reset after resume skips that interface once, a new one waits") {
+  ScratchTree tree("awkward");
+  Harness h(tree.root(), defaults());
+  kiwi::network::NetworkSensor sensor(h.context());
+  two_samples(tree, "awkward", sensor, h);
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK(result.message ==
+        "counters went backwards (driver reset or interface re-created), no rates for eth0");
+  CHECK(h.log.count(kiwi::LogLevel::info) == 1);
+  // eth0: its speed is still known, its rates are not; usb0 just appeared: a baseline only.
+  CHECK(h.sink.label_values("network_receive_bytes_per_second", "interface") ==
+        std::vector<std::string>{"wlan0"});
+  CHECK(h.sink.value("network_speed_bytes_per_second", {{"interface", "eth0"}}) == 125000000.0);
+  CHECK_FALSE(h.sink.value("network_utilisation_ratio", {{"interface", "eth0"}}));
+  // wlan0's speed file fails to read, as Wi-Fi's does (EINVAL): unknown, and no complaint.
+  CHECK(h.sink.value("network_receive_bytes_per_second", {{"interface", "wlan0"}}) == 100000.0);
+  CHECK_FALSE(h.sink.value("network_speed_bytes_per_second", {{"interface", "wlan0"}}));
+
+  // The next interval measures eth0 and usb0 from their new readings.
+  tree.write("proc/uptime", "21636.90 149310.80\n");
+  h.sink.clear();
+  CHECK(sensor.sample(h.sink).message.empty());
+  CHECK(h.sink.label_values("network_receive_bytes_per_second", "interface") ==
+        std::vector<std::string>{"eth0", "wlan0", "usb0"});
+  CHECK(h.sink.value("network_utilisation_ratio", {{"interface", "eth0"}}) == 0.0);
+}
+
+TEST_CASE("network: uptime that did not advance gives no rates and says so") {
+  ScratchTree tree("rk3588");
+  Harness h(tree.root(), defaults());
+  kiwi::network::NetworkSensor sensor(h.context());
+  sensor.sample(h.sink);
+  h.sink.clear();
+  const auto result = sensor.sample(h.sink);
+  CHECK_THAT(result.message, Contains("uptime did not advance"));
+  CHECK(h.sink.count("network_receive_bytes_per_second") == 0);
+  CHECK(h.sink.count("network_speed_bytes_per_second") == 1);
+}
+
+TEST_CASE("network: include and exclude are globs on the interface name") {
+  Harness h(fixture("vm"),
+            kiwi_sensor_test::with_strings(defaults(), "exclude", {"lo", "veth*", "docker*"}));
+  kiwi::network::NetworkSensor sensor(h.context());
+  sensor.sample(h.sink);
+  CHECK(h.sink.label_values("network_speed_bytes_per_second", "interface").empty());  // ens3: -1
+
+  ScratchTree tree("vm");
+  Harness h2(tree.root(), kiwi_sensor_test::with_strings(defaults(), "include", {"e*", "lo"}));
+  kiwi::network::NetworkSensor only(h2.context());
+  two_samples(tree, "vm", only, h2);
+  only.sample(h2.sink);
+  // lo is included but the default exclude still wins.
+  CHECK(h2.sink.label_values("network_receive_bytes_per_second", "interface") ==
+        std::vector<std::string>{"ens3"});
+}
+
+TEST_CASE("network: nothing left to report is no data; a missing /proc/net/dev is an error") {
+  Harness h(fixture("rk3588"), kiwi_sensor_test::with_strings(defaults(), "include", {"wg*"}));
+  kiwi::network::NetworkSensor none(h.context());
+  const auto result = none.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::no_data);
+  CHECK_THAT(result.message, Contains("include and exclude"));
+
+  ScratchTree empty;
+  Harness h2(empty.root(), defaults());
+  kiwi::network::NetworkSensor missing(h2.context());
+  CHECK_THROWS_WITH(missing.sample(h2.sink), Contains("proc/net/dev: not found"));
+  empty.write("proc/net/dev", read_text(fixture("rk3588/proc/net/dev")));
+  CHECK_THROWS_WITH(missing.sample(h2.sink), Contains("proc/uptime: not found"));
+}
