@@ -26,7 +26,7 @@ struct CollectorSettings {
   Millis interval{1000};
   Millis retention{86'400'000};
   Millis stale_after{3000};
-  Millis commit_interval{5000};  // history is committed to disk this often
+  Millis commit_interval{10000};  // history is committed to disk this often
   std::string snapshot_path;
   std::string host;
   std::string agent_version;

@@ -27,6 +27,7 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   CHECK(c.collector.interval == Millis(1000));
   CHECK(c.collector.retention == Millis(86'400'000));
   CHECK(c.collector.stale_after == Millis(3000));  // 3 x interval
+  CHECK(c.collector.commit_interval == Millis(10'000));
   CHECK(c.collector.snapshot_path == "/run/kiwi-agent/current.json");
   CHECK(c.agent.procfs == "/proc");
   CHECK(c.agent.sysfs == "/sys");
