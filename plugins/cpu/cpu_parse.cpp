@@ -2,33 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <kiwi/io.hpp>
 #include <stdexcept>
 #include <string>
 
 namespace kiwi::cpu {
 namespace {
-
-// Splits off the next whitespace-separated field; empty when the text is used up.
-std::string_view next_field(std::string_view& rest) {
-  std::size_t start = rest.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos) {
-    rest = {};
-    return {};
-  }
-  rest.remove_prefix(start);
-  std::size_t end = std::min(rest.find_first_of(" \t\r\n"), rest.size());
-  std::string_view field = rest.substr(0, end);
-  rest.remove_prefix(end);
-  return field;
-}
-
-template <typename T>
-std::optional<T> to_number(std::string_view s) {
-  T value{};
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
-  return value;
-}
 
 double clamp01(double v) {
   return std::clamp(v, 0.0, 1.0);

@@ -2,34 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <kiwi/io.hpp>
 #include <stdexcept>
 
 namespace kiwi::diskio {
-namespace {
-
-std::string_view next_field(std::string_view& rest) {
-  std::size_t start = rest.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos) {
-    rest = {};
-    return {};
-  }
-  rest.remove_prefix(start);
-  std::size_t end = std::min(rest.find_first_of(" \t\r\n"), rest.size());
-  std::string_view field = rest.substr(0, end);
-  rest.remove_prefix(end);
-  return field;
-}
-
-template <typename T>
-std::optional<T> to_number(std::string_view s) {
-  T value{};
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
-}
-
-}  // namespace
-
 std::vector<DiskCounters> parse_diskstats(std::string_view text) {
   std::vector<DiskCounters> out;
   while (!text.empty()) {

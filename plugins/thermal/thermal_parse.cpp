@@ -7,18 +7,6 @@
 #include <set>
 
 namespace kiwi::thermal {
-namespace {
-
-template <typename T>
-std::optional<T> to_number(std::string_view s) {
-  T value{};
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
-}
-
-}  // namespace
-
 std::optional<double> parse_millidegrees(std::string_view text) {
   auto milli = to_number<std::int64_t>(kiwi::trim(text));
   if (!milli) return std::nullopt;

@@ -2,7 +2,9 @@
 // All paths are built from the configured roots (SensorContext::procfs / sysfs), never "/proc".
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fcntl.h>
 #include <optional>
@@ -58,6 +60,29 @@ inline std::string_view trim(std::string_view s) {
          (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
     s.remove_suffix(1);
   return s;
+}
+
+// Splits off the next whitespace-separated field of `rest`; empty when the text is used up.
+inline std::string_view next_field(std::string_view& rest) {
+  std::size_t start = rest.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) {
+    rest = {};
+    return {};
+  }
+  rest.remove_prefix(start);
+  std::size_t end = std::min(rest.find_first_of(" \t\r\n"), rest.size());
+  std::string_view field = rest.substr(0, end);
+  rest.remove_prefix(end);
+  return field;
+}
+
+// The whole of `s` as a number of type T, or nullopt (empty, trailing text, out of range).
+template <typename T>
+std::optional<T> to_number(std::string_view s) {
+  T value{};
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return value;
 }
 
 }  // namespace kiwi
