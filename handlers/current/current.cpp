@@ -25,7 +25,7 @@ class CurrentHandler final : public kiwi::Handler {
       return res;
     }
     res.body = stale ? snap->json_stale : snap->json;
-    res.body_gzip = stale ? snap->json_stale_gzip : snap->json_gzip;
+    if (!stale) res.body_gzip = snap->json_gzip;
     return res;
   }
 

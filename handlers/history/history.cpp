@@ -50,7 +50,7 @@ class HistoryHandler final : public kiwi::Handler {
       fresh->closed = closed;
       fresh->body = std::make_shared<const std::string>(
           kiwi_history::render(data_.history(pq.query), pq.query));
-      fresh->body_gzip = kiwi::gzip_body(fresh->body);
+      fresh->body_gzip = kiwi::gzip_body(fresh->body, kiwi::kGzipFast);
       char etag[48];
       std::snprintf(etag, sizeof etag, "\"h%016llx\"", static_cast<unsigned long long>(fnv1a(key)));
       fresh->etag = etag;

@@ -20,7 +20,7 @@ class MetricsHandler final : public kiwi::Handler {
     if (!body_ || sequence_ != snap->sequence) {
       // Counters (HTTP requests, errors) are as of the first scrape after each sample.
       body_ = std::make_shared<const std::string>(kiwi_metrics::render(*snap, data_.stats()));
-      body_gzip_ = kiwi::gzip_body(body_);
+      body_gzip_ = kiwi::gzip_body(body_, kiwi::kGzipFast);
       sequence_ = snap->sequence;
     }
     res.body = body_;

@@ -14,10 +14,15 @@ namespace kiwi {
 // Bodies smaller than this are not worth compressing (headers dominate).
 inline constexpr std::size_t kGzipMinBytes = 1024;
 
-// gzip (RFC 1952) of `data` at the default level. Thread-safe.
-inline std::string gzip(std::string_view data) {
+// gzip (RFC 1952) of `data`. Thread-safe. The window and hash table are sized to the body: zlib's
+// defaults (32 KiB window, 64 KiB hash) cost more to set up and clear than a few-kB body costs to
+// compress, and this runs every tick on a board that should idle near 0 % CPU.
+inline std::string gzip(std::string_view data, int level = Z_DEFAULT_COMPRESSION) {
+  int window_bits = 9;
+  while (window_bits < 15 && (std::size_t{1} << window_bits) < data.size()) ++window_bits;
+  const int mem_level = window_bits >= 14 ? 8 : 5;
   z_stream z{};
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+  if (deflateInit2(&z, level, Z_DEFLATED, window_bits + 16, mem_level, Z_DEFAULT_STRATEGY) != Z_OK)
     throw std::runtime_error("deflateInit2 failed");
   std::string out(deflateBound(&z, static_cast<uLong>(data.size())), '\0');
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
@@ -31,10 +36,14 @@ inline std::string gzip(std::string_view data) {
   return out;
 }
 
-// The gzip body for `body`, or null when it is too small to be worth it.
-inline std::shared_ptr<const std::string> gzip_body(const std::shared_ptr<const std::string>& body) {
+// The gzip body for `body`, or null when it is too small to be worth it. Bodies made every tick
+// use kGzipFast (a few percent larger, several times cheaper); files compressed once at start can
+// afford the default level.
+inline constexpr int kGzipFast = Z_BEST_SPEED;
+inline std::shared_ptr<const std::string> gzip_body(const std::shared_ptr<const std::string>& body,
+                                                    int level = Z_DEFAULT_COMPRESSION) {
   if (!body || body->size() < kGzipMinBytes) return nullptr;
-  return std::make_shared<const std::string>(gzip(*body));
+  return std::make_shared<const std::string>(gzip(*body, level));
 }
 
 }  // namespace kiwi

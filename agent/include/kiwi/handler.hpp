@@ -118,8 +118,7 @@ struct Snapshot {
   std::vector<SensorReport> sensors;
   Body json;        // the /api/current body with "stale":false
   Body json_stale;  // the same with "stale":true
-  Body json_gzip;   // gzip of json (kiwi/gzip.hpp)
-  Body json_stale_gzip;
+  Body json_gzip;   // gzip of json (kiwi/gzip.hpp); json_stale is rare and sent uncompressed
 };
 
 // A loaded plugin instance, for /api/plugins.
