@@ -74,7 +74,8 @@ class Collector {
   std::uint64_t sequence_ = 0;
   std::int64_t last_ts_ms_ = 0;
   std::int64_t last_flush_ms_ = 0;
-  int ticks_since_flush_ = 0;
+  std::int64_t last_prune_ms_ = 0;
+  int ticks_since_prune_ = 0;
   bool snapshot_file_warned_ = false;
   mutable std::mutex error_mutex_;
   std::string store_last_error_;

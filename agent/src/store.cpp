@@ -291,7 +291,7 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
       sqlite3_reset(insert_rollup_);
       if (rc != SQLITE_DONE) fail("cannot write rollups");
     }
-    prune(cutoff_ms, prune_rows);
+    if (prune_rows > 0) prune(cutoff_ms, prune_rows);
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
