@@ -19,7 +19,10 @@
 #   --all            full matrix, then --idle, then --soak
 #   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 # Options:
-#   --reps N  --duration SECONDS  --conns "1 8 32"  --threads N (ceiling pool; default: agent's 4)
+#   --reps N  --duration SECONDS  --conns "1 8 32"
+#   --threads N      HTTP worker threads of the agent ([http] threads) and the ceiling (default 4,
+#                    the agent's default); with the server pinned to one CPU, 1 avoids time-slicing
+#                    between workers, which shows in p95
 #   --build-dir DIR  agent build tree (default build/bench/agent, configured Release; an existing
 #                    configured tree is only rebuilt, never reconfigured)
 #   --no-build       use the binaries already in the build tree
@@ -37,7 +40,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 here=$root/tools/bench
 invocation="tools/bench/run.sh${*:+ $*}"
 
-mode=full reps=3 duration=20 conns="1 8 32" soak_minutes=5 idle_seconds=120 ceiling_threads=4
+mode=full reps=3 duration=20 conns="1 8 32" soak_minutes=5 idle_seconds=120 http_threads=4
 build_dir="" no_build=0 out=""
 reps_set=0 duration_set=0 conns_set=0
 while (($#)); do
@@ -54,7 +57,7 @@ while (($#)); do
     --reps) reps=$2 reps_set=1; shift ;;
     --duration) duration=$2 duration_set=1; shift ;;
     --conns) conns=$2 conns_set=1; shift ;;
-    --threads) ceiling_threads=$2; shift ;;
+    --threads) http_threads=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
     --no-build) no_build=1 ;;
     --out) out=$2; shift ;;
@@ -69,7 +72,7 @@ if [[ $mode == quick ]]; then
   ((conns_set)) || conns="1 32"
 fi
 ((idle_seconds >= 120)) || { echo "run.sh: --idle needs at least 120 s (write_bytes over 2 minutes)" >&2; exit 2; }
-for v in "$reps" "$duration" "$soak_minutes" "$ceiling_threads"; do
+for v in "$reps" "$duration" "$soak_minutes" "$http_threads"; do
   [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: '$v' is not a positive integer" >&2; exit 2; }
 done
 
@@ -201,6 +204,7 @@ data_dir = "$run/$name-data"
 plugin_dir = "$plugin_dir"
 [http]
 bind = "127.0.0.1:0"
+threads = $http_threads
 [collector]
 interval = "$interval"
 retention = "$retention"
@@ -298,7 +302,7 @@ ceiling_for() { # ceiling_for SIZE
   local size=$1 i
   [[ -n $ceiling_pid && $ceiling_size == "$size" ]] && return 0
   [[ -n $ceiling_pid ]] && stop_pid "$ceiling_pid"
-  "${pin_server[@]}" "$ceiling_bin" --threads "$ceiling_threads" --body-size "$size" 2>"$run/ceiling.log" &
+  "${pin_server[@]}" "$ceiling_bin" --threads "$http_threads" --body-size "$size" 2>"$run/ceiling.log" &
   ceiling_pid=$! ceiling_size=$size ceiling_url=""
   pids+=("$ceiling_pid")
   for ((i = 0; i < 500; i++)); do
@@ -334,7 +338,8 @@ run_wrk() { # run_wrk REP TARGET ROUTE CONNS BODY URL CHECK SERVER_PID
   local cpu_per other_ms
   cpu_per=$(calc "$requests > 0 ? ($cpu1 - $cpu0) / $requests : 0")
   other_ms=$(calc "(($busy1 - $busy0) - ($cpu1 - $cpu0)) * 1e6 / ($t1 - $t0)")
-  if ((${#pin_server[@]} == 0)); then other_ms=0; fi
+  # /proc/stat counts in ticks, schedstat in ns: near zero the difference can dip below 0.
+  if ((${#pin_server[@]} == 0)) || holds "$other_ms < 0"; then other_ms=0; fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$target" "$route" "$c" "$body" \
     "$rps" "$p50_us" "$p95_us" "$p99_us" "$non2xx" "$checked" "$bad_body" "$socket_errors" "$cpu_per" "$other_ms" >>"$matrix_tsv"
   say "$(printf '%-7s %-8s c=%-2s body=%-6s %9.0f resp/s  p95 %6.2f ms  %5.1f us CPU/resp  other on CPU 0 %3.0f ms/s  non-2xx %s  bad bodies %s/%s  socket errors %s' \
@@ -358,6 +363,8 @@ versions() {
   v=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]] && v+=" + uncommitted changes"
   commit=$v
+  # With --no-build the tree may have moved on since the binary was built: say when it was.
+  commit+=", binary built $(date -u -r "$agent_bin" '+%Y-%m-%d %H:%M UTC')"
 }
 
 section_header() { # section_header TITLE LOAD_BEFORE -> common lines for a section file
@@ -529,7 +536,7 @@ run_matrix() {
   {
     section_header "Throughput and latency: agent vs ceiling" "$load_before"
     printf -- '- mode: %s; %s repetitions x %s s per cell, connections %s; route order rotated between repetitions\n' "$mode" "$reps" "$duration" "$conns"
-    printf -- '- pinning: %s (agent affinity: CPU %s); ceiling pool %s threads\n' "$pinning" "${agent_affinity:-?}" "$ceiling_threads"
+    printf -- '- pinning: %s (agent affinity: CPU %s); HTTP worker threads: %s in the agent and in the ceiling\n' "$pinning" "${agent_affinity:-?}" "$http_threads"
     printf -- '- history: %s\n' "$history_fill"
     printf -- '- agent RSS after the matrix: %s KiB\n' "${rss_kb:-?}"
     printf -- '- resp/s: median of the repetitions (min-max); p50/p95/p99: median of the per-run percentiles, ms; ratio = agent / ceiling with the same body size, taken side by side (each agent run is followed by its ceiling run); errors = non-2xx + bad sampled bodies + socket errors\n\n'
@@ -606,10 +613,12 @@ run_soak() {
   stop_pid "$agent_pid"
   local qc
   qc=$(sqlite3 "$run/soak-data/kiwi.db" 'PRAGMA quick_check;' 2>&1 | tr '\n' ' ' | sed 's/ $//')
-  # Growth: median of the last 30 samples minus the median of samples 11-40 (after warm-up).
-  local nsamp first last rss_after pss_after rss_max pss_max rss_min
+  # Growth: median of the last 30 samples minus the median of the 30 after the warm-up (the first
+  # quarter of the soak, at most 60 s: malloc arenas and caches fill while the load starts).
+  local nsamp first last rss_after pss_after rss_max pss_max rss_min warm
   nsamp=$(awk -F'\t' 'NR > 1 && $1 != "after"' "$mem" | wc -l)
-  first=$(awk -F'\t' 'NR > 1 && $1 != "after" && $1 > 10 && $1 <= 40 {print $2}' "$mem" | median)
+  warm=$((secs / 4 < 60 ? secs / 4 : 60))
+  first=$(awk -F'\t' -v w="$warm" 'NR > 1 && $1 != "after" && $1 > w && $1 <= w + 30 {print $2}' "$mem" | median)
   last=$(awk -F'\t' -v n="$nsamp" 'NR > 1 && $1 != "after" && $1 > n - 30 {print $2}' "$mem" | median)
   rss_after=$(awk -F'\t' '$1 == "after" {print $2}' "$mem")
   pss_after=$(awk -F'\t' '$1 == "after" {print $3}' "$mem")
@@ -638,7 +647,7 @@ EOF
     printf '| PSS after the soak | %s | %.2f |\n' "$pss_after" "$(calc "$pss_after/1024")"
     printf '| RSS min / max during the soak | %s / %s | %.2f / %.2f |\n' "$rss_min" "$rss_max" "$(calc "$rss_min/1024")" "$(calc "$rss_max/1024")"
     printf '| PSS max during the soak | %s | %.2f |\n' "$pss_max" "$(calc "$pss_max/1024")"
-    printf '| RSS growth: median of the last 30 s minus median of s 11-40 | %s | %.2f |\n\n' "$growth" "$(calc "$growth/1024")"
+    printf '| RSS growth: median of the last 30 s minus median of s %s-%s (after warm-up) | %s | %.2f |\n\n' "$((warm + 1))" "$((warm + 30))" "$growth" "$(calc "$growth/1024")"
     printf 'RSS / PSS (KiB) each minute: '
     awk -F'\t' 'NR > 1 && $1 != "after" && ($1 % 60 == 0 || $1 == 1) {printf "%ss %s/%s; ", $1, $2, $3}' "$mem"
     printf '\nPer-second samples: `%s`.\n\n' "${mem#"$root"/}"
@@ -837,7 +846,7 @@ assemble() {
     printf '| memory | %s |\n' "$mem"
     printf '| kernel | %s |\n' "$(uname -srm)"
     printf '| OS | %s |\n' "$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
-    printf '| agent | %s, commit %s, %s build |\n' "$agent_version" "$commit" "${build_type:-?}"
+    printf '| agent in the build tree when this page was written | %s, commit %s, %s build (each section names the commit it measured) |\n' "$agent_version" "$commit" "${build_type:-?}"
     printf '| libmicrohttpd | %s |\n' "$mhd_version"
     printf '| wrk | %s (LuaJIT script `tools/bench/report.lua`) |\n' "$wrk_version"
     printf '| SQLite CLI | %s |\n' "$sqlite_version"
@@ -866,8 +875,8 @@ assemble() {
   maps and unmaps each connection's pool, which costs nothing with persistent connections (the
   matrix) and a lot with a new connection per request (the idle mode's curl polls).
 - RSS counts every shared-library page the agent touched (libc, libstdc++, SQLite, and GnuTLS,
-  which Debian's libmicrohttpd links); PSS divides shared pages among the processes that map them.
-  The ceiling's own RSS is the floor for any server on Debian's libmicrohttpd.
+  which Debian's libmicrohttpd links); PSS divides shared pages among the processes that map them,
+  so it depends on what else runs.
 - write_bytes counts page-cache pages the agent dirtied on a disk filesystem, the closest figure
   to what reaches the flash; the snapshot file is on tmpfs as in the default `/run/kiwi-agent`.
 - On a shared or virtual machine, compare ratios (taken side by side) rather than absolute
