@@ -58,11 +58,6 @@ using Rates = std::array<double, std::size(kRateColumns)>;
 std::optional<Rates> compute_rates(const Counters& before, const Counters& after,
                                    double elapsed_seconds);
 
-// Milliseconds since boot from the first field of /proc/uptime ("21572.31 162283.33" gives
-// 21572310), parsed as a decimal so the difference of two readings is exact. nullopt if damaged.
-// Uptime is the clock rates are measured against, as iostat does: it is read next to the
-// counters, so fixture trees script it exactly, and a suspended machine's sleep counts as elapsed.
-std::optional<std::int64_t> parse_uptime_ms(std::string_view text);
 
 // The sysfs name of a block device: '/' in a diskstats name is '!' in sysfs ("cciss/c0d0" is
 // <sysfs>/block/cciss!c0d0).

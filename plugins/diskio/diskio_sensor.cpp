@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <kiwi/glob.hpp>
 #include <kiwi/io.hpp>
+#include <kiwi/rates.hpp>
 #include <stdexcept>
 
 namespace kiwi::diskio {
@@ -39,12 +40,7 @@ kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
   const std::string stats_path = kiwi::join_path(procfs_, "diskstats");
   const auto stats_text = kiwi::read_file(stats_path);
   if (!stats_text) throw std::runtime_error(stats_path + ": not found");
-  const std::string uptime_path = kiwi::join_path(procfs_, "uptime");
-  const auto uptime_text = kiwi::read_file(uptime_path);
-  const auto uptime_ms = uptime_text ? parse_uptime_ms(*uptime_text) : std::nullopt;
-  if (!uptime_ms)
-    throw std::runtime_error(uptime_path +
-                             (uptime_text ? ": not a number of seconds" : ": not found"));
+  const std::int64_t uptime_ms = kiwi::read_uptime_ms(procfs_);
 
   std::vector<DiskCounters> all;
   try {
@@ -53,16 +49,10 @@ kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
     throw std::runtime_error(stats_path + ": " + e.what());
   }
 
-  Reading now{*uptime_ms, {}};
+  Reading now{uptime_ms, {}};
   std::vector<std::string> notes;
-  std::optional<double> elapsed;  // seconds since the previous reading, when rates can be computed
-  if (!previous_) {
-    notes.push_back("first sample: rates need two readings");
-  } else if (now.uptime_ms > previous_->uptime_ms) {
-    elapsed = static_cast<double>(now.uptime_ms - previous_->uptime_ms) / 1000.0;
-  } else {
-    notes.push_back("uptime did not advance since the previous sample, no rates");
-  }
+  const std::optional<double> elapsed = kiwi::rate_interval_seconds(
+      previous_ ? std::optional(previous_->uptime_ms) : std::nullopt, now.uptime_ms, notes);
 
   // <sysfs>/block lists whole devices only (disks, loop, md, dm-N), never partitions. Without it
   // (sysfs not mounted in a container) a partition cannot be told from a disk: report all.

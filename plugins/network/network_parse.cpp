@@ -42,23 +42,6 @@ std::optional<double> parse_link_speed(std::string_view text) {
   return static_cast<double>(*mbit) * 1e6 / 8;  // Mb/s is 10^6 bits, as ethtool means it
 }
 
-std::optional<std::int64_t> parse_uptime_ms(std::string_view text) {
-  std::string_view rest = text;
-  std::string_view field = next_field(rest);
-  const std::size_t dot = std::min(field.find('.'), field.size());
-  auto whole = to_number<std::int64_t>(field.substr(0, dot));
-  if (!whole || *whole < 0) return std::nullopt;
-  std::string_view fraction = dot < field.size() ? field.substr(dot + 1) : std::string_view{};
-  std::int64_t ms = *whole * 1000;
-  std::int64_t scale = 100;
-  for (char c : fraction) {
-    if (c < '0' || c > '9') return std::nullopt;
-    ms += (c - '0') * scale;  // digits past milliseconds add 0
-    scale /= 10;
-  }
-  return ms;
-}
-
 std::optional<Rates> compute_rates(const Counters& before, const Counters& after,
                                    double elapsed_seconds) {
   if (elapsed_seconds <= 0) return std::nullopt;

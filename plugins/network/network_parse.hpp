@@ -54,11 +54,6 @@ std::vector<InterfaceCounters> parse_net_dev(std::string_view text);
 // SPEED_UNKNOWN: link down, virtio), 0 and anything that is not a number.
 std::optional<double> parse_link_speed(std::string_view text);
 
-// Milliseconds since boot from the first field of /proc/uptime ("21572.31 162283.33" gives
-// 21572310), parsed as a decimal so the difference of two readings is exact. nullopt if damaged.
-// Uptime is the clock rates are measured against, as sar and iostat do: it is read next to the
-// counters, so fixture trees script it exactly, and a suspended machine's sleep counts as elapsed.
-std::optional<std::int64_t> parse_uptime_ms(std::string_view text);
 
 // Per-second rates of one interface between two readings, in kRateColumns order. nullopt if any
 // counter went backwards (a driver reload or a re-created interface resets them all; a driver with

@@ -2,6 +2,7 @@
 // boards. Expected rates are the deltas between tests/fixtures/<board>/proc/net/dev and
 // next/proc/net/dev over exactly one second of uptime (see the board READMEs).
 #include <catch2/catch.hpp>
+#include <kiwi/rates.hpp>
 
 #include "network_parse.hpp"
 #include "network_sensor.hpp"
@@ -72,13 +73,13 @@ TEST_CASE("network: link speed in Mb/s becomes bytes per second; -1 and 0 mean u
 }
 
 TEST_CASE("network: /proc/uptime parses to exact milliseconds") {
-  CHECK(kiwi::network::parse_uptime_ms("21572.31 162283.33\n") == 21572310);
-  CHECK(kiwi::network::parse_uptime_ms("12.5 1.0") == 12500);
-  CHECK(kiwi::network::parse_uptime_ms("7\n") == 7000);
-  CHECK(kiwi::network::parse_uptime_ms("1.23456") == 1234);
-  CHECK_FALSE(kiwi::network::parse_uptime_ms("soon"));
-  CHECK_FALSE(kiwi::network::parse_uptime_ms("-3.00 1.00"));
-  CHECK_FALSE(kiwi::network::parse_uptime_ms(""));
+  CHECK(kiwi::parse_uptime_ms("21572.31 162283.33\n") == 21572310);
+  CHECK(kiwi::parse_uptime_ms("12.5 1.0") == 12500);
+  CHECK(kiwi::parse_uptime_ms("7\n") == 7000);
+  CHECK(kiwi::parse_uptime_ms("1.23456") == 1234);
+  CHECK_FALSE(kiwi::parse_uptime_ms("soon"));
+  CHECK_FALSE(kiwi::parse_uptime_ms("-3.00 1.00"));
+  CHECK_FALSE(kiwi::parse_uptime_ms(""));
 }
 
 TEST_CASE("network: rates are deltas per second; a counter going back gives no rates at all") {

@@ -1,0 +1,61 @@
+// kiwi-agent plugin SDK: the clock for sensors that turn kernel counters into per-second rates.
+// Time comes from <procfs>/uptime (as sar and iostat do), so a fixture tree scripts it exactly.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kiwi/io.hpp"
+
+namespace kiwi {
+
+// The first field of /proc/uptime ("21572.31 162283.33") in whole milliseconds; nullopt if it is
+// not a non-negative decimal number.
+inline std::optional<std::int64_t> parse_uptime_ms(std::string_view text) {
+  std::string_view rest = text;
+  std::string_view field = next_field(rest);
+  const std::size_t dot = std::min(field.find('.'), field.size());
+  auto whole = to_number<std::int64_t>(field.substr(0, dot));
+  if (!whole || *whole < 0) return std::nullopt;
+  std::string_view fraction = dot < field.size() ? field.substr(dot + 1) : std::string_view{};
+  std::int64_t ms = *whole * 1000;
+  std::int64_t scale = 100;
+  for (char c : fraction) {
+    if (c < '0' || c > '9') return std::nullopt;
+    ms += (c - '0') * scale;  // digits past milliseconds add 0
+    scale /= 10;
+  }
+  return ms;
+}
+
+// <procfs>/uptime in milliseconds; throws std::runtime_error naming the file if it is missing or
+// not a number.
+inline std::int64_t read_uptime_ms(std::string_view procfs) {
+  const std::string path = join_path(procfs, "uptime");
+  const auto text = read_file(path);
+  const auto ms = text ? parse_uptime_ms(*text) : std::nullopt;
+  if (!ms) throw std::runtime_error(path + (text ? ": not a number of seconds" : ": not found"));
+  return *ms;
+}
+
+// Seconds between the previous reading and now, when rates can be computed; otherwise nullopt,
+// with the reason added to `notes` (the sample's status message).
+inline std::optional<double> rate_interval_seconds(std::optional<std::int64_t> previous_ms,
+                                                   std::int64_t now_ms,
+                                                   std::vector<std::string>& notes) {
+  if (!previous_ms) {
+    notes.push_back("first sample: rates need two readings");
+    return std::nullopt;
+  }
+  if (now_ms <= *previous_ms) {
+    notes.push_back("uptime did not advance since the previous sample, no rates");
+    return std::nullopt;
+  }
+  return static_cast<double>(now_ms - *previous_ms) / 1000.0;
+}
+
+}  // namespace kiwi
