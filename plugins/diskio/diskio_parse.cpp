@@ -22,15 +22,7 @@ std::vector<DiskCounters> parse_diskstats(std::string_view text) {
     if (!to_number<unsigned>(major) || !to_number<unsigned>(minor) || disk.name.empty())
       throw std::invalid_argument("line '" + std::string(line) +
                                   "': expected 'major minor name' and 11 counters");
-    std::size_t count = 0;
-    for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
-      auto value = to_number<std::uint64_t>(field);
-      if (!value)
-        throw std::invalid_argument("line '" + std::string(line) + "': field '" +
-                                    std::string(field) + "' is not a counter");
-      if (count < disk.counters.size()) disk.counters[count] = *value;
-      ++count;
-    }
+    const std::size_t count = read_counters(rest, disk.counters, line);
     if (count < disk.counters.size())
       throw std::invalid_argument("line '" + std::string(line) + "': expected at least " +
                                   std::to_string(disk.counters.size()) +

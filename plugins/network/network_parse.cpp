@@ -19,15 +19,7 @@ std::vector<InterfaceCounters> parse_net_dev(std::string_view text) {
     InterfaceCounters iface;
     iface.name = std::string(kiwi::trim(line.substr(0, colon)));
     std::string_view rest = line.substr(colon + 1);
-    std::size_t count = 0;
-    for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
-      auto value = to_number<std::uint64_t>(field);
-      if (!value)
-        throw std::invalid_argument("line '" + std::string(line) + "': field '" +
-                                    std::string(field) + "' is not a counter");
-      if (count < iface.counters.size()) iface.counters[count] = *value;
-      ++count;
-    }
+    const std::size_t count = read_counters(rest, iface.counters, line);
     if (iface.name.empty() || count < iface.counters.size())
       throw std::invalid_argument("line '" + std::string(line) +
                                   "': expected 'name:' and 16 counters");

@@ -7,7 +7,10 @@
 #include <charconv>
 #include <cstring>
 #include <fcntl.h>
+#include <cstdint>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -83,6 +86,23 @@ std::optional<T> to_number(std::string_view s) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
   return value;
+}
+
+// Reads the whitespace-separated counters left in `rest` into `out` (extra counters are counted
+// but not stored: newer kernels append columns) and returns how many there were. A field that is
+// not a counter throws std::invalid_argument naming `line`.
+inline std::size_t read_counters(std::string_view rest, std::span<std::uint64_t> out,
+                                 std::string_view line) {
+  std::size_t count = 0;
+  for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
+    auto value = to_number<std::uint64_t>(field);
+    if (!value)
+      throw std::invalid_argument("line '" + std::string(line) + "': field '" +
+                                  std::string(field) + "' is not a counter");
+    if (count < out.size()) out[count] = *value;
+    ++count;
+  }
+  return count;
 }
 
 }  // namespace kiwi
