@@ -207,8 +207,9 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     BindAddress shown = cfg.http.bind;
     shown.port = server.port();
     log.info("listening on http://" + shown.str() + "/ (" + std::to_string(sensor_count) +
-             " sensors, " + std::to_string(router.routes().size()) + " routes, history in " +
-             store.path() + ")");
+             " sensors, " + std::to_string(router.routes().size()) + " routes, " +
+             std::to_string(server.threads()) + (server.threads() == 1 ? " worker thread" : " worker threads") +
+             (cfg.http.threads == 0 ? " (auto)" : "") + ", history in " + store.path() + ")");
 
     int sig = 0;
     sigwait(&stop_signals, &sig);

@@ -100,7 +100,11 @@ class Reader {
                               if (!bind) fail(n, k, quoted(s) + " is not an address; use \"host:port\" with a numeric IP, e.g. \"127.0.0.1:8095\", \"0.0.0.0:8095\" or \"[::1]:8095\"");
                               cfg_.http.bind = *bind;
                             }},
-                           {"threads", [&](auto& n, auto& k) { cfg_.http.threads = integer(n, k, 1, 256); }},
+                           {"threads", [&](auto& n, auto& k) {
+                              if (n.is_string() && *n.template value<std::string>() == "auto") cfg_.http.threads = 0;
+                              else if (n.is_string()) fail(n, k, toml_repr(n) + " is not a thread count; accepted: \"auto\" or 1..256");
+                              else cfg_.http.threads = integer(n, k, 1, 256);
+                            }},
                            {"keep_alive", [&](auto& n, auto& k) { cfg_.http.keep_alive = duration(n, k, Millis(1000), Millis(3'600'000)); }},
                            {"max_connections", [&](auto& n, auto& k) { cfg_.http.max_connections = integer(n, k, 1, 65536); }},
                            {"cors_origins", [&](auto& n, auto& k) { cfg_.http.cors_origins = origins(n, k); }}});

@@ -60,7 +60,7 @@ struct Config {
   } agent;
   struct {
     BindAddress bind;
-    int threads = 0;
+    int threads = 0;  // 0: "auto" (resolved by HttpServer)
     Millis keep_alive{0};
     int max_connections = 0;
     std::vector<std::string> cors_origins;

@@ -1,9 +1,11 @@
 #include "http_server.hpp"
 
 #include <arpa/inet.h>
+#include <sched.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstring>
 #include <optional>
@@ -187,9 +189,18 @@ void on_mhd_log(void* cls, const char* fmt, va_list ap) {
 
 }  // namespace
 
+int auto_worker_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  return std::clamp(cpus, 1, kMaxAutoThreads);
+}
+
 HttpServer::HttpServer(HttpSettings settings, const Router& router, Logger& log)
     : settings_(std::move(settings)),
-      context_{&router, &log, &settings_, RequestCounters(router.routes().size())} {}
+      context_{&router, &log, &settings_, RequestCounters(router.routes().size())} {
+  if (settings_.threads <= 0) settings_.threads = auto_worker_threads();
+}
 
 void RequestCounters::add(int route_index, int status) {
   std::size_t col = kStatuses.size() - 1;

@@ -18,11 +18,18 @@ namespace kiwi::agent {
 
 struct HttpSettings {
   BindAddress bind;
-  int threads = 4;
+  int threads = 0;  // 0: auto_worker_threads()
   Millis keep_alive{5000};
   int max_connections = 256;
   std::vector<std::string> cors_origins;  // exact origins allowed to read responses; empty = none
 };
+
+// `[http] threads = "auto"`: one worker per CPU this process may run on (its affinity mask, so
+// taskset and cgroup cpusets count), at most kMaxAutoThreads. MHD binds each connection to one
+// worker for its lifetime, so workers beyond the CPUs only time-slice: a preempted worker stalls
+// all of its connections for a scheduler slice, which shows as p95 latency under load.
+inline constexpr int kMaxAutoThreads = 4;
+int auto_worker_threads();
 
 // Limits on a request, answered with a JSON error before any handler runs.
 inline constexpr std::size_t kMaxUriBytes = 2048;          // longer: 414
@@ -55,6 +62,8 @@ class HttpServer {
   void stop();
   // The bound port (useful when the config asked for port 0).
   std::uint16_t port() const;
+  // Worker threads serving requests ("auto" resolved).
+  int threads() const { return settings_.threads; }
   const RequestCounters& counters() const { return context_.counters; }
 
   struct Context {  // what the MHD callbacks need

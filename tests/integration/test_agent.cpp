@@ -1,5 +1,6 @@
 // The real kiwi-agent binary on a loopback port with a real SQLite file.
 #include <rapidjson/document.h>
+#include <sched.h>
 #include <sqlite3.h>
 
 #include <catch2/catch.hpp>
@@ -349,4 +350,41 @@ TEST_CASE("agent: a port already in use stops start-up with exit 1 and the addre
   auto r = run_agent_command({"--config", file});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(first.port())));
+}
+
+namespace {
+// Threads of `pid` whose name starts with "MHD-" (libmicrohttpd names its workers).
+int mhd_threads(pid_t pid) {
+  int n = 0;
+  for (auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task"))
+    n += read_text(t.path() / "comm").starts_with("MHD-");
+  return n;
+}
+}  // namespace
+
+TEST_CASE("agent: threads = \"auto\" runs one worker per CPU it may use; a number is taken as is") {
+  cpu_set_t saved;
+  REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+  int first_cpu = 0;
+  while (!CPU_ISSET(first_cpu, &saved)) ++first_cpu;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first_cpu, &one);
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);  // the agent inherits this thread's mask
+  std::optional<Agent> pinned;
+  try {
+    pinned.emplace();
+  } catch (...) {
+    sched_setaffinity(0, sizeof saved, &saved);
+    throw;
+  }
+  REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+  CHECK_THAT(pinned->stderr_text(), Catch::Contains(", 1 worker thread (auto), "));
+  CHECK(mhd_threads(pinned->pid()) == 1);
+  CHECK(HttpClient(pinned->port()).get("/api/current").status == 200);
+
+  Agent three("", "", "threads = 3\n");
+  CHECK_THAT(three.stderr_text(), Catch::Contains(", 3 worker threads, "));
+  CHECK(mhd_threads(three.pid()) == 3);
+  CHECK(HttpClient(three.port()).get("/api/current").status == 200);
 }

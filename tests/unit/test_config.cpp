@@ -21,7 +21,7 @@ std::string error_of(const std::string& text) {
 TEST_CASE("config: an empty file gives the documented defaults") {
   Config c = load("");
   CHECK(c.http.bind.str() == "127.0.0.1:8095");
-  CHECK(c.http.threads == 4);
+  CHECK(c.http.threads == 0);  // "auto"
   CHECK(c.http.keep_alive == Millis(5000));
   CHECK(c.http.max_connections == 256);
   CHECK(c.collector.interval == Millis(1000));
@@ -116,7 +116,9 @@ TEST_CASE("config: bind addresses") {
 TEST_CASE("config: each error names file:line:col, the key, the value and what is accepted") {
   SECTION("wrong type") {
     CHECK(error_of("[http]\nthreads = \"four\"\n") ==
-          "kiwi.toml:2:11: http.threads: \"four\" is not an integer; accepted: 1..256");
+          "kiwi.toml:2:11: http.threads: \"four\" is not a thread count; accepted: \"auto\" or 1..256");
+    CHECK(error_of("[http]\nthreads = 2.5\n") ==
+          "kiwi.toml:2:11: http.threads: 2.5 is not an integer; accepted: 1..256");
   }
   SECTION("out of range") {
     CHECK(error_of("[http]\nthreads = 0\n") ==

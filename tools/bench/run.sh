@@ -20,9 +20,9 @@
 #   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 # Options:
 #   --reps N  --duration SECONDS  --conns "1 8 32"
-#   --threads N      HTTP worker threads of the agent ([http] threads) and the ceiling (default 4,
-#                    the agent's default); with the server pinned to one CPU, 1 avoids time-slicing
-#                    between workers, which shows in p95
+#   --threads N|auto HTTP worker threads of the agent ([http] threads) and the ceiling (default
+#                    auto, the agent's default: one per CPU the server may run on, at most 4; the
+#                    ceiling applies the same rule, so with both pinned to one CPU, both run 1)
 #   --build-dir DIR  agent build tree (default build/bench/agent, configured Release; an existing
 #                    configured tree is only rebuilt, never reconfigured)
 #   --no-build       use the binaries already in the build tree
@@ -40,7 +40,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 here=$root/tools/bench
 invocation="tools/bench/run.sh${*:+ $*}"
 
-mode=full reps=3 duration=20 conns="1 8 32" soak_minutes=5 idle_seconds=120 http_threads=4
+mode=full reps=3 duration=20 conns="1 8 32" soak_minutes=5 idle_seconds=120 http_threads=auto
 build_dir="" no_build=0 out=""
 reps_set=0 duration_set=0 conns_set=0
 while (($#)); do
@@ -72,7 +72,8 @@ if [[ $mode == quick ]]; then
   ((conns_set)) || conns="1 32"
 fi
 ((idle_seconds >= 120)) || { echo "run.sh: --idle needs at least 120 s (write_bytes over 2 minutes)" >&2; exit 2; }
-for v in "$reps" "$duration" "$soak_minutes" "$http_threads"; do
+[[ $http_threads == auto || $http_threads =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --threads takes a positive integer or auto" >&2; exit 2; }
+for v in "$reps" "$duration" "$soak_minutes"; do
   [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: '$v' is not a positive integer" >&2; exit 2; }
 done
 
@@ -170,13 +171,12 @@ build() {
   [[ $build_type == Release ]] || say "warning: $build_dir is a '${build_type:-unknown}' build, not Release"
 
   ceiling_bin=$work/bin/kiwi-bench-ceiling
-  if ((!no_build)) || [[ ! -x $ceiling_bin ]]; then
+  # Always current, even with --no-build (that is about the agent's tree): one small C file.
+  if [[ ! -x $ceiling_bin || $here/ceiling.c -nt $ceiling_bin ]]; then
     mkdir -p "$work/bin"
-    if [[ ! -x $ceiling_bin || $here/ceiling.c -nt $ceiling_bin ]]; then
-      say "building the ceiling server"
-      # shellcheck disable=SC2046
-      cc -O2 -Wall -Wextra -o "$ceiling_bin" "$here/ceiling.c" $(pkg-config --cflags --libs libmicrohttpd) -lpthread
-    fi
+    say "building the ceiling server"
+    # shellcheck disable=SC2046
+    cc -O2 -Wall -Wextra -o "$ceiling_bin" "$here/ceiling.c" $(pkg-config --cflags --libs libmicrohttpd) -lpthread
   fi
   for tool in wrk curl taskset sqlite3 gzip; do command -v "$tool" >/dev/null || die "$tool is missing"; done
 }
@@ -204,7 +204,7 @@ data_dir = "$run/$name-data"
 plugin_dir = "$plugin_dir"
 [http]
 bind = "127.0.0.1:0"
-threads = $http_threads
+threads = $( [[ $http_threads == auto ]] && echo '"auto"' || echo "$http_threads")
 [collector]
 interval = "$interval"
 retention = "$retention"
@@ -472,6 +472,7 @@ run_matrix() {
   if [[ $mode == quick ]]; then fill_history bench fast; else fill_history bench 1hz; fi
   local agent_affinity
   agent_affinity=$(taskset -pc "$agent_pid" 2>/dev/null | sed 's/.*: //')
+  agent_threads=$(grep -o "[0-9]* worker threads\{0,1\}[^,]*" "$run/bench.log" 2>/dev/null | tail -1 || true)
   measure_history_body
   metrics_note=""
   for r in "${routes[@]}"; do
@@ -536,7 +537,7 @@ run_matrix() {
   {
     section_header "Throughput and latency: agent vs ceiling" "$load_before"
     printf -- '- mode: %s; %s repetitions x %s s per cell, connections %s; route order rotated between repetitions\n' "$mode" "$reps" "$duration" "$conns"
-    printf -- '- pinning: %s (agent affinity: CPU %s); HTTP worker threads: %s in the agent and in the ceiling\n' "$pinning" "${agent_affinity:-?}" "$http_threads"
+    printf -- '- pinning: %s (agent affinity: CPU %s); HTTP worker threads: %s in the agent and in the ceiling (agent log: %s)\n' "$pinning" "${agent_affinity:-?}" "$http_threads" "${agent_threads:-?}"
     printf -- '- history: %s\n' "$history_fill"
     printf -- '- agent RSS after the matrix: %s KiB\n' "${rss_kb:-?}"
     printf -- '- resp/s: median of the repetitions (min-max); p50/p95/p99: median of the per-run percentiles, ms; ratio = agent / ceiling with the same body size, taken side by side (each agent run is followed by its ceiling run); errors = non-2xx + bad sampled bodies + socket errors\n\n'
