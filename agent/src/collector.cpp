@@ -1,5 +1,7 @@
 #include "collector.hpp"
 
+#include <kiwi/gzip.hpp>
+
 #include <chrono>
 #include <cmath>
 
@@ -186,10 +188,10 @@ void Collector::tick(std::int64_t tick_index) {
   snap->started_at = settings_.started_at;
   snap->sensors.reserve(sensors_.size());
   for (auto& slot : sensors_) snap->sensors.push_back(slot.last);
-  render_bodies(*snap);
+  render_body(*snap);
   if (!settings_.snapshot_path.empty()) {
     try {
-      write_file_atomically(settings_.snapshot_path, *snap->json);
+      write_file_atomically(settings_.snapshot_path, *snap->json->body());
     } catch (const std::exception& e) {
       ++stats_.snapshot_file_errors;
       if (!snapshot_file_warned_) log_.warn(std::string("snapshot file: ") + e.what());

@@ -32,22 +32,6 @@ MHD_Result collect(void* cls, MHD_ValueKind, const char* key, const char* value)
 
 void free_body(void* cls) { delete static_cast<Body*>(cls); }
 
-bool accepts_gzip(const Request& req) {
-  auto ae = req.header("Accept-Encoding");
-  if (!ae) return false;
-  // "gzip" as a token, not refused with q=0 (the only q-value a client uses to say no).
-  std::string_view s = *ae;
-  for (std::size_t at = s.find("gzip"); at != std::string_view::npos; at = s.find("gzip", at + 4)) {
-    bool start = at == 0 || s[at - 1] == ' ' || s[at - 1] == ',';
-    std::string_view rest = s.substr(at + 4);
-    auto comma = rest.find(',');
-    std::string_view params = rest.substr(0, comma);
-    if (start && (params.empty() || params[0] == ';' || params[0] == ' '))
-      return params.find("q=0") == std::string_view::npos || params.find("q=0.") != std::string_view::npos;
-  }
-  return false;
-}
-
 MHD_Response* make_response(const Response& r, bool gzip) {
   static const std::string empty;
   const Body& chosen = gzip && r.body_gzip ? r.body_gzip : r.body;
@@ -167,7 +151,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   add_cors_headers(*ctx->settings, req, res);
   ctx->counters.add(route, res.status);
 
-  MHD_Response* response = make_response(res, accepts_gzip(req));
+  MHD_Response* response = make_response(res, req.accepts_gzip());
   if (!response) return MHD_NO;
   MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(res.status), response);
   MHD_destroy_response(response);
@@ -243,11 +227,13 @@ void HttpServer::start() {
   daemon_ = MHD_start_daemon(
       flags, 0, nullptr, nullptr, &on_request, &context_,
       MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr),
-      MHD_OPTION_THREAD_POOL_SIZE, static_cast<unsigned>(settings_.threads),
       MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(settings_.max_connections),
       MHD_OPTION_NOTIFY_COMPLETED, &on_completed, nullptr,
       MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, context_.log,
+      // One worker is MHD's own polling thread: a pool of 1 draws a warning, so the list ends here.
+      settings_.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+      static_cast<unsigned>(settings_.threads),
       MHD_OPTION_END);
   if (!daemon_)
     throw std::runtime_error("cannot listen on " + b.str() + ": " + std::strerror(errno) +

@@ -29,7 +29,7 @@ void number(Writer& w, double v) {
 }
 }  // namespace
 
-std::string render_snapshot_json(const Snapshot& s, bool stale) {
+std::string render_snapshot_json(const Snapshot& s) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
   w.StartObject();
@@ -38,7 +38,7 @@ std::string render_snapshot_json(const Snapshot& s, bool stale) {
   key(w, "sequence"), w.Uint64(s.sequence);
   key(w, "timestamp"), number(w, s.timestamp);
   key(w, "interval_seconds"), number(w, s.interval_seconds);
-  key(w, "stale"), w.Bool(stale);
+  key(w, "stale"), w.Bool(false);  // the current handler turns it true (see Snapshot::json)
   key(w, "agent");
   w.StartObject();
   key(w, "version"), str(w, s.agent_version);
@@ -79,11 +79,9 @@ std::string render_snapshot_json(const Snapshot& s, bool stale) {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
-void render_bodies(Snapshot& s) {
-  s.json = std::make_shared<const std::string>(render_snapshot_json(s, false));
-  s.json_stale = std::make_shared<const std::string>(render_snapshot_json(s, true));
-  // The stale rendering is only ever sent while the collector is stuck: no gzip for it every tick.
-  s.json_gzip = gzip_body(s.json, kGzipFast);
+void render_body(Snapshot& s) {
+  s.json = std::make_shared<const LazyGzip>(
+      std::make_shared<const std::string>(render_snapshot_json(s)));
 }
 
 void write_file_atomically(const std::string& path, std::string_view content) {
@@ -113,7 +111,7 @@ void write_file_atomically(const std::string& path, std::string_view content) {
 
 SnapshotHolder::SnapshotHolder() {
   auto empty = std::make_shared<Snapshot>();
-  render_bodies(*empty);
+  render_body(*empty);
   current_.store(std::move(empty));
 }
 

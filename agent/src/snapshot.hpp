@@ -8,11 +8,12 @@
 
 namespace kiwi::agent {
 
-// The /api/current body (the shape scripts rely on: extend it, don't reshape it).
-std::string render_snapshot_json(const Snapshot& s, bool stale);
+// The /api/current body (the shape scripts rely on: extend it, don't reshape it), with
+// "stale":false: the current handler rewrites that one top-level member when the sample is old.
+std::string render_snapshot_json(const Snapshot& s);
 
-// Fills s.json and s.json_stale from the rest of `s`.
-void render_bodies(Snapshot& s);
+// Fills s.json from the rest of `s` (gzip waits for the first client that asks).
+void render_body(Snapshot& s);
 
 // Writes `path` so that a reader sees the old or the new content, never a mix: a temporary file
 // in the same directory, then rename(). Throws std::system_error naming the path.

@@ -1,8 +1,20 @@
-// /api/current: the latest snapshot, rendered once per tick by the agent and served as is.
+// /api/current: the latest snapshot, rendered once per tick by the agent and served as is (gzip
+// made on the first request that asks for it).
 #include <chrono>
+#include <kiwi/gzip.hpp>
 #include <kiwi/handler.hpp>
 
 namespace {
+
+constexpr std::string_view kFresh = "\"stale\":false";
+constexpr std::string_view kStale = "\"stale\":true";
+
+// The snapshot body with "stale":true. Only while the collector is stuck, so made per request.
+kiwi::Body stale_body(const std::string& fresh) {
+  auto out = std::make_shared<std::string>(fresh);
+  if (auto at = out->find(kFresh); at != std::string::npos) out->replace(at, kFresh.size(), kStale);
+  return out;
+}
 
 class CurrentHandler final : public kiwi::Handler {
  public:
@@ -24,8 +36,10 @@ class CurrentHandler final : public kiwi::Handler {
       res.content_type.clear();
       return res;
     }
-    res.body = stale ? snap->json_stale : snap->json;
-    if (!stale) res.body_gzip = snap->json_gzip;
+    if (stale)
+      res.body = stale_body(*snap->json->body());
+    else
+      snap->json->serve(res, req);
     return res;
   }
 

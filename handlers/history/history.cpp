@@ -1,6 +1,7 @@
 // /api/history: samples as columnar JSON, read through the agent's read-only store connections.
-// A response is rendered and gzipped once per query and sample: repeated requests for a window
-// that cannot change until the next sample are served from a small cache.
+// A response is rendered once per query and sample (and gzipped on the first request that asks):
+// repeated requests for a window that cannot change until the next sample are served from a small
+// cache.
 #include <chrono>
 #include <kiwi/gzip.hpp>
 #include <kiwi/handler.hpp>
@@ -14,10 +15,12 @@ namespace {
 constexpr std::size_t kCacheEntries = 32;
 
 struct Rendered {
+  Rendered(std::string key, std::string etag, bool closed, kiwi::Body body)
+      : key(std::move(key)), etag(std::move(etag)), closed(closed), body(std::move(body)) {}
   std::string key;  // canonical query + sample sequence
   std::string etag;
-  kiwi::Body body, body_gzip;
-  bool closed = false;
+  bool closed;
+  kiwi::LazyGzip body;
 };
 
 std::uint64_t fnv1a(std::string_view s) {
@@ -45,16 +48,11 @@ class HistoryHandler final : public kiwi::Handler {
     std::string key = pq.canonical + (closed ? "" : "#" + std::to_string(snap->sequence));
     std::shared_ptr<const Rendered> r = lookup(key);
     if (!r) {
-      auto fresh = std::make_shared<Rendered>();
-      fresh->key = key;
-      fresh->closed = closed;
-      fresh->body = std::make_shared<const std::string>(
-          kiwi_history::render(data_.history(pq.query), pq.query));
-      fresh->body_gzip = kiwi::gzip_body(fresh->body, kiwi::kGzipFast);
       char etag[48];
       std::snprintf(etag, sizeof etag, "\"h%016llx\"", static_cast<unsigned long long>(fnv1a(key)));
-      fresh->etag = etag;
-      r = fresh;
+      r = std::make_shared<const Rendered>(
+          key, etag, closed,
+          std::make_shared<const std::string>(kiwi_history::render(data_.history(pq.query), pq.query)));
       insert(r);
     }
     kiwi::Response res;
@@ -65,8 +63,7 @@ class HistoryHandler final : public kiwi::Handler {
       res.content_type.clear();
       return res;
     }
-    res.body = r->body;
-    res.body_gzip = r->body_gzip;
+    r->body.serve(res, req);
     return res;
   }
 

@@ -168,6 +168,10 @@ TEST_CASE("agent: SIGTERM and SIGINT stop it cleanly with exit 0 and an intact d
     Agent agent;
     HttpClient c(agent.port());
     REQUIRE(eventually([&] { return sequence_of(c) >= 2; }));
+    // Bodies compressed on demand by the handlers' calls (the snapshot's among them, which the
+    // agent holds until after the plugins are unloaded) must not outlive plugin code.
+    for (const char* target : {"/", "/api/current", "/api/history", "/metrics"})
+      CHECK(c.get(target, {{"Accept-Encoding", "gzip"}}).header("content-encoding") == "gzip");
     CHECK(agent.stop(sig) == 0);
     CHECK(quick_check(agent.db_path()) == "ok");
     CHECK_THAT(agent.stderr_text(), Catch::Contains("stopping"));

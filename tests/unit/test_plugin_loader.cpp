@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include <kiwi/gzip.hpp>
+
 #include "collector.hpp"
 #include "plugin_loader.hpp"
 
@@ -128,7 +130,7 @@ TEST_CASE("collector: a sensor that throws is reported as error; the others go o
     CHECK(snap->sensors[0].metrics.empty());  // the half-written reading is dropped
     CHECK(snap->sensors[1].state == kiwi::SensorState::ok);
     CHECK_FALSE(snap->sensors[1].metrics.empty());
-    CHECK_THAT(*snap->json, Catch::Contains("\"throws\":{\"plugin\":\"throws\",\"status\":\"error\","
+    CHECK_THAT(*snap->json->body(), Catch::Contains("\"throws\":{\"plugin\":\"throws\",\"status\":\"error\","
                                             "\"message\":\"read /sys/bus/i2c/devices/1-0048/temp: "
                                             "Input/output error\""));
     // Logged once when it starts failing, not every tick.

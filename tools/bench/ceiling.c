@@ -121,17 +121,23 @@ int main(int argc, char **argv) {
   addr.sin_port = htons((unsigned short)port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 
+  /* Options that are only set sometimes: one worker is MHD's own polling thread (a pool of 1
+   * draws a warning), as in the agent; memory limit 0 means MHD's default. */
+  struct MHD_OptionItem extra[3];
+  int n = 0;
+  if (threads > 1) extra[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
+  if (memory_limit) extra[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)memory_limit, NULL};
+  extra[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+
   struct MHD_Daemon *d = MHD_start_daemon(
       MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
       &on_request, NULL,
       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
       MHD_OPTION_CONNECTION_TIMEOUT, 5u,
       MHD_OPTION_CONNECTION_LIMIT, 256u,
       MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
       MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL,
-      /* 0 ends the list here: MHD's default pool size */
-      memory_limit ? MHD_OPTION_CONNECTION_MEMORY_LIMIT : MHD_OPTION_END, (size_t)memory_limit,
+      MHD_OPTION_ARRAY, extra,
       MHD_OPTION_END);
   if (!d) {
     fprintf(stderr, "ceiling: cannot listen on 127.0.0.1:%lu\n", port);

@@ -1,10 +1,14 @@
 // kiwi-agent plugin SDK: gzip for pre-computed response bodies (Response::body_gzip).
-// Compress once where a body is made (per tick, at start, per cached response), never per request.
+// Compress at most once per body (at start, or on the first request that asks: LazyGzip), never
+// per request.
 #pragma once
 
 #include <zlib.h>
 
+#include "kiwi/handler.hpp"
+
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -40,10 +44,40 @@ inline std::string gzip(std::string_view data, int level = Z_DEFAULT_COMPRESSION
 // use kGzipFast (a few percent larger, several times cheaper); files compressed once at start can
 // afford the default level.
 inline constexpr int kGzipFast = Z_BEST_SPEED;
-inline std::shared_ptr<const std::string> gzip_body(const std::shared_ptr<const std::string>& body,
-                                                    int level = Z_DEFAULT_COMPRESSION) {
+inline Body gzip_body(const Body& body, int level = Z_DEFAULT_COMPRESSION) {
   if (!body || body->size() < kGzipMinBytes) return nullptr;
   return std::make_shared<const std::string>(gzip(*body, level));
 }
+
+// A body and its gzip, compressed on the first request that accepts gzip and shared by the later
+// ones: a body made every tick costs nothing extra while no client asks for gzip (curl, scripts,
+// benchmarks), and once per body when one does (browsers, Prometheus). Thread-safe.
+// The gzip is made by the code of the module (agent or plugin) that constructed the LazyGzip: it
+// keeps that module's gzip_body. The agent's snapshot outlives the plugins, and a shared_ptr made
+// by a plugin's code would still point into it after it is unloaded.
+class LazyGzip {
+ public:
+  explicit LazyGzip(Body body, int level = kGzipFast)
+      : body_(std::move(body)), level_(level), make_(&gzip_body) {}
+
+  const Body& body() const { return body_; }
+  // Null when the body is too small to be worth compressing.
+  const Body& gzip() const {
+    std::call_once(once_, [this] { gzip_ = make_(body_, level_); });
+    return gzip_;
+  }
+  // res.body, and res.body_gzip if `req` accepts gzip.
+  void serve(Response& res, const Request& req) const {
+    res.body = body_;
+    if (req.accepts_gzip()) res.body_gzip = gzip();
+  }
+
+ private:
+  Body body_;
+  int level_;
+  Body (*make_)(const Body&, int);
+  mutable std::once_flag once_;
+  mutable Body gzip_;
+};
 
 }  // namespace kiwi

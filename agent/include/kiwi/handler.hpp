@@ -55,6 +55,23 @@ struct Request {
     }
     return std::nullopt;
   }
+  // Whether Accept-Encoding allows gzip: "gzip" as a token, not refused with q=0 (the only
+  // q-value a client uses to say no). The server only sends Response::body_gzip when it does, so
+  // a handler can skip making one otherwise (kiwi/gzip.hpp LazyGzip does).
+  bool accepts_gzip() const {
+    auto ae = header("Accept-Encoding");
+    if (!ae) return false;
+    std::string_view s = *ae;
+    for (std::size_t at = s.find("gzip"); at != std::string_view::npos; at = s.find("gzip", at + 4)) {
+      bool start = at == 0 || s[at - 1] == ' ' || s[at - 1] == ',';
+      std::string_view rest = s.substr(at + 4);
+      std::string_view params = rest.substr(0, rest.find(','));
+      if (start && (params.empty() || params[0] == ';' || params[0] == ' '))
+        return params.find("q=0") == std::string_view::npos || params.find("q=0.") != std::string_view::npos;
+    }
+    return false;
+  }
+
 };
 
 struct Header {
@@ -64,6 +81,7 @@ struct Header {
 
 // A shared immutable body: a pre-rendered body is served without a copy.
 using Body = std::shared_ptr<const std::string>;
+class LazyGzip;  // kiwi/gzip.hpp
 
 struct Response {
   int status = 200;
@@ -116,9 +134,11 @@ struct Snapshot {
   std::string agent_version;
   double started_at = 0;  // unix seconds the agent started (uptime = timestamp - started_at)
   std::vector<SensorReport> sensors;
-  Body json;        // the /api/current body with "stale":false
-  Body json_stale;  // the same with "stale":true
-  Body json_gzip;   // gzip of json (kiwi/gzip.hpp); json_stale is rare and sent uncompressed
+  // The /api/current body and its gzip, made on the first request that accepts gzip
+  // (kiwi/gzip.hpp). The body says "stale":false, once, as a top-level member (string values are
+  // JSON-escaped, so those exact bytes occur nowhere else); the current handler rewrites it when
+  // the sample is older than stale_after_seconds.
+  std::shared_ptr<const LazyGzip> json;
 };
 
 // A loaded plugin instance, for /api/plugins.
