@@ -25,10 +25,7 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
 // read() fails with EINVAL on Wi-Fi and on links that are down: all of these mean "unknown", which
 // is normal and not worth a note.
 std::optional<double> read_speed(const std::string& path) {
-  try {
-    if (auto text = kiwi::read_file(path)) return parse_link_speed(*text);
-  } catch (const std::system_error&) {
-  }
+  if (auto text = kiwi::read_file_if_readable(path)) return parse_link_speed(*text);
   return std::nullopt;
 }
 

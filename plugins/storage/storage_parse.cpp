@@ -88,6 +88,11 @@ bool under_path(std::string_view mount_point, std::string_view prefix) {
          (mount_point.size() == prefix.size() || mount_point[prefix.size()] == '/');
 }
 
+bool statvfs_answers_from_memory(std::string_view fstype) {
+  constexpr std::string_view kTypes[] = {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "tmpfs", "ramfs"};
+  return std::find(std::begin(kTypes), std::end(kTypes), fstype) != std::end(kTypes);
+}
+
 std::vector<MountEntry> select_mounts(std::vector<MountEntry> mounts, const MountFilter& filter) {
   auto type_in = [](const std::vector<std::string>& globs, std::string_view type) {
     return std::any_of(globs.begin(), globs.end(),

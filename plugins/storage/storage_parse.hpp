@@ -53,6 +53,11 @@ struct MountFilter {
 //    first of equals, so its space is reported once.
 std::vector<MountEntry> select_mounts(std::vector<MountEntry> mounts, const MountFilter& filter);
 
+// Filesystem types whose statvfs the kernel answers from in-memory superblock counters, without
+// I/O or a server, so it cannot hang: the sensor calls it inline. Every other type (nfs, cifs,
+// fuse.*, 9p, vfat, which may read its FAT once, ...) runs on a thread bounded by statvfs_timeout.
+bool statvfs_answers_from_memory(std::string_view fstype);
+
 // The statvfs fields the sensor needs, in a plain struct so tests can fake them.
 struct FsStats {
   std::uint64_t block_size = 0;    // f_frsize (f_bsize if f_frsize is 0)

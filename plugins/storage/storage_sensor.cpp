@@ -1,6 +1,8 @@
 #include "storage_sensor.hpp"
 
 #include <dlfcn.h>
+#include <poll.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 
 #include <cerrno>
@@ -14,9 +16,11 @@
 namespace kiwi::storage {
 
 // statvfs on a hard-mounted NFS share whose server is gone blocks in the kernel, uninterruptibly
-// and for as long as the server is away. So every call runs on its own thread and the sensor waits
-// only until a deadline; a call that misses it is abandoned (the thread ends whenever the kernel
-// lets it) and holds this shared state, never the sensor.
+// and for as long as the server is away. So every call that could block runs on its own thread and
+// the sensor waits only until a deadline; a call that misses it is abandoned (the thread ends
+// whenever the kernel lets it) and holds this shared state, never the sensor. Local disk
+// filesystems answer from memory (statvfs_answers_from_memory) and are called inline: no thread
+// per mount per sample on the usual board.
 struct StorageSensor::Call {
   std::mutex mutex;
   std::condition_variable cv;
@@ -92,39 +96,91 @@ StorageSensor::StorageSensor(const kiwi::SensorContext& ctx, StatFunction stat)
       stat_(std::move(stat)),
       log_(ctx.log) {}
 
-std::shared_ptr<StorageSensor::Call> StorageSensor::start_call(
-    const std::string& mount_point) const {
+StorageSensor::~StorageSensor() {
+  if (mountinfo_fd_ >= 0) ::close(mountinfo_fd_);
+}
+
+std::shared_ptr<StorageSensor::Call> StorageSensor::start_call(const MountEntry& mount) const {
   auto call = std::make_shared<Call>();
-  const std::string path = rootfs_ == "/" ? mount_point : kiwi::join_path(rootfs_, mount_point);
-  std::thread([call, stat = stat_, path] {
-    FsStats stats{};
-    std::string error;
-    try {
-      stats = stat(path);
-    } catch (const std::exception& e) {
-      error = e.what();
-    } catch (...) {
-      error = "statvfs " + path + ": unknown exception";
-    }
-    std::lock_guard lock(call->mutex);
-    call->stats = stats;
-    call->error = std::move(error);
-    call->done = true;
-    call->cv.notify_all();
-  }).detach();
+  std::string path =
+      rootfs_ == "/" ? mount.mount_point : kiwi::join_path(rootfs_, mount.mount_point);
+  if (statvfs_answers_from_memory(mount.fstype))
+    run_call(*call, stat_, path);
+  else
+    std::thread([call, stat = stat_, path = std::move(path)] { run_call(*call, stat, path); })
+        .detach();
   return call;
 }
 
-kiwi::SampleResult StorageSensor::sample(kiwi::MetricSink& sink) {
-  const std::string path = kiwi::join_path(procfs_, "self/mountinfo");
-  const auto text = kiwi::read_file(path);
-  if (!text) throw std::runtime_error(path + ": not found");
-  std::vector<MountEntry> mounts;
+void StorageSensor::run_call(Call& call, const StatFunction& stat, const std::string& path) {
+  FsStats stats{};
+  std::string error;
   try {
-    mounts = select_mounts(parse_mountinfo(*text), filter_);
+    stats = stat(path);
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "statvfs " + path + ": unknown exception";
+  }
+  std::lock_guard lock(call.mutex);
+  call.stats = stats;
+  call.error = std::move(error);
+  call.done = true;
+  call.cv.notify_all();
+}
+
+namespace {
+// Reads an open procfs file from its start (a seq_file renders it afresh).
+std::string read_from_start(int fd, const std::string& path) {
+  std::string out;
+  char buf[16384];
+  for (off_t at = 0;;) {
+    ssize_t n = ::pread(fd, buf, sizeof buf, at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::system_error(errno, std::generic_category(), path);
+    if (n == 0) return out;
+    out.append(buf, static_cast<std::size_t>(n));
+    at += n;
+  }
+}
+
+constexpr long kProcSuperMagic = 0x9fa0;  // PROC_SUPER_MAGIC
+}  // namespace
+
+const std::vector<MountEntry>& StorageSensor::current_mounts() {
+  const std::string path = kiwi::join_path(procfs_, "self/mountinfo");
+  if (mountinfo_fd_ < 0) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct statfs fs {};
+    if (fd >= 0 && ::fstatfs(fd, &fs) == 0 && fs.f_type == kProcSuperMagic)
+      mountinfo_fd_ = fd;
+    else if (fd >= 0)
+      ::close(fd);
+  }
+  std::optional<std::string> text;
+  if (mountinfo_fd_ >= 0) {
+    // POLLPRI once per change of the mount table since the last poll (mounts_poll in the kernel).
+    pollfd p{mountinfo_fd_, POLLPRI, 0};
+    const int ready = ::poll(&p, 1, 0);  // 0: nothing to report (POLLIN is not asked for)
+    const bool changed = ready < 0 || (ready > 0 && (p.revents & (POLLPRI | POLLERR)) != 0);
+    if (mounts_valid_ && !changed) return mounts_;
+    text = read_from_start(mountinfo_fd_, path);
+  } else {
+    text = kiwi::read_file(path);
+    if (!text) throw std::runtime_error(path + ": not found");
+  }
+  mounts_valid_ = false;
+  try {
+    mounts_ = select_mounts(parse_mountinfo(*text), filter_);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(path + ": " + e.what());
   }
+  mounts_valid_ = true;
+  return mounts_;
+}
+
+kiwi::SampleResult StorageSensor::sample(kiwi::MetricSink& sink) {
+  const std::vector<MountEntry>& mounts = current_mounts();
 
   // Start every statvfs at once and wait for all of them against one deadline, so a sample takes
   // at most statvfs_timeout however many mounts hang.
@@ -139,7 +195,7 @@ kiwi::SampleResult StorageSensor::sample(kiwi::MetricSink& sink) {
       continue;
     }
     if (hung != hung_.end()) hung_.erase(hung);  // it returned at last: ask afresh
-    calls.push_back(start_call(m.mount_point));
+    calls.push_back(start_call(m));
     asked_before.push_back(false);
   }
   for (std::size_t i = 0; i < calls.size(); ++i) {

@@ -69,13 +69,19 @@ class StorageSensor final : public kiwi::Sensor {
   explicit StorageSensor(const kiwi::SensorContext& ctx);
   // For tests: the same, with statvfs replaced.
   StorageSensor(const kiwi::SensorContext& ctx, StatFunction stat);
+  ~StorageSensor() override;
+  StorageSensor(const StorageSensor&) = delete;
+  StorageSensor& operator=(const StorageSensor&) = delete;
 
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override;
 
  private:
-  struct Call;  // one statvfs on its own thread, shared with that thread
+  struct Call;  // one statvfs, inline or on its own thread (shared with that thread)
 
-  std::shared_ptr<Call> start_call(const std::string& mount_point) const;
+  std::shared_ptr<Call> start_call(const MountEntry& mount) const;
+  static void run_call(Call& call, const StatFunction& stat, const std::string& path);
+  // The selected mounts, parsed again only when the mount table may have changed.
+  const std::vector<MountEntry>& current_mounts();
 
   std::string procfs_;
   MountFilter filter_;
@@ -87,6 +93,12 @@ class StorageSensor final : public kiwi::Sensor {
   // Mounts whose statvfs did not answer in time, with the call still running. A mount here is not
   // asked again until that call returns, so a dead NFS server costs one thread, not one per tick.
   std::map<std::string, std::shared_ptr<Call>> hung_;
+  // <procfs>/self/mountinfo kept open when it is the kernel's: poll() flags it (POLLPRI) when the
+  // mount table changes, so it is read and parsed again only then. A fixture tree's plain file is
+  // read every sample.
+  int mountinfo_fd_ = -1;
+  bool mounts_valid_ = false;
+  std::vector<MountEntry> mounts_;
 };
 
 }  // namespace kiwi::storage

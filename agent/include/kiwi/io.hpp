@@ -28,29 +28,42 @@ inline std::string join_path(std::string_view root, std::string_view relative) {
   return out;
 }
 
+namespace detail {
+// Reads a whole file into `out`; returns 0, or the errno of the open or read that failed.
+inline int read_all(const std::string& path, std::string& out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : 0;
+      ::close(fd);
+      return err;
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+}  // namespace detail
+
 // Reads a whole (small, virtual) file. Returns nullopt if it does not exist (ENOENT/ENOTDIR);
 // throws std::system_error naming the path for any other failure (EACCES, EIO from a flaky sensor).
 // procfs/sysfs files report size 0, so this reads until EOF instead of trusting stat().
 inline std::optional<std::string> read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
-    throw std::system_error(errno, std::generic_category(), path);
-  }
   std::string out;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      throw std::system_error(err, std::generic_category(), path);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+  if (int err = detail::read_all(path, out)) {
+    if (err == ENOENT || err == ENOTDIR) return std::nullopt;
+    throw std::system_error(err, std::generic_category(), path);
   }
-  ::close(fd);
+  return out;
+}
+
+// The same, with every failure as nullopt: for attributes whose read fails as a matter of course
+// (a link's speed is EINVAL while it is down or on Wi-Fi), without an exception every sample.
+inline std::optional<std::string> read_file_if_readable(const std::string& path) {
+  std::string out;
+  if (detail::read_all(path, out) != 0) return std::nullopt;
   return out;
 }
 

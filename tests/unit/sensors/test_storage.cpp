@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "sensor_test_util.hpp"
+#include "test_support.hpp"
 #include "storage_parse.hpp"
 #include "storage_sensor.hpp"
 
@@ -386,4 +387,68 @@ TEST_CASE("storage: statvfs_timeout outside 1..60000 ms is refused when the sens
         kiwi::storage::StorageSensor(h.context(), fake_statvfs({})),
         Contains("statvfs_timeout") && Contains(std::to_string(bad)) && Contains("1 to 60000"));
   }
+}
+
+TEST_CASE("storage: local disk filesystems are asked inline, anything that may hang on a thread") {
+  using kiwi::storage::statvfs_answers_from_memory;
+  for (auto t : {"ext4", "ext2", "xfs", "btrfs", "f2fs", "tmpfs"}) CHECK(statvfs_answers_from_memory(t));
+  for (auto t : {"nfs", "nfs4", "cifs", "fuse.sshfs", "9p", "vfat", "ext4x", ""})
+    CHECK_FALSE(statvfs_answers_from_memory(t));
+
+  // The vm board: / ext4, /boot/efi vfat, /mnt/iso iso9660, /mnt/backup nfs4.
+  std::mutex mutex;
+  std::map<std::string, std::thread::id> asked_on;
+  Harness h(fixture("vm"), defaults());
+  kiwi::storage::StorageSensor sensor(h.context(), [&](const std::string& path) {
+    std::lock_guard lock(mutex);
+    asked_on[path] = std::this_thread::get_id();
+    return kDisk;
+  });
+  CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::ok);
+  std::lock_guard lock(mutex);
+  REQUIRE(asked_on.size() == 4);
+  CHECK(asked_on["/"] == std::this_thread::get_id());
+  CHECK(asked_on["/boot/efi"] != std::this_thread::get_id());
+  CHECK(asked_on["/mnt/backup"] != std::this_thread::get_id());
+}
+
+TEST_CASE("storage: a fixture's mountinfo is read every sample, so a changed tree is seen at once") {
+  kiwi_sensor_test::ScratchTree tree("vm");
+  Harness h(tree.root(), defaults());
+  kiwi::storage::StorageSensor sensor(h.context(), [](const std::string&) { return kDisk; });
+  sensor.sample(h.sink);
+  CHECK(h.sink.label_values("storage_size_bytes", "mount").size() == 4);
+  tree.write("proc/self/mountinfo", "29 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n");
+  h.sink.clear();
+  sensor.sample(h.sink);
+  CHECK(h.sink.label_values("storage_size_bytes", "mount") == std::vector<std::string>{"/"});
+}
+
+TEST_CASE("storage: on the live /proc, mountinfo is parsed again when the mount table changes") {
+  // A real mount event: a tmpfs mounted and unmounted below a scratch directory (needs root and
+  // CAP_SYS_ADMIN, as CI has here). The sensor keeps mountinfo open and re-reads it on POLLPRI.
+  kiwi_sensor_test::ScratchTree scratch;
+  const std::string dir = scratch.root() + "/mnt";
+  auto types = default_list("exclude_types");
+  std::erase(types, "tmpfs");
+  Harness h("", kiwi_sensor_test::with_strings(
+                    kiwi_sensor_test::with_strings(defaults(), "exclude_types", types),
+                    "include_mounts", {dir}));
+  kiwi::storage::StorageSensor sensor(h.context());
+  CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::no_data);
+  {
+    kiwi_test::TinyFilesystem tiny(dir, "1m");
+    if (!tiny.mounted()) {
+      WARN("cannot mount a tmpfs here; live mountinfo test not run");
+      return;
+    }
+    h.sink.clear();
+    CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::ok);
+    CHECK(h.sink.value("storage_size_bytes", {{"mount", dir}}) == 1024.0 * 1024);
+    h.sink.clear();
+    CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::ok);  // unchanged: from the cache
+    CHECK(h.sink.value("storage_size_bytes", {{"mount", dir}}) == 1024.0 * 1024);
+  }
+  h.sink.clear();
+  CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::no_data);
 }
