@@ -2,10 +2,12 @@
 # Installs what kiwi-agent needs to build and test, from Debian 12 packages. Idempotent: packages
 # already installed are skipped, and apt is not touched at all when nothing is missing.
 # Usage: tools/setup.sh [--test]   (--test adds what the test suite needs)
-# Node.js packages (uPlot, playwright-core) and chromium come from tools/setup-web.sh, called last.
+# Then tools/setup-mhd.sh builds libmicrohttpd without TLS from Debian's source package (less
+# memory; optional: CMake falls back to Debian's library). Node.js packages (uPlot,
+# playwright-core) and chromium come from tools/setup-web.sh, called last.
 set -euo pipefail
 
-build_packages=(build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev rapidjson-dev zlib1g-dev
+build_packages=(build-essential dpkg-dev cmake pkg-config libmicrohttpd-dev libsqlite3-dev rapidjson-dev zlib1g-dev
   libboost-dev libboost-filesystem-dev libtomlplusplus-dev)
 test_packages=(catch2 sqlite3 curl prometheus)
 
@@ -28,6 +30,8 @@ if ((${#missing[@]} > 0)); then
   "${sudo[@]}" apt-get update -qq
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+"$root/tools/setup-mhd.sh"
 
 # The dashboard embeds uPlot from the npm registry (pinned in tools/web/package-lock.json).
 "$root/tools/setup-web.sh" "$@"

@@ -180,6 +180,12 @@ int auto_worker_threads() {
   return std::clamp(cpus, 1, kMaxAutoThreads);
 }
 
+std::string http_library_version() {
+  return std::string("libmicrohttpd ") + MHD_get_version() +
+         (MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES ? " (with TLS support, unused)"
+                                                               : " (without TLS)");
+}
+
 HttpServer::HttpServer(HttpSettings settings, const Router& router, Logger& log)
     : settings_(std::move(settings)),
       context_{&router, &log, &settings_, RequestCounters(router.routes().size())} {

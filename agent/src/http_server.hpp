@@ -31,6 +31,9 @@ struct HttpSettings {
 inline constexpr int kMaxAutoThreads = 4;
 int auto_worker_threads();
 
+// "libmicrohttpd 0.9.75 (without TLS)": the library the agent runs on, for --version.
+std::string http_library_version();
+
 // Limits on a request, answered with a JSON error before any handler runs.
 inline constexpr std::size_t kMaxUriBytes = 2048;          // longer: 414
 inline constexpr std::size_t kMaxHeaderBytes = 8 * 1024;   // whole header block larger: 431

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "agent.hpp"
+#include "http_server.hpp"
 
 namespace {
 
@@ -45,7 +46,8 @@ int main(int argc, char** argv) {
       std::cout << default_config_text();
       return kExitOk;
     } else if (arg == "--version") {
-      std::cout << "kiwi-agent " << KIWI_VERSION << " (plugin ABI " << KIWI_ABI_VERSION << ")\n";
+      std::cout << "kiwi-agent " << KIWI_VERSION << " (plugin ABI " << KIWI_ABI_VERSION << ")\n"
+                << http_library_version() << "\n";
       return kExitOk;
     } else if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;

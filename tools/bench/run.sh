@@ -171,12 +171,23 @@ build() {
   [[ $build_type == Release ]] || say "warning: $build_dir is a '${build_type:-unknown}' build, not Release"
 
   ceiling_bin=$work/bin/kiwi-bench-ceiling
-  # Always current, even with --no-build (that is about the agent's tree): one small C file.
-  if [[ ! -x $ceiling_bin || $here/ceiling.c -nt $ceiling_bin ]]; then
+  # The ceiling links the libmicrohttpd the agent links (CMake's KIWI_MHD_LINKED: the static build
+  # without TLS from tools/setup-mhd.sh, or empty for Debian's shared library). Always current,
+  # even with --no-build (that is about the agent's tree): one small C file.
+  local mhd_static mhd_flags stamp
+  mhd_static=$(sed -n 's/^KIWI_MHD_LINKED:INTERNAL=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
+  if [[ -n $mhd_static ]]; then
+    mhd_flags="-I${mhd_static%/lib/*}/include $mhd_static"
+  else
+    mhd_flags=$(pkg-config --cflags --libs libmicrohttpd)
+  fi
+  stamp="$work/bin/kiwi-bench-ceiling.flags"
+  if [[ ! -x $ceiling_bin || $here/ceiling.c -nt $ceiling_bin || $(cat "$stamp" 2>/dev/null) != "$mhd_flags" ]]; then
     mkdir -p "$work/bin"
-    say "building the ceiling server"
-    # shellcheck disable=SC2046
-    cc -O2 -Wall -Wextra -o "$ceiling_bin" "$here/ceiling.c" $(pkg-config --cflags --libs libmicrohttpd) -lpthread
+    say "building the ceiling server ($mhd_flags)"
+    # shellcheck disable=SC2086
+    cc -O2 -Wall -Wextra -o "$ceiling_bin" "$here/ceiling.c" $mhd_flags -lpthread
+    echo "$mhd_flags" >"$stamp"
   fi
   for tool in wrk curl taskset sqlite3 gzip; do command -v "$tool" >/dev/null || die "$tool is missing"; done
 }
@@ -357,7 +368,9 @@ route_check() { case $1 in root) echo html ;; metrics) echo prom ;; *) echo json
 versions() {
   local v
   agent_version=$({ "$agent_bin" --version 2>&1 || true; } | awk 'NR == 1')
-  mhd_version="$(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?') (Debian $(dpkg-query -W -f='${Version}' libmicrohttpd12 2>/dev/null || echo '?'))"
+  # "libmicrohttpd 0.9.75 (without TLS)", as the agent reports it, and where it comes from.
+  mhd_version="$({ "$agent_bin" --version 2>&1 || true; } | awk 'NR == 2 {sub(/^libmicrohttpd /, ""); print}'), Debian source $(dpkg-query -W -f='${Version}' libmicrohttpd-dev 2>/dev/null || echo '?')"
+  mhd_version+="; $(sed -n 's/^KIWI_MHD_LINKED:INTERNAL=\(..*\)/static build from tools\/setup-mhd.sh, also in the ceiling/p' "$build_dir/CMakeCache.txt" 2>/dev/null | grep . || echo "Debian's shared library, also in the ceiling")"
   wrk_version=$({ wrk -v 2>&1 || true; } | awk 'NR == 1 {print $2}')
   sqlite_version=$(sqlite3 --version | awk '{print $1}')
   v=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)

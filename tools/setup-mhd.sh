@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds libmicrohttpd without TLS from Debian's own source package (the version of the installed
+# libmicrohttpd-dev, with Debian's patches) into build/deps/libmicrohttpd, as a static library.
+#
+# Why: Debian's libmicrohttpd links GnuTLS and initialises it when it loads, which costs the agent
+# about 2.4 MiB of resident memory (GnuTLS, p11-kit, nettle, gmp, ...) for TLS it never uses
+# (docs/benchmarks.md). CMake uses this build when it is there (KIWI_MHD_PREFIX) and Debian's
+# shared library otherwise, so a failure here only costs memory: it is reported, not fatal.
+#
+# Usage: tools/setup-mhd.sh [PREFIX]   (default build/deps/libmicrohttpd; idempotent)
+# Needs: the libmicrohttpd-dev package (for the version), dpkg-dev, a C compiler, make, and the
+# Debian mirror the system's apt already uses (source packages come from the same place).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+prefix=${1:-$root/build/deps/libmicrohttpd}
+version=$(dpkg-query -W -f='${Version}' libmicrohttpd-dev 2>/dev/null || true)
+say() { echo "setup-mhd: $*" >&2; }
+
+if [[ -f $prefix/.complete && $(<"$prefix/.complete") == "$version" ]]; then
+  exit 0
+fi
+[[ -n $version ]] || { say "libmicrohttpd-dev is not installed; skipped (run tools/setup.sh)"; exit 0; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() {
+  say "$1; the build uses Debian's libmicrohttpd (with GnuTLS: about 2.4 MiB more resident memory). Log: $work/log"
+  cp "$work/log" "${prefix%/*}/libmicrohttpd-build.log" 2>/dev/null || true
+  exit 0
+}
+mkdir -p "${prefix%/*}"
+: >"$work/log"
+
+# deb-src lines for the mirrors and suites apt already uses, in a private apt state directory: the
+# system's sources and package lists are not touched.
+apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' 2>/dev/null |
+  sort -u | while read -r uri suite component; do echo "deb-src $uri $suite $component"; done >"$work/sources.list"
+[[ -s $work/sources.list ]] || fail "no apt sources found"
+mkdir -p "$work/lists/partial" "$work/archives/partial"
+apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o "Dir::Etc::SourceParts=$work/none"
+  -o "Dir::State::Lists=$work/lists" -o "Dir::Cache::Archives=$work/archives" -o "APT::Sandbox::User=root")
+say "fetching the Debian source package libmicrohttpd $version"
+(cd "$work" && apt-get "${apt_opts[@]}" -qq update && apt-get "${apt_opts[@]}" -qq source --download-only "libmicrohttpd=$version") \
+  >>"$work/log" 2>&1 || fail "could not fetch the source package"
+# apt checked the files against the signed archive index; unpack with Debian's patches applied.
+(cd "$work" && dpkg-source --no-check -x ./*.dsc src) >>"$work/log" 2>&1 || fail "could not unpack the source package"
+
+say "building libmicrohttpd $version without TLS (about a minute)"
+# Only what the agent uses: no TLS, no digest/basic auth, no POST processor, no upgrade, no cookies.
+(cd "$work/src" &&
+  ./configure --prefix="$prefix" --disable-https --without-gnutls --disable-shared --enable-static \
+    --disable-doc --disable-examples --disable-curl --disable-postprocessor --disable-dauth \
+    --disable-bauth --disable-httpupgrade --disable-cookie &&
+  make -j "$(nproc)" &&
+  rm -rf "$prefix" && make install) >>"$work/log" 2>&1 || fail "the build failed"
+echo "$version" >"$prefix/.complete"
+say "installed in $prefix"
