@@ -227,9 +227,10 @@ void HttpServer::start() {
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
   if (b.ipv6) flags |= MHD_USE_IPv6;
   const auto timeout_s = static_cast<unsigned>(settings_.keep_alive.count() / 1000);
-  // MHD's default per-connection memory (32 KiB) holds header blocks well past the 8 KiB we answer
-  // 431 for ourselves, with a JSON body. Raising it makes MHD mmap/munmap every connection's pool:
-  // measured as most of the idle CPU of a client that opens a connection per poll (curl).
+  // Per-connection memory: it holds the request's header block (we answer 431 with JSON past
+  // kMaxHeaderBytes, so it must fit that and the read buffer) and the response headers; 32
+  // connections of a busy client hold 32 of these. Above 32 KiB MHD would mmap/munmap every
+  // connection's pool: measured as most of the idle CPU of a client that polls with curl.
   daemon_ = MHD_start_daemon(
       flags, 0, nullptr, nullptr, &on_request, &context_,
       MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr),
@@ -237,6 +238,7 @@ void HttpServer::start() {
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(settings_.max_connections),
       MHD_OPTION_NOTIFY_COMPLETED, &on_completed, nullptr,
       MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, context_.log,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes,
       // One worker is MHD's own polling thread: a pool of 1 draws a warning, so the list ends here.
       settings_.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
       static_cast<unsigned>(settings_.threads),

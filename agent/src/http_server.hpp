@@ -38,6 +38,7 @@ std::string http_library_version();
 inline constexpr std::size_t kMaxUriBytes = 2048;          // longer: 414
 inline constexpr std::size_t kMaxHeaderBytes = 8 * 1024;   // whole header block larger: 431
 inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;    // larger: 413 (routes ignore bodies)
+inline constexpr std::size_t kConnectionMemoryBytes = 16 * 1024;  // MHD's pool per connection
 
 // Request counters by route and status, lock-free; statuses outside the table count as "other".
 class RequestCounters {

@@ -2,7 +2,8 @@
  * request with one fixed body held in memory. tools/bench/run.sh measures the agent against it.
  *
  * Same settings as agent/src/http_server.cpp: internal polling thread + epoll, a thread pool
- * ("auto" by default, the agent's rule: one per CPU in the affinity mask, at most 4), 5 s connection timeout, 256 connections, address reuse, and the answer
+ * ("auto" by default, the agent's rule: one per CPU in the affinity mask, at most 4), 16 KiB of
+ * memory per connection, 5 s connection timeout, 256 connections, address reuse, and the answer
  * queued on the second access-handler call (answering on the first call counts as an early
  * response in MHD 0.9.75 and closes kept-alive connections). Unlike the agent, one MHD_Response
  * is created at start-up (MHD_RESPMEM_PERSISTENT) and queued for every request.
@@ -11,8 +12,9 @@
  *   --port 0 (default) picks a free port; "listening on http://127.0.0.1:PORT/" goes to stderr.
  *   --body-size 0 (default) answers an empty 200; otherwise a JSON body of exactly BYTES bytes
  *   ({"version":1,"pad":"xxx..."}; shorter sizes are padded with spaces).
- *   --memory-limit sets MHD_OPTION_CONNECTION_MEMORY_LIMIT (default 0: MHD's own, 32 KiB; above
- *   32 KiB MHD maps each connection's pool with mmap and unmaps it when the connection closes).
+ *   --memory-limit sets MHD_OPTION_CONNECTION_MEMORY_LIMIT (default 16384, the agent's
+ *   kConnectionMemoryBytes in agent/src/http_server.hpp; 0: MHD's own, 32 KiB; above 32 KiB MHD
+ *   maps each connection's pool with mmap and unmaps it when the connection closes).
  * SIGTERM or SIGINT stops it. Listens on 127.0.0.1 only. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <microhttpd.h>
@@ -81,7 +83,7 @@ static unsigned long arg_number(int argc, char **argv, int *i, unsigned long max
 }
 
 int main(int argc, char **argv) {
-  unsigned long port = 0, threads = 0 /* auto */, body_size = 0, memory_limit = 0;
+  unsigned long port = 0, threads = 0 /* auto */, body_size = 0, memory_limit = 16384;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--port")) port = arg_number(argc, argv, &i, 65535);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc && !strcmp(argv[i + 1], "auto")) threads = 0, ++i;
