@@ -1,7 +1,7 @@
 // /api/history: samples as columnar JSON, read through the agent's read-only store connections.
 // A response is rendered once per query and sample (and gzipped on the first request that asks):
 // repeated requests for a window that cannot change until the next sample are served from a small
-// cache.
+// cache, found by the request's own query string before anything is parsed.
 #include <chrono>
 #include <kiwi/gzip.hpp>
 #include <kiwi/handler.hpp>
@@ -15,12 +15,21 @@ namespace {
 constexpr std::size_t kCacheEntries = 32;
 
 struct Rendered {
-  Rendered(std::string key, std::string etag, bool closed, kiwi::Body body)
-      : key(std::move(key)), etag(std::move(etag)), closed(closed), body(std::move(body)) {}
-  std::string key;  // canonical query + sample sequence
+  Rendered(std::string etag, bool closed, kiwi::Body body)
+      : etag(std::move(etag)), closed(closed), body(std::move(body)) {}
   std::string etag;
-  bool closed;
+  bool closed;  // the window ends before the latest sample: no later sample changes it
   kiwi::LazyGzip body;
+};
+
+// A cache slot: one rendering under one key. A rendering has two keys: the request's query string
+// as sent (the fast path: no parsing, no series list) and the canonical query (what parse_query
+// made of it, so equivalent spellings share one rendering). An open window's keys end in the
+// sample sequence; it is useless once a newer sample exists, and dropped then.
+struct Slot {
+  std::string key;
+  std::uint64_t sequence;  // 0 for a closed window
+  std::shared_ptr<const Rendered> rendered;
 };
 
 std::uint64_t fnv1a(std::string_view s) {
@@ -29,31 +38,42 @@ std::uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
+// The query string as received (decoded parameters in order), plus the sample sequence.
+std::string raw_key(const kiwi::Request& req, std::uint64_t sequence) {
+  std::string key = "raw:";
+  for (const auto& p : req.query) key.append(p.name).append("=").append(p.value).append("&");
+  return key.append("#").append(std::to_string(sequence));
+}
+
 class HistoryHandler final : public kiwi::Handler {
  public:
   explicit HistoryHandler(const kiwi::HandlerContext& ctx)
       : data_(ctx.data), default_series_(ctx.options.get_strings("default_series")) {}
 
   kiwi::Response handle(const kiwi::Request& req) override {
-    const double now =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    auto parsed = kiwi_history::parse_query(req, now, data_.series_names(), default_series_);
-    if (auto* err = std::get_if<kiwi_history::ParamError>(&parsed))
-      return kiwi::Response::error(400, err->message, err->parameter);
-    auto& pq = std::get<kiwi_history::ParsedQuery>(parsed);
-
     auto snap = data_.snapshot();
-    // A window that ends before the latest sample is closed: no later sample can change it.
-    const bool closed = pq.query.until && *pq.query.until < snap->timestamp;
-    std::string key = pq.canonical + (closed ? "" : "#" + std::to_string(snap->sequence));
-    std::shared_ptr<const Rendered> r = lookup(key);
+    std::string raw = raw_key(req, snap->sequence);
+    std::shared_ptr<const Rendered> r = lookup(raw);
     if (!r) {
-      char etag[48];
-      std::snprintf(etag, sizeof etag, "\"h%016llx\"", static_cast<unsigned long long>(fnv1a(key)));
-      r = std::make_shared<const Rendered>(
-          key, etag, closed,
-          std::make_shared<const std::string>(kiwi_history::render(data_.history(pq.query), pq.query)));
-      insert(r);
+      const double now =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      auto parsed = kiwi_history::parse_query(req, now, data_.series_names(), default_series_);
+      if (auto* err = std::get_if<kiwi_history::ParamError>(&parsed))
+        return kiwi::Response::error(400, err->message, err->parameter);
+      auto& pq = std::get<kiwi_history::ParsedQuery>(parsed);
+      const bool closed = pq.query.until && *pq.query.until < snap->timestamp;
+      const std::uint64_t sequence = closed ? 0 : snap->sequence;
+      std::string key = pq.canonical + (closed ? "" : "#" + std::to_string(snap->sequence));
+      r = lookup(key);
+      if (!r) {
+        char etag[48];
+        std::snprintf(etag, sizeof etag, "\"h%016llx\"", static_cast<unsigned long long>(fnv1a(key)));
+        r = std::make_shared<const Rendered>(
+            etag, closed,
+            std::make_shared<const std::string>(kiwi_history::render(data_.history(pq.query), pq.query)));
+        insert({std::move(key), sequence, r}, snap->sequence);
+      }
+      insert({std::move(raw), snap->sequence, r}, snap->sequence);  // raw keys name the sample
     }
     kiwi::Response res;
     res.headers = {{"ETag", r->etag},
@@ -71,22 +91,24 @@ class HistoryHandler final : public kiwi::Handler {
   std::shared_ptr<const Rendered> lookup(const std::string& key) {
     std::lock_guard lock(mutex_);
     for (auto it = cache_.begin(); it != cache_.end(); ++it)
-      if ((*it)->key == key) {
+      if (it->key == key) {
         cache_.splice(cache_.begin(), cache_, it);  // most recently used first
-        return cache_.front();
+        return cache_.front().rendered;
       }
     return nullptr;
   }
-  void insert(std::shared_ptr<const Rendered> r) {
+  void insert(Slot slot, std::uint64_t latest_sequence) {
     std::lock_guard lock(mutex_);
-    cache_.push_front(std::move(r));
+    // Open windows of older samples can never be asked for again: their keys name old sequences.
+    std::erase_if(cache_, [&](const Slot& s) { return s.sequence != 0 && s.sequence < latest_sequence; });
+    cache_.push_front(std::move(slot));
     if (cache_.size() > kCacheEntries) cache_.pop_back();
   }
 
   const kiwi::DataSource& data_;
   const std::vector<std::string> default_series_;
   std::mutex mutex_;
-  std::list<std::shared_ptr<const Rendered>> cache_;
+  std::list<Slot> cache_;
 };
 
 }  // namespace
