@@ -1,7 +1,10 @@
 // History in SQLite (WAL): one writer (the collector's thread) and a pool of read-only connections
-// for the HTTP workers, at most one per worker thread at a time.
+// for the HTTP workers, at most one per worker thread at a time. The file is opened through
+// SQLite's "unix-excl" VFS: connections of this process share it as usual, but the WAL index
+// lives in memory instead of a -shm file (which cost a third of the bytes written to flash), and
+// other processes cannot open the file while the agent runs ("in use by another process").
 //
-// Schema (PRAGMA user_version = 1):
+// Schema (PRAGMA user_version = 2; a version-1 file is taken over, its rows still read):
 //   series(id INTEGER PRIMARY KEY, name, labels, unit, kind, UNIQUE(name, labels))
 //   samples(ts INTEGER PRIMARY KEY  -- unix milliseconds of the tick
 //           , data BLOB)            -- every value of that tick, compactly encoded (sample_codec)

@@ -1,8 +1,14 @@
 #include <sqlite3.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include "store.hpp"
 #include "test_support.hpp"
@@ -308,4 +314,116 @@ TEST_CASE("store: steps of a minute or more read per-minute rollups, with the sa
   store.close_current_minute();
   store.flush(0, 0);
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT COUNT(*) FROM rollups") == "3");
+}
+
+TEST_CASE("store: a version-1 database is taken over: its rows still read, new rows in format 2") {
+  TempDb db;
+  {
+    // What the agent wrote before schema version 2: a format-1 row (id 1 = 1.5 as float32).
+    sqlite3* h;
+    sqlite3_open(db.path().c_str(), &h);
+    sqlite3_exec(h,
+                 "PRAGMA page_size=1024; PRAGMA journal_mode=WAL;"
+                 "CREATE TABLE series(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                 " labels TEXT NOT NULL, unit TEXT NOT NULL, kind INTEGER NOT NULL,"
+                 " UNIQUE(name, labels));"
+                 "CREATE TABLE samples(ts INTEGER PRIMARY KEY, data BLOB NOT NULL);"
+                 "CREATE TABLE rollups(ts INTEGER PRIMARY KEY, data BLOB NOT NULL);"
+                 "INSERT INTO series VALUES(1, 'x', '', 'celsius', 0);"
+                 "INSERT INTO samples VALUES(1000, X'050000C03F');"
+                 "PRAGMA user_version=1;",
+                 nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+  }
+  {
+    Store store(db.path());
+    append(store, 2000, {metric("x", 2.5, "celsius"), metric("y", 0, "")});
+    auto r = store.query({});
+    REQUIRE(r.series.size() == 2);
+    CHECK(r.series[0].values == std::vector<double>{1.5, 2.5});
+    CHECK(std::isnan(r.series[1].values[0]));
+    CHECK(r.series[1].values[1] == 0);
+  }
+  // Marked version 2, so an older agent refuses the file instead of misreading the new rows.
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "2");
+  const char* first_byte = "SELECT hex(substr(data, 1, 1)) FROM samples WHERE ts = 2000";
+  CHECK(kiwi_test::sqlite_value(db.path(), first_byte) == "01");  // the new row: format 2
+  Store again(db.path());
+  CHECK(again.query({}).series[0].values == std::vector<double>{1.5, 2.5});
+}
+
+TEST_CASE("store: the WAL index stays in memory and other processes are kept out") {
+  TempDb db;
+  Store store(db.path());
+  append(store, 1000, {metric("a", 0.25)});
+  // No -shm file: SQLite's WAL index is in this process's memory, not dirtied on disk per commit.
+  CHECK(fs::exists(db.path() + "-wal"));
+  CHECK_FALSE(fs::exists(db.path() + "-shm"));
+  // Connections of this process share it: the read-only ones the HTTP workers use, and others.
+  CHECK(store.query({}).series.at(0).values == std::vector<double>{0.25});
+  CHECK(kiwi_test::quick_check(db.path()) == "ok");
+  // Another process (here a second agent on the same data dir) is refused, with the reason.
+  const fs::path config = db.dir / "second.toml";
+  {
+    std::FILE* f = std::fopen(config.c_str(), "w");
+    REQUIRE(f);
+    std::fprintf(f,
+                 "[agent]\ndata_dir = \"%s\"\n[http]\nbind = \"127.0.0.1:0\"\n"
+                 "[collector]\nsnapshot_path = \"\"\n",
+                 db.dir.c_str());
+    std::fclose(f);
+  }
+  const fs::path log = db.dir / "second.log";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (std::freopen(log.c_str(), "w", stderr))
+      execl(KIWI_AGENT_BIN, KIWI_AGENT_BIN, "--config", config.c_str(), nullptr);
+    _exit(127);
+  }
+  // It should give up within its 1 s busy timeout; one that started anyway is stopped here.
+  int status = 0;
+  bool exited = false;
+  for (int i = 0; i < 150 && !exited; ++i) {
+    exited = waitpid(pid, &status, WNOHANG) == pid;
+    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  CHECK(exited);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) != 0));
+  std::string out;
+  if (std::FILE* f = std::fopen(log.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, f)) out += buf;
+    std::fclose(f);
+  }
+  CHECK_THAT(out, Catch::Contains(db.path()) && Catch::Contains("in use by another process"));
+  append(store, 2000, {metric("a", 0.5)});  // still ours
+  CHECK(store.query({}).series.at(0).values == std::vector<double>{0.25, 0.5});
+}
+
+TEST_CASE("store: pruning does not write out the pages it frees") {
+  // Debian's SQLite zero-fills every freed page (secure_delete), one WAL frame each; the store
+  // turns that off, so deleting old rows costs well under a frame per page freed.
+  TempDb db;
+  Store store(db.path());
+  for (int i = 0; i < 400; ++i) {
+    std::vector<kiwi::MetricValue> ms;
+    for (int j = 0; j < 40; ++j)
+      ms.push_back(metric("m" + std::to_string(j), i * 0.1234567 + j / 7.0));
+    append(store, i * 1000, ms, false);
+  }
+  store.flush(0, 0);  // about 100 pages of samples, one commit
+  const auto wal_frames = [&] { return fs::file_size(db.path() + "-wal") / (1024 + 24); };
+  const auto before = wal_frames();
+  store.flush(200'000, 200);  // half of them go
+  const auto written = wal_frames() - before;
+  const auto freed = std::stoul(kiwi_test::sqlite_value(db.path(), "PRAGMA freelist_count"));
+  CHECK(kiwi_test::rows_on_disk(db.path()) == 200);
+  INFO("pruning freed " << freed << " pages and wrote " << written << " WAL frames");
+  CHECK(freed >= 40);
+  CHECK(written * 4 < freed * 3);
 }
