@@ -5,19 +5,31 @@
 #include <sqlite3.h>
 
 #include <cstdlib>
+#include <stdexcept>
+#include <unistd.h>
 #include <filesystem>
 #include <string>
 
 namespace kiwi_test {
 
-// One value of a query run on a read-only connection ("" if it fails).
+// One value of a query run on a read-only connection ("" if it returns no row or NULL). Throws if
+// the file cannot be read at all, e.g. while a running agent holds it (it keeps its history file
+// to itself): use rows_on_disk() for a running agent's file.
 inline std::string sqlite_value(const std::filesystem::path& db, const char* sql) {
   sqlite3* h = nullptr;
   sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
   sqlite3_stmt* st = nullptr;
   std::string out;
-  if (sqlite3_prepare_v2(h, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+  int rc = sqlite3_prepare_v2(h, sql, -1, &st, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
     if (auto* text = sqlite3_column_text(st, 0)) out = reinterpret_cast<const char*>(text);
+  } else if (rc != SQLITE_DONE) {
+    std::string error = db.string() + ": " + sqlite3_errmsg(h);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    throw std::runtime_error(error);
+  }
   sqlite3_finalize(st);
   sqlite3_close(h);
   return out;
@@ -27,8 +39,24 @@ inline std::string quick_check(const std::filesystem::path& db) {
   return sqlite_value(db, "PRAGMA quick_check");
 }
 
+// Sample rows committed to `db`, as a new reader would find them after a crash: counted in a copy
+// of the file and its WAL, so it also works while an agent runs and holds the file.
 inline std::size_t rows_on_disk(const std::filesystem::path& db) {
-  return std::stoul("0" + sqlite_value(db, "SELECT COUNT(*) FROM samples"));
+  namespace fs = std::filesystem;
+  std::string dir = (fs::temp_directory_path() / "kiwi-rows-XXXXXX").string();
+  if (!::mkdtemp(dir.data())) throw std::runtime_error("mkdtemp failed");
+  const fs::path copy = fs::path(dir) / "copy.db";
+  fs::copy_file(db, copy);
+  if (fs::exists(db.string() + "-wal")) fs::copy_file(db.string() + "-wal", copy.string() + "-wal");
+  std::size_t rows = 0;
+  try {
+    rows = std::stoul("0" + sqlite_value(copy, "SELECT COUNT(*) FROM samples"));
+  } catch (...) {
+    fs::remove_all(dir);
+    throw;
+  }
+  fs::remove_all(dir);
+  return rows;
 }
 
 // A tmpfs of `size` (e.g. "64k") mounted at `dir` for the object's life, to fill up for real.
