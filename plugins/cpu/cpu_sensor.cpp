@@ -6,18 +6,6 @@
 #include <vector>
 
 namespace kiwi::cpu {
-namespace {
-
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (const auto& p : parts) {
-    if (!out.empty()) out.append(sep);
-    out.append(p);
-  }
-  return out;
-}
-
-}  // namespace
 
 CpuSensor::CpuSensor(const kiwi::SensorContext& ctx)
     : procfs_(ctx.procfs),
@@ -27,14 +15,8 @@ CpuSensor::CpuSensor(const kiwi::SensorContext& ctx)
 
 kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
   const std::string stat_path = kiwi::join_path(procfs_, "stat");
-  const auto text = kiwi::read_file(stat_path);
-  if (!text) throw std::runtime_error(stat_path + ": not found");
-  ProcStat now;
-  try {
-    now = parse_proc_stat(*text);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(stat_path + ": " + e.what());
-  }
+  const std::string text = kiwi::read_required_file(stat_path);
+  ProcStat now = kiwi::parse_file(stat_path, [&] { return parse_proc_stat(text); });
   if (!now.all) throw std::runtime_error(stat_path + ": no aggregate 'cpu' line");
 
   std::vector<std::string> notes;
@@ -63,7 +45,7 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
     if (!skipped.empty()) {
       notes.push_back(
           "counters went backwards or did not advance (suspend/resume?), no ratio for " +
-          join(skipped, ", "));
+          kiwi::join(skipped, ", "));
       log_.info(notes.back());
     }
   }
@@ -94,7 +76,7 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
   } else {
     notes.push_back(load_path + (load_text ? ": not three numbers" : ": not found"));
   }
-  return kiwi::SampleResult::ok(join(notes, "; "));
+  return kiwi::SampleResult::ok(kiwi::join(notes));
 }
 
 }  // namespace kiwi::cpu

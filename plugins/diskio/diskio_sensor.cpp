@@ -15,11 +15,6 @@ bool matches_any(const std::vector<std::string>& globs, std::string_view name) {
                      [&](const std::string& g) { return kiwi::glob_match(g, name); });
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (const auto& p : parts) out.append(out.empty() ? "" : sep).append(p);
-  return out;
-}
 
 bool exists(const std::string& path) {
   std::error_code ec;
@@ -38,16 +33,9 @@ DiskioSensor::DiskioSensor(const kiwi::SensorContext& ctx)
 
 kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
   const std::string stats_path = kiwi::join_path(procfs_, "diskstats");
-  const auto stats_text = kiwi::read_file(stats_path);
-  if (!stats_text) throw std::runtime_error(stats_path + ": not found");
+  const std::string stats_text = kiwi::read_required_file(stats_path);
   const std::int64_t uptime_ms = kiwi::read_uptime_ms(procfs_);
-
-  std::vector<DiskCounters> all;
-  try {
-    all = parse_diskstats(*stats_text);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(stats_path + ": " + e.what());
-  }
+  const auto all = kiwi::parse_file(stats_path, [&] { return parse_diskstats(stats_text); });
 
   Reading now{uptime_ms, {}};
   std::vector<std::string> notes;

@@ -12,19 +12,15 @@ MemorySensor::MemorySensor(const kiwi::SensorContext& ctx) : procfs_(ctx.procfs)
 
 kiwi::SampleResult MemorySensor::sample(kiwi::MetricSink& sink) {
   const std::string path = kiwi::join_path(procfs_, "meminfo");
-  const auto text = kiwi::read_file(path);
-  if (!text) throw std::runtime_error(path + ": not found");
-  MemoryStats stats;
-  try {
-    const auto meminfo = parse_meminfo(*text);
+  const std::string text = kiwi::read_required_file(path);
+  const MemoryStats stats = kiwi::parse_file(path, [&] {
+    const auto meminfo = parse_meminfo(text);
     std::optional<std::uint64_t> min_free_kbytes;  // only needed to estimate MemAvailable
     if (!meminfo.count("MemAvailable"))
       if (auto v = kiwi::read_file(kiwi::join_path(procfs_, "sys/vm/min_free_kbytes")))
         min_free_kbytes = std::strtoull(v->c_str(), nullptr, 10);
-    stats = compute_memory(meminfo, min_free_kbytes);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(path + ": " + e.what());
-  }
+    return compute_memory(meminfo, min_free_kbytes);
+  });
   for (const auto& m : kMetrics)
     if (const auto& value = stats.*m.field) sink.gauge(m.name, *value, m.unit);
 

@@ -15,11 +15,6 @@ bool matches_any(const std::vector<std::string>& globs, std::string_view name) {
                      [&](const std::string& g) { return kiwi::glob_match(g, name); });
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (const auto& p : parts) out.append(out.empty() ? "" : sep).append(p);
-  return out;
-}
 
 // Link speed in bytes per second, or nullopt. The file is absent on some virtual devices and
 // read() fails with EINVAL on Wi-Fi and on links that are down: all of these mean "unknown", which
@@ -40,16 +35,9 @@ NetworkSensor::NetworkSensor(const kiwi::SensorContext& ctx)
 
 kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
   const std::string dev_path = kiwi::join_path(procfs_, "net/dev");
-  const auto dev_text = kiwi::read_file(dev_path);
-  if (!dev_text) throw std::runtime_error(dev_path + ": not found");
+  const std::string dev_text = kiwi::read_required_file(dev_path);
   const std::int64_t uptime_ms = kiwi::read_uptime_ms(procfs_);
-
-  std::vector<InterfaceCounters> all;
-  try {
-    all = parse_net_dev(*dev_text);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(dev_path + ": " + e.what());
-  }
+  const auto all = kiwi::parse_file(dev_path, [&] { return parse_net_dev(dev_text); });
 
   Reading now{uptime_ms, {}};
   std::vector<std::string> notes;

@@ -53,11 +53,6 @@ constexpr UsageMetric kUsageMetrics[] = {
     {"storage_inodes_free", "count", &FsUsage::inodes_free},
 };
 
-std::string join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& p : parts) out.append(out.empty() ? "" : "; ").append(p);
-  return out;
-}
 
 // An abandoned thread returns into this library's code whenever its statvfs ends, which may be
 // after the agent unloaded the plugin at shutdown. Once a thread is abandoned, keep the library
@@ -166,15 +161,10 @@ const std::vector<MountEntry>& StorageSensor::current_mounts() {
     if (mounts_valid_ && !changed) return mounts_;
     text = read_from_start(mountinfo_fd_, path);
   } else {
-    text = kiwi::read_file(path);
-    if (!text) throw std::runtime_error(path + ": not found");
+    text = kiwi::read_required_file(path);
   }
   mounts_valid_ = false;
-  try {
-    mounts_ = select_mounts(parse_mountinfo(*text), filter_);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(path + ": " + e.what());
-  }
+  mounts_ = kiwi::parse_file(path, [&] { return select_mounts(parse_mountinfo(*text), filter_); });
   mounts_valid_ = true;
   return mounts_;
 }

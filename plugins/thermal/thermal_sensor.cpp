@@ -30,11 +30,6 @@ std::string read_attribute(const std::string& path, std::string_view fallback) {
   return std::string(value.empty() ? fallback : value);
 }
 
-std::string join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& p : parts) out.append(out.empty() ? "" : "; ").append(p);
-  return out;
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <system_error>
 #include <unistd.h>
+#include <vector>
 
 namespace kiwi {
 
@@ -64,6 +65,32 @@ inline std::optional<std::string> read_file(const std::string& path) {
 inline std::optional<std::string> read_file_if_readable(const std::string& path) {
   std::string out;
   if (detail::read_all(path, out) != 0) return std::nullopt;
+  return out;
+}
+
+// A file the sensor cannot work without: its text, or std::runtime_error "<path>: not found".
+// Other failures throw std::system_error naming the path, as read_file does.
+inline std::string read_required_file(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) throw std::runtime_error(path + ": not found");
+  return std::move(*text);
+}
+
+// Calls parse(); a std::invalid_argument from it (a parser refusing the text) comes out as
+// std::runtime_error "<path>: <what>", so the sample's error names the file it came from.
+template <class Parse>
+auto parse_file(const std::string& path, Parse&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+}
+
+// `parts` with `sep` between them: a sample's notes ("skipped ...; ...").
+inline std::string join(const std::vector<std::string>& parts, std::string_view sep = "; ") {
+  std::string out;
+  for (const auto& p : parts) out.append(out.empty() ? "" : sep).append(p);
   return out;
 }
 
