@@ -1,6 +1,8 @@
-// The dashboard: www/ and the charting library (uPlot) embedded at build time, served from memory
-// with ETags and a gzip copy made once at start. The handler's options are written into
-// index.html (data attributes on <body>) at construction, so the page needs no extra request.
+// The dashboard: www/ and the charting library (uPlot) embedded gzip-compressed at build time and
+// served from memory with ETags. Browsers get the gzip bytes as they are; the plain text of a file
+// is inflated the first time a client that does not accept gzip asks for it, and kept. The
+// handler's options are written into index.html (data attributes on <body>) at construction, so
+// the page needs no extra request.
 #include <kiwi/gzip.hpp>
 #include <kiwi/handler.hpp>
 
@@ -9,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 
 #include "kiwi_embedded.hpp"
@@ -117,11 +120,19 @@ class DashboardHandler final : public kiwi::Handler {
 
     auto add = [&](const kiwi_embedded::File& f) {
       std::string path = "/" + std::string(f.path);
-      std::string data(f.data);
-      if (path == "/index.html") data = render_index(std::move(data), page_values);
-      auto body = std::make_shared<const std::string>(std::move(data));
-      files_.insert_or_assign(
-          path, File{body, kiwi::gzip_body(body), std::string(content_type(path)), etag_of(*body)});
+      File& file = files_.try_emplace(path).first->second;
+      file.type = content_type(path);
+      if (path == "/index.html") {
+        // Rendered with this handler's options, and kept both ways: it is what plain clients
+        // (scripts, curl) ask for most.
+        auto page = std::make_shared<const std::string>(
+            render_index(kiwi::gunzip(f.data), page_values));
+        file.gzip = std::make_shared<const std::string>(kiwi::gzip(*page, Z_BEST_COMPRESSION));
+        std::call_once(file.once, [&] { file.plain = std::move(page); });
+      } else {
+        file.gzip = std::make_shared<const std::string>(f.data);
+      }
+      file.etag = etag_of(*file.gzip);
     };
     for (std::size_t i = 0; i < kiwi_www_count; ++i) add(kiwi_www[i]);
     for (std::size_t i = 0; i < kiwi_vendor_count; ++i) add(kiwi_vendor[i]);
@@ -141,17 +152,23 @@ class DashboardHandler final : public kiwi::Handler {
       res.content_type.clear();
       return res;
     }
-    res.body = f.body;
-    res.body_gzip = f.body_gzip;
+    res.body_gzip = f.gzip;  // always set, so the server sends Vary: Accept-Encoding
+    if (!req.accepts_gzip()) res.body = f.plain_body();
     return res;
   }
 
  private:
   struct File {
-    kiwi::Body body;
-    kiwi::Body body_gzip;  // null for files too small to be worth it
+    kiwi::Body gzip;  // the embedded gzip stream
     std::string type;
-    std::string etag;
+    std::string etag;  // of the gzip bytes: they change exactly when the file does
+    mutable std::once_flag once;
+    mutable kiwi::Body plain;  // inflated on first use (index.html: rendered at start)
+
+    const kiwi::Body& plain_body() const {
+      std::call_once(once, [this] { plain = std::make_shared<const std::string>(kiwi::gunzip(*gzip)); });
+      return plain;
+    }
   };
   std::map<std::string, File, std::less<>> files_;
 };

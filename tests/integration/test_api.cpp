@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include "checks.hpp"
 
@@ -69,6 +71,44 @@ TEST_CASE("api: gzip when the client accepts it, the same bytes as the plain bod
   // q=0 means "not gzip"; a small body is sent plain even to a gzip client.
   CHECK(c.get("/api/current", {{"Accept-Encoding", "gzip;q=0"}}).header("content-encoding").empty());
   CHECK(c.get("/api/health", {{"Accept-Encoding", "gzip"}}).header("content-encoding").empty());
+}
+
+TEST_CASE("dashboard: every embedded file is served as the bytes of its source, plain or gzip") {
+  // The files are embedded gzip-compressed; plain text is inflated on a plain client's first
+  // request. Both must be exactly the source files (index.html differs: options are written in).
+  Agent agent;
+  HttpClient c(agent.port());
+  const std::string src = KIWI_SOURCE_DIR;
+  const std::pair<const char*, std::string> files[] = {
+      {"/assets/app.js", src + "/www/assets/app.js"},
+      {"/assets/style.css", src + "/www/assets/style.css"},
+      {"/assets/uPlot.iife.min.js", src + "/tools/web/node_modules/uplot/dist/uPlot.iife.min.js"},
+      {"/assets/uPlot.min.css", src + "/tools/web/node_modules/uplot/dist/uPlot.min.css"},
+      {"/assets/README.md", src + "/README.md"}};
+  for (auto& [target, path] : files) {
+    INFO(target);
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in);
+    const std::string want((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto zipped = c.get(target, {{"Accept-Encoding", "gzip"}});  // first: before any plain copy
+    REQUIRE(zipped.status == 200);
+    CHECK(zipped.header("content-encoding") == "gzip");
+    CHECK(gunzip(zipped.body) == want);
+    for (int i = 0; i < 2; ++i) {  // inflated once, then kept
+      auto plain = c.get(target);
+      REQUIRE(plain.status == 200);
+      CHECK(plain.header("content-encoding").empty());
+      CHECK(plain.header("vary") == "Accept-Encoding");
+      CHECK(plain.header("etag") == zipped.header("etag"));
+      CHECK(plain.body == want);
+    }
+    auto head = c.request("HEAD", target);
+    CHECK(head.status == 200);
+    CHECK(head.header("content-length") == std::to_string(want.size()));
+  }
+  auto page = c.get("/");
+  CHECK_THAT(page.body, Catch::Contains("data-poll-ms=\"5000\""));
+  CHECK(gunzip(c.get("/", {{"Accept-Encoding", "gzip"}}).body) == page.body);
 }
 
 TEST_CASE("api: ETag and If-None-Match give 304 on the snapshot, static files and history") {

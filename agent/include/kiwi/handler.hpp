@@ -89,7 +89,8 @@ struct Response {
   std::vector<Header> headers;  // extra headers (ETag, Cache-Control, ...)
   Body body;                    // null means empty
   // Optional gzip rendering of `body` (kiwi/gzip.hpp), computed once where the body is: the server
-  // sends it, with Content-Encoding and Vary, to clients that accept gzip.
+  // sends it, with Content-Encoding and Vary, to clients that accept gzip. `body` is not read
+  // then, so a handler that keeps only the gzip may leave it null when Request::accepts_gzip().
   Body body_gzip;
 
   // A JSON error body in the API's one error shape:
