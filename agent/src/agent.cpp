@@ -34,7 +34,7 @@ class AgentData final : public DataSource {
   std::vector<std::string> series_names() const override {
     std::vector<std::string> out;
     if (store_)
-      for (auto& s : store_->series()) out.push_back(s.key);
+      for (auto& s : *store_->series()) out.push_back(s.key);
     return out;
   }
   AgentStats stats() const override {

@@ -10,11 +10,14 @@ namespace kiwi::agent {
 static_assert(std::endian::native == std::endian::little, "sample_codec assumes little-endian");
 
 namespace {
-// Page cache per connection: 64 pages of 1 KiB. SQLite's default (2 MB) let each connection's
+// Page cache per connection: 32 pages of 1 KiB. SQLite's default (2 MB) let each connection's
 // cache grow with the file, so RSS crept up for hours (about 50 KiB a minute under a history
-// load). The writer touches a few pages per commit (the right edge of each table, the pruned left
-// edge); a 120-sample query reads about 40; longer queries stream pages the kernel has cached.
-constexpr const char* kCacheSizePragma = "PRAGMA cache_size=-64";
+// load); with 64 pages it still grew for the first minutes (15 KiB a minute while the file grew,
+// docs/benchmarks.md). SQLite allocates 20 pages up front, so 32 is a plateau reached early. The
+// writer touches about 15 pages per commit (the right edge of each table, the pruned left edge);
+// queries read the rest from the kernel's page cache (a 120-sample query, about 40 pages, runs
+// once per sample: later requests get the cached body).
+constexpr const char* kCacheSizePragma = "PRAGMA cache_size=-32";
 
 // 2: sample blobs in sample_codec format 2. A version-1 file is taken over as it is (its rows
 // stay in format 1, which decode() still reads) and marked 2, so an older agent refuses it
@@ -33,8 +36,7 @@ const char* history_vfs() {
   return name;
 }
 
-std::string escape_label(std::string_view v) {
-  std::string out;
+void append_escaped_label(std::string& out, std::string_view v) {
   for (char c : v) {
     if (c == '\\' || c == '"') out.push_back('\\');
     if (c == '\n') {
@@ -43,7 +45,6 @@ std::string escape_label(std::string_view v) {
     }
     out.push_back(c);
   }
-  return out;
 }
 
 // Inverse of canonical_labels, for series read back from the database.
@@ -77,12 +78,22 @@ std::string key_of(const std::string& name, const std::string& labels) {
 }
 }  // namespace
 
+void append_canonical_labels(std::string& out,
+                             const std::vector<std::pair<std::string, std::string>>& labels) {
+  bool first = true;
+  for (auto& [k, v] : labels) {
+    if (!first) out.push_back(',');
+    first = false;
+    out += k;
+    out += "=\"";
+    append_escaped_label(out, v);
+    out.push_back('"');
+  }
+}
+
 std::string canonical_labels(const std::vector<std::pair<std::string, std::string>>& labels) {
   std::string out;
-  for (auto& [k, v] : labels) {
-    if (!out.empty()) out.push_back(',');
-    out += k + "=\"" + escape_label(v) + "\"";
-  }
+  append_canonical_labels(out, labels);
   return out;
 }
 
@@ -179,6 +190,7 @@ Store::Store(std::string path) : path_(std::move(path)) {
     if (sqlite3_prepare_v2(db_, "SELECT id, name, labels, unit, kind FROM series ORDER BY id", -1, &st,
                            nullptr) != SQLITE_OK)
       fail("cannot read series");
+    std::vector<SeriesInfo> loaded;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       auto id = static_cast<std::uint32_t>(sqlite3_column_int64(st, 0));
       SeriesInfo s;
@@ -188,16 +200,17 @@ Store::Store(std::string path) : path_(std::move(path)) {
       s.unit = reinterpret_cast<const char*>(sqlite3_column_text(st, 3));
       s.kind = static_cast<MetricKind>(sqlite3_column_int(st, 4));
       s.key = key_of(s.name, labels);
-      if (id != series_.size() + 1) {
+      if (id != loaded.size() + 1) {
         sqlite3_finalize(st);
         throw StoreError(path_ + ": series ids are not contiguous; the database is damaged");
       }
       series_ids_.emplace(s.key, id);
-      series_.push_back(std::move(s));
+      loaded.push_back(std::move(s));
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) fail("cannot read series");
-    series_committed_ = series_.size();
+    series_committed_ = loaded.size();
+    series_ = std::make_shared<const std::vector<SeriesInfo>>(std::move(loaded));
   } catch (...) {
     const bool busy = sqlite3_errcode(db_) == SQLITE_BUSY;
     for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_})
@@ -231,17 +244,21 @@ void Store::exec(const char* sql) {
 }
 
 // Ids are assigned in memory (contiguous, as loaded) and the series rows written by flush().
+// Called for every metric of every tick: the lookup builds its key in a reused buffer.
 std::uint32_t Store::series_id(const MetricValue& m) {
-  std::string labels = canonical_labels(m.labels);
-  std::string key = key_of(m.name, labels);
-  {
-    std::shared_lock lock(series_mutex_);
-    if (auto it = series_ids_.find(key); it != series_ids_.end()) return it->second;
+  key_buf_.assign(m.name);
+  if (!m.labels.empty()) {
+    key_buf_.push_back('{');
+    append_canonical_labels(key_buf_, m.labels);
+    key_buf_.push_back('}');
   }
-  std::unique_lock lock(series_mutex_);
-  auto id = static_cast<std::uint32_t>(series_.size() + 1);
-  series_.push_back({key, m.name, m.labels, m.unit, m.kind});
-  series_ids_.emplace(std::move(key), id);
+  if (auto it = series_ids_.find(key_buf_); it != series_ids_.end()) return it->second;
+  auto next = std::make_shared<std::vector<SeriesInfo>>(*series());
+  next->push_back({key_buf_, m.name, m.labels, m.unit, m.kind});
+  auto id = static_cast<std::uint32_t>(next->size());
+  series_ids_.emplace(key_buf_, id);
+  std::lock_guard lock(series_mutex_);
+  series_ = std::move(next);
   return id;
 }
 
@@ -300,11 +317,11 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
     std::lock_guard lock(pending_mutex_);
     rows = pending_;  // copied: queries keep seeing them until they are committed
   }
-  std::vector<SeriesInfo> catalog = series();
+  const Catalog catalog = series();
   exec("BEGIN");
   try {
-    for (std::size_t i = series_committed_; i < catalog.size(); ++i) {
-      auto& s = catalog[i];
+    for (std::size_t i = series_committed_; i < catalog->size(); ++i) {
+      auto& s = (*catalog)[i];
       sqlite3_bind_int64(insert_series_, 1, static_cast<std::int64_t>(i + 1));
       bind_text(insert_series_, 2, s.name);
       bind_text(insert_series_, 3, canonical_labels(s.labels));
@@ -334,7 +351,7 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
-  series_committed_ = catalog.size();
+  series_committed_ = catalog->size();
   pending_rollups_.clear();
   std::lock_guard lock(pending_mutex_);
   // Rows appended while this flush ran stay queued (append() only adds at the end, and drops
@@ -359,8 +376,8 @@ int Store::prune(std::int64_t cutoff_ms, int max_rows) {
   return deleted;
 }
 
-std::vector<SeriesInfo> Store::series() const {
-  std::shared_lock lock(series_mutex_);
+Store::Catalog Store::series() const {
+  std::lock_guard lock(series_mutex_);
   return series_;
 }
 
@@ -414,7 +431,8 @@ HistoryResult Store::query(const HistoryQuery& q) const {
       q.until ? static_cast<std::int64_t>(std::floor(*q.until * 1000)) : INT64_MAX;
   const std::int64_t step_ms = q.step > 0 ? std::max<std::int64_t>(1, std::llround(q.step * 1000)) : 0;
 
-  std::vector<SeriesInfo> catalog = series();
+  const Catalog catalog_ref = series();
+  const std::vector<SeriesInfo>& catalog = *catalog_ref;
   std::vector<char> wanted(catalog.size() + 1, 0);
   for (std::size_t id = 1; id <= catalog.size(); ++id) {
     auto& s = catalog[id - 1];

@@ -32,6 +32,8 @@ namespace kiwi::agent {
 
 // "core=\"0\",mode=\"user\"" (Prometheus escaping), the canonical label text of a series.
 std::string canonical_labels(const std::vector<std::pair<std::string, std::string>>& labels);
+void append_canonical_labels(std::string& out,
+                             const std::vector<std::pair<std::string, std::string>>& labels);
 
 // A read-only connection (SQLITE_OPEN_READONLY): any write through it fails.
 class ReadConnection {
@@ -81,8 +83,10 @@ class Store {
 
   // Reader side, any thread. Throws StoreError.
   HistoryResult query(const HistoryQuery& q) const;
-  // Metadata of every series ever written (id order).
-  std::vector<SeriesInfo> series() const;
+  // Metadata of every series ever written (id order): an immutable catalog, replaced (not
+  // changed) when a series appears, so readers share it without copying.
+  using Catalog = std::shared_ptr<const std::vector<SeriesInfo>>;
+  Catalog series() const;
 
   const std::string& path() const { return path_; }
 
@@ -117,10 +121,12 @@ class Store {
   sqlite3_stmt* prune_rollups_ = nullptr;
   std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
 
-  // Series catalog: written by the writer, read by every worker.
-  mutable std::shared_mutex series_mutex_;
-  std::vector<SeriesInfo> series_;  // index = id - 1
+  // Series catalog: written by the writer, read by every worker (series_mutex_ guards the
+  // pointer only). series_ids_ and key_buf_ belong to the writer thread.
+  mutable std::mutex series_mutex_;
+  Catalog series_ = std::make_shared<const std::vector<SeriesInfo>>();  // index = id - 1
   std::unordered_map<std::string, std::uint32_t> series_ids_;  // key -> id
+  std::string key_buf_;  // series_id()'s lookup key, reused: no allocation per metric per tick
 
   // Read-only connections not in use; a worker takes one, returns it after its query.
   mutable std::mutex pool_mutex_;

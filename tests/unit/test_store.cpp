@@ -150,7 +150,7 @@ TEST_CASE("store: queued samples are visible to queries before they reach the di
   store.flush(0, 0);
   CHECK(kiwi_test::rows_on_disk(db.path()) == 6);
   Store reopened(db.path());
-  CHECK(reopened.series().size() == 2);
+  CHECK(reopened.series()->size() == 2);
 }
 
 TEST_CASE("store: a full disk loses nothing: samples stay queued until there is room again") {
