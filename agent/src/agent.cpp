@@ -83,10 +83,6 @@ std::vector<SensorSlot> load_sensors(const Config& cfg, PluginLoader& loader) {
     slot.name = e.name;
     slot.plugin = std::string(slot.instance.library->info->name);
     slot.every_ticks = e.interval ? e.interval->count() / cfg.collector.interval.count() : 1;
-    slot.last.name = slot.name;
-    slot.last.plugin = slot.plugin;
-    slot.last.state = SensorState::no_data;
-    slot.last.message = "not sampled yet";
     slots.push_back(std::move(slot));
   }
   return slots;

@@ -19,7 +19,13 @@ struct SensorSlot {
   std::string name;
   std::string plugin;  // plugin name from its descriptor
   std::int64_t every_ticks = 1;
-  SensorReport last;  // the latest report, shown until the next reading
+  // The latest reading; its report moves into the snapshot of its tick (later snapshots copy it
+  // from their predecessor until the next reading).
+  bool read_this_tick = false;
+  double last_timestamp = 0;  // 0: never read
+  SensorState last_state = SensorState::ok;
+  std::uint64_t errors_total = 0;
+  SensorReport report;  // this tick's reading, until it moves into the snapshot
 };
 
 struct CollectorSettings {
@@ -49,6 +55,9 @@ class Collector {
 
   // Takes one sample now (used at start-up so the first request already has data).
   void tick_now();
+  // Takes one sample as tick number `tick_index` of the schedule (a sensor with an interval of n
+  // ticks is read when the number is a multiple of n, and on its first tick).
+  void tick(std::int64_t tick_index);
   // Starts the background thread: ticks at the next interval boundary and on every one after.
   void start();
   // Finishes the tick in progress, then returns. Idempotent.
@@ -62,7 +71,6 @@ class Collector {
 
  private:
   void run();
-  void tick(std::int64_t tick_index);
   void flush_store(std::int64_t now_ms);
 
   CollectorSettings settings_;

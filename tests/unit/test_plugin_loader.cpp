@@ -140,3 +140,46 @@ TEST_CASE("collector: a sensor that throws is reported as error; the others go o
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("collector: a sensor with a longer interval shows its last reading until the next") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  char tmpl[] = "/tmp/kiwi-collector-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  {
+    Store store(dir + "/kiwi.db");
+    SnapshotHolder holder;
+    std::vector<SensorSlot> slots;
+    for (auto [plugin, every] : {std::pair{"memory", 1}, std::pair{"cpu", 3}}) {
+      SensorSlot slot;
+      slot.instance = loader.create_sensor(entry(plugin), KIWI_FIXTURES_DIR "/rk3588/proc",
+                                           KIWI_FIXTURES_DIR "/rk3588/sys");
+      slot.name = slot.plugin = plugin;
+      slot.every_ticks = every;
+      slots.push_back(std::move(slot));
+    }
+    Collector collector({}, std::move(slots), store, holder, log);
+    std::vector<std::shared_ptr<const kiwi::Snapshot>> snaps;
+    for (int i = 0; i < 4; ++i) {
+      collector.tick(i);
+      snaps.push_back(holder.current());
+    }
+    for (auto& s : snaps) {
+      REQUIRE(s->sensors.size() == 2);
+      CHECK(s->sensors[0].name == "memory");
+      CHECK(s->sensors[0].timestamp == s->timestamp);  // read every tick
+      CHECK(s->sensors[1].name == "cpu");
+      CHECK(s->sensors[1].plugin == "cpu");
+      CHECK(s->sensors[1].state == kiwi::SensorState::ok);
+      CHECK_FALSE(s->sensors[1].metrics.empty());
+    }
+    // Read on tick 0, shown as it was on ticks 1 and 2, read again on tick 3.
+    CHECK(snaps[1]->sensors[1].timestamp == snaps[0]->timestamp);
+    CHECK(snaps[2]->sensors[1].timestamp == snaps[0]->timestamp);
+    CHECK(snaps[2]->sensors[1].metrics.size() == snaps[0]->sensors[1].metrics.size());
+    CHECK(snaps[3]->sensors[1].timestamp == snaps[3]->timestamp);
+    // Earlier snapshots keep what they showed (a reader may still hold one).
+    CHECK(snaps[0]->sensors[0].metrics.size() == snaps[3]->sensors[0].metrics.size());
+  }
+  std::filesystem::remove_all(dir);
+}
