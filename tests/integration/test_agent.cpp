@@ -392,3 +392,42 @@ TEST_CASE("agent: threads = \"auto\" runs one worker per CPU it may use; a numbe
   CHECK(mhd_threads(three.pid()) == 3);
   CHECK(HttpClient(three.port()).get("/api/current").status == 200);
 }
+
+TEST_CASE("agent: runs with a one-chunk malloc cache unless GLIBC_TUNABLES already sets one") {
+  // The agent executes itself again with glibc.malloc.tcache_count=1 (see main.cpp), marked by
+  // KIWI_AGENT_TUNED=1; the environment of the running process shows what it runs with. (glibc's
+  // loader cuts the text it shows after the first tunable, so with two only the user's is seen.)
+  auto env_of = [](pid_t pid, const std::string& name) {
+    std::string env = read_text("/proc/" + std::to_string(pid) + "/environ");
+    for (std::size_t at = 0; at < env.size();) {
+      std::size_t end = env.find('\0', at);
+      std::string var = env.substr(at, end - at);
+      if (var.rfind(name + "=", 0) == 0) return var.substr(name.size() + 1);
+      at = end == std::string::npos ? env.size() : end + 1;
+    }
+    return std::string("<unset>");
+  };
+  const char* saved = std::getenv("GLIBC_TUNABLES");
+  const std::string restore = saved ? saved : "";
+  struct Case {
+    const char* given;
+    std::string shown;
+    bool re_executed;
+  };
+  const Case cases[] = {
+      {nullptr, "glibc.malloc.tcache_count=1", true},
+      {"glibc.malloc.arena_max=2", "glibc.malloc.arena_max=2", true},
+      {"glibc.malloc.tcache_count=7", "glibc.malloc.tcache_count=7", false}};  // the user's wins
+  for (auto& c : cases) {
+    INFO((c.given ? c.given : "unset"));
+    if (c.given) setenv("GLIBC_TUNABLES", c.given, 1);
+    else unsetenv("GLIBC_TUNABLES");
+    Agent agent;
+    CHECK(env_of(agent.pid(), "GLIBC_TUNABLES") == c.shown);
+    CHECK(env_of(agent.pid(), "KIWI_AGENT_TUNED") == (c.re_executed ? "1" : "<unset>"));
+    HttpClient client(agent.port());
+    CHECK(client.get("/api/health").status == 200);
+  }
+  if (saved) setenv("GLIBC_TUNABLES", restore.c_str(), 1);
+  else unsetenv("GLIBC_TUNABLES");
+}
