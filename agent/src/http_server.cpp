@@ -10,6 +10,7 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 namespace kiwi::agent {
 
@@ -32,9 +33,8 @@ MHD_Result collect(void* cls, MHD_ValueKind, const char* key, const char* value)
 
 void free_body(void* cls) { delete static_cast<Body*>(cls); }
 
-MHD_Response* make_response(const Response& r, bool gzip) {
+MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip) {
   static const std::string empty;
-  const Body& chosen = gzip && r.body_gzip ? r.body_gzip : r.body;
   const std::string& data = chosen ? *chosen : empty;
   // Zero-copy: MHD reads the shared body in place; the callback drops our reference when done.
   auto* keep = new Body(chosen);
@@ -50,6 +50,50 @@ MHD_Response* make_response(const Response& r, bool gzip) {
     if (gzip) MHD_add_response_header(res, "Content-Encoding", "gzip");
   }
   for (auto& h : r.headers) MHD_add_response_header(res, h.name.c_str(), h.value.c_str());
+  return res;
+}
+
+// The MHD response a worker made last, reused while its answers stay the same: the same body
+// object (the cached page, snapshot, history window or /metrics text of the current second), type
+// and headers. MHD counts the references to a response, so one object may be queued on many
+// connections at once (the ceiling server serves every request so). Building one costs some 15
+// allocations (the response, each header's name and value); reusing it costs a few comparisons.
+// The cached response keeps its body alive, so a body's address cannot be reused while cached.
+struct LastResponse {
+  MHD_Response* response = nullptr;
+  const std::string* body = nullptr;
+  bool has_gzip = false;
+  bool gzip = false;
+  std::string content_type;
+  std::vector<Header> headers;
+
+  bool matches(const std::string* b, const Response& r, bool gz) const {
+    if (!response || b != body || (r.body_gzip != nullptr) != has_gzip || gz != gzip ||
+        r.content_type != content_type || r.headers.size() != headers.size())
+      return false;
+    for (std::size_t i = 0; i < headers.size(); ++i)
+      if (r.headers[i].name != headers[i].name || r.headers[i].value != headers[i].value) return false;
+    return true;
+  }
+  ~LastResponse() {
+    if (response) MHD_destroy_response(response);
+  }
+};
+
+// The response for `r`, owned by the calling worker's cache: queue it, do not destroy it.
+MHD_Response* make_response(const Response& r, bool gzip) {
+  thread_local LastResponse last;
+  const Body& chosen = gzip && r.body_gzip ? r.body_gzip : r.body;
+  if (last.matches(chosen.get(), r, gzip)) return last.response;
+  MHD_Response* res = build_response(chosen, r, gzip);
+  if (!res) return nullptr;
+  if (last.response) MHD_destroy_response(last.response);  // freed once no connection uses it
+  last.response = res;
+  last.body = chosen.get();
+  last.has_gzip = r.body_gzip != nullptr;
+  last.gzip = gzip;
+  last.content_type = r.content_type;
+  last.headers = r.headers;
   return res;
 }
 
@@ -153,9 +197,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
 
   MHD_Response* response = make_response(res, req.accepts_gzip());
   if (!response) return MHD_NO;
-  MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(res.status), response);
-  MHD_destroy_response(response);
-  return ok;
+  return MHD_queue_response(c, static_cast<unsigned>(res.status), response);
 }
 
 void on_completed(void*, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
