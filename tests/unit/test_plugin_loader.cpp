@@ -29,6 +29,16 @@ PluginEntry entry(std::string plugin, std::string options_toml = "") {
   return e;
 }
 
+// A sensor slot for the collector: `plugin` on the rk3588 fixture tree, read every `every` ticks.
+SensorSlot fixture_sensor(PluginLoader& loader, const std::string& plugin, std::int64_t every = 1) {
+  SensorSlot slot;
+  slot.instance = loader.create_sensor(entry(plugin), KIWI_FIXTURES_DIR "/rk3588/proc",
+                                       KIWI_FIXTURES_DIR "/rk3588/sys");
+  slot.name = slot.plugin = std::string(slot.instance.library->info->name);
+  slot.every_ticks = every;
+  return slot;
+}
+
 std::string error_of(PluginLoader& loader, const PluginEntry& e) {
   try {
     loader.create_sensor(e, KIWI_FIXTURES_DIR "/rk3588/proc", KIWI_FIXTURES_DIR "/rk3588/sys");
@@ -111,13 +121,8 @@ TEST_CASE("collector: a sensor that throws is reported as error; the others go o
     Store store(dir + "/kiwi.db");
     SnapshotHolder holder;
     std::vector<SensorSlot> slots;
-    for (auto plugin : {kTestPlugins + "/test-throwing_sensor.so", std::string("memory")}) {
-      SensorSlot slot;
-      slot.instance = loader.create_sensor(entry(plugin), KIWI_FIXTURES_DIR "/rk3588/proc",
-                                           KIWI_FIXTURES_DIR "/rk3588/sys");
-      slot.name = slot.plugin = std::string(slot.instance.library->info->name);
-      slots.push_back(std::move(slot));
-    }
+    slots.push_back(fixture_sensor(loader, kTestPlugins + "/test-throwing_sensor.so"));
+    slots.push_back(fixture_sensor(loader, "memory"));
     Collector collector({}, std::move(slots), store, holder, log);
     collector.tick_now();
     collector.tick_now();
@@ -150,14 +155,8 @@ TEST_CASE("collector: a sensor with a longer interval shows its last reading unt
     Store store(dir + "/kiwi.db");
     SnapshotHolder holder;
     std::vector<SensorSlot> slots;
-    for (auto [plugin, every] : {std::pair{"memory", 1}, std::pair{"cpu", 3}}) {
-      SensorSlot slot;
-      slot.instance = loader.create_sensor(entry(plugin), KIWI_FIXTURES_DIR "/rk3588/proc",
-                                           KIWI_FIXTURES_DIR "/rk3588/sys");
-      slot.name = slot.plugin = plugin;
-      slot.every_ticks = every;
-      slots.push_back(std::move(slot));
-    }
+    slots.push_back(fixture_sensor(loader, "memory"));
+    slots.push_back(fixture_sensor(loader, "cpu", 3));
     Collector collector({}, std::move(slots), store, holder, log);
     std::vector<std::shared_ptr<const kiwi::Snapshot>> snaps;
     for (int i = 0; i < 4; ++i) {
