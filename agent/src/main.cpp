@@ -25,12 +25,12 @@ constexpr const char* kUsage =
 // glibc's per-thread malloc cache (tcache) keeps up to 7 freed chunks of each of 64 sizes per
 // thread, out of reach of malloc_trim: under load, as more sizes pass through a worker, it pins
 // more heap pages, and the agent's RSS crept up by about 100 KiB over a 5-minute history soak.
-// With a cache of one chunk per size the creep stays within a few tens of KiB and throughput
-// changes by less than the noise (docs/benchmarks.md). glibc reads the setting only from the
-// environment, before main, so the agent sets it and executes itself again, once, at start
-// (same process id; KIWI_AGENT_TUNED marks the second run, so it happens once whatever glibc
-// makes of the variable). An explicit glibc.malloc.tcache_count in GLIBC_TUNABLES is left
-// alone, as is a failed exec (the agent then runs with glibc's default).
+// With a cache of one chunk per size the creep stays within a few tens of KiB (no cache at all
+// saved a little more but cost about 2 % throughput; README "Performance"). glibc reads the
+// setting only from the environment, before main, so the agent sets it and executes itself
+// again, once, at start (same process id; KIWI_AGENT_TUNED marks the second run, so it happens
+// once whatever glibc makes of the variable). An explicit glibc.malloc.tcache_count in
+// GLIBC_TUNABLES is left alone, as is a failed exec (the agent then runs with glibc's default).
 constexpr const char* kTcacheTunable = "glibc.malloc.tcache_count";
 constexpr const char* kTcacheCount = "1";
 
