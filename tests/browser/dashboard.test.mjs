@@ -100,6 +100,15 @@ before(async () => {
   fakeSysfs(sys, ZONES, procStatCores(), FREQ_KHZ);
   agent.agentLines = `sysfs = ${JSON.stringify(sys)}`;
   await agent.start();
+  // The CPU sensor reports usage from its second reading on (it needs two sets of counters).
+  // Wait for that, so the page's first history request already names cpu_usage_ratio, as it
+  // does on any agent that has run for a second: a page that loads first leaves it out until
+  // its next request, and the chart assertions below would race the agent's second tick.
+  await until(async () => {
+    const cur = await agent.json('/api/current').catch(() => null);
+    return ((cur && cur.body.sensors && cur.body.sensors.cpu && cur.body.sensors.cpu.metrics) || [])
+      .some((m) => m.name === 'cpu_usage_ratio');
+  }, 5000, 'the first CPU usage reading');
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
