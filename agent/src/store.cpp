@@ -73,8 +73,14 @@ void bind_text(sqlite3_stmt* st, int i, std::string_view s) {
   sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
 }
 
-std::string key_of(const std::string& name, const std::string& labels) {
-  return labels.empty() ? name : name + "{" + labels + "}";
+// A series' key: `name`, or `name{labels}` with its canonical label text. Written into `out`, so
+// the per-tick lookup reuses one buffer.
+void assign_key(std::string& out, std::string_view name, std::string_view labels) {
+  out.assign(name);
+  if (labels.empty()) return;
+  out.push_back('{');
+  out.append(labels);
+  out.push_back('}');
 }
 }  // namespace
 
@@ -199,7 +205,7 @@ Store::Store(std::string path) : path_(std::move(path)) {
       s.labels = parse_labels(labels);
       s.unit = reinterpret_cast<const char*>(sqlite3_column_text(st, 3));
       s.kind = static_cast<MetricKind>(sqlite3_column_int(st, 4));
-      s.key = key_of(s.name, labels);
+      assign_key(s.key, s.name, labels);
       if (id != loaded.size() + 1) {
         sqlite3_finalize(st);
         throw StoreError(path_ + ": series ids are not contiguous; the database is damaged");
@@ -246,12 +252,9 @@ void Store::exec(const char* sql) {
 // Ids are assigned in memory (contiguous, as loaded) and the series rows written by flush().
 // Called for every metric of every tick: the lookup builds its key in a reused buffer.
 std::uint32_t Store::series_id(const MetricValue& m) {
-  key_buf_.assign(m.name);
-  if (!m.labels.empty()) {
-    key_buf_.push_back('{');
-    append_canonical_labels(key_buf_, m.labels);
-    key_buf_.push_back('}');
-  }
+  labels_buf_.clear();
+  append_canonical_labels(labels_buf_, m.labels);
+  assign_key(key_buf_, m.name, labels_buf_);
   if (auto it = series_ids_.find(key_buf_); it != series_ids_.end()) return it->second;
   auto next = std::make_shared<std::vector<SeriesInfo>>(*series());
   next->push_back({key_buf_, m.name, m.labels, m.unit, m.kind});

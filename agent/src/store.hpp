@@ -122,11 +122,12 @@ class Store {
   std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
 
   // Series catalog: written by the writer, read by every worker (series_mutex_ guards the
-  // pointer only). series_ids_ and key_buf_ belong to the writer thread.
+  // pointer only). series_ids_ and the two buffers belong to the writer thread.
   mutable std::mutex series_mutex_;
   Catalog series_ = std::make_shared<const std::vector<SeriesInfo>>();  // index = id - 1
   std::unordered_map<std::string, std::uint32_t> series_ids_;  // key -> id
-  std::string key_buf_;  // series_id()'s lookup key, reused: no allocation per metric per tick
+  // series_id()'s label text and lookup key, reused: no allocation per metric per tick.
+  std::string labels_buf_, key_buf_;
 
   // Read-only connections not in use; a worker takes one, returns it after its query.
   mutable std::mutex pool_mutex_;
