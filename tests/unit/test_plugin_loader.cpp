@@ -39,6 +39,25 @@ SensorSlot fixture_sensor(PluginLoader& loader, const std::string& plugin, std::
   return slot;
 }
 
+// What a collector test needs around the collector: a loader, a store in a temporary directory
+// (removed at the end) and the snapshot holder. Members are destroyed in reverse order, so the
+// store closes before its directory goes.
+struct CollectorRig {
+  struct TempDir {
+    std::string path;
+    TempDir() {
+      char tmpl[] = "/tmp/kiwi-collector-XXXXXX";
+      path = mkdtemp(tmpl);
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+  };
+  NullLogger log;
+  PluginLoader loader{KIWI_PLUGIN_DIR, log};
+  TempDir dir;
+  Store store{dir.path + "/kiwi.db"};
+  SnapshotHolder holder;
+};
+
 std::string error_of(PluginLoader& loader, const PluginEntry& e) {
   try {
     loader.create_sensor(e, KIWI_FIXTURES_DIR "/rk3588/proc", KIWI_FIXTURES_DIR "/rk3588/sys");
@@ -113,13 +132,9 @@ TEST_CASE("loader: options are checked against the plugin's table and defaults f
 }
 
 TEST_CASE("collector: a sensor that throws is reported as error; the others go on") {
-  NullLogger log;
-  PluginLoader loader(KIWI_PLUGIN_DIR, log);
-  char tmpl[] = "/tmp/kiwi-collector-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  CollectorRig rig;
+  auto& [log, loader, dir, store, holder] = rig;
   {
-    Store store(dir + "/kiwi.db");
-    SnapshotHolder holder;
     std::vector<SensorSlot> slots;
     slots.push_back(fixture_sensor(loader, kTestPlugins + "/test-throwing_sensor.so"));
     slots.push_back(fixture_sensor(loader, "memory"));
@@ -143,17 +158,12 @@ TEST_CASE("collector: a sensor that throws is reported as error; the others go o
                         [](auto& l) { return l.find("sensor throws failed") != std::string::npos; }) == 1);
     CHECK(store.query({}).timestamps.size() == 2);
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("collector: a sensor with a longer interval shows its last reading until the next") {
-  NullLogger log;
-  PluginLoader loader(KIWI_PLUGIN_DIR, log);
-  char tmpl[] = "/tmp/kiwi-collector-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  CollectorRig rig;
+  auto& [log, loader, dir, store, holder] = rig;
   {
-    Store store(dir + "/kiwi.db");
-    SnapshotHolder holder;
     std::vector<SensorSlot> slots;
     slots.push_back(fixture_sensor(loader, "memory"));
     slots.push_back(fixture_sensor(loader, "cpu", 3));
@@ -180,5 +190,4 @@ TEST_CASE("collector: a sensor with a longer interval shows its last reading unt
     // Earlier snapshots keep what they showed (a reader may still hold one).
     CHECK(snaps[0]->sensors[0].metrics.size() == snaps[3]->sensors[0].metrics.size());
   }
-  std::filesystem::remove_all(dir);
 }
