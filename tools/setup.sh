@@ -7,9 +7,16 @@
 # playwright-core) and chromium come from tools/setup-web.sh, called last.
 set -euo pipefail
 
+# build-essential's g++ also brings libasan and libubsan, for a sanitizer build.
 build_packages=(build-essential dpkg-dev cmake pkg-config libmicrohttpd-dev libsqlite3-dev rapidjson-dev zlib1g-dev
   libboost-dev libboost-filesystem-dev libtomlplusplus-dev)
-test_packages=(catch2 sqlite3 curl prometheus)
+# What tools/test.sh runs besides the build: Catch2 (unit and integration tests), sqlite3, curl,
+# gzip, wrk and taskset (util-linux) for the quick benchmark (tools/bench/run.sh), mount/umount
+# for the tests that fill a small tmpfs, prometheus and promtool for the scrape and exposition
+# tests, clang-format (14) for the formatting check of the sources. A minimal Debian 12
+# (mmdebstrap, a container image) has none of them but gzip and util-linux; tools/fresh-check.sh
+# runs the tests on one. Node.js, npm and chromium come from tools/setup-web.sh.
+test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-format)
 
 wanted=("${build_packages[@]}")
 [[ "${1:-}" == "--test" ]] && wanted+=("${test_packages[@]}")

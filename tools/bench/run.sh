@@ -189,7 +189,7 @@ build() {
     cc -O2 -Wall -Wextra -o "$ceiling_bin" "$here/ceiling.c" $mhd_flags -lpthread
     echo "$mhd_flags" >"$stamp"
   fi
-  for tool in wrk curl taskset sqlite3 gzip; do command -v "$tool" >/dev/null || die "$tool is missing"; done
+  for tool in wrk curl taskset sqlite3 gzip; do command -v "$tool" >/dev/null || die "$tool is missing (tools/setup.sh --test installs it)"; done
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Runs tools/test.sh on a brand-new Debian 12, the way it runs on a user's fresh machine: a minimal
+# root made by mmdebstrap (--variant=apt with ca-certificates, git and sudo, nothing else), a clone
+# of the repository's committed HEAD (or of --rev) inside it, and tools/test.sh run there as root
+# with a clean environment. So tools/setup.sh has to install everything the build, the tests and
+# the quick benchmark use. Run it before calling an issue resolved. About 20-25 minutes on 2 cores
+# (root 1 min, packages 5-8 min, build, tests, benchmark 1.5 min). Needs root (sudo) and the Debian
+# mirrors; installs mmdebstrap on the host if it is missing.
+#
+# Usage: sudo tools/fresh-check.sh [--rev REV] [--keep] [--verbose] [DIR] [-- COMMAND...]
+#   DIR           where to make the root: a new or empty directory (default: a new directory
+#                 under /var/tmp, on disk as a real root is; the root takes about 3 GB)
+#   --rev REV     the commit, branch or tag to test (default HEAD); only committed work is tested
+#   --keep        keep the root (unmounted) afterwards; inspect it with
+#                 `sudo chroot DIR /bin/bash`, remove it with `sudo rm -rf --one-file-system DIR`
+#   --verbose     show the test output as it runs (default: only into the log, then its last lines)
+#   -- COMMAND    run COMMAND in the clone instead of tools/test.sh (e.g. -- tools/setup.sh --test)
+#
+# Inside the root, as on an installed machine: the root is a mount point (bind-mounted onto itself,
+# so / is in /proc/self/mountinfo, which the storage sensor and its live test read), with proc,
+# sysfs, the host's /dev and /dev/pts, a tmpfs on /dev/shm and on /run (/tmp stays on disk, as on
+# Debian 12), an /etc/hosts, and the host's trust: the certificate authorities in
+# /usr/local/share/ca-certificates (where a proxy or a local registry needs them; npm fails with
+# SELF_SIGNED_CERT_IN_CHAIN otherwise) and ~/.npmrc. That is this machine's set-up, not the
+# project's, so it is here and not in tools/setup.sh.
+#
+# On exit (also on failure and Ctrl-C): processes still running in the root are stopped, every
+# mount under it is unmounted (innermost first), and the root is removed only once nothing is
+# mounted under it any more. The log stays next to it (DIR.log). Exit status: the test command's
+# (1 when the root could not be set up).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+say() { printf '[fresh-check %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+rev=HEAD keep=0 verbose=0 dir="" command=(tools/test.sh)
+while (($#)); do
+  case $1 in
+    --rev) [[ $# -ge 2 ]] || die "--rev needs a commit, branch or tag"; rev=$2; shift ;;
+    --keep) keep=1 ;;
+    --verbose | -v) verbose=1 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    --) shift; (($#)) || die "nothing after --"; command=("$@"); break ;;
+    -*) die "unknown option '$1' (see --help)" ;;
+    *) [[ -z $dir ]] || die "one directory only"; dir=$1 ;;
+  esac
+  shift
+done
+[[ $(id -u) -eq 0 ]] || die "needs root to mount and chroot: sudo $0 $*"
+
+# The commit to test, resolved now: commits made in the repository meanwhile do not change it.
+commit=$(git -c safe.directory="$repo" -C "$repo" rev-parse --verify --quiet "$rev^{commit}") ||
+  die "'$rev' is not a commit in $repo"
+if [[ -n $(git -c safe.directory="$repo" -C "$repo" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+  say "note: uncommitted changes in $repo are not tested, only commit ${commit:0:12}"
+fi
+
+# The root's directory: ours to remove at the end, so it must be new or empty. Its path is used in
+# mount tables (no white space: /proc/self/mountinfo escapes it) and must not be / or the repository.
+if [[ -n $dir ]]; then
+  [[ ! -e $dir || -d $dir ]] || die "$dir is not a directory"
+  mkdir -p "$dir"
+  root=$(realpath "$dir")
+  [[ -z $(ls -A "$root") ]] || die "$root is not empty (give a new or empty directory)"
+else
+  root=$(mktemp -d /var/tmp/kiwi-fresh.XXXXXX)
+fi
+[[ $root != / && $root != "$repo" && $repo != "$root"/* ]] || die "refusing to use $root as the root"
+[[ $root =~ ^/[A-Za-z0-9._/+-]+$ ]] || die "the root's path may only have letters, digits and ._/+- ($root)"
+log=$root.log
+: >"$log"
+
+# ---------------------------------------------------------------------------------------------
+# Clean-up. Every mount under the root goes, including any a test left behind, deepest first, and
+# the root is removed only when /proc/self/mountinfo shows nothing under it.
+# shellcheck disable=SC2317  # called from the EXIT trap
+mounts_under_root() { awk -v r="$root" '$5 == r || index($5, r "/") == 1 { print $5 }' /proc/self/mountinfo; }
+# shellcheck disable=SC2317  # called from the EXIT trap
+stop_processes() { # processes whose root directory is the root: ours, started by the chroot below
+  local p pids=() i
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/root" 2>/dev/null) == "$root" ]] && pids+=("${p#/proc/}")
+  done
+  ((${#pids[@]})) || return 0
+  say "stopping ${#pids[@]} processes still running in the root: ${pids[*]}"
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    kill -0 "${pids[@]}" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -KILL "${pids[@]}" 2>/dev/null || true
+  sleep 0.5
+}
+# shellcheck disable=SC2317  # called from the EXIT trap
+unmount_all() { # deepest first (a mount's path is longer than its parent's); lazily if still busy
+  local targets t i
+  for ((i = 0; i < 5; i++)); do
+    mapfile -t targets < <(mounts_under_root | awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2-)
+    ((${#targets[@]})) || return 0
+    for t in "${targets[@]}"; do
+      umount "$t" 2>/dev/null || { ((i < 3)) || umount -l "$t" 2>/dev/null || true; }
+    done
+    sleep 0.2
+  done
+  ! mounts_under_root | grep -q .
+}
+# shellcheck disable=SC2317  # called from the EXIT trap
+cleanup() {
+  local status=$?
+  trap '' INT TERM HUP
+  if [[ -n ${root:-} && -d $root ]]; then
+    stop_processes
+    if ! unmount_all; then
+      say "error: still mounted under $root, NOT removing it:"
+      mounts_under_root >&2
+      exit $((status ? status : 1))
+    fi
+    if ((keep)); then
+      say "kept the root: $root (sudo chroot $root /bin/bash; remove: sudo rm -rf --one-file-system $root)"
+    else
+      # Checked again just before: rm must never meet a mounted proc, sys or dev.
+      if mounts_under_root | grep -q .; then
+        say "error: a mount appeared under $root; NOT removing it"
+      else
+        rm -rf --one-file-system "$root"
+      fi
+    fi
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# ---------------------------------------------------------------------------------------------
+started=$(date +%s)
+if ! command -v mmdebstrap >/dev/null; then
+  say "installing mmdebstrap on this machine"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get install -y -qq --no-install-recommends mmdebstrap ||
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends mmdebstrap; }; } >>"$log" 2>&1 ||
+    die "could not install mmdebstrap (log: $log)"
+fi
+
+say "creating a Debian 12 root in $root (mmdebstrap, about a minute)"
+mmdebstrap --variant=apt --include=ca-certificates,git,sudo bookworm "$root" >>"$log" 2>&1 ||
+  { tail -20 "$log" >&2; die "mmdebstrap failed (log: $log)"; }
+
+mount --bind "$root" "$root"
+mount --make-private "$root"  # nothing mounted below propagates to the host's tree, or back
+mount -t proc proc "$root/proc"
+mount -t sysfs sysfs "$root/sys"
+mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts"
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm"
+mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
+mkdir -p "$root/run/lock" && chmod 1777 "$root/run/lock"
+
+[[ -e $root/etc/hosts ]] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
+shopt -s nullglob
+cas=(/usr/local/share/ca-certificates/*.crt)
+if ((${#cas[@]})); then
+  say "giving the root this machine's certificate authorities: ${cas[*]##*/}"
+  cp "${cas[@]}" "$root/usr/local/share/ca-certificates/"
+  chroot "$root" update-ca-certificates >>"$log" 2>&1 || die "update-ca-certificates failed in the root (log: $log)"
+fi
+npmrc=${HOME:-/root}/.npmrc
+if [[ ! -f $npmrc && -n ${SUDO_USER:-} ]]; then npmrc=$(getent passwd "$SUDO_USER" | cut -d: -f6)/.npmrc; fi
+if [[ -f $npmrc ]]; then
+  install -m 600 "$npmrc" "$root/root/.npmrc"
+  say "copied $npmrc to the root's /root/.npmrc"
+fi
+
+say "cloning $repo at ${commit:0:12} ($(git -c safe.directory="$repo" -C "$repo" log -1 --format=%s "$commit")) into /root/kiwi-agent"
+git -c safe.directory="$repo" -c safe.directory="$repo/.git" clone --quiet --no-hardlinks "$repo" "$root/root/kiwi-agent" >>"$log" 2>&1 ||
+  die "git clone failed (log: $log)"
+git -C "$root/root/kiwi-agent" checkout --quiet --detach "$commit" >>"$log" 2>&1 || die "checkout of $commit failed (log: $log)"
+
+setup_s=$(($(date +%s) - started))
+say "root ready in ${setup_s} s; running ${command[*]} in it as root (log: $log)"
+quoted=$(printf '%q ' "${command[@]}")
+run() {
+  chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOME=/root TERM="${TERM:-dumb}" /bin/bash -c "cd /root/kiwi-agent && exec $quoted" </dev/null
+}
+t0=$(date +%s)
+# In the background, so that a signal to this script is handled at once (the clean-up then stops
+# what runs in the root) instead of after the command.
+if ((verbose)); then
+  { run 2>&1 | tee -a "$log"; } &
+else
+  run >>"$log" 2>&1 &
+fi
+status=0
+wait $! || status=$?
+elapsed=$(($(date +%s) - t0))
+if ((!verbose)); then
+  printf -- '--- last lines of the output (all of it: %s) ---\n' "$log"
+  tail -n 25 "$log"
+  printf -- '---\n'
+fi
+say "${command[*]} exited with status $status after $((elapsed / 60)) min $((elapsed % 60)) s (set-up ${setup_s} s), commit ${commit:0:12}"
+exit "$status"
