@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "collector.hpp"
 #include "http_server.hpp"
@@ -49,12 +51,17 @@ class AgentData final : public DataSource {
       s.store_write_errors = c.store_errors;
       s.store_failing_writes = c.store_failing_writes;
       if (s.store_failing_writes) s.store_last_error = collector->store_last_error();
+      s.snapshot_file = snapshot_file;
+      s.snapshot_file_errors = c.snapshot_file_errors;
+      s.snapshot_file_failing = c.snapshot_file_failing;
+      if (s.snapshot_file_failing) s.snapshot_file_last_error = collector->snapshot_file_last_error();
     }
     if (server && router) s.http_requests = server->counters().snapshot(router->routes());
     return s;
   }
 
   double started_at = 0;
+  std::string snapshot_file;
   std::vector<PluginStatus> plugins;
   const Collector* collector = nullptr;
   const HttpServer* server = nullptr;
@@ -94,23 +101,28 @@ std::vector<Route> load_routes(const Config& cfg, PluginLoader& loader, const Da
   return routes;
 }
 
-// Blocks SIGINT/SIGTERM in this thread and every thread it starts; the main thread waits for them
-// with sigwait, so no handler runs at an arbitrary point of another thread.
-sigset_t block_stop_signals() {
+}  // namespace
+
+sigset_t handled_signals() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
   return set;
 }
+
+void block_signals() {
+  sigset_t set = handled_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+namespace {
 
 }  // namespace
 
 int check_config(const Config& cfg, StderrLogger& log) {
   try {
-    PluginLoader loader(cfg.agent.plugin_dir, log);
+    PluginLoader loader(cfg.agent.plugin_dir, log, cfg.agent.plugin_dir_pos);
     SnapshotHolder holder;
     AgentData data(holder, nullptr);
     auto sensors = load_sensors(cfg, loader);
@@ -127,23 +139,30 @@ int check_config(const Config& cfg, StderrLogger& log) {
 }
 
 int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& log) {
-  PluginLoader loader(cfg.agent.plugin_dir, log);
+  PluginLoader loader(cfg.agent.plugin_dir, log, cfg.agent.plugin_dir_pos);
   PluginEntry entry;
   entry.plugin = name;
   entry.plugin_pos = {"--describe-plugin"};
+  std::vector<std::string> errors;
   for (PluginKind kind : {PluginKind::sensor, PluginKind::handler}) {
     try {
       std::cout << describe_plugin(*loader.open(kind, entry));
       return kExitOk;
     } catch (const PluginError& e) {
-      if (kind == PluginKind::handler) std::cerr << "kiwi-agent: " << e.what() << "\n";
+      // Without the "--describe-plugin:0:0: " place; a file of the other kind is tried as that.
+      std::string what = e.what();
+      if (what.starts_with(entry.plugin_pos.str() + ": ")) what.erase(0, entry.plugin_pos.str().size() + 2);
+      if (what.find(" plugin, not a ") == std::string::npos) errors.push_back(what);
     }
   }
+  std::cerr << "kiwi-agent: --describe-plugin " << name << ": no such plugin:\n";
+  for (auto& e : errors) std::cerr << "  " << e << "\n";
   return kExitConfig;
 }
 
 int run_agent(const Config& cfg, StderrLogger& log) {
-  sigset_t stop_signals = block_stop_signals();
+  block_signals();  // already blocked by main(); again for callers that did not
+  sigset_t signals = handled_signals();
   log.set_level(cfg.agent.log_level);
 
   std::error_code ec;
@@ -153,14 +172,19 @@ int run_agent(const Config& cfg, StderrLogger& log) {
               " (set [agent] data_dir to a writable directory)");
     return kExitRuntime;
   }
-  std::string snapshot_path = cfg.collector.snapshot_path;
-  if (!snapshot_path.empty()) {
-    auto dir = std::filesystem::path(snapshot_path).parent_path();
-    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-    if (ec) {
-      log.warn("snapshot file disabled: cannot create " + dir.string() + ": " + ec.message() +
-               " (set [collector] snapshot_path, or \"\" to silence this)");
-      snapshot_path.clear();
+  // The snapshot file is claimed first: a second agent on the same path stops here, before it
+  // touches the first one's history or port.
+  std::optional<SnapshotFile> snapshot_file;
+  if (!cfg.collector.snapshot_path.empty()) {
+    try {
+      snapshot_file.emplace(cfg.collector.snapshot_path);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      if (what.find("in use by another") != std::string::npos) {
+        log.error(what);
+        return kExitRuntime;
+      }
+      log.warn(what + "; the snapshot file is off (set [collector] snapshot_path, or \"\" to silence this)");
     }
   }
 
@@ -168,7 +192,7 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     Store store((std::filesystem::path(cfg.agent.data_dir) / "kiwi.db").string());
     SnapshotHolder holder;
     AgentData data(holder, &store);
-    PluginLoader loader(cfg.agent.plugin_dir, log);
+    PluginLoader loader(cfg.agent.plugin_dir, log, cfg.agent.plugin_dir_pos);
     std::vector<SensorSlot> sensors;
     std::vector<Route> routes;
     try {
@@ -180,6 +204,7 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     }
     const std::size_t sensor_count = sensors.size();
     data.started_at = unix_now();
+    if (snapshot_file) data.snapshot_file = snapshot_file->path();
     for (auto& s : sensors)
       data.plugins.push_back({s.name, PluginKind::sensor, s.plugin, s.instance.library->file,
                               s.instance.library->abi_version, s.instance.library->info->metrics});
@@ -188,7 +213,7 @@ int run_agent(const Config& cfg, StderrLogger& log) {
                               std::string(r.handler.library->info->name), r.handler.library->file,
                               r.handler.library->abi_version, {}});
     Collector collector({cfg.collector.interval, cfg.collector.retention, cfg.collector.stale_after,
-                         cfg.collector.commit_interval, snapshot_path, host_name(), KIWI_VERSION, data.started_at},
+                         cfg.collector.commit_interval, snapshot_file ? &*snapshot_file : nullptr, host_name(), KIWI_VERSION, data.started_at},
                         std::move(sensors), store, holder, log);
     collector.tick_now();  // the first request already has a sample
     Router router(std::move(routes));
@@ -207,9 +232,25 @@ int run_agent(const Config& cfg, StderrLogger& log) {
              std::to_string(server.threads()) + (server.threads() == 1 ? " worker thread" : " worker threads") +
              (cfg.http.threads == 0 ? " (auto)" : "") + ", history in " + store.path() + ")");
 
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    log.info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
+    // Signals arrive here, in this thread, and nowhere else (all are blocked in every thread).
+    // SIGHUP (also sent when the terminal of `tools/run.sh` closes) and SIGUSR1/2 never stop
+    // the agent: no signal it handles may lose queued samples.
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      if (sig == SIGHUP) {
+        log.warn("received SIGHUP: reloading the configuration is not supported yet; nothing "
+                 "changed (restart the agent to apply a new configuration)");
+        continue;
+      }
+      if (sig == SIGUSR1 || sig == SIGUSR2) {
+        log.info(std::string("received ") + strsignal(sig) + ", ignored");
+        continue;
+      }
+      log.info(std::string("received ") + (sig == SIGINT ? "SIGINT" : sig == SIGQUIT ? "SIGQUIT" : "SIGTERM") +
+               ", stopping");
+      break;
+    }
     server.stop();     // no new requests; in-flight ones finish
     collector.stop();  // finishes the tick in progress
     return kExitOk;    // router, collector, store close in reverse order of creation

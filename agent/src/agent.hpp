@@ -2,6 +2,8 @@
 // HttpServer. `main` parses the command line and calls one of these.
 #pragma once
 
+#include <signal.h>
+
 #include "config.hpp"
 #include "log.hpp"
 
@@ -11,7 +13,14 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntime = 1;  // the machine said no: port in use, unwritable data_dir
 inline constexpr int kExitConfig = 2;   // the configuration or a plugin is wrong
 
-// Runs until SIGINT/SIGTERM; returns the process exit code.
+// The signals the agent handles (INT, TERM, QUIT stop it; HUP, USR1, USR2 are logged). main()
+// blocks them in its first statement, so that no thread ever takes one with its default action
+// (which would kill the process and lose the queued samples); run_agent() waits for them.
+// Programs the agent starts must unblock them (the mask is inherited across exec).
+sigset_t handled_signals();
+void block_signals();
+
+// Runs until SIGINT/SIGTERM/SIGQUIT; returns the process exit code.
 int run_agent(const Config& config, StderrLogger& log);
 // Validates the config and creates every declared plugin, without sampling or serving.
 int check_config(const Config& config, StderrLogger& log);

@@ -1,5 +1,7 @@
 #include "collector.hpp"
 
+#include "metric_check.hpp"
+
 #include <kiwi/gzip.hpp>
 #include <malloc.h>
 
@@ -16,31 +18,6 @@ using std::chrono::system_clock;
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<Millis>(system_clock::now().time_since_epoch()).count();
 }
-
-// Collects one sensor's emits into MetricValues; non-finite values are dropped (JSON has no NaN).
-class VectorSink final : public MetricSink {
- public:
-  explicit VectorSink(std::vector<MetricValue>& out) : out_(out) {}
-  void emit(std::string_view name, std::span<const Label> labels, double value, std::string_view unit,
-            MetricKind kind) override {
-    if (!std::isfinite(value)) {
-      ++dropped;
-      return;
-    }
-    MetricValue m;
-    m.name = name;
-    m.labels.reserve(labels.size());
-    for (auto& l : labels) m.labels.emplace_back(l.name, l.value);
-    m.value = value;
-    m.unit = unit;
-    m.kind = kind;
-    out_.push_back(std::move(m));
-  }
-  int dropped = 0;
-
- private:
-  std::vector<MetricValue>& out_;
-};
 
 // How many retention-expired rows one tick may delete: small steps keep each tick short, and
 // are still far faster than one new row per tick, so a backlog drains.
@@ -61,12 +38,13 @@ Collector::Collector(CollectorSettings settings, std::vector<SensorSlot> sensors
 
 Collector::~Collector() { stop(); }
 
-void Collector::tick_now() {
-  std::int64_t now = wall_ms();
-  std::int64_t iv = settings_.interval.count();
-  // The sample is stamped with the nearest interval boundary so timestamps sit on a grid.
-  tick((now + iv / 2) / iv);
+// The interval boundary nearest to the wall clock now, as a tick number.
+std::int64_t Collector::nearest_tick() const {
+  const std::int64_t iv = settings_.interval.count();
+  return (wall_ms() + iv / 2) / iv;
 }
+
+void Collector::tick_now() { tick(nearest_tick()); }
 
 void Collector::start() { thread_ = std::thread([this] { run(); }); }
 
@@ -84,14 +62,19 @@ void Collector::stop() {
 
 void Collector::run() {
   const std::int64_t iv = settings_.interval.count();
-  // Align a steady-clock schedule to wall-clock boundaries once; then follow the steady clock so a
-  // wall-clock jump (NTP) neither bunches nor skips ticks.
-  std::int64_t index = wall_ms() / iv + 1;
-  auto next = steady_clock::now() + Millis(index * iv - wall_ms());
+  // The schedule goes on from the last tick taken (the one at start-up, stamped with its nearest
+  // boundary): the next boundary after it, on a steady clock aligned to the wall clock once, so a
+  // wall-clock step (NTP) neither bunches nor skips ticks. Started late in a second, the start-up
+  // tick is stamped with the coming boundary and the first scheduled one with the boundary after.
+  std::int64_t index = last_index_ == INT64_MIN ? nearest_tick() + 1 : last_index_ + 1;
+  auto next = steady_clock::now() + Millis(std::max<std::int64_t>(0, index * iv - wall_ms()));
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     if (wake_.wait_until(lock, next, [&] { return stopping_; })) break;
     lock.unlock();
+    // The wall clock was stepped by more than an interval: stamp by it from now on (tick() keeps
+    // the stamps strictly increasing if it went back).
+    if (std::int64_t wall = nearest_tick(); std::llabs(wall - index) > 1) index = wall;
     tick(index);
     lock.lock();
     // Behind schedule (a slow sensor, a suspended machine): skip to the next future boundary.
@@ -139,23 +122,23 @@ void Collector::flush_store(std::int64_t now_ms) {
 
 void Collector::tick(std::int64_t tick_index) {
   const std::int64_t iv = settings_.interval.count();
-  std::int64_t now = wall_ms();
-  // Grid timestamp when the tick is near its boundary; the real time otherwise (a clock jump).
-  std::int64_t grid = ((now + iv / 2) / iv) * iv;
-  std::int64_t ts_ms = std::llabs(now - grid) <= iv / 4 ? grid : now;
-  if (ts_ms <= last_ts_ms_) ts_ms = last_ts_ms_ + 1;
+  // Every sample sits on the interval grid, strictly later than the one before (docs/api.md): a
+  // tick number already taken (the wall clock went back) takes the next one.
+  if (last_index_ != INT64_MIN && tick_index <= last_index_) tick_index = last_index_ + 1;
+  last_index_ = tick_index;
+  const std::int64_t ts_ms = tick_index * iv;
   last_ts_ms_ = ts_ms;
 
   std::vector<const MetricValue*> fresh;
   for (auto& slot : sensors_) {
-    slot.read_this_tick = tick_index % slot.every_ticks == 0 || slot.last_timestamp == 0;
+    slot.read_this_tick = tick_index % slot.every_ticks == 0 || !slot.read_before;
     if (!slot.read_this_tick) continue;
     SensorReport& r = slot.report;
     r = SensorReport{};
     r.name = slot.name;
     r.plugin = slot.plugin;
     r.timestamp = static_cast<double>(ts_ms) / 1000.0;
-    VectorSink sink(r.metrics);
+    CheckedSink sink(r.metrics);
     auto start = steady_clock::now();
     try {
       SampleResult result = slot.instance.object->sample(sink);
@@ -164,19 +147,27 @@ void Collector::tick(std::int64_t tick_index) {
     } catch (const std::exception& e) {
       r.state = SensorState::error;
       r.message = e.what();
-      r.metrics.clear();  // a half-finished reading is not a reading
     } catch (...) {
       r.state = SensorState::error;
       r.message = "unknown exception";
-      r.metrics.clear();
     }
     r.duration_seconds = std::chrono::duration<double>(steady_clock::now() - start).count();
+    if (r.state == SensorState::error) {
+      r.metrics.clear();  // a half-finished reading is not a reading
+    } else if (std::string dropped = sink.finish(); !dropped.empty()) {
+      // Logged when it starts and whenever what is dropped changes, not every sample.
+      if (dropped != slot.last_invalid_note) log_.warn("sensor " + slot.name + ": " + dropped);
+      r.message = r.message.empty() ? dropped : r.message + "; " + dropped;
+      slot.last_invalid_note = std::move(dropped);
+    } else {
+      slot.last_invalid_note.clear();
+    }
     r.errors_total = slot.errors_total += (r.state == SensorState::error);
+    r.invalid_metrics_total = slot.invalid_metrics_total += sink.dropped();
     if (r.state == SensorState::error && slot.last_state != SensorState::error)
       log_.warn("sensor " + slot.name + " failed: " + r.message);
-    if (sink.dropped) log_.debug("sensor " + slot.name + " emitted non-finite values");
     slot.last_state = r.state;
-    slot.last_timestamp = r.timestamp;
+    slot.read_before = true;
     for (auto& m : r.metrics) fresh.push_back(&m);
   }
 
@@ -206,13 +197,19 @@ void Collector::tick(std::int64_t tick_index) {
       snap->sensors.push_back(previous->sensors[i]);
   }
   render_body(*snap);
-  if (!settings_.snapshot_path.empty()) {
+  if (settings_.snapshot_file) {
     try {
-      write_file_atomically(settings_.snapshot_path, *snap->json->body());
+      settings_.snapshot_file->write(*snap->json->body());
+      if (stats_.snapshot_file_failing.exchange(0) != 0)
+        log_.info("snapshot file " + settings_.snapshot_file->path() + ": writing again");
     } catch (const std::exception& e) {
       ++stats_.snapshot_file_errors;
-      if (!snapshot_file_warned_) log_.warn(std::string("snapshot file: ") + e.what());
-      snapshot_file_warned_ = true;
+      {
+        std::lock_guard lock(error_mutex_);
+        snapshot_file_last_error_ = e.what();
+      }
+      // Logged when it starts failing; /api/health and /metrics show it while it lasts.
+      if (stats_.snapshot_file_failing++ == 0) log_.warn(std::string("snapshot file: ") + e.what());
     }
   }
   snapshot_.publish(std::move(snap));

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -85,7 +86,10 @@ class Reader {
   void read(const toml::table& root) {
     check_keys(root, "", {"agent", "http", "collector", "sensor", "route"});
     section(root, "agent", {{"data_dir", [&](auto& n, auto& k) { cfg_.agent.data_dir = path(n, k, false); }},
-                            {"plugin_dir", [&](auto& n, auto& k) { cfg_.agent.plugin_dir = path(n, k, false); }},
+                            {"plugin_dir", [&](auto& n, auto& k) {
+                               cfg_.agent.plugin_dir = path(n, k, false);
+                               cfg_.agent.plugin_dir_pos = pos_of(file_, n.source());
+                             }},
                             {"procfs", [&](auto& n, auto& k) { cfg_.agent.procfs = path(n, k, false); }},
                             {"sysfs", [&](auto& n, auto& k) { cfg_.agent.sysfs = path(n, k, false); }},
                             {"log_level", [&](auto& n, auto& k) {
@@ -110,13 +114,22 @@ class Reader {
                            {"cors_origins", [&](auto& n, auto& k) { cfg_.http.cors_origins = origins(n, k); }}});
     section(root, "collector",
             {{"interval", [&](auto& n, auto& k) { cfg_.collector.interval = duration(n, k, Millis(100), Millis(3'600'000)); }},
-             {"retention", [&](auto& n, auto& k) { cfg_.collector.retention = duration(n, k, Millis(60'000), Millis(366LL * 86'400'000)); }},
+             {"retention", [&](auto& n, auto& k) {
+                cfg_.collector.retention = duration(n, k, Millis(60'000), Millis(366LL * 86'400'000));
+                retention_pos_ = pos_of(file_, n.source());
+              }},
              {"stale_after", [&](auto& n, auto& k) {
                 cfg_.collector.stale_after = duration(n, k, Millis(100), Millis(86'400'000));
                 stale_after_pos_ = pos_of(file_, n.source());
               }},
              {"commit_interval", [&](auto& n, auto& k) { cfg_.collector.commit_interval = duration(n, k, Millis(100), Millis(300'000)); }},
-             {"snapshot_path", [&](auto& n, auto& k) { cfg_.collector.snapshot_path = path(n, k, true); }}});
+             {"snapshot_path", [&](auto& n, auto& k) {
+                auto p = path(n, k, true);
+                std::error_code ec;
+                if (!p.empty() && (p.ends_with('/') || std::filesystem::is_directory(p, ec)))
+                  fail(n, k, quoted(p) + " is a directory; name a file in it, e.g. \"/run/kiwi-agent/current.json\", or \"\" for no snapshot file");
+                cfg_.collector.snapshot_path = std::move(p);
+              }}});
     if (auto* list = root.get("sensor")) cfg_.sensors = entries(*list, "sensor");
     if (auto* list = root.get("route")) cfg_.routes = entries(*list, "route");
   }
@@ -130,7 +143,9 @@ class Reader {
                         quoted(format_duration(c.stale_after)) + " is shorter than collector.interval (" +
                             format_duration(c.interval) + "); use at least the interval");
     if (c.retention < c.interval)
-      throw ConfigError(SourcePos{cfg_.source}, "collector.retention", "shorter than collector.interval");
+      throw ConfigError(retention_pos_, "collector.retention",
+                        quoted(format_duration(c.retention)) + " is shorter than collector.interval (" +
+                            format_duration(c.interval) + "); keep at least one interval of history");
     std::set<std::string> names;
     for (auto& s : cfg_.sensors) {
       if (s.interval && s.interval->count() % c.interval.count() != 0)
@@ -265,8 +280,8 @@ class Reader {
           bool ok = !e.name.empty();
           for (char c : e.name) ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
           if (!ok) fail(*n, "sensor.name", quoted(e.name) + " is not a valid name; use letters, digits, '_', '-' or '.'");
-        } else if (e.plugin.find('/') != std::string::npos) {
-          throw ConfigError(e.pos, "sensor.name", "required when the plugin is given by path");
+        } else {
+          e.name = default_sensor_name(e.plugin);
         }
         if (auto* n = t.get("interval")) e.interval = duration(*n, "sensor.interval", Millis(100), Millis(86'400'000));
       } else {
@@ -290,6 +305,7 @@ class Reader {
   std::string file_;
   std::string exe_dir_;
   SourcePos stale_after_pos_;
+  SourcePos retention_pos_{"<built-in default>"};
 };
 
 std::shared_ptr<const toml::table> parse_toml(std::string_view text, const std::string& source) {
@@ -325,7 +341,19 @@ Config load_config_text(std::string_view text, const std::string& source,
   return load(text, source, exe_dir, true);
 }
 
+std::string default_sensor_name(std::string_view plugin) {
+  std::string_view name = plugin.substr(plugin.rfind('/') + 1);  // npos + 1 == 0
+  if (name.ends_with(".so")) name.remove_suffix(3);
+  if (name.starts_with("kiwi-sensor-")) name.remove_prefix(12);
+  std::string out;
+  for (char c : name) out.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_');
+  return out.empty() ? "sensor" : out;
+}
+
 Config load_config_file(const std::string& path, const std::string& exe_dir) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError(path + ": is a directory; give the path of a TOML file, e.g. /etc/kiwi-agent/kiwi-agent.toml");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot read the config file: " + std::strerror(errno));
   std::stringstream buf;

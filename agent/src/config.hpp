@@ -54,6 +54,7 @@ struct Config {
   struct {
     std::string data_dir;
     std::string plugin_dir;  // "$ORIGIN" already replaced by the executable's directory
+    SourcePos plugin_dir_pos;  // where it was set, for "plugin not found" messages
     std::string procfs;
     std::string sysfs;
     LogLevel log_level = LogLevel::info;
@@ -89,5 +90,9 @@ Config load_config_text(std::string_view text, const std::string& source,
 Config default_config(const std::string& exe_dir);
 
 std::optional<BindAddress> parse_bind(std::string_view text);
+
+// A sensor's name when its entry has none: the plugin as written, without a directory, ".so" and
+// "kiwi-sensor-" ("cpu", "/opt/x/kiwi-sensor-gpu.so" -> "gpu", "./my_probe.so" -> "my_probe").
+std::string default_sensor_name(std::string_view plugin);
 
 }  // namespace kiwi::agent

@@ -4,8 +4,11 @@
 #include <sched.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdarg>
 #include <cstring>
 #include <optional>
@@ -139,6 +142,24 @@ std::optional<Response> cors_preflight(const HttpSettings& s, const Request& req
   return res;
 }
 
+// Conditional GET and HEAD for every route (RFC 9110 section 13.1.2): a 200 whose ETag the
+// client's If-None-Match names becomes a 304 with the same validator and caching headers and no
+// body. Handlers only set the ETag.
+void not_modified_if_matching(const Request& req, Response& res) {
+  if (res.status != 200 || (req.method != "GET" && req.method != "HEAD")) return;
+  auto inm = req.header("If-None-Match");
+  if (!inm) return;
+  for (auto& h : res.headers)
+    if (h.name == "ETag" && etag_matches(*inm, h.value)) {
+      res.status = 304;
+      res.content_type.clear();
+      res.body.reset();
+      if (res.body_gzip) res.headers.push_back({"Vary", "Accept-Encoding"});  // as the 200 has
+      res.body_gzip.reset();
+      return;
+    }
+}
+
 MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
                       const char*, const char* upload_data, size_t* upload_size, void** state) {
   auto* ctx = static_cast<HttpServer::Context*>(cls);
@@ -192,6 +213,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
     res = std::move(*preflight);
   else
     res = ctx->router->dispatch(req, &route);
+  not_modified_if_matching(req, res);
   add_cors_headers(*ctx->settings, req, res);
   ctx->counters.add(route, res.status);
 
@@ -252,20 +274,61 @@ std::vector<HttpRequestCount> RequestCounters::snapshot(const std::vector<Route>
 
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::start() {
+namespace {
+
+// What to do about a bind() or listen() failure, by errno.
+std::string bind_advice(int err, const BindAddress& b) {
+  switch (err) {
+    case EADDRINUSE: return "another process is using the port; stop it or choose another port in [http] bind";
+    case EADDRNOTAVAIL:
+      return b.host + " is not an address of this machine; use one of its addresses, 127.0.0.1 (this "
+             "machine only) or 0.0.0.0 (every interface) in [http] bind";
+    case EACCES:
+      return "ports below 1024 need root or CAP_NET_BIND_SERVICE; use a port from 1024 up in [http] bind";
+    case EAFNOSUPPORT: return "this machine has no IPv6; use an IPv4 address in [http] bind";
+    default: return "see [http] bind";
+  }
+}
+
+// The listening socket, opened here rather than by MHD so that a failure names its real cause
+// (MHD's own errno does not survive its clean-up). Throws std::runtime_error.
+int open_listener(const BindAddress& b) {
   sockaddr_storage addr{};
-  const auto& b = settings_.bind;
+  socklen_t len = 0;
   if (b.ipv6) {
     auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
     a->sin6_family = AF_INET6;
     a->sin6_port = htons(b.port);
     inet_pton(AF_INET6, b.host.c_str(), &a->sin6_addr);
+    len = sizeof *a;
   } else {
     auto* a = reinterpret_cast<sockaddr_in*>(&addr);
     a->sin_family = AF_INET;
     a->sin_port = htons(b.port);
     inet_pton(AF_INET, b.host.c_str(), &a->sin_addr);
+    len = sizeof *a;
   }
+  int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  auto fail = [&](const char* what) -> int {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("cannot listen on " + b.str() + ": " + what + ": " + std::strerror(err) + " (" +
+                             bind_advice(err, b) + ")");
+  };
+  if (fd < 0) return fail("socket");
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (b.ipv6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) return fail("bind");
+  if (::listen(fd, SOMAXCONN) != 0) return fail("listen");
+  return fd;
+}
+
+}  // namespace
+
+void HttpServer::start() {
+  const auto& b = settings_.bind;
+  const int listener = open_listener(b);
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
   if (b.ipv6) flags |= MHD_USE_IPv6;
   const auto timeout_s = static_cast<unsigned>(settings_.keep_alive.count() / 1000);
@@ -275,7 +338,7 @@ void HttpServer::start() {
   // connection's pool: measured as most of the idle CPU of a client that polls with curl.
   daemon_ = MHD_start_daemon(
       flags, 0, nullptr, nullptr, &on_request, &context_,
-      MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr),
+      MHD_OPTION_LISTEN_SOCKET, listener,
       MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(settings_.max_connections),
       MHD_OPTION_NOTIFY_COMPLETED, &on_completed, nullptr,
@@ -285,9 +348,11 @@ void HttpServer::start() {
       settings_.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
       static_cast<unsigned>(settings_.threads),
       MHD_OPTION_END);
-  if (!daemon_)
-    throw std::runtime_error("cannot listen on " + b.str() + ": " + std::strerror(errno) +
-                             " (is another process using the port? see [http] bind)");
+  if (!daemon_) {
+    const int err = errno;
+    ::close(listener);
+    throw std::runtime_error("cannot start the HTTP server on " + b.str() + ": " + std::strerror(err));
+  }
 }
 
 void HttpServer::stop() {

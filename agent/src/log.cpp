@@ -1,12 +1,45 @@
 #include "log.hpp"
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 
 namespace kiwi::agent {
 
+bool StderrLogger::stderr_is_journal() {
+  const char* stream = std::getenv("JOURNAL_STREAM");
+  if (!stream) return false;
+  unsigned long long dev = 0, ino = 0;
+  if (std::sscanf(stream, "%llu:%llu", &dev, &ino) != 2) return false;
+  struct stat st {};
+  return ::fstat(2, &st) == 0 && static_cast<unsigned long long>(st.st_dev) == dev &&
+         static_cast<unsigned long long>(st.st_ino) == ino;
+}
+
+std::string format_log_time(std::int64_t unix_ms) {
+  const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  ::localtime_r(&secs, &tm);
+  char date[32], zone[8];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::strftime(zone, sizeof zone, "%z", &tm);  // +0100
+  char out[64];
+  std::snprintf(out, sizeof out, "%s.%03d%.3s:%.2s", date, static_cast<int>(unix_ms % 1000), zone, zone + 3);
+  return out;
+}
+
 void StderrLogger::log(LogLevel level, std::string_view message) {
   if (level > level_.load(std::memory_order_relaxed)) return;
-  std::string line = "kiwi-agent: ";
+  std::string line;
+  if (timestamps_) {
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    line = format_log_time(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+    line += ' ';
+  }
+  line += "kiwi-agent: ";
   line += to_string(level);
   line += ": ";
   line += message;

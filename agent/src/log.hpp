@@ -9,16 +9,29 @@
 
 namespace kiwi::agent {
 
+// Each line starts with the local time ("2026-12-01T10:15:03.123+01:00 kiwi-agent: info: ...")
+// unless stderr is journald's stream (systemd sets JOURNAL_STREAM to its device:inode), which
+// stamps every line itself.
 class StderrLogger final : public Logger {
  public:
-  explicit StderrLogger(LogLevel level = LogLevel::info) : level_(level) {}
+  explicit StderrLogger(LogLevel level = LogLevel::info)
+      : level_(level), timestamps_(!stderr_is_journal()) {}
   void set_level(LogLevel level) { level_ = level; }
   void log(LogLevel level, std::string_view message) override;
+  bool timestamps() const { return timestamps_; }
+
+  // Whether fd 2 is the stream JOURNAL_STREAM names (a variable inherited by a child whose
+  // stderr was redirected elsewhere does not count).
+  static bool stderr_is_journal();
 
  private:
   std::atomic<LogLevel> level_;
+  const bool timestamps_;
   std::mutex mutex_;
 };
+
+// "2026-12-01T10:15:03.123+01:00" for a time in unix milliseconds, in local time.
+std::string format_log_time(std::int64_t unix_ms);
 
 // A logger that prefixes every line with a plugin instance ("sensor cpu: ...").
 class PrefixLogger final : public Logger {

@@ -2,6 +2,7 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <iostream>
@@ -19,6 +20,7 @@ constexpr const char* kUsage =
     "       kiwi-agent --version | --help\n"
     "\n"
     "Without --config, runs on the built-in default configuration (--print-default-config).\n"
+    "An option's value may also be given as --option=VALUE.\n"
     "Exit codes: 0 ok, 1 runtime failure (port in use, unwritable directory), 2 bad\n"
     "configuration or plugin.\n";
 
@@ -49,17 +51,30 @@ void apply_malloc_tunables(char** argv) {
 
 int main(int argc, char** argv) {
   using namespace kiwi::agent;
+  block_signals();  // first: a SIGHUP during start-up must not kill the agent (agent.hpp)
   StderrLogger log;
   std::string config_path, describe;
   bool check = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
+    // "--config=FILE" is "--config FILE".
+    std::optional<std::string> inline_value;
+    if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      inline_value = std::string(arg.substr(eq + 1));
+      arg = arg.substr(0, eq);
+    }
     auto value = [&]() -> std::string {
+      if (inline_value) return *inline_value;
       if (i + 1 >= argc) {
         std::cerr << "kiwi-agent: " << arg << " needs a value\n" << kUsage;
         std::exit(kExitConfig);
       }
       return argv[++i];
+    };
+    auto no_value = [&] {
+      if (!inline_value) return;
+      std::cerr << "kiwi-agent: " << arg << " takes no value\n" << kUsage;
+      std::exit(kExitConfig);
     };
     if (arg == "--config") {
       config_path = value();
@@ -69,17 +84,20 @@ int main(int argc, char** argv) {
     } else if (arg == "--describe-plugin") {
       describe = value();
     } else if (arg == "--print-default-config") {
+      no_value();
       std::cout << default_config_text();
       return kExitOk;
     } else if (arg == "--version") {
+      no_value();
       std::cout << "kiwi-agent " << KIWI_VERSION << " (plugin ABI " << KIWI_ABI_VERSION << ")\n"
                 << http_library_version() << "\n";
       return kExitOk;
     } else if (arg == "--help" || arg == "-h") {
+      no_value();
       std::cout << kUsage;
       return kExitOk;
     } else {
-      std::cerr << "kiwi-agent: unknown argument '" << arg << "'\n" << kUsage;
+      std::cerr << "kiwi-agent: unknown argument '" << argv[i] << "'\n" << kUsage;
       return kExitConfig;
     }
   }

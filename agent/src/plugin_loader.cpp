@@ -1,6 +1,10 @@
 #include "plugin_loader.hpp"
 
 #include <boost/dll/import.hpp>
+#include <dlfcn.h>
+
+#include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <sstream>
 
@@ -110,11 +114,23 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
 }
 
 std::string PluginLoader::resolve(PluginKind kind, const std::string& plugin) const {
-  if (plugin.find('/') != std::string::npos || plugin.ends_with(".so")) return plugin;
-  return std::filesystem::path(plugin_dir_ + "/kiwi-" + std::string(to_string(kind)) + "-" + plugin + ".so")
-      .lexically_normal()
-      .string();
+  if (plugin.find('/') != std::string::npos) return plugin;
+  const std::string file =
+      plugin.ends_with(".so") ? plugin : "kiwi-" + std::string(to_string(kind)) + "-" + plugin + ".so";
+  return std::filesystem::path(plugin_dir_ + "/" + file).lexically_normal().string();
 }
+
+namespace {
+// Why `file` cannot be a plugin before dlopen is asked, in words a user can act on; "" if it
+// looks like a shared object.
+std::string not_a_shared_object(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  char magic[4] = {};
+  if (!in.read(magic, 4)) return "not a shared object (shorter than an ELF header)";
+  if (std::memcmp(magic, "\x7f" "ELF", 4) != 0) return "not a shared object (no ELF header)";
+  return {};
+}
+}  // namespace
 
 std::shared_ptr<LoadedLibrary> PluginLoader::open(PluginKind kind, const PluginEntry& entry) {
   const std::string file = resolve(kind, entry.plugin);
@@ -125,16 +141,26 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(PluginKind kind, const PluginE
     lib = cached->second;
   } else {
     std::error_code ec;
+    const bool in_plugin_dir = entry.plugin.find('/') == std::string::npos;
+    if (in_plugin_dir && !std::filesystem::is_directory(plugin_dir_, ec))
+      throw PluginError((plugin_dir_pos_.file.empty() ? "" : plugin_dir_pos_.str() + ": ") +
+                        "agent.plugin_dir: \"" + plugin_dir_ + "\" is not a directory, so no plugin can be "
+                        "found there (" + std::string(to_string(kind)) + " '" + entry.plugin + "' at " +
+                        entry.plugin_pos.str() + " needs " + file + ")");
     if (!std::filesystem::is_regular_file(file, ec))
       throw PluginError(at + "plugin file not found" +
-                        (entry.plugin.find('/') == std::string::npos
-                             ? " (looked up '" + entry.plugin + "' in plugin_dir " + plugin_dir_ + ")"
-                             : ""));
+                        (in_plugin_dir ? " (looked up '" + entry.plugin + "' in plugin_dir " + plugin_dir_ + ")"
+                                       : ""));
+    if (auto why = not_a_shared_object(file); !why.empty()) throw PluginError(at + why);
     lib = std::make_shared<LoadedLibrary>();
     lib->file = file;
     boost::system::error_code bec;
+    ::dlerror();  // clear: Boost.DLL reports any dlopen failure as "Bad file descriptor"
     lib->library.load(file, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, bec);
-    if (bec) throw PluginError(at + "cannot load shared object: " + bec.message());
+    if (bec) {
+      const char* why = ::dlerror();
+      throw PluginError(at + "cannot load shared object: " + (why ? why : bec.message()));
+    }
     // The ABI version comes first: nothing else in the file is trusted until it matches.
     if (!lib->library.has("kiwi_abi_version"))
       throw PluginError(at + "not a kiwi plugin (no kiwi_abi_version symbol)");

@@ -28,19 +28,38 @@ struct LoadedLibrary {
   boost::dll::shared_library library;
 };
 
+// One plugin object and everything it may use during its life, its destructor included: the code
+// (library), its logger and its options. Members are destroyed in reverse order of declaration,
+// so `object` is declared last; the destructor also resets it first, explicitly, so a reordering
+// of the members cannot make a plugin's destructor use a freed logger or unloaded code.
 template <class T>
 struct PluginInstance {
-  std::shared_ptr<LoadedLibrary> library;  // declared first: destroyed last
-  std::unique_ptr<T> object;
+  std::shared_ptr<LoadedLibrary> library;
   std::unique_ptr<PrefixLogger> log;  // per-instance prefixing logger, referenced by the object
-  Options options;
+  Options options;                    // referenced by the object (SensorContext::options)
+  std::unique_ptr<T> object;
+
+  PluginInstance() = default;
+  PluginInstance(PluginInstance&&) noexcept = default;
+  PluginInstance& operator=(PluginInstance&& other) noexcept {
+    object.reset();  // the old object goes before what it uses
+    library = std::move(other.library);
+    log = std::move(other.log);
+    options = std::move(other.options);
+    object = std::move(other.object);
+    return *this;
+  }
+  ~PluginInstance() { object.reset(); }
 };
 
 class PluginLoader {
  public:
-  PluginLoader(std::string plugin_dir, Logger& log) : plugin_dir_(std::move(plugin_dir)), log_(log) {}
+  // `plugin_dir_pos`: where plugin_dir was set, named when a plugin is not found there.
+  PluginLoader(std::string plugin_dir, Logger& log, SourcePos plugin_dir_pos = {})
+      : plugin_dir_(std::move(plugin_dir)), plugin_dir_pos_(std::move(plugin_dir_pos)), log_(log) {}
 
-  // "cpu" -> <plugin_dir>/kiwi-sensor-cpu.so; anything with a '/' or ending in ".so" is a path.
+  // "cpu" -> <plugin_dir>/kiwi-sensor-cpu.so; a file name ("kiwi-sensor-cpu.so") is looked up in
+  // plugin_dir too; anything with a '/' is a path (relative ones to the working directory).
   std::string resolve(PluginKind kind, const std::string& plugin) const;
   // Opens (once per file) and checks ABI version, descriptor and kind.
   std::shared_ptr<LoadedLibrary> open(PluginKind kind, const PluginEntry& entry);
@@ -52,6 +71,7 @@ class PluginLoader {
 
  private:
   std::string plugin_dir_;
+  SourcePos plugin_dir_pos_;
   Logger& log_;
   std::map<std::string, std::shared_ptr<LoadedLibrary>> libraries_;
 };

@@ -1,10 +1,13 @@
 #include "snapshot.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <kiwi/gzip.hpp>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <algorithm>
 #include <cmath>
 #include <rapidjson/stringbuffer.h>
@@ -55,6 +58,7 @@ std::string render_snapshot_json(const Snapshot& s) {
     key(w, "timestamp"), number(w, r.timestamp);
     key(w, "duration_seconds"), number(w, r.duration_seconds);
     if (r.errors_total) key(w, "errors_total"), w.Uint64(r.errors_total);
+    if (r.invalid_metrics_total) key(w, "invalid_metrics_total"), w.Uint64(r.invalid_metrics_total);
     key(w, "metrics");
     w.StartArray();
     for (auto& m : r.metrics) {
@@ -107,6 +111,41 @@ void write_file_atomically(const std::string& path, std::string_view content) {
     ::unlink(tmp.c_str());
     throw std::system_error(err, std::generic_category(), path);
   }
+}
+
+SnapshotFile::SnapshotFile(std::string path) : path_(std::move(path)) {
+  const auto dir = std::filesystem::path(path_).parent_path();
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("snapshot file " + path_ + ": cannot create " + dir.string() + ": " + ec.message());
+  const std::string lock = path_ + ".lock";
+  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0)
+    throw std::runtime_error("snapshot file " + path_ + ": cannot open " + lock + ": " + std::strerror(errno));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char pid[32] = {};
+    (void)!::pread(lock_fd_, pid, sizeof pid - 1, 0);
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    std::string holder(pid);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    if (err == EWOULDBLOCK)
+      throw std::runtime_error("snapshot file " + path_ + " is in use by another kiwi-agent" +
+                               (holder.empty() ? "" : " (pid " + holder + ")") +
+                               "; give each agent its own [collector] snapshot_path and [agent] data_dir");
+    throw std::runtime_error("snapshot file " + path_ + ": cannot lock " + lock + ": " + std::strerror(err));
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock_fd_, 0) == 0) (void)!::pwrite(lock_fd_, pid.data(), pid.size(), 0);
+}
+
+SnapshotFile::~SnapshotFile() {
+  // The file goes before the lock: another agent may take the path as soon as it is unlocked. The
+  // lock file stays (removing it would let two agents lock two different files of one name).
+  ::unlink(path_.c_str());
+  ::unlink((path_ + ".tmp").c_str());
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 SnapshotHolder::SnapshotHolder() {

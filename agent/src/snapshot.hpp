@@ -19,6 +19,28 @@ void render_body(Snapshot& s);
 // in the same directory, then rename(). Throws std::system_error naming the path.
 void write_file_atomically(const std::string& path, std::string_view content);
 
+// The snapshot file of one running agent (`collector.snapshot_path`). Holds an exclusive lock
+// (flock on "<path>.lock", which records the holder's pid) for its life, so a second agent given
+// the same path refuses to start instead of overwriting the first one's file; removes the file
+// when destroyed (a clean stop), so a file left behind is never mistaken for a live sample.
+class SnapshotFile {
+ public:
+  // Creates the directory if needed and takes the lock. Throws std::runtime_error naming the path
+  // (and the other agent's pid) when it cannot.
+  explicit SnapshotFile(std::string path);
+  ~SnapshotFile();
+  SnapshotFile(const SnapshotFile&) = delete;
+  SnapshotFile& operator=(const SnapshotFile&) = delete;
+
+  // write_file_atomically(path, content); throws std::system_error.
+  void write(std::string_view content) const { write_file_atomically(path_, content); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int lock_fd_ = -1;
+};
+
 class SnapshotHolder {
  public:
   SnapshotHolder();

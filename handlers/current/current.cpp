@@ -31,11 +31,6 @@ class CurrentHandler final : public kiwi::Handler {
     std::string etag = "\"" + std::to_string(snap->sequence) + (stale ? "s\"" : "\"");
     kiwi::Response res;
     res.headers = {{"ETag", etag}, {"Cache-Control", "no-cache"}};
-    if (auto inm = req.header("If-None-Match"); inm && *inm == etag) {
-      res.status = 304;
-      res.content_type.clear();
-      return res;
-    }
     if (stale)
       res.body = stale_body(*snap->json->body());
     else

@@ -147,11 +147,6 @@ class DashboardHandler final : public kiwi::Handler {
     kiwi::Response res;
     res.content_type = f.type;
     res.headers = {{"ETag", f.etag}, {"Cache-Control", "no-cache"}};
-    if (auto inm = req.header("If-None-Match"); inm && *inm == f.etag) {
-      res.status = 304;
-      res.content_type.clear();
-      return res;
-    }
     res.body_gzip = f.gzip;  // always set, so the server sends Vary: Accept-Encoding
     if (!req.accepts_gzip()) res.body = f.plain_body();
     return res;

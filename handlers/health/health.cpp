@@ -33,6 +33,9 @@ class HealthHandler final : public kiwi::Handler {
       reasons.push_back("store: the last " + std::to_string(stats.store_failing_writes) +
                         " history writes failed (samples are kept in memory meanwhile): " +
                         stats.store_last_error);
+    if (stats.snapshot_file_failing)
+      reasons.push_back("snapshot file: the last " + std::to_string(stats.snapshot_file_failing) +
+                        " writes of " + stats.snapshot_file + " failed: " + stats.snapshot_file_last_error);
     for (auto& s : snap->sensors)
       if (s.state == kiwi::SensorState::error)
         reasons.push_back("sensor " + s.name + ": " + s.message);
@@ -42,6 +45,7 @@ class HealthHandler final : public kiwi::Handler {
     body += ",\"last_sample_age_seconds\":" + number(std::max(0.0, age));
     body += ",\"sequence\":" + std::to_string(snap->sequence);
     body += ",\"store_write_errors\":" + std::to_string(stats.store_write_errors);
+    body += ",\"snapshot_file_write_errors\":" + std::to_string(stats.snapshot_file_errors);
     body += ",\"reasons\":[";
     for (std::size_t i = 0; i < reasons.size(); ++i) {
       if (i) body += ',';

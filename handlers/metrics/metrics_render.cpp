@@ -1,6 +1,7 @@
 #include "metrics_render.hpp"
 
 #include <charconv>
+#include <deque>
 #include <cmath>
 #include <map>
 #include <set>
@@ -32,10 +33,10 @@ class Families {
   void add(Family& f, std::string labels, double value) {
     if (f.seen.insert(labels).second) f.series.push_back({std::move(labels), value});
   }
-  const std::vector<Family>& all() const { return families_; }
+  const std::deque<Family>& all() const { return families_; }
 
  private:
-  std::vector<Family> families_;
+  std::deque<Family> families_;  // a deque: get() hands out references that later get()s keep valid
   std::map<std::string, std::size_t> index_;
 };
 
@@ -123,11 +124,16 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
                            "1 if the sensor's latest sample succeeded (ok or no data), 0 if it failed",
                            false);
   auto& errors = fams.get("kiwi_sensor_errors_total", "samples of the sensor that failed", true);
+  auto& invalid = fams.get("kiwi_sensor_invalid_metrics_total",
+                           "metrics the sensor emitted that the agent dropped (bad name, label, "
+                           "unit or value, or a series repeated in one sample; see /api/current)",
+                           true);
   for (auto& s : snap.sensors) {
     auto label = one_label("sensor", s.name);
     fams.add(duration, label, s.duration_seconds);
     fams.add(success, label, s.state == kiwi::SensorState::error ? 0 : 1);
     fams.add(errors, label, static_cast<double>(s.errors_total));
+    fams.add(invalid, label, static_cast<double>(s.invalid_metrics_total));
   }
   fams.add(fams.get("kiwi_collector_ticks_total", "samples taken", true), "",
            static_cast<double>(stats.ticks));
@@ -137,6 +143,9 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   fams.add(fams.get("kiwi_store_write_errors_total", "samples that could not be written to history",
                     true),
            "", static_cast<double>(stats.store_write_errors));
+  fams.add(fams.get("kiwi_snapshot_file_write_errors_total",
+                    "writes of the snapshot file (collector.snapshot_path) that failed", true),
+           "", static_cast<double>(stats.snapshot_file_errors));
   auto& http = fams.get("kiwi_http_requests_total", "HTTP requests answered, by route and status", true);
   for (auto& r : stats.http_requests)
     fams.add(http,

@@ -47,6 +47,7 @@ class PluginsHandler final : public kiwi::Handler {
         std::snprintf(buf, sizeof buf, ",\"last_sample_duration_seconds\":%.6f", r.duration_seconds);
         body += buf;
         body += ",\"errors_total\":" + std::to_string(r.errors_total);
+        body += ",\"invalid_metrics_total\":" + std::to_string(r.invalid_metrics_total);
       } else {
         body += ",\"status\":\"ok\"";
       }

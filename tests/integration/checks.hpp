@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <kiwi/plugin.hpp>
 
 #include "harness.hpp"
 #include "test_support.hpp"

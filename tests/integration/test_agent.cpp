@@ -244,7 +244,8 @@ TEST_CASE("kiwi-agent --check-config") {
     write_text(file, "[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR "/test-wrong_abi.so\"\nname = \"x\"\n");
     auto r = run_agent_command({"--check-config", file});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::Contains("test-wrong_abi.so: plugin ABI version 42, this agent expects 1"));
+    CHECK_THAT(r.err, Catch::Contains("test-wrong_abi.so: plugin ABI version " + std::to_string(KIWI_ABI_VERSION + 41) +
+                                      ", this agent expects " + std::to_string(KIWI_ABI_VERSION)));
   }
   SECTION("an unknown plugin option: exit 2 at the option's line") {
     auto file = (tmp.path / "opt.toml").string();
@@ -307,10 +308,7 @@ TEST_CASE("agent: SIGTERM writes every queued sample before exiting") {
 TEST_CASE("agent: a full disk makes health fail with the reason; serving and sampling go on") {
   TempDir tmp;
   TinyFilesystem tiny(tmp.path / "tiny", "96k");
-  if (!tiny.mounted()) {
-    WARN("cannot mount a tmpfs here; full-disk test not run");
-    return;
-  }
+  if (!tiny.mounted()) skip_test("cannot mount a tmpfs here (needs root); full-disk test not run");
   Agent agent("", "commit_interval = \"200ms\"\ninterval = \"200ms\"", "", tiny.path().string());
   HttpClient c(agent.port());
   bool failing = eventually(

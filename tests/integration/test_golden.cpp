@@ -29,8 +29,9 @@ const fs::path kGolden = fs::path(KIWI_SOURCE_DIR) / "tests/golden";
 constexpr std::string_view kSensorPrefixes[] = {"kiwi_cpu_",     "kiwi_thermal_", "kiwi_memory_",
                                                 "kiwi_storage_", "kiwi_network_", "kiwi_diskio_"};
 // Per-sensor self-metrics whose values are deterministic on a fixture.
-constexpr std::string_view kExactSelfMetrics[] = {"kiwi_sensor_success",
-                                                  "kiwi_sensor_errors_total"};
+constexpr std::string_view kExactSelfMetrics[] = {"kiwi_sensor_success", "kiwi_sensor_errors_total",
+                                                  "kiwi_sensor_invalid_metrics_total",
+                                                  "kiwi_snapshot_file_write_errors_total"};
 
 bool update_requested() {
   const char* v = std::getenv("KIWI_UPDATE_GOLDEN");

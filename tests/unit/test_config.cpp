@@ -197,3 +197,39 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
                       "directory");
   }
 }
+
+TEST_CASE("config: messages a user needs (issue 11, items 7, 9 and 10)") {
+  SECTION("a directory given as the config file is refused, not read as an empty file") {
+    CHECK_THROWS_WITH(load_config_file("/etc/", "/x"),
+                      "/etc/: is a directory; give the path of a TOML file, e.g. "
+                      "/etc/kiwi-agent/kiwi-agent.toml");
+    CHECK_THROWS_AS(load_config_file("/tmp", "/x"), ConfigError);
+  }
+  SECTION("snapshot_path must name a file") {
+    CHECK(error_of("[collector]\nsnapshot_path = \"/tmp/\"\n") ==
+          "kiwi.toml:2:17: collector.snapshot_path: \"/tmp/\" is a directory; name a file in it, "
+          "e.g. \"/run/kiwi-agent/current.json\", or \"\" for no snapshot file");
+    CHECK_THAT(error_of("[collector]\nsnapshot_path = \"/tmp\"\n"), Catch::Contains("\"/tmp\" is a directory"));
+    CHECK(load("[collector]\nsnapshot_path = \"\"\n").collector.snapshot_path.empty());
+  }
+  SECTION("retention shorter than the interval: where, and both values") {
+    CHECK(error_of("[collector]\ninterval = \"1h\"\nretention = \"30m\"\n") ==
+          "kiwi.toml:3:13: collector.retention: \"30m\" is shorter than collector.interval (1h); "
+          "keep at least one interval of history");
+  }
+  SECTION("a plugin given as a path needs no name: it is named after the file") {
+    Config c = load("[[sensor]]\nplugin = \"/opt/x/kiwi-sensor-gpu.so\"\n[[sensor]]\nplugin = "
+                    "\"./my probe.so\"\n[[sensor]]\nplugin = \"kiwi-sensor-fan.so\"\n");
+    REQUIRE(c.sensors.size() == 3);
+    CHECK(c.sensors[0].name == "gpu");
+    CHECK(c.sensors[1].name == "my_probe");
+    CHECK(c.sensors[2].name == "fan");
+    CHECK(error_of("[[sensor]]\nplugin = \"/a/kiwi-sensor-gpu.so\"\n[[sensor]]\nplugin = \"gpu\"\n") ==
+          "kiwi.toml:3:1: sensor.name: \"gpu\" is used by two [[sensor]] entries; give each a unique "
+          "name = \"...\"");
+  }
+  SECTION("plugin_dir remembers where it was set") {
+    Config c = load("[agent]\nplugin_dir = \"/nowhere\"\n");
+    CHECK(c.agent.plugin_dir_pos.str() == "kiwi.toml:2:14");
+  }
+}

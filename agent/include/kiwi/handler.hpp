@@ -55,24 +55,74 @@ struct Request {
     }
     return std::nullopt;
   }
-  // Whether Accept-Encoding allows gzip: "gzip" as a token, not refused with q=0 (the only
-  // q-value a client uses to say no). The server only sends Response::body_gzip when it does, so
-  // a handler can skip making one otherwise (kiwi/gzip.hpp LazyGzip does).
-  bool accepts_gzip() const {
-    auto ae = header("Accept-Encoding");
-    if (!ae) return false;
-    std::string_view s = *ae;
-    for (std::size_t at = s.find("gzip"); at != std::string_view::npos; at = s.find("gzip", at + 4)) {
-      bool start = at == 0 || s[at - 1] == ' ' || s[at - 1] == ',';
-      std::string_view rest = s.substr(at + 4);
-      std::string_view params = rest.substr(0, rest.find(','));
-      if (start && (params.empty() || params[0] == ';' || params[0] == ' '))
-        return params.find("q=0") == std::string_view::npos || params.find("q=0.") != std::string_view::npos;
-    }
+  // Whether Accept-Encoding allows gzip: "gzip" (any case) as a coding, not refused with a
+  // q-value of 0 (RFC 9110 section 12.5.3). The server only sends Response::body_gzip when it
+  // does, so a handler can skip making one otherwise (kiwi/gzip.hpp LazyGzip does).
+  bool accepts_gzip() const;
+};
+
+// RFC 9110 section 13.1.2: whether an If-None-Match field value ("*", or a list of entity tags,
+// each possibly weak: `"1", W/"23"`) matches `etag` by weak comparison (W/ ignored on both sides).
+// The server answers 304 for a GET or HEAD whose 200 response carries a matching ETag: handlers
+// only set the ETag header.
+inline bool etag_matches(std::string_view if_none_match, std::string_view etag) {
+  auto opaque = [](std::string_view t) {
+    if (t.size() >= 2 && (t[0] == 'W' || t[0] == 'w') && t[1] == '/') t.remove_prefix(2);
+    return t;
+  };
+  const std::string_view want = opaque(etag);
+  std::string_view rest = if_none_match;
+  while (!rest.empty()) {
+    std::size_t i = 0;
+    while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t' || rest[i] == ',')) ++i;
+    rest.remove_prefix(i);
+    if (rest.empty()) break;
+    if (rest[0] == '*') return true;
+    std::size_t start = (rest.size() >= 2 && (rest[0] == 'W' || rest[0] == 'w') && rest[1] == '/') ? 2 : 0;
+    if (start >= rest.size() || rest[start] != '"') return false;  // malformed: no match
+    std::size_t close = rest.find('"', start + 1);
+    if (close == std::string_view::npos) return false;
+    if (opaque(rest.substr(0, close + 1)) == want) return true;
+    rest.remove_prefix(close + 1);
+  }
+  return false;
+}
+
+inline bool Request::accepts_gzip() const {
+  auto ae = header("Accept-Encoding");
+  if (!ae) return false;
+  auto lower = [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); };
+  auto trim = [](std::string_view t) {
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+    return t;
+  };
+  auto equals_ci = [&](std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (lower(a[i]) != b[i]) return false;
+    return true;
+  };
+  std::string_view rest = *ae;
+  while (!rest.empty()) {
+    std::size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    std::size_t semi = item.find(';');
+    if (!equals_ci(trim(item.substr(0, semi)), "gzip") && !equals_ci(trim(item.substr(0, semi)), "x-gzip"))
+      continue;
+    if (semi == std::string_view::npos) return true;
+    // Parameters: only q matters; q=0, 0.0, 0.00 and 0.000 refuse it.
+    std::string_view q = trim(item.substr(semi + 1));
+    if (q.size() < 2 || lower(q[0]) != 'q' || q[1] != '=') return true;
+    q = trim(q.substr(2));
+    if (q.empty() || q[0] != '0') return true;
+    for (std::size_t i = 1; i < q.size(); ++i)
+      if (q[i] != '.' && q[i] != '0') return true;
     return false;
   }
-
-};
+  return false;
+}
 
 struct Header {
   std::string name;
@@ -122,6 +172,7 @@ struct SensorReport {
   double timestamp = 0;         // unix seconds of this sensor's last reading
   double duration_seconds = 0;  // how long its last sample() took
   std::uint64_t errors_total = 0;  // samples that threw since the agent started
+  std::uint64_t invalid_metrics_total = 0;  // metrics the host dropped (kiwi/sensor.hpp rules)
   std::vector<MetricValue> metrics;
 };
 
@@ -167,6 +218,10 @@ struct AgentStats {
   std::uint64_t store_write_errors = 0;       // since start
   std::uint64_t store_failing_writes = 0;     // history commits failed in a row (0 = healthy)
   std::string store_last_error;
+  std::string snapshot_file;                  // collector.snapshot_path ("" when off)
+  std::uint64_t snapshot_file_errors = 0;     // failed writes since start
+  std::uint64_t snapshot_file_failing = 0;    // failed in a row (0 = healthy)
+  std::string snapshot_file_last_error;
   std::vector<PluginStatus> plugins;
   std::vector<HttpRequestCount> http_requests;
 };

@@ -32,9 +32,27 @@ struct Label {
   std::string_view value;
 };
 
+// The units a metric may have: base units only (README "Plugins"). "" is a unitless value. The
+// host drops a metric whose unit is not one of these (MetricSink).
+inline constexpr std::string_view kUnits[] = {
+    "bytes", "seconds", "celsius", "hertz", "ratio", "count", "bytes_per_second", "per_second", ""};
+
+inline constexpr bool is_known_unit(std::string_view unit) {
+  for (auto u : kUnits)
+    if (u == unit) return true;
+  return false;
+}
+
 // Receives the metrics of one sample. Strings are copied before emit() returns, so temporaries are
 // fine. Names are stable API (snake_case, unit suffix: `_bytes`, `_ratio`, `_celsius`, `_hertz`);
-// `unit` is one of: bytes, seconds, celsius, hertz, ratio, count, or "" for unitless values.
+// `unit` is one of kUnits.
+//
+// The host checks every metric before it goes anywhere (snapshot, history, /metrics): the name
+// must match [a-zA-Z_][a-zA-Z0-9_]*, each label name too (not starting with "__", no name twice),
+// label values are any text (escaped wherever they are written), the unit one of kUnits, the
+// value finite, and a series (name and labels) may appear once per sample. A metric that fails is
+// dropped, counted in the sensor's `invalid_metrics_total`, and named in its status message; the
+// rest of the sample is kept.
 class MetricSink {
  public:
   virtual void emit(std::string_view name, std::span<const Label> labels, double value,

@@ -43,7 +43,7 @@ TEST_CASE("metrics: families with HELP and TYPE, escaped labels, counters end in
                                      "kiwi_wakeups_total 12\n"));
   // The duplicate series (same name and labels) is kept once.
   CHECK(text.find("46\n") == std::string::npos);
-  CHECK_THAT(text, Catch::Contains("kiwi_build_info{version=\"0.1.0\",abi=\"1\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("kiwi_build_info{version=\"0.1.0\",abi=\"" + std::to_string(KIWI_ABI_VERSION) + "\"} 1\n"));
   CHECK_THAT(text, Catch::Contains("kiwi_sensor_success{sensor=\"gpu\"} 0\n"));
   CHECK_THAT(text, Catch::Contains("kiwi_sensor_errors_total{sensor=\"gpu\"} 3\n"));
   CHECK_THAT(text, Catch::Contains("kiwi_sensor_sample_duration_seconds{sensor=\"thermal\"} 0.00025\n"));

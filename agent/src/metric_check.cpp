@@ -1,0 +1,145 @@
+#include "metric_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kiwi::agent {
+
+namespace {
+
+bool name_char(char c, bool first) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && c >= '0' && c <= '9');
+}
+
+// `s` in double quotes for a message: at most 64 bytes, control and non-ASCII bytes as \xNN, so a
+// hostile name can neither flood the log nor put a newline or raw bytes into it.
+std::string quoted(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  constexpr std::size_t kMax = 64;
+  std::string out = "\"";
+  for (std::size_t i = 0; i < s.size() && i < kMax; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+      out += "\\x";
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  out += s.size() > kMax ? "\"..." : "\"";
+  return out;
+}
+
+std::string accepted_units() {
+  std::string out;
+  for (auto u : kUnits) {
+    if (u.empty()) continue;
+    out += (out.empty() ? "" : ", ") + std::string(u);
+  }
+  return out + " or \"\"";
+}
+
+constexpr std::size_t kProblemsShown = 3;
+
+}  // namespace
+
+bool is_valid_metric_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (std::size_t i = 0; i < name.size(); ++i)
+    if (!name_char(name[i], i == 0)) return false;
+  return true;
+}
+
+bool is_valid_label_name(std::string_view name) {
+  return is_valid_metric_name(name) && !name.starts_with("__");
+}
+
+std::optional<std::string> check_metric(std::string_view name, std::span<const Label> labels,
+                                        double value, std::string_view unit, MetricKind kind) {
+  if (!is_valid_metric_name(name))
+    return quoted(name) + ": not a valid metric name (letters, digits and '_', not starting with a digit)";
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (!is_valid_label_name(labels[i].name))
+      return quoted(name) + ": label " + quoted(labels[i].name) +
+             " is not a valid label name (letters, digits and '_', not starting with a digit or \"__\")";
+    for (std::size_t j = 0; j < i; ++j)
+      if (labels[j].name == labels[i].name) return quoted(name) + ": label " + quoted(labels[i].name) + " given twice";
+  }
+  if (!is_known_unit(unit)) return quoted(name) + ": unit " + quoted(unit) + " is not one of " + accepted_units();
+  if (kind != MetricKind::gauge && kind != MetricKind::counter) return quoted(name) + ": unknown metric kind";
+  if (!std::isfinite(value)) return quoted(name) + ": value is not a finite number";
+  return std::nullopt;
+}
+
+void CheckedSink::note(std::string problem) {
+  ++dropped_;
+  if (problems_.size() < kProblemsShown) problems_.push_back(std::move(problem));
+}
+
+void CheckedSink::emit(std::string_view name, std::span<const Label> labels, double value,
+                       std::string_view unit, MetricKind kind) {
+  if (auto problem = check_metric(name, labels, value, unit, kind)) return note(std::move(*problem));
+  MetricValue& m = out_.emplace_back();
+  m.name = name;
+  m.labels.reserve(labels.size());
+  for (auto& l : labels) m.labels.emplace_back(l.name, l.value);
+  m.value = value;
+  m.unit = unit;
+  m.kind = kind;
+}
+
+std::string CheckedSink::finish() {
+  // Repeats of a series: sorted by (name, labels as a set), so neighbours are equal; the first
+  // emitted is kept. Labels already in name order (as every in-tree sensor emits them) are
+  // compared in place; only others are copied and sorted.
+  if (out_.size() > 1) {
+    using LabelList = std::vector<std::pair<std::string, std::string>>;
+    std::vector<LabelList> sorted_copies;
+    std::vector<const LabelList*> labels(out_.size());
+    for (std::size_t i = 0; i < out_.size(); ++i) {
+      const LabelList& l = out_[i].labels;
+      labels[i] = &l;
+      if (!std::is_sorted(l.begin(), l.end())) {
+        if (sorted_copies.capacity() < out_.size()) sorted_copies.reserve(out_.size());  // no moves
+        LabelList& copy = sorted_copies.emplace_back(l);
+        std::sort(copy.begin(), copy.end());
+        labels[i] = &copy;
+      }
+    }
+    std::vector<std::size_t> order(out_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (int c = out_[a].name.compare(out_[b].name)) return c < 0;
+      if (*labels[a] != *labels[b]) return *labels[a] < *labels[b];
+      return a < b;
+    });
+    auto labels_of = [&](std::size_t i) -> const LabelList& { return *labels[i]; };
+    std::vector<char> repeat(out_.size(), 0);
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      std::size_t a = order[k - 1], b = order[k];
+      if (out_[a].name == out_[b].name && labels_of(a) == labels_of(b)) {
+        repeat[b] = 1;
+        std::string series = out_[b].name;
+        for (auto& [n, v] : out_[b].labels) series += " " + n + "=" + v;
+        note(quoted(series) + ": emitted more than once in one sample (the first value is kept)");
+      }
+    }
+    if (std::find(repeat.begin(), repeat.end(), 1) != repeat.end()) {
+      std::size_t w = 0;
+      for (std::size_t i = 0; i < out_.size(); ++i)
+        if (!repeat[i]) {
+          if (w != i) out_[w] = std::move(out_[i]);
+          ++w;
+        }
+      out_.resize(w);
+    }
+  }
+  if (!dropped_) return {};
+  std::string msg = "dropped " + std::to_string(dropped_) + (dropped_ == 1 ? " invalid metric: " : " invalid metrics: ");
+  for (std::size_t i = 0; i < problems_.size(); ++i) msg += (i ? "; " : "") + problems_[i];
+  if (dropped_ > problems_.size()) msg += "; ...";
+  return msg;
+}
+
+}  // namespace kiwi::agent

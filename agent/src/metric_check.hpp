@@ -1,0 +1,41 @@
+// The one place where what a sensor emits is checked, before it reaches the snapshot, the history
+// or /metrics (the rules are in kiwi/sensor.hpp, MetricSink). A plugin cannot break a Prometheus
+// scrape or the JSON API: a metric that fails a rule is dropped, counted and named.
+#pragma once
+
+#include <kiwi/handler.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiwi::agent {
+
+// Prometheus' metric and label name rule without the colon (reserved for recording rules).
+bool is_valid_metric_name(std::string_view name);
+// The same, and not starting with "__" (reserved for Prometheus' internal labels).
+bool is_valid_label_name(std::string_view name);
+
+// Why a metric is refused; nullopt when it passes. Does not check duplicates (CheckedSink does,
+// across one sample).
+std::optional<std::string> check_metric(std::string_view name, std::span<const Label> labels,
+                                        double value, std::string_view unit, MetricKind kind);
+
+// Collects one sensor's sample into `out`, keeping what passes check_metric(). finish() then drops
+// repeats of a series (same name and labels; the first is kept) and returns the status note that
+// names what was dropped ("" when nothing was).
+class CheckedSink final : public MetricSink {
+ public:
+  explicit CheckedSink(std::vector<MetricValue>& out) : out_(out) {}
+  void emit(std::string_view name, std::span<const Label> labels, double value,
+            std::string_view unit, MetricKind kind) override;
+  std::string finish();
+  std::uint64_t dropped() const { return dropped_; }
+
+ private:
+  void note(std::string problem);
+  std::vector<MetricValue>& out_;
+  std::uint64_t dropped_ = 0;
+  std::vector<std::string> problems_;  // the first few, for the status message
+};
+
+}  // namespace kiwi::agent

@@ -1,0 +1,336 @@
+// Regression tests for the defects of issue 11, each named after what a user saw, on the real
+// binary: invalid metrics, signals, the snapshot file, timestamps, messages, conditional requests
+// and log lines.
+#include <rapidjson/document.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "checks.hpp"
+
+using namespace kiwi_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::pair<int, std::string> shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const std::string kChaos =
+    "[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR "/test-chaos_sensor.so\"\nname = \"chaos\"\n";
+
+// A config file in `dir` with the test's bind, data_dir and plugin_dir, plus `extra`.
+std::string config_file(const TempDir& dir, const std::string& extra, const std::string& name = "kiwi.toml") {
+  auto file = (dir.path / name).string();
+  write_text(file, "[agent]\ndata_dir = \"" + (dir.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                   "\"\n[http]\nbind = \"127.0.0.1:0\"\n[collector]\nsnapshot_path = \"" +
+                       (dir.path / "current.json").string() + "\"\n" + extra);
+  return file;
+}
+
+const rapidjson::Value* sensor_of(const rapidjson::Document& d, const char* name) {
+  auto& sensors = d["sensors"];
+  return sensors.HasMember(name) ? &sensors[name] : nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("defect: a plugin emitting invalid metrics no longer breaks the Prometheus scrape") {
+  Agent agent(kChaos);
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 2; }));
+  // /metrics: promtool accepts the whole page; the valid series are there, escaped.
+  auto m = c.get("/metrics");
+  REQUIRE(m.status == 200);
+  auto file = agent.dir() / "metrics.txt";
+  write_text(file, m.body);
+  auto [code, out] = shell("promtool check metrics < " + file.string());
+  INFO(out);
+  CHECK(code == 0);
+  CHECK_THAT(m.body, Catch::Contains("kiwi_chaos_ok 1\n"));
+  CHECK_THAT(m.body, Catch::Contains("kiwi_chaos_escaped{path=\"a \\\"quoted\\\" \\\\ back\\nslash\"} 2\n"));
+  CHECK_THAT(m.body, Catch::Contains("kiwi_chaos_twice{a=\"1\",b=\"2\"} 5\n"));
+  for (auto absent : {"chaos bad name", "starts_with_digit", "furlongs", "chaos_bad_label", "__name__",
+                      "chaos_label_twice", "chaos_nan", "chaos_inf", "chaos_kind", "} 6\n"})
+    CHECK_THAT(m.body, !Catch::Contains(absent));
+  CHECK_THAT(m.body, Catch::Contains("kiwi_sensor_invalid_metrics_total{sensor=\"chaos\"} "));
+  // /api/current: valid JSON, the sensor ok with a message naming what was dropped, counted.
+  auto d = parse_json(c.get("/api/current").body);
+  auto* chaos = sensor_of(d, "chaos");
+  REQUIRE(chaos);
+  CHECK((*chaos)["status"].GetString() == std::string("ok"));
+  CHECK_THAT((*chaos)["message"].GetString(),
+             Catch::StartsWith("dropped 10 invalid metrics: \"chaos bad name\": not a valid metric name"));
+  CHECK((*chaos)["invalid_metrics_total"].GetUint64() % 10 == 0);
+  CHECK((*chaos)["metrics"].Size() == 3);  // chaos_ok, chaos_escaped and the first chaos_twice
+  // History: one value of the repeated series, not a mean of both.
+  auto h = parse_json(c.get("/api/history?series=chaos_twice&limit=2").body);
+  auto& series = h["series"];
+  REQUIRE(series.MemberCount() == 1);
+  for (auto& v : series.MemberBegin()->value["values"].GetArray()) CHECK(v.GetDouble() == 5);
+  // Logged once, not every sample.
+  REQUIRE(eventually([&] { return sequence_of(c) >= 4; }));
+  auto log = agent.stderr_text();
+  CHECK(log.find("sensor chaos: dropped 10 invalid metrics") != std::string::npos);
+  CHECK(log.find("sensor chaos: dropped", log.find("sensor chaos: dropped") + 1) == std::string::npos);
+}
+
+TEST_CASE("defect: SIGHUP (a closed terminal) no longer kills the agent or loses queued samples") {
+  Agent agent("", "commit_interval = \"5m\"");
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 2; }));
+  for (int sig : {SIGHUP, SIGUSR1, SIGUSR2}) {
+    INFO(sig);
+    REQUIRE(kill(agent.pid(), sig) == 0);
+    auto seq = sequence_of(c);
+    REQUIRE(eventually([&] { return sequence_of(c) > seq; }));  // still sampling and serving
+    CHECK(waitpid(agent.pid(), nullptr, WNOHANG) == 0);
+  }
+  CHECK(eventually([&] { return agent.stderr_text().find("received SIGHUP: reloading") != std::string::npos; }));
+  CHECK(rows_on_disk(agent.db_path()) == 0);  // all still queued
+  auto seq = sequence_of(c);
+  CHECK(agent.stop(SIGTERM) == 0);
+  CHECK(rows_on_disk(agent.db_path()) >= seq);
+}
+
+TEST_CASE("defect: SIGQUIT stops cleanly like SIGTERM, committing the queue") {
+  Agent agent("", "commit_interval = \"5m\"");
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 2; }));
+  auto seq = sequence_of(c);
+  CHECK(agent.stop(SIGQUIT) == 0);
+  CHECK(rows_on_disk(agent.db_path()) >= seq);
+}
+
+TEST_CASE("defect: a directory as the config file is refused with exit 2") {
+  auto check = run_agent_command({"--check-config", "/etc/"});
+  CHECK(check.exit_code == 2);
+  CHECK_THAT(check.err, Catch::Contains("/etc/: is a directory"));
+  auto run = run_agent_command({"--config", "/etc"});
+  CHECK(run.exit_code == 2);
+  CHECK_THAT(run.err, Catch::Contains("/etc: is a directory"));
+  TempDir tmp;
+  const std::string file = (tmp.path / "snap.toml").string();
+  write_text(file, "[collector]\nsnapshot_path = \"/tmp/\"\n");
+  auto snap = run_agent_command({"--check-config", file});
+  CHECK(snap.exit_code == 2);
+  CHECK_THAT(snap.err, Catch::Contains(file + ":2:17: collector.snapshot_path: \"/tmp/\" is a directory"));
+}
+
+TEST_CASE("defect: timestamps sit on the interval grid, strictly increasing, from the first sample") {
+  // Started at every offset within the interval, the first samples are one interval apart.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Agent agent("[[sensor]]\nplugin = \"cpu\"\n", "interval = \"500ms\"");
+    HttpClient c(agent.port());
+    REQUIRE(eventually([&] { return sequence_of(c) >= 4; }));
+    auto d = parse_json(c.get("/api/history?series=cpu_usage_ratio").body);
+    auto ts = d["timestamps"].GetArray();
+    REQUIRE(ts.Size() >= 4);
+    for (rapidjson::SizeType i = 0; i < ts.Size(); ++i) {
+      INFO(i << ": " << ts[i].GetDouble());
+      CHECK(std::fmod(ts[i].GetDouble(), 0.5) == 0);
+      if (i) CHECK(ts[i].GetDouble() == ts[i - 1].GetDouble() + 0.5);
+    }
+    CHECK_THAT(agent.stderr_text(), !Catch::Contains("went backwards"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(137));  // another start offset
+  }
+}
+
+TEST_CASE("defect: the snapshot file is removed on a clean stop, claimed by one agent, and its failures shown") {
+  Agent first;
+  const fs::path snap = first.dir() / "run/current.json";
+  REQUIRE(eventually([&] { return fs::exists(snap); }));
+  SECTION("a second agent on the same snapshot_path refuses to start") {
+    TempDir tmp;
+    const std::string file = (tmp.path / "second.toml").string();
+    // Same snapshot path as the first agent, its own data_dir and port.
+    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                     "\"\n[http]\nbind = \"127.0.0.1:0\"\n[collector]\nsnapshot_path = \"" + snap.string() + "\"\n");
+    auto r = run_agent_command({"--config", file});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("snapshot file " + snap.string() + " is in use by another kiwi-agent (pid " +
+                                      std::to_string(first.pid()) + ")"));
+    CHECK(fs::exists(snap));  // the first agent's file untouched
+  }
+  SECTION("write failures show in /api/health and /metrics, and recovery too") {
+    HttpClient c(first.port());
+    // The temporary file the agent writes before each rename, replaced by a directory.
+    fs::create_directory(snap.string() + ".tmp");
+    REQUIRE(eventually([&] {
+      auto r = c.get("/api/health");
+      return r.status == 503 && r.body.find("snapshot file: the last") != std::string::npos;
+    }));
+    CHECK_THAT(c.get("/api/health").body, Catch::Contains("Is a directory"));
+    auto m = c.get("/metrics").body;
+    auto at = m.find("\nkiwi_snapshot_file_write_errors_total ");
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stoi(m.substr(m.find(' ', at) + 1)) >= 1);
+    fs::remove(snap.string() + ".tmp");
+    CHECK(eventually([&] { return c.get("/api/health").status == 200; }));
+    CHECK_THAT(first.stderr_text(), Catch::Contains("writing again"));
+  }
+  SECTION("a clean stop removes it") {
+    CHECK(first.stop() == 0);
+    CHECK_FALSE(fs::exists(snap));
+  }
+}
+
+TEST_CASE("defect: listen failures say why: not a local address, a privileged port, a port in use") {
+  TempDir tmp;
+  SECTION("an address of no interface here (EADDRNOTAVAIL)") {
+    // 192.0.2.1 is TEST-NET-1: bind() fails at once, nothing is sent.
+    const std::string file = (tmp.path / "listen.toml").string();
+    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                     "\"\n[http]\nbind = \"192.0.2.1:8095\"\n[collector]\nsnapshot_path = \"\"\n");
+    auto r = run_agent_command({"--config", file});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("cannot listen on 192.0.2.1:8095: bind: Cannot assign requested address "
+                                      "(192.0.2.1 is not an address of this machine"));
+    CHECK_THAT(r.err, !Catch::Contains("another process"));
+  }
+  SECTION("a privileged port as an unprivileged user (EACCES)") {
+    if (geteuid() != 0 || std::system("command -v setpriv > /dev/null") != 0)
+      skip_test("needs root and setpriv to run the agent as an unprivileged user");
+    fs::permissions(tmp.path, fs::perms::all);
+    const std::string file = (tmp.path / "listen.toml").string();
+    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                     "\"\n[http]\nbind = \"127.0.0.1:81\"\n[collector]\nsnapshot_path = \"\"\n");
+    fs::permissions(file, fs::perms::all);
+    auto [code, out] = shell("setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all " KIWI_AGENT_BIN
+                             " --config " + file);
+    INFO(out);
+    if (out.find("Permission denied") != std::string::npos && out.find("listen") == std::string::npos)
+      skip_test("the build tree is not readable by an unprivileged user here");
+    CHECK(code == 1);
+    CHECK_THAT(out, Catch::Contains("cannot listen on 127.0.0.1:81: bind: Permission denied (ports below 1024 "
+                                    "need root or CAP_NET_BIND_SERVICE"));
+  }
+  SECTION("a port in use (EADDRINUSE)") {
+    Agent running;
+    const std::string file = (tmp.path / "listen.toml").string();
+    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                     "\"\n[http]\nbind = \"127.0.0.1:" + std::to_string(running.port()) +
+                     "\"\n[collector]\nsnapshot_path = \"\"\n");
+    auto r = run_agent_command({"--config", file});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("bind: Address already in use (another process is using the port"));
+  }
+}
+
+TEST_CASE("defect: plugin messages name the real cause and place") {
+  TempDir tmp;
+  SECTION("a bad plugin_dir is blamed on plugin_dir, not on a default sensor") {
+    auto file = (tmp.path / "dir.toml").string();
+    write_text(file, "[agent]\nplugin_dir = \"/nonexistent/kiwi\"\n");
+    auto r = run_agent_command({"--check-config", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(file + ":2:14: agent.plugin_dir: \"/nonexistent/kiwi\" is not a directory"));
+  }
+  SECTION("a file that is not ELF") {
+    write_text(tmp.path / "fake.so", "#!/bin/sh\n");
+    auto file = (tmp.path / "elf.toml").string();
+    write_text(file, "[[sensor]]\nplugin = \"" + (tmp.path / "fake.so").string() + "\"\n");
+    auto r = run_agent_command({"--check-config", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("fake.so: not a shared object (no ELF header)"));
+    CHECK_THAT(r.err, !Catch::Contains("Bad file descriptor"));
+  }
+  SECTION("a plugin by path needs no name; a file name is looked up in plugin_dir") {
+    auto file = (tmp.path / "path.toml").string();
+    write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[[sensor]]\nplugin = \"" KIWI_PLUGIN_DIR
+                     "/kiwi-sensor-memory.so\"\n[[sensor]]\nplugin = \"kiwi-sensor-cpu.so\"\n");
+    auto r = run_agent_command({"--check-config", file});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("ok (2 sensors"));
+  }
+  SECTION("--describe-plugin of an unknown name names both files it looked for") {
+    auto r = run_agent_command({"--describe-plugin", "nosuch", "--config=" + config_file(tmp, "")});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("no such plugin") && Catch::Contains("kiwi-sensor-nosuch.so") &&
+                          Catch::Contains("kiwi-handler-nosuch.so"));
+    auto ok = run_agent_command({"--describe-plugin=memory", "--config=" + config_file(tmp, "")});
+    CHECK(ok.exit_code == 0);
+    CHECK_THAT(ok.out, Catch::StartsWith("memory (sensor plugin"));
+  }
+  SECTION("--config=FILE is --config FILE") {
+    auto r = run_agent_command({"--check-config=" + config_file(tmp, "")});
+    CHECK(r.exit_code == 0);
+    auto bad = run_agent_command({"--version=2"});
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("--version takes no value"));
+  }
+}
+
+TEST_CASE("defect: If-None-Match lists, weak tags and * give 304; Accept-Encoding is case-insensitive") {
+  Agent agent;
+  HttpClient c(agent.port());
+  for (auto target : {"/", "/api/current", "/api/history?limit=3&until=1000000000"}) {
+    INFO(target);
+    auto r = c.get(target);
+    REQUIRE(r.status == 200);
+    const std::string etag = r.header("etag");
+    REQUIRE_FALSE(etag.empty());
+    const std::string bare = etag.starts_with("W/") ? etag.substr(2) : etag;
+    for (const std::string& inm : {"\"x\", " + etag, "W/" + bare, bare, std::string("*"), "\"x\",\"y\"," + etag}) {
+      INFO(inm);
+      auto again = c.get(target, {{"If-None-Match", inm}});
+      // /api/current may have a newer sample by now: then 200 with a new tag, never a stale 304.
+      if (again.header("etag") == etag) CHECK(again.status == 304);
+      if (again.status == 304) {
+        CHECK(again.body.empty());
+        CHECK(again.header("etag") == etag);
+      }
+    }
+    CHECK(c.get(target, {{"If-None-Match", "\"nope\", W/\"other\""}}).status == 200);
+  }
+  for (auto ae : {"GZIP", "Gzip, deflate", "deflate, gzip;q=0.5"}) {
+    INFO(ae);
+    CHECK(c.get("/", {{"Accept-Encoding", ae}}).header("content-encoding") == "gzip");
+  }
+  CHECK(c.get("/", {{"Accept-Encoding", "gzip;q=0"}}).header("content-encoding").empty());
+}
+
+TEST_CASE("defect: log lines carry a timestamp in a terminal, and none under journald") {
+  SECTION("a terminal or a file: each line starts with the local time") {
+    Agent agent;
+    auto log = agent.stderr_text();
+    auto line = log.substr(0, log.find('\n'));
+    INFO(line);
+    // 2026-12-01T10:15:03.123+00:00 kiwi-agent: info: ...
+    REQUIRE(line.size() > 30);
+    CHECK(line[4] == '-');
+    CHECK(line[10] == 'T');
+    CHECK(line[19] == '.');
+    CHECK(line[29] == ' ');
+    CHECK(line.substr(30, 12) == "kiwi-agent: ");
+  }
+  SECTION("stderr is journald's stream (JOURNAL_STREAM names its device and inode)") {
+    // The agent's stderr file exists before it starts (the harness truncates, never replaces it).
+    TempDir tmp;
+    auto file = config_file(tmp, "");
+    const fs::path err = tmp.path / "stderr";
+    write_text(err, "");
+    struct stat st {};
+    REQUIRE(stat(err.c_str(), &st) == 0);
+    const std::string stream = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+    setenv("JOURNAL_STREAM", stream.c_str(), 1);
+    pid_t pid = spawn({KIWI_AGENT_BIN, "--config", file}, tmp.path / "stdout", err);
+    unsetenv("JOURNAL_STREAM");
+    bool listening = eventually([&] { return read_text(err).find("listening on") != std::string::npos; });
+    kill(pid, SIGTERM);
+    CHECK(wait_exit(pid, 20s) == 0);
+    REQUIRE(listening);
+    CHECK_THAT(read_text(err), Catch::StartsWith("kiwi-agent: info: listening on"));
+  }
+}
