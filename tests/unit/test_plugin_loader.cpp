@@ -6,10 +6,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <kiwi/gzip.hpp>
 
 #include "collector.hpp"
+#include "metric_check.hpp"
 #include "plugin_loader.hpp"
 #include "test_support.hpp"
 
@@ -269,4 +272,26 @@ TEST_CASE("tests: a test that cannot run is skipped under ctest and fails by han
 
 TEST_CASE("skip probe: always cannot run", "[.skip-probe]") {
   kiwi_test::skip_test("a probe for the skip mechanism");
+}
+
+TEST_CASE("README: the plugin example is examples/uptime-sensor/uptime.cpp, which builds, loads and samples") {
+  std::ifstream readme(KIWI_SOURCE_DIR "/README.md"), example(KIWI_SOURCE_DIR "/examples/uptime-sensor/uptime.cpp");
+  std::stringstream r, e;
+  r << readme.rdbuf();
+  e << example.rdbuf();
+  REQUIRE_FALSE(e.str().empty());
+  CHECK_THAT(r.str(), Catch::Contains("```cpp\n" + e.str() + "```\n"));
+
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  auto inst = loader.create_sensor(entry(kTestPlugins + "/example-uptime.so", "[options]\nscale = 2.0\n"),
+                                   KIWI_FIXTURES_DIR "/rk3588/proc", KIWI_FIXTURES_DIR "/rk3588/sys");
+  std::vector<kiwi::MetricValue> out;
+  kiwi::agent::CheckedSink sink(out);
+  CHECK(inst.object->sample(sink).status == kiwi::SampleStatus::ok);
+  CHECK(sink.finish().empty());
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].name == "uptime_seconds");
+  CHECK(out[0].unit == "seconds");
+  CHECK(out[0].value > 0);
 }

@@ -110,7 +110,7 @@ inline constexpr std::span<const OptionSpec> no_options{};
 // a generic HELP) but is a bug worth a test.
 struct MetricSpec {
   std::string_view name;    // e.g. "cpu_core_usage_ratio"
-  std::string_view unit;    // bytes, seconds, celsius, hertz, ratio, count, "" (see MetricSink)
+  std::string_view unit;    // one of kiwi::kUnits (sensor.hpp): bytes, seconds, ..., ""
   bool counter;             // false: gauge
   std::string_view labels;  // comma list, e.g. "core" ("" for none)
   std::string_view help;    // one line: what it measures and where it comes from

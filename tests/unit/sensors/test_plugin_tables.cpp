@@ -11,6 +11,7 @@
 #include "cpu_sensor.hpp"
 #include "diskio_sensor.hpp"
 #include "memory_sensor.hpp"
+#include "metric_check.hpp"
 #include "network_sensor.hpp"
 #include "sensor_test_util.hpp"
 #include "storage_sensor.hpp"
@@ -109,6 +110,10 @@ TEST_CASE("plugins: every metric emitted on every board is declared, with its un
         for (const auto& [name, value] : s.labels) labels.insert(name);
         CHECK(labels == label_names(spec->labels));
         CHECK(std::isfinite(s.value));
+        // What the host would drop (metric_check.hpp) an in-tree sensor never emits.
+        std::vector<kiwi::Label> label_views;
+        for (const auto& [name, value] : s.labels) label_views.push_back({name, value});
+        CHECK(kiwi::agent::check_metric(s.name, label_views, s.value, s.unit, s.kind) == std::nullopt);
         seen[std::string(plugin.name)].insert(s.name);
       }
     }
