@@ -69,6 +69,9 @@ std::vector<std::pair<std::string, std::string>> parse_labels(std::string_view t
   return out;
 }
 
+// The multiple of `step` at or before `t` (also for negative t).
+std::int64_t floor_to(std::int64_t t, std::int64_t step) { return t - ((t % step) + step) % step; }
+
 void bind_text(sqlite3_stmt* st, int i, std::string_view s) {
   sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
 }
@@ -123,10 +126,17 @@ ReadConnection::ReadConnection(const std::string& path) {
   if (rc == SQLITE_OK)
     rc = sqlite3_prepare_v3(db_, "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
                             -1, SQLITE_PREPARE_PERSISTENT, &rollups_, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v3(db_,
+                            "SELECT (SELECT ts FROM samples WHERE ts <= ?1 ORDER BY ts DESC LIMIT 1), "
+                            "(SELECT ts FROM samples ORDER BY ts LIMIT 1), "
+                            "(SELECT ts FROM rollups ORDER BY ts LIMIT 1)",
+                            -1, SQLITE_PREPARE_PERSISTENT, &bounds_, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
     sqlite3_finalize(latest_);
     sqlite3_finalize(range_);
+    sqlite3_finalize(rollups_);
     sqlite3_close(db_);
     throw StoreError(msg);
   }
@@ -136,6 +146,7 @@ ReadConnection::~ReadConnection() {
   sqlite3_finalize(latest_);
   sqlite3_finalize(range_);
   sqlite3_finalize(rollups_);
+  sqlite3_finalize(bounds_);
   sqlite3_close(db_);
 }
 
@@ -187,6 +198,7 @@ Store::Store(std::string path) : path_(std::move(path)) {
     };
     prepare("INSERT OR REPLACE INTO samples(ts, data) VALUES(?1, ?2)", &insert_sample_);
     prepare("INSERT OR REPLACE INTO rollups(ts, data) VALUES(?1, ?2)", &insert_rollup_);
+    prepare("SELECT ts, data FROM samples WHERE ts >= ?1 AND ts < ?2 ORDER BY ts", &minute_rows_);
     prepare("DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
             &prune_rollups_);
     prepare("INSERT INTO series(id, name, labels, unit, kind) VALUES(?1, ?2, ?3, ?4, ?5)", &insert_series_);
@@ -219,7 +231,7 @@ Store::Store(std::string path) : path_(std::move(path)) {
     series_ = std::make_shared<const std::vector<SeriesInfo>>(std::move(loaded));
   } catch (...) {
     const bool busy = sqlite3_errcode(db_) == SQLITE_BUSY;
-    for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_})
+    for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_, minute_rows_})
       sqlite3_finalize(st);
     sqlite3_close(db_);
     if (busy)  // history_vfs(): another agent, or a sqlite3 shell, has the file open
@@ -231,7 +243,7 @@ Store::Store(std::string path) : path_(std::move(path)) {
 
 Store::~Store() {
   pool_.clear();
-  for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_})
+  for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_, minute_rows_})
     sqlite3_finalize(st);
   sqlite3_close(db_);
 }
@@ -270,11 +282,23 @@ void Store::append(std::int64_t ts_ms, const std::vector<const MetricValue*>& me
   values.reserve(metrics.size());
   for (auto* m : metrics) values.emplace_back(series_id(*m), m->value);
 
-  const std::int64_t minute = ts_ms - ((ts_ms % kRollupMs) + kRollupMs) % kRollupMs;
+  const std::int64_t minute = floor_to(ts_ms, kRollupMs);
   if (minute != minute_start_) {
     close_minute();
-    minute_start_ = minute;
+    begin_minute(minute);
   }
+  add_to_minute(ts_ms, values);
+
+  std::string blob;
+  sample_codec::encode(blob, values);
+  std::lock_guard lock(pending_mutex_);
+  if (pending_.size() >= kMaxPendingRows) pending_.erase(pending_.begin());  // bounded memory
+  pending_.emplace_back(ts_ms, std::move(blob));
+}
+
+void Store::add_to_minute(std::int64_t ts_ms,
+                          const std::vector<std::pair<std::uint32_t, double>>& values) {
+  minute_first_ = std::min(minute_first_, ts_ms);
   for (auto& [id, v] : values) {
     if (minute_.size() <= id) minute_.resize(id + 1);
     MinuteStats& m = minute_[id];
@@ -284,15 +308,63 @@ void Store::append(std::int64_t ts_ms, const std::vector<const MetricValue*>& me
     m.last = v;
     ++m.n;
   }
-
-  std::string blob;
-  sample_codec::encode(blob, values);
-  std::lock_guard lock(pending_mutex_);
-  if (pending_.size() >= kMaxPendingRows) pending_.erase(pending_.begin());  // bounded memory
-  pending_.emplace_back(ts_ms, std::move(blob));
 }
 
-// Rollup blob: sample_codec pairs keyed id * 5 + k, k = 0 mean, 1 min, 2 max, 3 last, 4 count.
+// A minute starts being summarised in memory. Its summary must cover every sample of that minute,
+// including those it already has: written before a restart inside the minute (the collector
+// closes the minute and flushes at stop, then the next run starts with no minute state), before
+// a kill -9 (up to the last commit), or before close_current_minute() in this process. So the
+// in-memory state is seeded by folding that minute's samples, from the file and from the queue,
+// and close_minute() then replaces any stored row of the minute with the complete one.
+// One code path for every case. The samples are folded rather than the stored row merged
+// (mean x count): the row is itself a summary of exactly these samples, folding them keeps sums
+// exact, and it also covers a minute whose row was never written (kill -9). Ids in sample rows
+// are the catalogue's ids (loaded from the same file at open, new series appended after them).
+// The usual case, a minute nobody wrote yet, costs one indexed probe that finds no row.
+void Store::begin_minute(std::int64_t minute) {
+  minute_start_ = minute;
+  minute_first_ = INT64_MAX;
+  const std::int64_t end = minute + kRollupMs;
+  const std::size_t known = series_ids_.size();  // ids 1..known are in the catalogue
+  std::vector<std::pair<std::uint32_t, double>> values;
+  std::int64_t folded_until = INT64_MIN;
+  auto fold = [&](std::int64_t ts, std::string_view blob) {
+    values.clear();
+    try {
+      sample_codec::decode(blob, [&](std::uint32_t id, double v) {
+        if (id >= 1 && id <= known) values.emplace_back(id, v);
+      });
+    } catch (const StoreError&) {
+      return;  // a damaged row: summarised without it, as queries read around it
+    }
+    add_to_minute(ts, values);
+    folded_until = ts;
+  };
+  sqlite3_bind_int64(minute_rows_, 1, minute);
+  sqlite3_bind_int64(minute_rows_, 2, end);
+  while (sqlite3_step(minute_rows_) == SQLITE_ROW) {  // an error ends it: the file's rows missed
+    auto* data = static_cast<const char*>(sqlite3_column_blob(minute_rows_, 1));
+    fold(sqlite3_column_int64(minute_rows_, 0),
+         std::string_view(data ? data : "", static_cast<std::size_t>(sqlite3_column_bytes(minute_rows_, 1))));
+  }
+  sqlite3_reset(minute_rows_);
+  {
+    std::lock_guard lock(pending_mutex_);  // queued rows are newer than committed ones
+    for (auto& [ts, blob] : pending_)
+      if (ts >= minute && ts < end && ts > folded_until) fold(ts, blob);
+  }
+  open_minute_.store(minute, std::memory_order_release);
+}
+
+void Store::close_current_minute() {
+  close_minute();
+  minute_start_ = INT64_MIN;  // the next append, even in this minute, begins it afresh
+  open_minute_.store(INT64_MAX, std::memory_order_release);
+}
+
+// Rollup blob: sample_codec pairs keyed id * 5 + k, k = 0 mean, 1 min, 2 max, 3 last, 4 count;
+// key 0 (no series has id 0) is the offset of the minute's first sample from its start, in ms
+// (agents before it ignore key 0, and a row without it reads as offset 0).
 void Store::close_minute() {
   std::vector<std::pair<std::uint32_t, double>> values;
   for (std::uint32_t id = 0; id < minute_.size(); ++id) {
@@ -303,6 +375,7 @@ void Store::close_minute() {
   }
   minute_.assign(minute_.size(), MinuteStats{});
   if (values.empty()) return;
+  values.emplace_back(0, static_cast<double>(minute_first_ - minute_start_));
   std::string blob;
   sample_codec::encode(blob, values);
   pending_rollups_.emplace_back(minute_start_, std::move(blob));
@@ -425,15 +498,73 @@ void accumulate(Column& c, std::size_t bucket, double v, Aggregate agg, std::uin
   n += weight;
 }
 
+// Key 0 of a rollup row (see close_minute()): the offset of the minute's first sample, in ms;
+// 0 for a row without it. Encoding sorts keys, so it is the first entry when present.
+std::int64_t first_sample_offset(std::string_view blob) {
+  if (blob.empty() || blob.front() != sample_codec::kFormat2) return 0;
+  blob.remove_prefix(1);
+  std::uint64_t head = 0, v = 0;
+  if (!sample_codec::get_varint(blob, head) || head >> 3 != 0) return 0;
+  switch (head & 7) {
+    case 0: return sample_codec::get_varint(blob, v) ? sample_codec::unzigzag(v) : 0;
+    case 5: return sample_codec::get_varint(blob, v) ? sample_codec::unzigzag(v) * 1024 : 0;
+    default: return 0;  // 3: the value 0; a float is never written for it
+  }
+}
+
 }  // namespace
 
+// Without a step: the latest `limit` samples in [since, until]. With a step: buckets aligned to
+// multiples of it, and `limit` keeps the latest `limit` buckets that hold data (empty buckets are
+// left out, so they do not count). A step without `since` has no window to read; it is found by
+// widening one: first the `limit` buckets up to the newest sample, then twice as many, and so on,
+// until the window holds `limit` buckets with data or reaches back to the oldest row. Every
+// attempt starts on a bucket boundary, so no bucket is cut in two, and all attempts together read
+// at most about twice the rows of the last one.
 HistoryResult Store::query(const HistoryQuery& q) const {
-  const std::int64_t since_ms =
-      q.since ? static_cast<std::int64_t>(std::ceil(*q.since * 1000)) : INT64_MIN;
   const std::int64_t until_ms =
       q.until ? static_cast<std::int64_t>(std::floor(*q.until * 1000)) : INT64_MAX;
   const std::int64_t step_ms = q.step > 0 ? std::max<std::int64_t>(1, std::llround(q.step * 1000)) : 0;
+  if (!step_ms || q.since) {
+    const std::int64_t since_ms =
+        q.since ? static_cast<std::int64_t>(std::ceil(*q.since * 1000)) : INT64_MIN;
+    return query_window(q, since_ms, until_ms, step_ms);
+  }
 
+  std::int64_t newest = INT64_MIN, oldest = INT64_MAX;
+  {
+    std::lock_guard lock(pending_mutex_);
+    for (auto& row : pending_)
+      if (row.first <= until_ms) newest = std::max(newest, row.first), oldest = std::min(oldest, row.first);
+  }
+  {
+    auto conn = borrow();
+    sqlite3_stmt* st = conn->bounds();
+    sqlite3_bind_int64(st, 1, until_ms);
+    const int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      if (sqlite3_column_type(st, 0) != SQLITE_NULL) newest = std::max<std::int64_t>(newest, sqlite3_column_int64(st, 0));
+      for (int c : {1, 2})
+        if (sqlite3_column_type(st, c) != SQLITE_NULL) oldest = std::min<std::int64_t>(oldest, sqlite3_column_int64(st, c));
+    }
+    std::string err = rc == SQLITE_ROW ? "" : sqlite3_errmsg(conn->db());
+    sqlite3_reset(st);
+    if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);  // conn dropped
+    give_back(std::move(conn));
+  }
+  if (newest == INT64_MIN) return {};
+  const std::int64_t last = floor_to(newest, step_ms), first = floor_to(std::min(oldest, newest), step_ms);
+  for (double buckets = static_cast<double>(std::max<std::size_t>(1, q.limit));; buckets *= 2) {
+    const double back = (buckets - 1) * static_cast<double>(step_ms);
+    const std::int64_t from =
+        back >= static_cast<double>(last - first) ? first : last - static_cast<std::int64_t>(back);
+    HistoryResult r = query_window(q, from, until_ms, step_ms);
+    if (r.timestamps.size() >= q.limit || from <= first) return r;
+  }
+}
+
+HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms, std::int64_t until_ms,
+                                  std::int64_t step_ms) const {
   const Catalog catalog_ref = series();
   const std::vector<SeriesInfo>& catalog = *catalog_ref;
   std::vector<char> wanted(catalog.size() + 1, 0);
@@ -444,15 +575,27 @@ HistoryResult Store::query(const HistoryQuery& q) const {
     wanted[id] = ok;
   }
 
-  std::vector<std::int64_t> bucket_ts;  // ms; one per output point
+  // Output points, oldest first: each bucket's start (a multiple of the step; without a step, the
+  // sample's time) and the time it is labelled with. With a step, a bucket whose data runs in from
+  // the bucket before it is labelled with its start, so evenly filled buckets are evenly spaced; a
+  // bucket whose data begins inside it (the first in the window, the first after a gap: the
+  // agent's first sample, a restart) is labelled with the time of its first sample. No point
+  // claims a time before the data it summarises, nor before `since`.
+  std::vector<std::int64_t> bucket_start, bucket_label;  // ms
+  auto bucket_of = [&](std::int64_t b, std::int64_t first_ts) {
+    if (bucket_start.empty() || bucket_start.back() != b) {
+      const bool continued = step_ms && !bucket_start.empty() && bucket_start.back() == b - step_ms;
+      bucket_start.push_back(b);
+      bucket_label.push_back(continued ? b : std::max(b, first_ts));
+    }
+    return bucket_start.size() - 1;
+  };
   std::vector<int> column_of(catalog.size() + 1, -1);
   std::vector<Column> columns;
   std::int64_t last_row_ts = INT64_MIN;
   auto add_row = [&](std::int64_t ts, std::string_view blob) {
     last_row_ts = ts;
-    std::int64_t b = step_ms ? ts - ((ts % step_ms) + step_ms) % step_ms : ts;  // floor to step
-    if (bucket_ts.empty() || bucket_ts.back() != b) bucket_ts.push_back(b);
-    const std::size_t bucket = bucket_ts.size() - 1;
+    const std::size_t bucket = bucket_of(step_ms ? floor_to(ts, step_ms) : ts, ts);
     sample_codec::decode(blob, [&](std::uint32_t id, double v) {
       if (id == 0 || id >= wanted.size() || !wanted[id]) return;
       if (column_of[id] < 0) {
@@ -463,11 +606,10 @@ HistoryResult Store::query(const HistoryQuery& q) const {
     });
   };
 
-  // A rollup row: the five values of each series arrive together (keys id * 5 + k, sorted).
-  auto add_rollup = [&](std::int64_t ts, std::string_view blob) {
-    std::int64_t b = ts - ((ts % step_ms) + step_ms) % step_ms;
-    if (bucket_ts.empty() || bucket_ts.back() != b) bucket_ts.push_back(b);
-    const std::size_t bucket = bucket_ts.size() - 1;
+  // A rollup row whose first sample is at `first_ts`: the five values of each series arrive
+  // together (keys id * 5 + k, sorted); key 0 (id 0) is the first sample's offset.
+  auto add_rollup = [&](std::int64_t ts, std::int64_t first_ts, std::string_view blob) {
+    const std::size_t bucket = bucket_of(floor_to(ts, step_ms), first_ts);
     double parts[4] = {};
     sample_codec::decode(blob, [&](std::uint32_t key, double v) {
       const std::uint32_t id = key / 5, k = key % 5;
@@ -486,11 +628,11 @@ HistoryResult Store::query(const HistoryQuery& q) const {
     });
   };
 
-  // Reads rows of `st` bound to [from, until_ms] (and `limit` for the latest-N statement).
+  // Reads rows of `st` bound to [from, to] (and `limit` for the latest-N statement).
   auto conn = borrow();
-  auto scan = [&](sqlite3_stmt* st, std::int64_t from, auto&& on_row) {
+  auto scan = [&](sqlite3_stmt* st, std::int64_t from, std::int64_t to, auto&& on_row) {
     sqlite3_bind_int64(st, 1, from);
-    sqlite3_bind_int64(st, 2, until_ms);
+    sqlite3_bind_int64(st, 2, to);
     if (st == conn->latest()) sqlite3_bind_int64(st, 3, static_cast<std::int64_t>(q.limit));
     int rc;
     try {
@@ -508,23 +650,32 @@ HistoryResult Store::query(const HistoryQuery& q) const {
     if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);  // conn dropped
   };
   // Without a step: the latest `limit` rows, read newest first and kept in that order until the
-  // end. With a step: every row of the window, oldest first, folded into buckets as it streams;
-  // with a step of a minute or more, the minute rollups first, then the samples after the last one.
+  // end. With a step: every row of the window, oldest first, folded into buckets as it streams.
+  // With a step of a minute or more, a minute is read from its rollup when all of its samples lie
+  // in the window, and from its samples otherwise: a minute begun before `since`, a minute whose
+  // rollup was lost (kill -9), and the minute being summarised now, whose stored rollup (if the
+  // agent restarted inside it) is only part of it.
   std::vector<std::pair<std::int64_t, std::string>> newest_first;
   std::int64_t covered_until = INT64_MIN;  // rows before this are in the rollups already read
   if (!step_ms) {
-    scan(conn->latest(), since_ms, [&](std::int64_t ts, std::string_view blob) {
+    scan(conn->latest(), since_ms, until_ms, [&](std::int64_t ts, std::string_view blob) {
       newest_first.emplace_back(ts, std::string(blob));
     });
   } else {
-    std::int64_t raw_from = since_ms;
+    std::int64_t raw_from = since_ms;  // samples from here on are not in a rollup read
     if (step_ms >= kRollupMs) {
-      scan(conn->rollups(), since_ms, [&](std::int64_t ts, std::string_view blob) {
-        add_rollup(ts, blob);
+      const std::int64_t open = open_minute_.load(std::memory_order_acquire);
+      const std::int64_t lo = since_ms < INT64_MIN + kRollupMs ? INT64_MIN : since_ms - (kRollupMs - 1);
+      const std::int64_t hi = open == INT64_MAX ? until_ms : std::min(until_ms, open - 1);
+      scan(conn->rollups(), lo, hi, [&](std::int64_t ts, std::string_view blob) {
+        const std::int64_t first_ts = ts + first_sample_offset(blob);
+        if (first_ts < since_ms) return;  // it has samples before the window
+        if (ts > raw_from) scan(conn->range(), raw_from, ts - 1, add_row);
+        add_rollup(ts, first_ts, blob);
         raw_from = covered_until = ts + kRollupMs;
       });
     }
-    scan(conn->range(), raw_from, add_row);
+    scan(conn->range(), raw_from, until_ms, add_row);
   }
   give_back(std::move(conn));
 
@@ -553,21 +704,22 @@ HistoryResult Store::query(const HistoryQuery& q) const {
   }
 
   // Keep the latest `limit` points.
-  const std::size_t skip = bucket_ts.size() > q.limit ? bucket_ts.size() - q.limit : 0;
+  const std::size_t points = bucket_start.size();
+  const std::size_t skip = points > q.limit ? points - q.limit : 0;
   HistoryResult out;
-  out.timestamps.reserve(bucket_ts.size() - skip);
-  for (std::size_t i = skip; i < bucket_ts.size(); ++i)
-    out.timestamps.push_back(static_cast<double>(bucket_ts[i]) / 1000.0);
+  out.timestamps.reserve(points - skip);
+  for (std::size_t i = skip; i < points; ++i)
+    out.timestamps.push_back(static_cast<double>(bucket_label[i]) / 1000.0);
   // Stable output order: by series id (the order the agent first saw them).
   std::sort(columns.begin(), columns.end(),
             [](const Column& a, const Column& b) { return a.series_index < b.series_index; });
   for (auto& c : columns) {
-    c.value.resize(bucket_ts.size(), 0);
-    c.n.resize(bucket_ts.size(), 0);
+    c.value.resize(points, 0);
+    c.n.resize(points, 0);
     std::vector<double> values;
-    values.reserve(bucket_ts.size() - skip);
+    values.reserve(points - skip);
     bool any = false;
-    for (std::size_t i = skip; i < bucket_ts.size(); ++i) {
+    for (std::size_t i = skip; i < points; ++i) {
       double v = c.n[i] == 0 ? std::nan("")
                  : q.aggregate == Aggregate::mean ? c.value[i] / c.n[i]
                                                   : c.value[i];

@@ -9,9 +9,12 @@
 //   samples(ts INTEGER PRIMARY KEY  -- unix milliseconds of the tick
 //           , data BLOB)            -- every value of that tick, compactly encoded (sample_codec)
 //   rollups(ts INTEGER PRIMARY KEY  -- start of a minute, unix milliseconds
-//           , data BLOB)            -- per series: mean, min, max, last and count of that minute
+//           , data BLOB)            -- per series: mean, min, max, last and count of that minute,
+//                                   -- and (key 0) the offset of its first sample in ms
 // Queries with a step of a minute or more read the rollups: a 24 h chart reads 1,440 rows, not
-// 86,400. Their buckets start on whole minutes.
+// 86,400. Their buckets are made of whole minutes (raw samples fill the rest of the window).
+// A minute's summary always folds every sample of that minute, also across a restart inside it
+// (begin_minute()).
 // One row per tick instead of one per value keeps the file and the bytes written to flash small,
 // and so does batching: append() keeps rows in memory, flush() commits them in one transaction
 // every few seconds (a crash loses at most that), and queries see the pending rows too.
@@ -46,12 +49,15 @@ class ReadConnection {
   sqlite3_stmt* latest() const { return latest_; }  // ?1 since ?2 until ?3 limit, newest first
   sqlite3_stmt* range() const { return range_; }    // ?1 since ?2 until, oldest first
   sqlite3_stmt* rollups() const { return rollups_; }  // ?1 since ?2 until, oldest first
+  // One row: newest sample ts <= ?1, oldest sample ts, oldest rollup ts (each NULL if none).
+  sqlite3_stmt* bounds() const { return bounds_; }
 
  private:
   sqlite3* db_ = nullptr;
   sqlite3_stmt* latest_ = nullptr;
   sqlite3_stmt* range_ = nullptr;
   sqlite3_stmt* rollups_ = nullptr;
+  sqlite3_stmt* bounds_ = nullptr;
 };
 
 struct SeriesInfo {
@@ -75,8 +81,10 @@ class Store {
   // `prune_rows` samples older than `cutoff_ms`. On failure (disk full, I/O error) nothing queued
   // is lost: it stays queued, up to kMaxPendingRows, for the next flush. Throws StoreError.
   void flush(std::int64_t cutoff_ms, int prune_rows);
-  // Summarises the minute in progress now (at shutdown), so a chart has no hole there.
-  void close_current_minute() { close_minute(); }
+  // Summarises the minute in progress now (at shutdown), so a chart has no hole there. A later
+  // append in the same minute (by this store or the next one on this file) folds those samples in
+  // again: the minute's summary ends up complete either way.
+  void close_current_minute();
   std::size_t pending_rows() const;
   static constexpr std::size_t kMaxPendingRows = 3600;  // an hour at 1 Hz, then the oldest go
   static constexpr std::int64_t kRollupMs = 60'000;
@@ -92,6 +100,8 @@ class Store {
 
  private:
   std::uint32_t series_id(const MetricValue& m);
+  HistoryResult query_window(const HistoryQuery& q, std::int64_t since_ms, std::int64_t until_ms,
+                             std::int64_t step_ms) const;
   int prune(std::int64_t cutoff_ms, int max_rows);
   std::unique_ptr<ReadConnection> borrow() const;
   void give_back(std::unique_ptr<ReadConnection> conn) const;
@@ -115,9 +125,16 @@ class Store {
     std::uint32_t n = 0;
   };
   std::int64_t minute_start_ = INT64_MIN;
+  std::int64_t minute_first_ = INT64_MAX;  // ts of the minute's first sample
   std::vector<MinuteStats> minute_;  // index = series id
+  // The minute summarised in memory now (INT64_MAX: none), for readers: a stored rollup row of
+  // that minute is partial (written before a restart), so queries read its samples instead.
+  std::atomic<std::int64_t> open_minute_{INT64_MAX};
+  void begin_minute(std::int64_t minute);
+  void add_to_minute(std::int64_t ts_ms, const std::vector<std::pair<std::uint32_t, double>>& values);
   void close_minute();
   sqlite3_stmt* insert_rollup_ = nullptr;
+  sqlite3_stmt* minute_rows_ = nullptr;  // ?1 from ?2 to (exclusive): samples, oldest first
   sqlite3_stmt* prune_rollups_ = nullptr;
   std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
 

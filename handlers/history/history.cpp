@@ -61,7 +61,9 @@ class HistoryHandler final : public kiwi::Handler {
       if (auto* err = std::get_if<kiwi_history::ParamError>(&parsed))
         return kiwi::Response::error(400, err->message, err->parameter);
       auto& pq = std::get<kiwi_history::ParsedQuery>(parsed);
-      const bool closed = pq.query.until && *pq.query.until < snap->timestamp;
+      // A relative window (until=-60) slides with the clock: the same URL gets other samples
+      // later, so it is never served as closed (cacheable for an hour).
+      const bool closed = !pq.relative && pq.query.until && *pq.query.until < snap->timestamp;
       const std::uint64_t sequence = closed ? 0 : snap->sequence;
       std::string key = pq.canonical + (closed ? "" : "#" + std::to_string(snap->sequence));
       r = lookup(key);

@@ -61,8 +61,19 @@ std::string_view aggregate_name(kiwi::Aggregate a) {
 }
 }  // namespace
 
+namespace {
+// Digits with an optional fraction: "1764475800", "0.5". No sign, exponent, "inf" or "nan".
+bool plain_decimal(std::string_view s) {
+  const auto dot = s.find('.');
+  auto all_digits = [](std::string_view d) {
+    return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return all_digits(s.substr(0, dot)) && (dot == std::string_view::npos || all_digits(s.substr(dot + 1)));
+}
+}  // namespace
+
 std::optional<double> parse_time(std::string_view s) {
-  if (auto v = parse_number(s); v && !s.empty() && s[0] != '+') return v;
+  if (plain_decimal(s)) return parse_number(s);
   // RFC 3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)
   auto Y = digits(s, 0, 4), M = digits(s, 5, 2), D = digits(s, 8, 2), h = digits(s, 11, 2),
        m = digits(s, 14, 2), sec = digits(s, 17, 2);
@@ -101,6 +112,33 @@ std::optional<double> parse_time(std::string_view s) {
   return static_cast<double>(timegm(&tm)) + frac - offset;
 }
 
+std::variant<double, std::string> parse_time_param(std::string_view s, double now) {
+  const std::string forms =
+      "; use unix seconds (1764475800), RFC 3339 (2026-11-30T05:00:00Z) or negative seconds "
+      "before now (-300)";
+  const std::string range = "2000-01-01T00:00:00Z (946684800) and a day from now";
+  if (!s.empty() && s[0] == '-') {
+    if (!plain_decimal(s.substr(1))) return quoted(s) + " is not a time" + forms;
+    const double t = now - *parse_number(s.substr(1));
+    if (t < kEarliestTime) return quoted(s) + " reaches back before 2000-01-01T00:00:00Z";
+    return t;
+  }
+  const auto t = parse_time(s);
+  if (!t) {
+    // An unencoded '+' (the sign of an RFC 3339 offset) arrives as a space: the query string is
+    // form-encoded. A space is also allowed between date and time, so only others are flagged.
+    std::string_view rest = s.size() > 11 && s[10] == ' ' ? s.substr(11) : s;
+    if (rest.find(' ') != std::string_view::npos)
+      return quoted(s) + " is not a time: it has a space, which is what a '+' sent unencoded in a "
+                         "URL becomes; write '+' as %2B (2026-11-30T06:00:00%2B01:00)";
+    return quoted(s) + " is not a time" + forms;
+  }
+  if (*t < kEarliestTime || *t > now + kLatestAfterNow)
+    return quoted(s) + " is out of range: a time must lie between " + range +
+           "; give unix seconds (not milliseconds), or negative seconds for a time before now (-300)";
+  return *t;
+}
+
 int decimals_for_unit(std::string_view unit) {
   static constexpr std::pair<std::string_view, int> kDecimals[] = {
       {"bytes", 0}, {"hertz", 0}, {"count", 0}, {"bytes_per_second", 0},
@@ -123,13 +161,13 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
   ParsedQuery out;
   kiwi::HistoryQuery& q = out.query;
 
-  if (auto v = req.param("since")) {
-    q.since = parse_time(*v);
-    if (!q.since) return ParamError{"since", quoted(*v) + " is not a time; use unix seconds or RFC 3339 (2026-11-30T05:00:00Z)"};
-  }
-  if (auto v = req.param("until")) {
-    q.until = parse_time(*v);
-    if (!q.until) return ParamError{"until", quoted(*v) + " is not a time; use unix seconds or RFC 3339 (2026-11-30T05:00:00Z)"};
+  for (auto [name, target] : {std::pair{"since", &q.since}, std::pair{"until", &q.until}}) {
+    auto v = req.param(name);
+    if (!v) continue;
+    auto t = parse_time_param(*v, now);
+    if (auto* message = std::get_if<std::string>(&t)) return ParamError{name, std::move(*message)};
+    *target = std::get<double>(t);
+    out.relative = out.relative || v->front() == '-';
   }
   if (q.since && q.until && *q.since > *q.until)
     return ParamError{"since", "since is after until"};
@@ -168,10 +206,10 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
     q.limit = n;
   }
   if (q.step > 0) {
-    // A step needs a window: [since, until], until defaulting to now, since to `limit` steps back.
+    // Until defaults to now. Without since, the store returns the latest `limit` buckets that hold
+    // data, however far back they go (a window of `limit` steps would count empty buckets too).
     if (!q.until) q.until = now;
-    if (!q.since) q.since = *q.until - q.step * static_cast<double>(q.limit);
-    double points = std::ceil((*q.until - *q.since) / q.step);
+    double points = q.since ? std::ceil((*q.until - *q.since) / q.step) : 0;
     if (points > static_cast<double>(kMaxStepPoints))
       return ParamError{"step", "the window holds " + std::to_string(static_cast<long long>(points)) +
                                     " steps of " + std::string(*req.param("step")) + " s; at most " +

@@ -18,6 +18,7 @@ struct ParamError {
 struct ParsedQuery {
   kiwi::HistoryQuery query;
   std::string canonical;  // the parameters in one fixed order, for caching and the ETag
+  bool relative = false;  // since or until was given relative to now: the URL names no fixed window
 };
 
 // The `default_series` option: the series a request without `series=` gets. The headline series
@@ -35,8 +36,19 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
                                                   const std::vector<std::string>& known_series,
                                                   const std::vector<std::string>& default_series = {});
 
-// "1764475800", "1764475800.5", "2026-11-30T05:00:00Z", "2026-11-30T06:00:00.25+01:00".
+// An absolute time: unix seconds as plain digits with an optional fraction ("1764475800",
+// "1764475800.5"; no sign, no exponent) or RFC 3339 ("2026-11-30T05:00:00Z",
+// "2026-11-30T06:00:00.25+01:00", a space allowed for the 'T'). No range check.
 std::optional<double> parse_time(std::string_view text);
+
+// Absolute times `since` and `until` accept: from 2000-01-01T00:00:00Z to a day after now.
+inline constexpr double kEarliestTime = 946684800;  // 2000-01-01T00:00:00Z
+inline constexpr double kLatestAfterNow = 86400;
+
+// A `since` or `until` value: an absolute time (parse_time, within the range above) or negative
+// seconds, meaning that long before `now` ("-300", "-0.5"). Returns the unix time, or why the
+// text is not one (a message for a 400 that names the parameter).
+std::variant<double, std::string> parse_time_param(std::string_view text, double now);
 
 // Decimal places a unit needs in JSON: bytes and hertz are whole, ratios 4 places, etc.
 int decimals_for_unit(std::string_view unit);

@@ -427,3 +427,152 @@ TEST_CASE("store: pruning does not write out the pages it frees") {
   CHECK(freed >= 40);
   CHECK(written * 4 < freed * 3);
 }
+
+namespace {
+// The values of `key` in a step query over [since_s, until_s], with the bucket timestamps.
+std::pair<std::vector<double>, std::vector<double>> stepped(const Store& store, double since_s,
+                                                            double until_s, double step,
+                                                            kiwi::Aggregate agg,
+                                                            const std::string& key) {
+  kiwi::HistoryQuery q;
+  q.since = since_s;
+  q.until = until_s;
+  q.step = step;
+  q.aggregate = agg;
+  q.limit = 100;
+  auto r = store.query(q);
+  auto* s = find(r, key);
+  return {r.timestamps, s ? s->values : std::vector<double>{}};
+}
+}  // namespace
+
+TEST_CASE("store: a restart inside a minute keeps that minute's samples in its rollup") {
+  TempDb db;
+  const std::int64_t t0 = 1'764'475'800'000;  // a whole minute
+  const double m0 = t0 / 1000.0, m1 = m0 + 60;
+  using A = kiwi::Aggregate;
+  {  // the first run: a = 1 and b = 10 for 8 s, then stopped as the collector stops
+    Store store(db.path());
+    for (int i = 0; i < 8; ++i)
+      append(store, t0 + i * 1000, {metric("a", 1, ""), metric("b", 10, "")}, i == 3);
+    store.close_current_minute();
+    store.flush(0, 0);
+  }
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT COUNT(*) FROM rollups") == "1");
+  {  // restarted in the same minute: a new series first (c), then a = 5 for 8 s; no b
+    Store store(db.path());
+    for (int i = 10; i < 18; ++i)
+      append(store, t0 + i * 1000, {metric("c", 7, ""), metric("a", 5, "")}, i == 12);
+    // While the minute is still open, its stored partial summary does not hide the new samples.
+    CHECK(stepped(store, m0, m0 + 59, 60, A::mean, "a").second == std::vector<double>{3});
+    CHECK(stepped(store, m0, m0 + 59, 60, A::min, "a").second == std::vector<double>{1});
+    store.close_current_minute();
+    store.flush(0, 0);
+    CHECK(stepped(store, m0, m0 + 59, 60, A::mean, "a").second == std::vector<double>{3});
+  }
+  {  // read back from the merged rollup only
+    Store store(db.path());
+    CHECK(kiwi_test::sqlite_value(db.path(), "SELECT COUNT(*) FROM rollups") == "1");
+    auto mean = stepped(store, m0, m0 + 59, 60, A::mean, "a");
+    CHECK(mean.first == std::vector<double>{m0});
+    CHECK(mean.second == std::vector<double>{3});
+    CHECK(stepped(store, m0, m0 + 59, 60, A::min, "a").second == std::vector<double>{1});
+    CHECK(stepped(store, m0, m0 + 59, 60, A::max, "a").second == std::vector<double>{5});
+    CHECK(stepped(store, m0, m0 + 59, 60, A::last, "a").second == std::vector<double>{5});
+    // Series of only one run keep their values under their own ids.
+    CHECK(stepped(store, m0, m0 + 59, 60, A::mean, "b").second == std::vector<double>{10});
+    CHECK(stepped(store, m0, m0 + 59, 60, A::last, "c").second == std::vector<double>{7});
+    // A restart into a new minute leaves the old one as it was.
+    for (int i = 0; i < 8; ++i) append(store, t0 + 60'000 + i * 1000, {metric("a", 9, "")}, false);
+    store.close_current_minute();
+    store.flush(0, 0);
+  }
+  Store store(db.path());
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT COUNT(*) FROM rollups") == "2");
+  auto mean = stepped(store, m0, m1 + 59, 60, A::mean, "a");
+  CHECK(mean.first == std::vector<double>{m0, m1});
+  CHECK(mean.second == std::vector<double>{3, 9});
+  CHECK(stepped(store, m0, m1 + 59, 60, A::min, "a").second == std::vector<double>{1, 9});
+  CHECK(stepped(store, m0, m1 + 59, 60, A::max, "a").second == std::vector<double>{5, 9});
+  CHECK(stepped(store, m0, m1 + 59, 60, A::last, "a").second == std::vector<double>{5, 9});
+  // The first minute still counts 16 samples: (16 x 3 + 8 x 9) / 24 = 5.
+  CHECK(stepped(store, m0, m1 + 59, 120, A::mean, "a").second == std::vector<double>{5});
+}
+
+TEST_CASE("store: a minute cut short by a crash is summarised with its committed samples") {
+  TempDb db;
+  const std::int64_t t0 = 1'764'475'800'000;
+  {  // killed after a commit: no close_current_minute(), no rollup row for the minute
+    Store store(db.path());
+    for (int i = 0; i < 8; ++i) append(store, t0 + i * 1000, {metric("a", 1, "")}, false);
+    store.flush(0, 0);
+  }
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT COUNT(*) FROM rollups") == "0");
+  {
+    Store store(db.path());
+    for (int i = 10; i < 18; ++i) append(store, t0 + i * 1000, {metric("a", 5, "")}, false);
+    store.close_current_minute();
+    store.flush(0, 0);
+  }
+  Store store(db.path());
+  CHECK(stepped(store, t0 / 1000.0, t0 / 1000.0 + 59, 60, kiwi::Aggregate::mean, "a").second ==
+        std::vector<double>{3});
+}
+
+TEST_CASE("store: with a step and no since, limit keeps the latest buckets that hold data") {
+  TempDb db;
+  Store store(db.path());
+  for (int i = 0; i < 5; ++i) append(store, 1'000'000 + i * 1000, {metric("a", i, "")});
+  for (int i = 0; i < 2; ++i) append(store, 2'000'000 + i * 1000, {metric("a", 10 + i, "")}, false);
+  kiwi::HistoryQuery q;
+  q.step = 0.5;  // finer than the samples: every other bucket is empty
+  q.limit = 3;
+  auto r = store.query(q);
+  CHECK(r.timestamps == std::vector<double>{1004, 2000, 2001});  // across the gap, queue included
+  CHECK(r.series.at(0).values == std::vector<double>{4, 10, 11});
+  q.limit = 100;  // more than there are: everything
+  CHECK(store.query(q).timestamps.size() == 7);
+  q.step = 1;
+  q.limit = 4;
+  q.until = 1003;
+  CHECK(store.query(q).timestamps == std::vector<double>{1000, 1001, 1002, 1003});
+  TempDb empty;
+  CHECK(Store(empty.path()).query(q).timestamps.empty());
+}
+
+TEST_CASE("store: a bucket is labelled with its start, or with its first sample if that is later") {
+  TempDb db;
+  Store store(db.path());
+  for (int i = 2; i < 10; ++i) append(store, 1'000'000 + i * 1000, {metric("a", i, "")}, false);
+  for (int i = 21; i < 23; ++i) append(store, 1'000'000 + i * 1000, {metric("a", i, "")}, false);
+  kiwi::HistoryQuery q;
+  q.since = 1000;
+  q.until = 1030;
+  q.step = 5;
+  q.limit = 100;
+  // The first samples (1002), the first after a gap (1021); buckets filled from the one before
+  // keep their start (1005).
+  CHECK(store.query(q).timestamps == std::vector<double>{1002, 1005, 1021});
+  q.since = 1003.5;  // never before since either
+  CHECK(store.query(q).timestamps == std::vector<double>{1004, 1005, 1021});
+}
+
+TEST_CASE("store: rollup buckets know their first sample; a minute begun before since reads raw") {
+  TempDb db;
+  Store store(db.path());
+  const std::int64_t t0 = 1'764'475'800'000;  // a whole minute; the agent starts 30 s into it
+  for (int i = 30; i < 180; ++i) append(store, t0 + i * 1000, {metric("a", i % 60, "")}, false);
+  store.flush(0, 0);
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT COUNT(*) FROM rollups") == "2");
+  const double m0 = t0 / 1000.0;
+  auto all = stepped(store, m0 - 600, m0 + 180, 60, kiwi::Aggregate::mean, "a");
+  CHECK(all.first == std::vector<double>{m0 + 30, m0 + 60, m0 + 120});
+  CHECK(all.second == std::vector<double>{44.5, 29.5, 29.5});
+  // since inside the first minute, after its first sample: that minute comes from its samples.
+  auto late = stepped(store, m0 + 45, m0 + 180, 60, kiwi::Aggregate::mean, "a");
+  CHECK(late.first == std::vector<double>{m0 + 45, m0 + 60, m0 + 120});
+  CHECK(late.second == std::vector<double>{52, 29.5, 29.5});
+  // since at its first sample: the rollup serves it (as a chart's refresh from its last label).
+  CHECK(stepped(store, m0 + 30, m0 + 180, 60, kiwi::Aggregate::mean, "a").second ==
+        std::vector<double>{44.5, 29.5, 29.5});
+}

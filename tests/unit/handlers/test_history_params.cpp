@@ -61,7 +61,7 @@ TEST_CASE("history params: since and until take unix seconds or RFC 3339") {
   CHECK(q.limit == 86400);  // a window returns everything in it unless limited
   CHECK(*kiwi_history::parse_time("2025-11-30T04:10:00Z") == 1764475800);
   for (auto badtime : {"yesterday", "2025-11-30", "2025-13-01T00:00:00Z", "2025-11-30T04:10:00",
-                       "1e400", "nan", "+5"})
+                       "1e400", "nan", "+5", "1e9", "-5", "0x10", "1764475800.", ".5", "inf"})
     CHECK_FALSE(kiwi_history::parse_time(badtime).has_value());
 }
 
@@ -71,7 +71,70 @@ TEST_CASE("history params: step downsamples a window, and needs no since") {
   CHECK(q.aggregate == kiwi::Aggregate::max);
   CHECK(*q.until == kNow);
   auto back = ok({{"step", "60"}, {"limit", "30"}});
-  CHECK(*back.since == kNow - 1800);
+  CHECK_FALSE(back.since);  // the latest 30 buckets with data: the store finds how far back
+  CHECK(back.limit == 30);
+}
+
+TEST_CASE("history params: step with limit and no since counts buckets, not a window of steps") {
+  // step=0.5&limit=3 on 1 Hz samples: a window of 3 steps (1.5 s) held 1 sample; now the store
+  // gets no since and returns the latest 3 buckets that hold data.
+  auto q = ok({{"step", "0.5"}, {"limit", "3"}});
+  CHECK_FALSE(q.since);
+  CHECK(*q.until == kNow);
+  CHECK(q.limit == 3);
+  CHECK(ok({{"step", "0.5"}}).limit == 10000);
+}
+
+TEST_CASE("history params: negative since and until are seconds before now") {
+  auto q = ok({{"since", "-300"}, {"until", "-60.5"}});
+  CHECK(*q.since == kNow - 300);
+  CHECK(*q.until == kNow - 60.5);
+  CHECK(*ok({{"since", "-0"}}).since == kNow);
+  auto stepped = ok({{"since", "-3600"}, {"step", "4"}});
+  CHECK(*stepped.since == kNow - 3600);
+  CHECK(*stepped.until == kNow);
+  // A relative window is flagged: the same URL names a later window later (never cached as closed).
+  auto r = Query{{{"until", "-60"}}}.run();
+  CHECK(std::get<kiwi_history::ParsedQuery>(r).relative);
+  CHECK_FALSE(std::get<kiwi_history::ParsedQuery>(Query{{{"since", "1764470000"}}}.run()).relative);
+  CHECK(bad({{"since", "-60"}, {"until", "-120"}}).message == "since is after until");
+}
+
+TEST_CASE("history params: absolute times lie between 2000 and a day from now") {
+  CHECK(*ok({{"since", "946684800"}}).since == 946684800);
+  CHECK(*ok({{"until", "1764562200"}}).until == kNow + 86400);
+  CHECK(*ok({{"until", "2000-01-01T00:00:00Z"}}).until == 946684800);
+  const std::string range =
+      " is out of range: a time must lie between 2000-01-01T00:00:00Z (946684800) and a day from "
+      "now; give unix seconds (not milliseconds), or negative seconds for a time before now (-300)";
+  auto e = bad({{"since", "5"}});
+  CHECK(e.parameter == "since");
+  CHECK(e.message == "'5'" + range);
+  CHECK(bad({{"until", "1764475800000"}}).message == "'1764475800000'" + range);  // milliseconds
+  CHECK(bad({{"until", "1764562201"}}).message == "'1764562201'" + range);
+  CHECK(bad({{"since", "1970-01-01T00:00:00Z"}}).message == "'1970-01-01T00:00:00Z'" + range);
+  CHECK(bad({{"since", "-999999999999"}}).message == "'-999999999999' reaches back before 2000-01-01T00:00:00Z");
+  const std::string forms =
+      " is not a time; use unix seconds (1764475800), RFC 3339 (2026-11-30T05:00:00Z) or negative "
+      "seconds before now (-300)";
+  for (auto text : {"1e9", "-1e3", "-", "--5", "+1764475800", "1764475800s"}) {
+    auto err = bad({{"since", text}});
+    CHECK(err.parameter == "since");
+    CHECK(err.message == "'" + std::string(text) + "'" + forms);
+  }
+}
+
+TEST_CASE("history params: a space in a time (an unencoded '+') gets a hint to write %2B") {
+  const std::string hint =
+      " is not a time: it has a space, which is what a '+' sent unencoded in a URL becomes; write "
+      "'+' as %2B (2026-11-30T06:00:00%2B01:00)";
+  auto e = bad({{"until", "2025-11-30T06:00:00 01:00"}});
+  CHECK(e.parameter == "until");
+  CHECK(e.message == "'2025-11-30T06:00:00 01:00'" + hint);
+  CHECK(bad({{"since", "2025-11-30 04:00:00.5 01:00"}}).message == "'2025-11-30 04:00:00.5 01:00'" + hint);
+  CHECK(bad({{"since", " 1764470000"}}).message == "' 1764470000'" + hint);
+  // A space for the 'T' is RFC 3339's own allowance, and '+' encoded as %2B arrives as '+'.
+  CHECK(*ok({{"since", "2025-11-30 04:00:00+01:00"}}).since == kNow - 4200);
 }
 
 TEST_CASE("history params: series takes names, keys and globs, checked against the store") {
@@ -95,14 +158,14 @@ TEST_CASE("history params: every bad parameter is a 400 naming it") {
       {{{"limit", "86401"}}, "limit", "86401 is out of range; expected an integer from 1 to 86400"},
       {{{"limit", ""}}, "limit", "is empty; give a value or leave the parameter out"},
       {{{"limit", "5"}, {"limit", "6"}}, "limit", "given more than once"},
-      {{{"since", "soon"}}, "since", "'soon' is not a time; use unix seconds or RFC 3339 (2026-11-30T05:00:00Z)"},
-      {{{"until", "x"}}, "until", "'x' is not a time; use unix seconds or RFC 3339 (2026-11-30T05:00:00Z)"},
-      {{{"since", "200"}, {"until", "100"}}, "since", "since is after until"},
+      {{{"since", "soon"}}, "since", "'soon' is not a time; use unix seconds (1764475800), RFC 3339 (2026-11-30T05:00:00Z) or negative seconds before now (-300)"},
+      {{{"until", "x"}}, "until", "'x' is not a time; use unix seconds (1764475800), RFC 3339 (2026-11-30T05:00:00Z) or negative seconds before now (-300)"},
+      {{{"since", "1764470200"}, {"until", "1764470100"}}, "since", "since is after until"},
       {{{"step", "0"}}, "step", "'0' must be more than 0 seconds"},
       {{{"step", "-5"}}, "step", "'-5' must be more than 0 seconds"},
       {{{"step", "1m"}}, "step", "'1m' is not a number of seconds"},
-      {{{"step", "1"}, {"since", "0"}}, "step",
-       "the window holds 1764475800 steps of 1 s; at most 10000 points per response, use a larger step"},
+      {{{"step", "1"}, {"since", "-20000"}}, "step",
+       "the window holds 20000 steps of 1 s; at most 10000 points per response, use a larger step"},
       {{{"step", "60"}, {"limit", "10001"}}, "limit",
        "10001 is out of range; expected an integer from 1 to 10000"},
       {{{"agg", "max"}}, "agg", "only applies with step"},
