@@ -80,11 +80,6 @@ class HistoryHandler final : public kiwi::Handler {
     kiwi::Response res;
     res.headers = {{"ETag", r->etag},
                    {"Cache-Control", r->closed ? "max-age=3600" : "no-cache"}};
-    if (auto inm = req.header("If-None-Match"); inm && *inm == r->etag) {
-      res.status = 304;
-      res.content_type.clear();
-      return res;
-    }
     r->body.serve(res, req);
     return res;
   }
