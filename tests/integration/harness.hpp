@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -115,23 +117,15 @@ struct HttpResponse {
   }
 };
 
+// The server closed the connection (end of stream, or a reset).
+struct ConnectionClosed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // One keep-alive HTTP/1.1 connection to 127.0.0.1:port.
 class HttpClient {
  public:
-  explicit HttpClient(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval tv{10, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      close(fd_);
-      fd_ = -1;
-      throw std::runtime_error("connect to port " + std::to_string(port) + " failed");
-    }
-  }
+  explicit HttpClient(int port) : port_(port) { connect_socket(); }
   ~HttpClient() {
     if (fd_ >= 0) close(fd_);
   }
@@ -139,8 +133,11 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   void send_raw(std::string_view bytes) {
+    last_sent_ = Clock::now();
     while (!bytes.empty()) {
       ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0 && (errno == EPIPE || errno == ECONNRESET))
+        throw ConnectionClosed("connection closed by the server before the request was sent");
       if (n <= 0) throw std::runtime_error("send failed");
       bytes.remove_prefix(static_cast<std::size_t>(n));
     }
@@ -153,8 +150,28 @@ class HttpClient {
     for (auto& [k, v] : headers) req += k + ": " + v + "\r\n";
     if (!body.empty()) req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
     req += "\r\n" + body;
-    send_raw(req);
-    return read_response(method == "HEAD");
+    const auto previous = last_sent_;
+    try {
+      send_raw(req);
+      return read_response(method == "HEAD");
+    } catch (const ConnectionClosed&) {
+      // A server may close a kept-alive connection once it has been idle for the keep-alive time
+      // (5 s by default), even with a request just sent: libmicrohttpd 0.9.75 runs its idle check
+      // before it reads the sockets that are ready, so a stall of the machine or of the agent
+      // does it. HTTP clients then retry an idempotent request on a new connection (RFC 9112,
+      // section 9.3.1); this one does, once, only when the previous request on the connection
+      // was sent at least 4 s before. A server that closes connections it should keep open
+      // still fails here.
+      const bool idle_drop = previous != Clock::time_point{} && buf_.empty() &&
+                             (method == "GET" || method == "HEAD") &&
+                             Clock::now() - previous >= std::chrono::seconds(4);
+      if (!idle_drop) throw;
+      close(fd_);
+      fd_ = -1;
+      connect_socket();
+      send_raw(req);
+      return read_response(method == "HEAD");
+    }
   }
   HttpResponse get(const std::string& target,
                    const std::vector<std::pair<std::string, std::string>>& headers = {}) {
@@ -179,7 +196,8 @@ class HttpClient {
       for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       r.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
     }
-    std::size_t length = r.headers.count("content-length") ? std::stoul(r.headers["content-length"]) : 0;
+    std::size_t length =
+        r.headers.count("content-length") ? std::stoul(r.headers["content-length"]) : 0;
     if (head || r.status == 304 || r.status == 204) length = 0;
     while (buf_.size() < length) fill();
     r.body = buf_.substr(0, length);
@@ -195,14 +213,41 @@ class HttpClient {
   }
 
  private:
+  void connect_socket() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval tv{10, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      close(fd_);
+      fd_ = -1;
+      throw std::runtime_error("connect to port " + std::to_string(port_) + " failed");
+    }
+  }
   void fill() {
     char chunk[65536];
     ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
-    if (n <= 0) throw std::runtime_error("connection closed or timed out while reading");
-    buf_.append(chunk, static_cast<std::size_t>(n));
+    if (n > 0) {
+      buf_.append(chunk, static_cast<std::size_t>(n));
+      return;
+    }
+    const double waited = std::chrono::duration<double>(Clock::now() - last_sent_).count();
+    const std::string when = std::to_string(waited) + " s after the request, " +
+                             std::to_string(buf_.size()) + " bytes of the response read";
+    if (n == 0 || errno == ECONNRESET)
+      throw ConnectionClosed("connection closed by the server while reading (" + when + ")");
+    throw std::runtime_error(std::string(errno == EAGAIN || errno == EWOULDBLOCK
+                                             ? "no answer within 10 s while reading"
+                                             : std::strerror(errno)) +
+                             " (" + when + ")");
   }
+  int port_;
   int fd_ = -1;
   std::string buf_;
+  Clock::time_point last_sent_{};
 };
 
 // kiwi-agent running on a temporary data dir and a kernel-chosen loopback port.
