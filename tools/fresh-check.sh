@@ -2,15 +2,18 @@
 # Runs tools/test.sh on a brand-new Debian 12, the way it runs on a user's fresh machine: a minimal
 # root made by mmdebstrap (--variant=apt with ca-certificates, git and sudo, nothing else), a clone
 # of the repository's committed HEAD (or of --rev) inside it, and tools/test.sh run there as root
-# with a clean environment. So tools/setup.sh has to install everything the build, the tests and
-# the quick benchmark use. Run it before calling an issue resolved. About 20-25 minutes on 2 cores
-# (root 1 min, packages 5-8 min, build, tests, benchmark 1.5 min). Needs root (sudo) and the Debian
-# mirrors; installs mmdebstrap on the host if it is missing.
+# (or, with --user, as a user with sudo) with a clean environment. So tools/setup.sh has to install everything the build, the tests and
+# the quick benchmark use. Run it before calling an issue resolved. About 8 minutes on this
+# project's 2-core VM (the root under a minute, then packages, libmicrohttpd and the build about 5,
+# the tests under 1, the benchmark about 1). Needs root (sudo) and the Debian mirrors; installs
+# mmdebstrap on the host if it is missing.
 #
-# Usage: sudo tools/fresh-check.sh [--rev REV] [--keep] [--verbose] [DIR] [-- COMMAND...]
+# Usage: sudo tools/fresh-check.sh [--rev REV] [--user] [--keep] [--verbose] [DIR] [-- COMMAND...]
 #   DIR           where to make the root: a new or empty directory (default: a new directory
 #                 under /var/tmp, on disk as a real root is; the root takes about 3 GB)
 #   --rev REV     the commit, branch or tag to test (default HEAD); only committed work is tested
+#   --user        run it as a user with sudo (made in the root: kiwi, no password), not as root;
+#                 the tests that need root (mounting a small tmpfs) then skip with a warning
 #   --keep        keep the root (unmounted) afterwards; inspect it with
 #                 `sudo chroot DIR /bin/bash`, remove it with `sudo rm -rf --one-file-system DIR`
 #   --verbose     show the test output as it runs (default: only into the log, then its last lines)
@@ -34,11 +37,12 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 say() { printf '[fresh-check %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-rev=HEAD keep=0 verbose=0 dir="" command=(tools/test.sh)
+rev=HEAD keep=0 verbose=0 as_user=0 dir="" command=(tools/test.sh)
 while (($#)); do
   case $1 in
     --rev) [[ $# -ge 2 ]] || die "--rev needs a commit, branch or tag"; rev=$2; shift ;;
     --keep) keep=1 ;;
+    --user) as_user=1 ;;
     --verbose | -v) verbose=1 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --) shift; (($#)) || die "nothing after --"; command=("$@"); break ;;
@@ -158,7 +162,9 @@ mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm"
 mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
 mkdir -p "$root/run/lock" && chmod 1777 "$root/run/lock"
 
-[[ -e $root/etc/hosts ]] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
+# As the Debian installer writes it (sudo looks the host name up).
+[[ -e $root/etc/hosts ]] ||
+  printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" >"$root/etc/hosts"
 shopt -s nullglob
 cas=(/usr/local/share/ca-certificates/*.crt)
 if ((${#cas[@]})); then
@@ -166,24 +172,36 @@ if ((${#cas[@]})); then
   cp "${cas[@]}" "$root/usr/local/share/ca-certificates/"
   chroot "$root" update-ca-certificates >>"$log" 2>&1 || die "update-ca-certificates failed in the root (log: $log)"
 fi
+# Who runs the tests: root, or a user with sudo as on most machines.
+user=root home=/root
+if ((as_user)); then
+  user=kiwi home=/home/kiwi
+  chroot "$root" useradd --create-home --shell /bin/bash "$user" >>"$log" 2>&1 || die "useradd failed (log: $log)"
+  echo "$user ALL=(ALL) NOPASSWD: ALL" >"$root/etc/sudoers.d/$user"
+  chmod 440 "$root/etc/sudoers.d/$user"
+fi
 npmrc=${HOME:-/root}/.npmrc
 if [[ ! -f $npmrc && -n ${SUDO_USER:-} ]]; then npmrc=$(getent passwd "$SUDO_USER" | cut -d: -f6)/.npmrc; fi
 if [[ -f $npmrc ]]; then
-  install -m 600 "$npmrc" "$root/root/.npmrc"
-  say "copied $npmrc to the root's /root/.npmrc"
+  install -m 600 "$npmrc" "$root$home/.npmrc"
+  chroot "$root" chown "$user:" "$home/.npmrc"
+  say "copied $npmrc to the root's $home/.npmrc"
 fi
 
-say "cloning $repo at ${commit:0:12} ($(git -c safe.directory="$repo" -C "$repo" log -1 --format=%s "$commit")) into /root/kiwi-agent"
-git -c safe.directory="$repo" -c safe.directory="$repo/.git" clone --quiet --no-hardlinks "$repo" "$root/root/kiwi-agent" >>"$log" 2>&1 ||
+say "cloning $repo at ${commit:0:12} ($(git -c safe.directory="$repo" -C "$repo" log -1 --format=%s "$commit")) into $home/kiwi-agent"
+git -c safe.directory="$repo" -c safe.directory="$repo/.git" clone --quiet --no-hardlinks "$repo" "$root$home/kiwi-agent" >>"$log" 2>&1 ||
   die "git clone failed (log: $log)"
-git -C "$root/root/kiwi-agent" checkout --quiet --detach "$commit" >>"$log" 2>&1 || die "checkout of $commit failed (log: $log)"
+git -C "$root$home/kiwi-agent" checkout --quiet --detach "$commit" >>"$log" 2>&1 || die "checkout of $commit failed (log: $log)"
+chroot "$root" chown -R "$user:" "$home/kiwi-agent"
 
 setup_s=$(($(date +%s) - started))
-say "root ready in ${setup_s} s; running ${command[*]} in it as root (log: $log)"
+say "root ready in ${setup_s} s; running ${command[*]} in it as $user (log: $log)"
 quoted=$(printf '%q ' "${command[@]}")
 run() {
-  chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root TERM="${TERM:-dumb}" /bin/bash -c "cd /root/kiwi-agent && exec $quoted" </dev/null
+  local path=/usr/local/bin:/usr/bin:/bin
+  [[ $user == root ]] && path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  chroot "$root" /usr/sbin/runuser -u "$user" -- /usr/bin/env -i PATH="$path" HOME="$home" USER="$user" \
+    LOGNAME="$user" TERM="${TERM:-dumb}" /bin/bash -c "cd ~/kiwi-agent && exec $quoted" </dev/null
 }
 t0=$(date +%s)
 # In the background, so that a signal to this script is handled at once (the clean-up then stops
