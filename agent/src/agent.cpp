@@ -27,7 +27,8 @@ namespace {
 // only called after that.
 class AgentData final : public DataSource {
  public:
-  AgentData(const SnapshotHolder& snapshot, const Store* store) : snapshot_(snapshot), store_(store) {}
+  AgentData(const SnapshotHolder& snapshot, const Store* store)
+      : snapshot_(snapshot), store_(store) {}
   std::shared_ptr<const Snapshot> snapshot() const override { return snapshot_.current(); }
   HistoryResult history(const HistoryQuery& q) const override {
     if (!store_) throw StoreError("no history store in this mode");
@@ -54,7 +55,8 @@ class AgentData final : public DataSource {
       s.snapshot_file = snapshot_file;
       s.snapshot_file_errors = c.snapshot_file_errors;
       s.snapshot_file_failing = c.snapshot_file_failing;
-      if (s.snapshot_file_failing) s.snapshot_file_last_error = collector->snapshot_file_last_error();
+      if (s.snapshot_file_failing)
+        s.snapshot_file_last_error = collector->snapshot_file_last_error();
     }
     if (server && router) s.http_requests = server->counters().snapshot(router->routes());
     return s;
@@ -97,7 +99,8 @@ std::vector<SensorSlot> load_sensors(const Config& cfg, PluginLoader& loader) {
 
 std::vector<Route> load_routes(const Config& cfg, PluginLoader& loader, const DataSource& data) {
   std::vector<Route> routes;
-  for (auto& e : cfg.routes) routes.push_back({e.path, loader.create_handler(e, data, KIWI_VERSION)});
+  for (auto& e : cfg.routes)
+    routes.push_back({e.path, loader.create_handler(e, data, KIWI_VERSION)});
   return routes;
 }
 
@@ -116,9 +119,7 @@ void block_signals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 int check_config(const Config& cfg, StderrLogger& log) {
   try {
@@ -151,7 +152,8 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
     } catch (const PluginError& e) {
       // Without the "--describe-plugin:0:0: " place; a file of the other kind is tried as that.
       std::string what = e.what();
-      if (what.starts_with(entry.plugin_pos.str() + ": ")) what.erase(0, entry.plugin_pos.str().size() + 2);
+      if (what.starts_with(entry.plugin_pos.str() + ": "))
+        what.erase(0, entry.plugin_pos.str().size() + 2);
       if (what.find(" plugin, not a ") == std::string::npos) errors.push_back(what);
     }
   }
@@ -184,7 +186,9 @@ int run_agent(const Config& cfg, StderrLogger& log) {
         log.error(what);
         return kExitRuntime;
       }
-      log.warn(what + "; the snapshot file is off (set [collector] snapshot_path, or \"\" to silence this)");
+      log.warn(
+          what +
+          "; the snapshot file is off (set [collector] snapshot_path, or \"\" to silence this)");
     }
   }
 
@@ -209,16 +213,20 @@ int run_agent(const Config& cfg, StderrLogger& log) {
       data.plugins.push_back({s.name, PluginKind::sensor, s.plugin, s.instance.library->file,
                               s.instance.library->abi_version, s.instance.library->info->metrics});
     for (auto& r : routes)
-      data.plugins.push_back({r.path, PluginKind::handler,
-                              std::string(r.handler.library->info->name), r.handler.library->file,
-                              r.handler.library->abi_version, {}});
+      data.plugins.push_back({r.path,
+                              PluginKind::handler,
+                              std::string(r.handler.library->info->name),
+                              r.handler.library->file,
+                              r.handler.library->abi_version,
+                              {}});
     Collector collector({cfg.collector.interval, cfg.collector.retention, cfg.collector.stale_after,
-                         cfg.collector.commit_interval, snapshot_file ? &*snapshot_file : nullptr, host_name(), KIWI_VERSION, data.started_at},
+                         cfg.collector.commit_interval, snapshot_file ? &*snapshot_file : nullptr,
+                         host_name(), KIWI_VERSION, data.started_at},
                         std::move(sensors), store, holder, log);
     collector.tick_now();  // the first request already has a sample
     Router router(std::move(routes));
-    HttpServer server({cfg.http.bind, cfg.http.threads, cfg.http.keep_alive, cfg.http.max_connections,
-                       cfg.http.cors_origins},
+    HttpServer server({cfg.http.bind, cfg.http.threads, cfg.http.keep_alive,
+                       cfg.http.max_connections, cfg.http.cors_origins},
                       router, log);
     data.collector = &collector;
     data.server = &server;
@@ -229,7 +237,8 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     shown.port = server.port();
     log.info("listening on http://" + shown.str() + "/ (" + std::to_string(sensor_count) +
              " sensors, " + std::to_string(router.routes().size()) + " routes, " +
-             std::to_string(server.threads()) + (server.threads() == 1 ? " worker thread" : " worker threads") +
+             std::to_string(server.threads()) +
+             (server.threads() == 1 ? " worker thread" : " worker threads") +
              (cfg.http.threads == 0 ? " (auto)" : "") + ", history in " + store.path() + ")");
 
     // Signals arrive here, in this thread, and nowhere else (all are blocked in every thread).
@@ -239,15 +248,19 @@ int run_agent(const Config& cfg, StderrLogger& log) {
       int sig = 0;
       if (sigwait(&signals, &sig) != 0) continue;
       if (sig == SIGHUP) {
-        log.warn("received SIGHUP: reloading the configuration is not supported yet; nothing "
-                 "changed (restart the agent to apply a new configuration)");
+        log.warn(
+            "received SIGHUP: reloading the configuration is not supported yet; nothing "
+            "changed (restart the agent to apply a new configuration)");
         continue;
       }
       if (sig == SIGUSR1 || sig == SIGUSR2) {
         log.info(std::string("received ") + strsignal(sig) + ", ignored");
         continue;
       }
-      log.info(std::string("received ") + (sig == SIGINT ? "SIGINT" : sig == SIGQUIT ? "SIGQUIT" : "SIGTERM") +
+      log.info(std::string("received ") +
+               (sig == SIGINT    ? "SIGINT"
+                : sig == SIGQUIT ? "SIGQUIT"
+                                 : "SIGTERM") +
                ", stopping");
       break;
     }

@@ -2,8 +2,8 @@
 
 #include "metric_check.hpp"
 
-#include <kiwi/gzip.hpp>
 #include <malloc.h>
+#include <kiwi/gzip.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -36,7 +36,9 @@ Collector::Collector(CollectorSettings settings, std::vector<SensorSlot> sensors
       snapshot_(snapshot),
       log_(log) {}
 
-Collector::~Collector() { stop(); }
+Collector::~Collector() {
+  stop();
+}
 
 // The interval boundary nearest to the wall clock now, as a tick number.
 std::int64_t Collector::nearest_tick() const {
@@ -44,9 +46,13 @@ std::int64_t Collector::nearest_tick() const {
   return (wall_ms() + iv / 2) / iv;
 }
 
-void Collector::tick_now() { tick(nearest_tick()); }
+void Collector::tick_now() {
+  tick(nearest_tick());
+}
 
-void Collector::start() { thread_ = std::thread([this] { run(); }); }
+void Collector::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 void Collector::stop() {
   {
@@ -175,7 +181,6 @@ void Collector::tick(std::int64_t tick_index) {
   ++ticks_since_prune_;
   if (last_flush_ms_ == 0) last_flush_ms_ = ts_ms;
   if (ts_ms - last_flush_ms_ >= settings_.commit_interval.count()) flush_store(ts_ms);
-
 
   auto snap = std::make_shared<Snapshot>();
   snap->sequence = ++sequence_;

@@ -27,14 +27,14 @@ struct SensorSlot {
   std::uint64_t errors_total = 0;
   std::uint64_t invalid_metrics_total = 0;
   std::string last_invalid_note;  // what was dropped last, to log only changes
-  SensorReport report;  // this tick's reading, until it moves into the snapshot
+  SensorReport report;            // this tick's reading, until it moves into the snapshot
 };
 
 struct CollectorSettings {
   Millis interval{1000};
   Millis retention{86'400'000};
   Millis stale_after{3000};
-  Millis commit_interval{10000};  // history is committed to disk this often
+  Millis commit_interval{10000};                // history is committed to disk this often
   const SnapshotFile* snapshot_file = nullptr;  // null: no snapshot file; outlives the collector
   std::string host;
   std::string agent_version;
@@ -45,7 +45,7 @@ struct CollectorStats {
   std::atomic<std::uint64_t> ticks{0};
   std::atomic<std::uint64_t> missed_ticks{0};
   std::atomic<std::uint64_t> store_errors{0};
-  std::atomic<std::uint64_t> store_failing_writes{0};  // consecutive, reset by a good write
+  std::atomic<std::uint64_t> store_failing_writes{0};   // consecutive, reset by a good write
   std::atomic<std::uint64_t> snapshot_file_errors{0};   // since start
   std::atomic<std::uint64_t> snapshot_file_failing{0};  // consecutive, reset by a good write
 };

@@ -16,7 +16,9 @@ extern const kiwi_embedded::File kiwi_default_config[];
 
 namespace kiwi::agent {
 
-std::string_view default_config_text() { return kiwi_default_config[0].data; }
+std::string_view default_config_text() {
+  return kiwi_default_config[0].data;
+}
 
 std::string SourcePos::str() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);
@@ -85,49 +87,78 @@ class Reader {
 
   void read(const toml::table& root) {
     check_keys(root, "", {"agent", "http", "collector", "sensor", "route"});
-    section(root, "agent", {{"data_dir", [&](auto& n, auto& k) { cfg_.agent.data_dir = path(n, k, false); }},
-                            {"plugin_dir", [&](auto& n, auto& k) {
-                               cfg_.agent.plugin_dir = path(n, k, false);
-                               cfg_.agent.plugin_dir_pos = pos_of(file_, n.source());
-                             }},
-                            {"procfs", [&](auto& n, auto& k) { cfg_.agent.procfs = path(n, k, false); }},
-                            {"sysfs", [&](auto& n, auto& k) { cfg_.agent.sysfs = path(n, k, false); }},
-                            {"log_level", [&](auto& n, auto& k) {
-                               auto s = string(n, k);
-                               auto level = parse_log_level(s);
-                               if (!level) fail(n, k, quoted(s) + " is not a log level; use error, warn, info or debug");
-                               cfg_.agent.log_level = *level;
-                             }}});
-    section(root, "http", {{"bind", [&](auto& n, auto& k) {
-                              auto s = string(n, k);
-                              auto bind = parse_bind(s);
-                              if (!bind) fail(n, k, quoted(s) + " is not an address; use \"host:port\" with a numeric IP, e.g. \"127.0.0.1:8095\", \"0.0.0.0:8095\" or \"[::1]:8095\"");
-                              cfg_.http.bind = *bind;
-                            }},
-                           {"threads", [&](auto& n, auto& k) {
-                              if (n.is_string() && *n.template value<std::string>() == "auto") cfg_.http.threads = 0;
-                              else if (n.is_string()) fail(n, k, toml_repr(n) + " is not a thread count; accepted: \"auto\" or 1..256");
-                              else cfg_.http.threads = integer(n, k, 1, 256);
-                            }},
-                           {"keep_alive", [&](auto& n, auto& k) { cfg_.http.keep_alive = duration(n, k, Millis(1000), Millis(3'600'000)); }},
-                           {"max_connections", [&](auto& n, auto& k) { cfg_.http.max_connections = integer(n, k, 1, 65536); }},
-                           {"cors_origins", [&](auto& n, auto& k) { cfg_.http.cors_origins = origins(n, k); }}});
+    section(root, "agent",
+            {{"data_dir", [&](auto& n, auto& k) { cfg_.agent.data_dir = path(n, k, false); }},
+             {"plugin_dir",
+              [&](auto& n, auto& k) {
+                cfg_.agent.plugin_dir = path(n, k, false);
+                cfg_.agent.plugin_dir_pos = pos_of(file_, n.source());
+              }},
+             {"procfs", [&](auto& n, auto& k) { cfg_.agent.procfs = path(n, k, false); }},
+             {"sysfs", [&](auto& n, auto& k) { cfg_.agent.sysfs = path(n, k, false); }},
+             {"log_level", [&](auto& n, auto& k) {
+                auto s = string(n, k);
+                auto level = parse_log_level(s);
+                if (!level)
+                  fail(n, k, quoted(s) + " is not a log level; use error, warn, info or debug");
+                cfg_.agent.log_level = *level;
+              }}});
+    section(root, "http",
+            {{"bind",
+              [&](auto& n, auto& k) {
+                auto s = string(n, k);
+                auto bind = parse_bind(s);
+                if (!bind)
+                  fail(n, k,
+                       quoted(s) +
+                           " is not an address; use \"host:port\" with a numeric IP, e.g. "
+                           "\"127.0.0.1:8095\", \"0.0.0.0:8095\" or \"[::1]:8095\"");
+                cfg_.http.bind = *bind;
+              }},
+             {"threads",
+              [&](auto& n, auto& k) {
+                if (n.is_string() && *n.template value<std::string>() == "auto")
+                  cfg_.http.threads = 0;
+                else if (n.is_string())
+                  fail(n, k, toml_repr(n) + " is not a thread count; accepted: \"auto\" or 1..256");
+                else
+                  cfg_.http.threads = integer(n, k, 1, 256);
+              }},
+             {"keep_alive",
+              [&](auto& n, auto& k) {
+                cfg_.http.keep_alive = duration(n, k, Millis(1000), Millis(3'600'000));
+              }},
+             {"max_connections",
+              [&](auto& n, auto& k) { cfg_.http.max_connections = integer(n, k, 1, 65536); }},
+             {"cors_origins", [&](auto& n, auto& k) { cfg_.http.cors_origins = origins(n, k); }}});
     section(root, "collector",
-            {{"interval", [&](auto& n, auto& k) { cfg_.collector.interval = duration(n, k, Millis(100), Millis(3'600'000)); }},
-             {"retention", [&](auto& n, auto& k) {
-                cfg_.collector.retention = duration(n, k, Millis(60'000), Millis(366LL * 86'400'000));
+            {{"interval",
+              [&](auto& n, auto& k) {
+                cfg_.collector.interval = duration(n, k, Millis(100), Millis(3'600'000));
+              }},
+             {"retention",
+              [&](auto& n, auto& k) {
+                cfg_.collector.retention =
+                    duration(n, k, Millis(60'000), Millis(366LL * 86'400'000));
                 retention_pos_ = pos_of(file_, n.source());
               }},
-             {"stale_after", [&](auto& n, auto& k) {
+             {"stale_after",
+              [&](auto& n, auto& k) {
                 cfg_.collector.stale_after = duration(n, k, Millis(100), Millis(86'400'000));
                 stale_after_pos_ = pos_of(file_, n.source());
               }},
-             {"commit_interval", [&](auto& n, auto& k) { cfg_.collector.commit_interval = duration(n, k, Millis(100), Millis(300'000)); }},
+             {"commit_interval",
+              [&](auto& n, auto& k) {
+                cfg_.collector.commit_interval = duration(n, k, Millis(100), Millis(300'000));
+              }},
              {"snapshot_path", [&](auto& n, auto& k) {
                 auto p = path(n, k, true);
                 std::error_code ec;
                 if (!p.empty() && (p.ends_with('/') || std::filesystem::is_directory(p, ec)))
-                  fail(n, k, quoted(p) + " is a directory; name a file in it, e.g. \"/run/kiwi-agent/current.json\", or \"\" for no snapshot file");
+                  fail(n, k,
+                       quoted(p) +
+                           " is a directory; name a file in it, e.g. "
+                           "\"/run/kiwi-agent/current.json\", or \"\" for no snapshot file");
                 cfg_.collector.snapshot_path = std::move(p);
               }}});
     if (auto* list = root.get("sensor")) cfg_.sensors = entries(*list, "sensor");
@@ -140,28 +171,32 @@ class Reader {
     if (c.stale_after.count() == 0) c.stale_after = 3 * c.interval;  // documented default
     if (c.stale_after < c.interval)
       throw ConfigError(stale_after_pos_, "collector.stale_after",
-                        quoted(format_duration(c.stale_after)) + " is shorter than collector.interval (" +
-                            format_duration(c.interval) + "); use at least the interval");
+                        quoted(format_duration(c.stale_after)) +
+                            " is shorter than collector.interval (" + format_duration(c.interval) +
+                            "); use at least the interval");
     if (c.retention < c.interval)
       throw ConfigError(retention_pos_, "collector.retention",
-                        quoted(format_duration(c.retention)) + " is shorter than collector.interval (" +
-                            format_duration(c.interval) + "); keep at least one interval of history");
+                        quoted(format_duration(c.retention)) +
+                            " is shorter than collector.interval (" + format_duration(c.interval) +
+                            "); keep at least one interval of history");
     std::set<std::string> names;
     for (auto& s : cfg_.sensors) {
       if (s.interval && s.interval->count() % c.interval.count() != 0)
         throw ConfigError(s.pos, "sensor.interval",
-                          quoted(format_duration(*s.interval)) + " is not a multiple of collector.interval (" +
+                          quoted(format_duration(*s.interval)) +
+                              " is not a multiple of collector.interval (" +
                               format_duration(c.interval) + ")");
       if (!names.insert(s.name).second)
-        throw ConfigError(s.pos, "sensor.name",
-                          quoted(s.name) + " is used by two [[sensor]] entries; give each a unique name = \"...\"");
+        throw ConfigError(
+            s.pos, "sensor.name",
+            quoted(s.name) +
+                " is used by two [[sensor]] entries; give each a unique name = \"...\"");
     }
     std::set<std::string> paths;
     for (auto& r : cfg_.routes)
       if (!paths.insert(r.path).second)
         throw ConfigError(r.pos, "route.path", quoted(r.path) + " is routed twice");
   }
-
 
  private:
   using Apply = std::function<void(const toml::node&, const std::string&)>;
@@ -198,11 +233,13 @@ class Reader {
     std::vector<std::string_view> keys;
     for (auto& [key, value] : *t) {
       std::string full = name + "." + std::string(key.str());
-      auto it = std::find_if(fields.begin(), fields.end(), [&](auto& f) { return f.key == key.str(); });
+      auto it =
+          std::find_if(fields.begin(), fields.end(), [&](auto& f) { return f.key == key.str(); });
       if (it == fields.end()) {
         std::string accepted;
         for (auto& f : fields) accepted += (accepted.empty() ? "" : ", ") + std::string(f.key);
-        throw ConfigError(pos_of(file_, key.source()), full, "unknown key; accepted in [" + name + "]: " + accepted);
+        throw ConfigError(pos_of(file_, key.source()), full,
+                          "unknown key; accepted in [" + name + "]: " + accepted);
       }
       it->apply(value, full);
     }
@@ -223,19 +260,33 @@ class Reader {
 
   int integer(const toml::node& n, const std::string& key, std::int64_t lo, std::int64_t hi) {
     auto v = n.value_exact<std::int64_t>();
-    if (!v) fail(n, key, toml_repr(n) + " is not an integer; accepted: " + std::to_string(lo) + ".." + std::to_string(hi));
+    if (!v)
+      fail(n, key,
+           toml_repr(n) + " is not an integer; accepted: " + std::to_string(lo) + ".." +
+               std::to_string(hi));
     if (*v < lo || *v > hi)
-      fail(n, key, std::to_string(*v) + " is out of range; accepted: " + std::to_string(lo) + ".." + std::to_string(hi));
+      fail(n, key,
+           std::to_string(*v) + " is out of range; accepted: " + std::to_string(lo) + ".." +
+               std::to_string(hi));
     return static_cast<int>(*v);
   }
 
   Millis duration(const toml::node& n, const std::string& key, Millis lo, Millis hi) {
-    const std::string range = " (accepted: " + format_duration(lo) + " to " + format_duration(hi) + ")";
+    const std::string range =
+        " (accepted: " + format_duration(lo) + " to " + format_duration(hi) + ")";
     if (!n.is_string())
-      fail(n, key, toml_repr(n) + " is not a duration; write a string such as \"500ms\", \"1s\", \"5m\", \"24h\"" + range);
+      fail(n, key,
+           toml_repr(n) +
+               " is not a duration; write a string such as \"500ms\", \"1s\", \"5m\", \"24h\"" +
+               range);
     auto s = *n.value<std::string>();
     auto d = parse_duration(s);
-    if (!d) fail(n, key, quoted(s) + " is not a duration; use a whole number with ms, s, m, h or d, e.g. \"500ms\", \"1s\", \"24h\"" + range);
+    if (!d)
+      fail(n, key,
+           quoted(s) +
+               " is not a duration; use a whole number with ms, s, m, h or d, e.g. \"500ms\", "
+               "\"1s\", \"24h\"" +
+               range);
     if (*d < lo || *d > hi) fail(n, key, quoted(s) + " is out of range" + range);
     return *d;
   }
@@ -243,12 +294,16 @@ class Reader {
   // Exact origins ("https://grafana.example:3000"); "*" is refused: no wildcard fallback.
   std::vector<std::string> origins(const toml::node& n, const std::string& key) {
     const toml::array* arr = n.as_array();
-    if (!arr) fail(n, key, toml_repr(n) + " is not a list of origins, e.g. [\"http://192.168.1.10:3000\"]");
+    if (!arr)
+      fail(n, key, toml_repr(n) + " is not a list of origins, e.g. [\"http://192.168.1.10:3000\"]");
     std::vector<std::string> out;
     for (auto& item : *arr) {
       std::string o = string(item, key);
       if (o == "*" || !(o.starts_with("http://") || o.starts_with("https://")) || o.ends_with("/"))
-        fail(item, key, quoted(o) + " is not an origin; use scheme://host[:port] exactly as the browser sends it (no wildcard, no path)");
+        fail(item, key,
+             quoted(o) +
+                 " is not an origin; use scheme://host[:port] exactly as the browser sends it (no "
+                 "wildcard, no path)");
       out.push_back(std::move(o));
     }
     return out;
@@ -256,7 +311,8 @@ class Reader {
 
   std::vector<PluginEntry> entries(const toml::node& list, const std::string& kind) {
     const toml::array* arr = list.as_array();
-    if (!arr || !arr->is_array_of_tables()) fail(list, kind, "must be an array of tables ([[" + kind + "]])");
+    if (!arr || !arr->is_array_of_tables())
+      fail(list, kind, "must be an array of tables ([[" + kind + "]])");
     std::vector<PluginEntry> out;
     for (auto& item : *arr) {
       const toml::table& t = *item.as_table();
@@ -269,28 +325,39 @@ class Reader {
       else
         check_keys(t, kind + ".", {"path", "handler", "options"});
       const toml::node* plugin = t.get(plugin_key);
-      if (!plugin) throw ConfigError(e.pos, kind + "." + std::string(plugin_key), "missing; name a plugin, e.g. " + std::string(plugin_key) + " = \"cpu\"");
+      if (!plugin)
+        throw ConfigError(e.pos, kind + "." + std::string(plugin_key),
+                          "missing; name a plugin, e.g. " + std::string(plugin_key) + " = \"cpu\"");
       e.plugin = string(*plugin, kind + "." + std::string(plugin_key));
-      if (e.plugin.empty()) fail(*plugin, kind + "." + std::string(plugin_key), "must not be empty");
+      if (e.plugin.empty())
+        fail(*plugin, kind + "." + std::string(plugin_key), "must not be empty");
       e.plugin_pos = pos_of(file_, plugin->source());
       if (sensor) {
         e.name = e.plugin;
         if (auto* n = t.get("name")) {
           e.name = string(*n, "sensor.name");
           bool ok = !e.name.empty();
-          for (char c : e.name) ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-          if (!ok) fail(*n, "sensor.name", quoted(e.name) + " is not a valid name; use letters, digits, '_', '-' or '.'");
+          for (char c : e.name)
+            ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+          if (!ok)
+            fail(*n, "sensor.name",
+                 quoted(e.name) + " is not a valid name; use letters, digits, '_', '-' or '.'");
         } else {
           e.name = default_sensor_name(e.plugin);
         }
-        if (auto* n = t.get("interval")) e.interval = duration(*n, "sensor.interval", Millis(100), Millis(86'400'000));
+        if (auto* n = t.get("interval"))
+          e.interval = duration(*n, "sensor.interval", Millis(100), Millis(86'400'000));
       } else {
         const toml::node* p = t.get("path");
         if (!p) throw ConfigError(e.pos, "route.path", "missing; e.g. path = \"/api/current\"");
         e.path = string(*p, "route.path");
         auto star = e.path.find('*');
-        if (!e.path.starts_with('/') || (star != std::string::npos && (star != e.path.size() - 1 || !e.path.ends_with("/*"))))
-          fail(*p, "route.path", quoted(e.path) + " is not a route path; use an absolute path such as \"/api/current\", or a prefix ending in \"/*\"");
+        if (!e.path.starts_with('/') ||
+            (star != std::string::npos && (star != e.path.size() - 1 || !e.path.ends_with("/*"))))
+          fail(*p, "route.path",
+               quoted(e.path) +
+                   " is not a route path; use an absolute path such as \"/api/current\", or a "
+                   "prefix ending in \"/*\"");
       }
       if (auto* o = t.get("options")) {
         if (!o->is_table()) fail(*o, kind + ".options", "must be a table");
@@ -312,7 +379,7 @@ std::shared_ptr<const toml::table> parse_toml(std::string_view text, const std::
   try {
     return std::make_shared<const toml::table>(toml::parse(text, source));
   } catch (const toml::parse_error& e) {
-    throw ConfigError(pos_of(source, e.source()) .str() + ": " + std::string(e.description()));
+    throw ConfigError(pos_of(source, e.source()).str() + ": " + std::string(e.description()));
   }
 }
 
@@ -334,7 +401,9 @@ Config load(std::string_view text, const std::string& source, const std::string&
 
 }  // namespace
 
-Config default_config(const std::string& exe_dir) { return load({}, {}, exe_dir, false); }
+Config default_config(const std::string& exe_dir) {
+  return load({}, {}, exe_dir, false);
+}
 
 Config load_config_text(std::string_view text, const std::string& source,
                         const std::string& exe_dir) {
@@ -346,14 +415,17 @@ std::string default_sensor_name(std::string_view plugin) {
   if (name.ends_with(".so")) name.remove_suffix(3);
   if (name.starts_with("kiwi-sensor-")) name.remove_prefix(12);
   std::string out;
-  for (char c : name) out.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_');
+  for (char c : name)
+    out.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_');
   return out.empty() ? "sensor" : out;
 }
 
 Config load_config_file(const std::string& path, const std::string& exe_dir) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw ConfigError(path + ": is a directory; give the path of a TOML file, e.g. /etc/kiwi-agent/kiwi-agent.toml");
+    throw ConfigError(
+        path +
+        ": is a directory; give the path of a TOML file, e.g. /etc/kiwi-agent/kiwi-agent.toml");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot read the config file: " + std::strerror(errno));
   std::stringstream buf;

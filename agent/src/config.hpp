@@ -3,12 +3,12 @@
 // default; a [[sensor]] (or [[route]]) list in the user's file replaces the default list whole.
 #pragma once
 
+#include <toml++/toml.h>
 #include <kiwi/plugin.hpp>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <toml++/toml.h>
 #include <vector>
 
 #include "duration.hpp"
@@ -45,15 +45,15 @@ struct PluginEntry {
   // The entry's options, validated later against the plugin's option table. Points into
   // Config::documents (toml++ drops source positions on copy, and errors need them).
   const toml::table* options = nullptr;
-  SourcePos pos;                   // the entry itself
-  SourcePos plugin_pos;            // its plugin/handler key, for loader errors
+  SourcePos pos;         // the entry itself
+  SourcePos plugin_pos;  // its plugin/handler key, for loader errors
 };
 
 struct Config {
   std::string source;  // file path, or "<built-in default>"
   struct {
     std::string data_dir;
-    std::string plugin_dir;  // "$ORIGIN" already replaced by the executable's directory
+    std::string plugin_dir;    // "$ORIGIN" already replaced by the executable's directory
     SourcePos plugin_dir_pos;  // where it was set, for "plugin not found" messages
     std::string procfs;
     std::string sysfs;

@@ -10,8 +10,8 @@ struct Unit {
   std::int64_t ms;
 };
 // Longest suffix first so "ms" is not read as "m".
-constexpr Unit kUnits[] = {{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000},
-                           {"d", 86'400'000}};
+constexpr Unit kUnits[] = {
+    {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
 constexpr std::int64_t kMaxMs = std::int64_t{1} << 50;  // ~35,000 years: plenty, no overflow
 }  // namespace
 

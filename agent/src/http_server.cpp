@@ -1,9 +1,9 @@
 #include "http_server.hpp"
 
 #include <arpa/inet.h>
-#include <sched.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,7 +34,9 @@ MHD_Result collect(void* cls, MHD_ValueKind, const char* key, const char* value)
   return MHD_YES;
 }
 
-void free_body(void* cls) { delete static_cast<Body*>(cls); }
+void free_body(void* cls) {
+  delete static_cast<Body*>(cls);
+}
 
 MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip) {
   static const std::string empty;
@@ -75,7 +77,8 @@ struct LastResponse {
         r.content_type != content_type || r.headers.size() != headers.size())
       return false;
     for (std::size_t i = 0; i < headers.size(); ++i)
-      if (r.headers[i].name != headers[i].name || r.headers[i].value != headers[i].value) return false;
+      if (r.headers[i].name != headers[i].name || r.headers[i].value != headers[i].value)
+        return false;
     return true;
   }
   ~LastResponse() {
@@ -204,11 +207,14 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   int route = -1;
   Response res;
   if (uri_bytes > kMaxUriBytes)
-    res = Response::error(414, "request URI longer than " + std::to_string(kMaxUriBytes) + " bytes");
+    res =
+        Response::error(414, "request URI longer than " + std::to_string(kMaxUriBytes) + " bytes");
   else if (header_bytes > kMaxHeaderBytes)
-    res = Response::error(431, "request headers larger than " + std::to_string(kMaxHeaderBytes) + " bytes");
+    res = Response::error(
+        431, "request headers larger than " + std::to_string(kMaxHeaderBytes) + " bytes");
   else if (body && body->too_large)
-    res = Response::error(413, "request body larger than " + std::to_string(kMaxBodyBytes) + " bytes");
+    res = Response::error(413,
+                          "request body larger than " + std::to_string(kMaxBodyBytes) + " bytes");
   else if (auto preflight = cors_preflight(*ctx->settings, req))
     res = std::move(*preflight);
   else
@@ -272,21 +278,28 @@ std::vector<HttpRequestCount> RequestCounters::snapshot(const std::vector<Route>
   return out;
 }
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
 namespace {
 
 // What to do about a bind() or listen() failure, by errno.
 std::string bind_advice(int err, const BindAddress& b) {
   switch (err) {
-    case EADDRINUSE: return "another process is using the port; stop it or choose another port in [http] bind";
+    case EADDRINUSE:
+      return "another process is using the port; stop it or choose another port in [http] bind";
     case EADDRNOTAVAIL:
-      return b.host + " is not an address of this machine; use one of its addresses, 127.0.0.1 (this "
+      return b.host +
+             " is not an address of this machine; use one of its addresses, 127.0.0.1 (this "
              "machine only) or 0.0.0.0 (every interface) in [http] bind";
     case EACCES:
-      return "ports below 1024 need root or CAP_NET_BIND_SERVICE; use a port from 1024 up in [http] bind";
-    case EAFNOSUPPORT: return "this machine has no IPv6; use an IPv4 address in [http] bind";
-    default: return "see [http] bind";
+      return "ports below 1024 need root or CAP_NET_BIND_SERVICE; use a port from 1024 up in "
+             "[http] bind";
+    case EAFNOSUPPORT:
+      return "this machine has no IPv6; use an IPv4 address in [http] bind";
+    default:
+      return "see [http] bind";
   }
 }
 
@@ -312,8 +325,8 @@ int open_listener(const BindAddress& b) {
   auto fail = [&](const char* what) -> int {
     const int err = errno;
     if (fd >= 0) ::close(fd);
-    throw std::runtime_error("cannot listen on " + b.str() + ": " + what + ": " + std::strerror(err) + " (" +
-                             bind_advice(err, b) + ")");
+    throw std::runtime_error("cannot listen on " + b.str() + ": " + what + ": " +
+                             std::strerror(err) + " (" + bind_advice(err, b) + ")");
   };
   if (fd < 0) return fail("socket");
   const int on = 1;
@@ -337,21 +350,19 @@ void HttpServer::start() {
   // connections of a busy client hold 32 of these. Above 32 KiB MHD would mmap/munmap every
   // connection's pool: measured as most of the idle CPU of a client that polls with curl.
   daemon_ = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &on_request, &context_,
-      MHD_OPTION_LISTEN_SOCKET, listener,
-      MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-      MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(settings_.max_connections),
-      MHD_OPTION_NOTIFY_COMPLETED, &on_completed, nullptr,
-      MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, context_.log,
+      flags, 0, nullptr, nullptr, &on_request, &context_, MHD_OPTION_LISTEN_SOCKET, listener,
+      MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+      static_cast<unsigned>(settings_.max_connections), MHD_OPTION_NOTIFY_COMPLETED, &on_completed,
+      nullptr, MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, context_.log,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes,
       // One worker is MHD's own polling thread: a pool of 1 draws a warning, so the list ends here.
       settings_.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-      static_cast<unsigned>(settings_.threads),
-      MHD_OPTION_END);
+      static_cast<unsigned>(settings_.threads), MHD_OPTION_END);
   if (!daemon_) {
     const int err = errno;
     ::close(listener);
-    throw std::runtime_error("cannot start the HTTP server on " + b.str() + ": " + std::strerror(err));
+    throw std::runtime_error("cannot start the HTTP server on " + b.str() + ": " +
+                             std::strerror(err));
   }
 }
 

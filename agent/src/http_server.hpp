@@ -35,16 +35,16 @@ int auto_worker_threads();
 std::string http_library_version();
 
 // Limits on a request, answered with a JSON error before any handler runs.
-inline constexpr std::size_t kMaxUriBytes = 2048;          // longer: 414
-inline constexpr std::size_t kMaxHeaderBytes = 8 * 1024;   // whole header block larger: 431
-inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;    // larger: 413 (routes ignore bodies)
+inline constexpr std::size_t kMaxUriBytes = 2048;         // longer: 414
+inline constexpr std::size_t kMaxHeaderBytes = 8 * 1024;  // whole header block larger: 431
+inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;   // larger: 413 (routes ignore bodies)
 inline constexpr std::size_t kConnectionMemoryBytes = 16 * 1024;  // MHD's pool per connection
 
 // Request counters by route and status, lock-free; statuses outside the table count as "other".
 class RequestCounters {
  public:
-  static constexpr std::array<int, 12> kStatuses = {200, 204, 304, 400, 404, 405, 413,
-                                                    414, 431, 500, 503, 0 /* other */};
+  static constexpr std::array<int, 12> kStatuses = {200, 204, 304, 400, 404, 405,
+                                                    413, 414, 431, 500, 503, 0 /* other */};
   explicit RequestCounters(std::size_t routes) : counts_(routes + 1) {}
   void add(int route_index, int status);
   // Non-zero counts; route -1 is reported as "unmatched".

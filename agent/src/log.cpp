@@ -27,7 +27,8 @@ std::string format_log_time(std::int64_t unix_ms) {
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
   std::strftime(zone, sizeof zone, "%z", &tm);  // +0100
   char out[64];
-  std::snprintf(out, sizeof out, "%s.%03d%.3s:%.2s", date, static_cast<int>(unix_ms % 1000), zone, zone + 3);
+  std::snprintf(out, sizeof out, "%s.%03d%.3s:%.2s", date, static_cast<int>(unix_ms % 1000), zone,
+                zone + 3);
   return out;
 }
 

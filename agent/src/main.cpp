@@ -1,11 +1,11 @@
 // kiwi-agent command line. See README.md "Running" for what each option does.
+#include <unistd.h>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <optional>
 #include <string>
-#include <unistd.h>
-#include <iostream>
 
 #include "agent.hpp"
 #include "http_server.hpp"
@@ -42,7 +42,8 @@ void apply_malloc_tunables(char** argv) {
   if (current && std::strstr(current, kTcacheTunable)) return;
   std::string value = current && *current ? std::string(current) + ":" : std::string();
   value += std::string(kTcacheTunable) + "=" + kTcacheCount;
-  if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0 || ::setenv("KIWI_AGENT_TUNED", "1", 1) != 0)
+  if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0 ||
+      ::setenv("KIWI_AGENT_TUNED", "1", 1) != 0)
     return;
   ::execv("/proc/self/exe", argv);
 }

@@ -8,7 +8,8 @@ namespace kiwi::agent {
 namespace {
 
 bool name_char(char c, bool first) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && c >= '0' && c <= '9');
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         (!first && c >= '0' && c <= '9');
 }
 
 // `s` in double quotes for a message: at most 64 bytes, control and non-ASCII bytes as \xNN, so a
@@ -58,16 +59,21 @@ bool is_valid_label_name(std::string_view name) {
 std::optional<std::string> check_metric(std::string_view name, std::span<const Label> labels,
                                         double value, std::string_view unit, MetricKind kind) {
   if (!is_valid_metric_name(name))
-    return quoted(name) + ": not a valid metric name (letters, digits and '_', not starting with a digit)";
+    return quoted(name) +
+           ": not a valid metric name (letters, digits and '_', not starting with a digit)";
   for (std::size_t i = 0; i < labels.size(); ++i) {
     if (!is_valid_label_name(labels[i].name))
       return quoted(name) + ": label " + quoted(labels[i].name) +
-             " is not a valid label name (letters, digits and '_', not starting with a digit or \"__\")";
+             " is not a valid label name (letters, digits and '_', not starting with a digit or "
+             "\"__\")";
     for (std::size_t j = 0; j < i; ++j)
-      if (labels[j].name == labels[i].name) return quoted(name) + ": label " + quoted(labels[i].name) + " given twice";
+      if (labels[j].name == labels[i].name)
+        return quoted(name) + ": label " + quoted(labels[i].name) + " given twice";
   }
-  if (!is_known_unit(unit)) return quoted(name) + ": unit " + quoted(unit) + " is not one of " + accepted_units();
-  if (kind != MetricKind::gauge && kind != MetricKind::counter) return quoted(name) + ": unknown metric kind";
+  if (!is_known_unit(unit))
+    return quoted(name) + ": unit " + quoted(unit) + " is not one of " + accepted_units();
+  if (kind != MetricKind::gauge && kind != MetricKind::counter)
+    return quoted(name) + ": unknown metric kind";
   if (!std::isfinite(value)) return quoted(name) + ": value is not a finite number";
   return std::nullopt;
 }
@@ -79,7 +85,8 @@ void CheckedSink::note(std::string problem) {
 
 void CheckedSink::emit(std::string_view name, std::span<const Label> labels, double value,
                        std::string_view unit, MetricKind kind) {
-  if (auto problem = check_metric(name, labels, value, unit, kind)) return note(std::move(*problem));
+  if (auto problem = check_metric(name, labels, value, unit, kind))
+    return note(std::move(*problem));
   MetricValue& m = out_.emplace_back();
   m.name = name;
   m.labels.reserve(labels.size());
@@ -136,7 +143,8 @@ std::string CheckedSink::finish() {
     }
   }
   if (!dropped_) return {};
-  std::string msg = "dropped " + std::to_string(dropped_) + (dropped_ == 1 ? " invalid metric: " : " invalid metrics: ");
+  std::string msg = "dropped " + std::to_string(dropped_) +
+                    (dropped_ == 1 ? " invalid metric: " : " invalid metrics: ");
   for (std::size_t i = 0; i < problems_.size(); ++i) msg += (i ? "; " : "") + problems_[i];
   if (dropped_ > problems_.size()) msg += "; ...";
   return msg;

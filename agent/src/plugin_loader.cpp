@@ -1,11 +1,11 @@
 #include "plugin_loader.hpp"
 
-#include <boost/dll/import.hpp>
 #include <dlfcn.h>
+#include <boost/dll/import.hpp>
 
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "log.hpp"
@@ -16,22 +16,32 @@ namespace {
 
 std::string_view type_name(OptionType t) {
   switch (t) {
-    case OptionType::boolean: return "boolean";
-    case OptionType::integer: return "integer";
-    case OptionType::number: return "number";
-    case OptionType::string: return "string";
-    case OptionType::string_list: return "list of strings";
+    case OptionType::boolean:
+      return "boolean";
+    case OptionType::integer:
+      return "integer";
+    case OptionType::number:
+      return "number";
+    case OptionType::string:
+      return "string";
+    case OptionType::string_list:
+      return "list of strings";
   }
   return "?";
 }
 
 std::string_view expected(OptionType t) {
   switch (t) {
-    case OptionType::boolean: return "a boolean (true or false)";
-    case OptionType::integer: return "an integer";
-    case OptionType::number: return "a number";
-    case OptionType::string: return "a string";
-    case OptionType::string_list: return "a list of strings, e.g. [\"a\", \"b\"]";
+    case OptionType::boolean:
+      return "a boolean (true or false)";
+    case OptionType::integer:
+      return "an integer";
+    case OptionType::number:
+      return "a number";
+    case OptionType::string:
+      return "a string";
+    case OptionType::string_list:
+      return "a list of strings, e.g. [\"a\", \"b\"]";
   }
   return "?";
 }
@@ -79,11 +89,13 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
     for (auto& spec : info.options) known |= spec.key == key.str();
     if (!known) {
       std::string accepted;
-      for (auto& spec : info.options) accepted += (accepted.empty() ? "" : ", ") + std::string(spec.key);
-      throw ConfigError(SourcePos{file, key.source().begin.line, key.source().begin.column},
-                        where + ".options." + std::string(key.str()),
-                        "unknown option for plugin " + std::string(info.name) +
-                            (accepted.empty() ? "; it takes no options" : "; accepted: " + accepted));
+      for (auto& spec : info.options)
+        accepted += (accepted.empty() ? "" : ", ") + std::string(spec.key);
+      throw ConfigError(
+          SourcePos{file, key.source().begin.line, key.source().begin.column},
+          where + ".options." + std::string(key.str()),
+          "unknown option for plugin " + std::string(info.name) +
+              (accepted.empty() ? "; it takes no options" : "; accepted: " + accepted));
     }
   }
   std::vector<OptionValue> values;
@@ -115,8 +127,9 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
 
 std::string PluginLoader::resolve(PluginKind kind, const std::string& plugin) const {
   if (plugin.find('/') != std::string::npos) return plugin;
-  const std::string file =
-      plugin.ends_with(".so") ? plugin : "kiwi-" + std::string(to_string(kind)) + "-" + plugin + ".so";
+  const std::string file = plugin.ends_with(".so")
+                               ? plugin
+                               : "kiwi-" + std::string(to_string(kind)) + "-" + plugin + ".so";
   return std::filesystem::path(plugin_dir_ + "/" + file).lexically_normal().string();
 }
 
@@ -127,7 +140,11 @@ std::string not_a_shared_object(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   char magic[4] = {};
   if (!in.read(magic, 4)) return "not a shared object (shorter than an ELF header)";
-  if (std::memcmp(magic, "\x7f" "ELF", 4) != 0) return "not a shared object (no ELF header)";
+  if (std::memcmp(magic,
+                  "\x7f"
+                  "ELF",
+                  4) != 0)
+    return "not a shared object (no ELF header)";
   return {};
 }
 }  // namespace
@@ -144,19 +161,23 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(PluginKind kind, const PluginE
     const bool in_plugin_dir = entry.plugin.find('/') == std::string::npos;
     if (in_plugin_dir && !std::filesystem::is_directory(plugin_dir_, ec))
       throw PluginError((plugin_dir_pos_.file.empty() ? "" : plugin_dir_pos_.str() + ": ") +
-                        "agent.plugin_dir: \"" + plugin_dir_ + "\" is not a directory, so no plugin can be "
-                        "found there (" + std::string(to_string(kind)) + " '" + entry.plugin + "' at " +
+                        "agent.plugin_dir: \"" + plugin_dir_ +
+                        "\" is not a directory, so no plugin can be "
+                        "found there (" +
+                        std::string(to_string(kind)) + " '" + entry.plugin + "' at " +
                         entry.plugin_pos.str() + " needs " + file + ")");
     if (!std::filesystem::is_regular_file(file, ec))
-      throw PluginError(at + "plugin file not found" +
-                        (in_plugin_dir ? " (looked up '" + entry.plugin + "' in plugin_dir " + plugin_dir_ + ")"
-                                       : ""));
+      throw PluginError(
+          at + "plugin file not found" +
+          (in_plugin_dir ? " (looked up '" + entry.plugin + "' in plugin_dir " + plugin_dir_ + ")"
+                         : ""));
     if (auto why = not_a_shared_object(file); !why.empty()) throw PluginError(at + why);
     lib = std::make_shared<LoadedLibrary>();
     lib->file = file;
     boost::system::error_code bec;
     ::dlerror();  // clear: Boost.DLL reports any dlopen failure as "Bad file descriptor"
-    lib->library.load(file, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, bec);
+    lib->library.load(file, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
+                      bec);
     if (bec) {
       const char* why = ::dlerror();
       throw PluginError(at + "cannot load shared object: " + (why ? why : bec.message()));
@@ -181,7 +202,8 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(PluginKind kind, const PluginE
   return lib;
 }
 
-PluginInstance<Sensor> PluginLoader::create_sensor(const PluginEntry& entry, std::string_view procfs,
+PluginInstance<Sensor> PluginLoader::create_sensor(const PluginEntry& entry,
+                                                   std::string_view procfs,
                                                    std::string_view sysfs) {
   PluginInstance<Sensor> inst;
   inst.library = open(PluginKind::sensor, entry);
@@ -199,7 +221,8 @@ PluginInstance<Sensor> PluginLoader::create_sensor(const PluginEntry& entry, std
   return inst;
 }
 
-PluginInstance<Handler> PluginLoader::create_handler(const PluginEntry& entry, const DataSource& data,
+PluginInstance<Handler> PluginLoader::create_handler(const PluginEntry& entry,
+                                                     const DataSource& data,
                                                      std::string_view agent_version) {
   PluginInstance<Handler> inst;
   inst.library = open(PluginKind::handler, entry);
@@ -227,8 +250,8 @@ std::string describe_plugin(const LoadedLibrary& lib) {
   }
   out << "  options:\n";
   for (auto& o : lib.info->options)
-    out << "    " << o.key << " (" << type_name(o.type) << ", default " << o.default_toml << ")\n      "
-        << o.description << "\n";
+    out << "    " << o.key << " (" << type_name(o.type) << ", default " << o.default_toml
+        << ")\n      " << o.description << "\n";
   return out.str();
 }
 

@@ -5,7 +5,9 @@
 namespace kiwi::agent {
 
 namespace {
-bool is_prefix_route(const std::string& p) { return p.ends_with("/*"); }
+bool is_prefix_route(const std::string& p) {
+  return p.ends_with("/*");
+}
 
 bool matches(const std::string& route, std::string_view path) {
   if (!is_prefix_route(route)) return route == path;
@@ -29,8 +31,8 @@ Response Router::dispatch(const Request& request, int* route_index) const {
     if (!matches(r.path, request.path)) continue;
     if (route_index) *route_index = static_cast<int>(i);
     if (request.method != "GET" && request.method != "HEAD") {
-      Response res = Response::error(405, "method " + std::string(request.method) +
-                                              " is not allowed here; use GET or HEAD");
+      Response res = Response::error(
+          405, "method " + std::string(request.method) + " is not allowed here; use GET or HEAD");
       res.headers.push_back({"Allow", "GET, HEAD"});
       return res;
     }

@@ -69,7 +69,9 @@ inline double served_float(float f) {
   return value;
 }
 
-[[noreturn]] inline void malformed() { throw StoreError("malformed sample blob"); }
+[[noreturn]] inline void malformed() {
+  throw StoreError("malformed sample blob");
+}
 
 template <class Fn>
 void decode(std::string_view blob, Fn&& fn) {
@@ -101,7 +103,9 @@ void decode(std::string_view blob, Fn&& fn) {
         std::memcpy(&value, blob.data(), 8);
         blob.remove_prefix(8);
         break;
-      case 3: value = 0; break;
+      case 3:
+        value = 0;
+        break;
       case 4:
         if (!get_varint(blob, z)) malformed();
         // m and 10^k are exact doubles and IEEE division rounds correctly: the nearest double to
@@ -112,7 +116,8 @@ void decode(std::string_view blob, Fn&& fn) {
         if (!get_varint(blob, z)) malformed();
         value = static_cast<double>(unzigzag(z)) * 1024;
         break;
-      default: malformed();
+      default:
+        malformed();
     }
     fn(static_cast<std::uint32_t>(id), value);
   }

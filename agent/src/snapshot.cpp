@@ -2,16 +2,16 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <kiwi/gzip.hpp>
 #include <unistd.h>
+#include <kiwi/gzip.hpp>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <algorithm>
-#include <cmath>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <system_error>
 
 namespace kiwi::agent {
@@ -19,8 +19,12 @@ namespace kiwi::agent {
 namespace {
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
-void key(Writer& w, std::string_view k) { w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size())); }
-void str(Writer& w, std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); }
+void key(Writer& w, std::string_view k) {
+  w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+}
+void str(Writer& w, std::string_view s) {
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
 
 // Integral values print without ".0" (byte counts, hertz); others rounded to 6 decimals, then in
 // their shortest form (RapidJSON's MaxDecimalPlaces truncates instead of rounding).
@@ -117,11 +121,14 @@ SnapshotFile::SnapshotFile(std::string path) : path_(std::move(path)) {
   const auto dir = std::filesystem::path(path_).parent_path();
   std::error_code ec;
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error("snapshot file " + path_ + ": cannot create " + dir.string() + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("snapshot file " + path_ + ": cannot create " + dir.string() + ": " +
+                             ec.message());
   const std::string lock = path_ + ".lock";
   lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd_ < 0)
-    throw std::runtime_error("snapshot file " + path_ + ": cannot open " + lock + ": " + std::strerror(errno));
+    throw std::runtime_error("snapshot file " + path_ + ": cannot open " + lock + ": " +
+                             std::strerror(errno));
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char pid[32] = {};
@@ -131,10 +138,12 @@ SnapshotFile::SnapshotFile(std::string path) : path_(std::move(path)) {
     std::string holder(pid);
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     if (err == EWOULDBLOCK)
-      throw std::runtime_error("snapshot file " + path_ + " is in use by another kiwi-agent" +
-                               (holder.empty() ? "" : " (pid " + holder + ")") +
-                               "; give each agent its own [collector] snapshot_path and [agent] data_dir");
-    throw std::runtime_error("snapshot file " + path_ + ": cannot lock " + lock + ": " + std::strerror(err));
+      throw std::runtime_error(
+          "snapshot file " + path_ + " is in use by another kiwi-agent" +
+          (holder.empty() ? "" : " (pid " + holder + ")") +
+          "; give each agent its own [collector] snapshot_path and [agent] data_dir");
+    throw std::runtime_error("snapshot file " + path_ + ": cannot lock " + lock + ": " +
+                             std::strerror(err));
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(lock_fd_, 0) == 0) (void)!::pwrite(lock_fd_, pid.data(), pid.size(), 0);

@@ -70,7 +70,9 @@ std::vector<std::pair<std::string, std::string>> parse_labels(std::string_view t
 }
 
 // The multiple of `step` at or before `t` (also for negative t).
-std::int64_t floor_to(std::int64_t t, std::int64_t step) { return t - ((t % step) + step) % step; }
+std::int64_t floor_to(std::int64_t t, std::int64_t step) {
+  return t - ((t % step) + step) % step;
+}
 
 void bind_text(sqlite3_stmt* st, int i, std::string_view s) {
   sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
@@ -106,7 +108,6 @@ std::string canonical_labels(const std::vector<std::pair<std::string, std::strin
   return out;
 }
 
-
 ReadConnection::ReadConnection(const std::string& path) {
   int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
                            history_vfs());
@@ -121,17 +122,20 @@ ReadConnection::ReadConnection(const std::string& path) {
                             -1, SQLITE_PREPARE_PERSISTENT, &latest_, nullptr);
   }
   if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_, "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
+    rc = sqlite3_prepare_v3(db_,
+                            "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
                             -1, SQLITE_PREPARE_PERSISTENT, &range_, nullptr);
   if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_, "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
+    rc = sqlite3_prepare_v3(db_,
+                            "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
                             -1, SQLITE_PREPARE_PERSISTENT, &rollups_, nullptr);
   if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_,
-                            "SELECT (SELECT ts FROM samples WHERE ts <= ?1 ORDER BY ts DESC LIMIT 1), "
-                            "(SELECT ts FROM samples ORDER BY ts LIMIT 1), "
-                            "(SELECT ts FROM rollups ORDER BY ts LIMIT 1)",
-                            -1, SQLITE_PREPARE_PERSISTENT, &bounds_, nullptr);
+    rc = sqlite3_prepare_v3(
+        db_,
+        "SELECT (SELECT ts FROM samples WHERE ts <= ?1 ORDER BY ts DESC LIMIT 1), "
+        "(SELECT ts FROM samples ORDER BY ts LIMIT 1), "
+        "(SELECT ts FROM rollups ORDER BY ts LIMIT 1)",
+        -1, SQLITE_PREPARE_PERSISTENT, &bounds_, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
     sqlite3_finalize(latest_);
@@ -179,8 +183,9 @@ Store::Store(std::string path) : path_(std::move(path)) {
     }
     if (version == 0) {
       exec("BEGIN");
-      exec("CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-           "labels TEXT NOT NULL, unit TEXT NOT NULL, kind INTEGER NOT NULL, UNIQUE(name, labels))");
+      exec(
+          "CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+          "labels TEXT NOT NULL, unit TEXT NOT NULL, kind INTEGER NOT NULL, UNIQUE(name, labels))");
       exec("CREATE TABLE IF NOT EXISTS samples(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
       exec("CREATE TABLE IF NOT EXISTS rollups(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
       exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
@@ -199,14 +204,19 @@ Store::Store(std::string path) : path_(std::move(path)) {
     prepare("INSERT OR REPLACE INTO samples(ts, data) VALUES(?1, ?2)", &insert_sample_);
     prepare("INSERT OR REPLACE INTO rollups(ts, data) VALUES(?1, ?2)", &insert_rollup_);
     prepare("SELECT ts, data FROM samples WHERE ts >= ?1 AND ts < ?2 ORDER BY ts", &minute_rows_);
-    prepare("DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
-            &prune_rollups_);
-    prepare("INSERT INTO series(id, name, labels, unit, kind) VALUES(?1, ?2, ?3, ?4, ?5)", &insert_series_);
-    prepare("DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
-            &prune_);
+    prepare(
+        "DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts LIMIT "
+        "?2)",
+        &prune_rollups_);
+    prepare("INSERT INTO series(id, name, labels, unit, kind) VALUES(?1, ?2, ?3, ?4, ?5)",
+            &insert_series_);
+    prepare(
+        "DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT "
+        "?2)",
+        &prune_);
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db_, "SELECT id, name, labels, unit, kind FROM series ORDER BY id", -1, &st,
-                           nullptr) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db_, "SELECT id, name, labels, unit, kind FROM series ORDER BY id", -1,
+                           &st, nullptr) != SQLITE_OK)
       fail("cannot read series");
     std::vector<SeriesInfo> loaded;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -231,19 +241,22 @@ Store::Store(std::string path) : path_(std::move(path)) {
     series_ = std::make_shared<const std::vector<SeriesInfo>>(std::move(loaded));
   } catch (...) {
     const bool busy = sqlite3_errcode(db_) == SQLITE_BUSY;
-    for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_, minute_rows_})
+    for (auto* st :
+         {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_, minute_rows_})
       sqlite3_finalize(st);
     sqlite3_close(db_);
     if (busy)  // history_vfs(): another agent, or a sqlite3 shell, has the file open
-      throw StoreError(path_ + ": in use by another process (the agent keeps its history file to "
-                               "itself while it runs; stop that process or use another data_dir)");
+      throw StoreError(path_ +
+                       ": in use by another process (the agent keeps its history file to "
+                       "itself while it runs; stop that process or use another data_dir)");
     throw;
   }
 }
 
 Store::~Store() {
   pool_.clear();
-  for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_, minute_rows_})
+  for (auto* st :
+       {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_, minute_rows_})
     sqlite3_finalize(st);
   sqlite3_close(db_);
 }
@@ -345,7 +358,8 @@ void Store::begin_minute(std::int64_t minute) {
   while (sqlite3_step(minute_rows_) == SQLITE_ROW) {  // an error ends it: the file's rows missed
     auto* data = static_cast<const char*>(sqlite3_column_blob(minute_rows_, 1));
     fold(sqlite3_column_int64(minute_rows_, 0),
-         std::string_view(data ? data : "", static_cast<std::size_t>(sqlite3_column_bytes(minute_rows_, 1))));
+         std::string_view(data ? data : "",
+                          static_cast<std::size_t>(sqlite3_column_bytes(minute_rows_, 1))));
   }
   sqlite3_reset(minute_rows_);
   {
@@ -370,8 +384,11 @@ void Store::close_minute() {
   for (std::uint32_t id = 0; id < minute_.size(); ++id) {
     const MinuteStats& m = minute_[id];
     if (!m.n) continue;
-    values.insert(values.end(), {{id * 5 + 0, m.sum / m.n}, {id * 5 + 1, m.min}, {id * 5 + 2, m.max},
-                                 {id * 5 + 3, m.last}, {id * 5 + 4, static_cast<double>(m.n)}});
+    values.insert(values.end(), {{id * 5 + 0, m.sum / m.n},
+                                 {id * 5 + 1, m.min},
+                                 {id * 5 + 2, m.max},
+                                 {id * 5 + 3, m.last},
+                                 {id * 5 + 4, static_cast<double>(m.n)}});
   }
   minute_.assign(minute_.size(), MinuteStats{});
   if (values.empty()) return;
@@ -379,7 +396,8 @@ void Store::close_minute() {
   std::string blob;
   sample_codec::encode(blob, values);
   pending_rollups_.emplace_back(minute_start_, std::move(blob));
-  if (pending_rollups_.size() > kMaxPendingRows / 60) pending_rollups_.erase(pending_rollups_.begin());
+  if (pending_rollups_.size() > kMaxPendingRows / 60)
+    pending_rollups_.erase(pending_rollups_.begin());
 }
 
 std::size_t Store::pending_rows() const {
@@ -409,14 +427,16 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
     }
     for (auto& [ts, blob] : rows) {
       sqlite3_bind_int64(insert_sample_, 1, ts);
-      sqlite3_bind_blob(insert_sample_, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+      sqlite3_bind_blob(insert_sample_, 2, blob.data(), static_cast<int>(blob.size()),
+                        SQLITE_STATIC);
       int rc = sqlite3_step(insert_sample_);
       sqlite3_reset(insert_sample_);
       if (rc != SQLITE_DONE) fail("cannot write samples");
     }
     for (auto& [ts, blob] : pending_rollups_) {
       sqlite3_bind_int64(insert_rollup_, 1, ts);
-      sqlite3_bind_blob(insert_rollup_, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+      sqlite3_bind_blob(insert_rollup_, 2, blob.data(), static_cast<int>(blob.size()),
+                        SQLITE_STATIC);
       int rc = sqlite3_step(insert_rollup_);
       sqlite3_reset(insert_rollup_);
       if (rc != SQLITE_DONE) fail("cannot write rollups");
@@ -441,7 +461,8 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
 int Store::prune(std::int64_t cutoff_ms, int max_rows) {
   int deleted = 0;
   // Rollups go at 1/60 of the pace: one per minute of samples.
-  for (auto [st, rows] : {std::pair{prune_, max_rows}, std::pair{prune_rollups_, max_rows / 60 + 1}}) {
+  for (auto [st, rows] :
+       {std::pair{prune_, max_rows}, std::pair{prune_rollups_, max_rows / 60 + 1}}) {
     sqlite3_bind_int64(st, 1, cutoff_ms);
     sqlite3_bind_int(st, 2, rows);
     int rc = sqlite3_step(st);
@@ -478,9 +499,9 @@ namespace {
 
 // Accumulates one series over buckets (one bucket per row when not downsampling).
 struct Column {
-  std::size_t series_index;     // into the catalog
-  std::vector<double> value;    // sum (mean), or the running min/max/last
-  std::vector<std::uint32_t> n; // values seen in the bucket
+  std::size_t series_index;      // into the catalog
+  std::vector<double> value;     // sum (mean), or the running min/max/last
+  std::vector<std::uint32_t> n;  // values seen in the bucket
 };
 
 // `v` stands for `weight` samples (a minute rollup's mean, min, max or last, or one sample).
@@ -491,10 +512,14 @@ void accumulate(Column& c, std::size_t bucket, double v, Aggregate agg, std::uin
   }
   double& acc = c.value[bucket];
   std::uint32_t& n = c.n[bucket];
-  if (agg == Aggregate::mean) acc = (n ? acc : 0) + v * weight;
-  else if (n == 0 || agg == Aggregate::last) acc = v;
-  else if (agg == Aggregate::max) acc = std::max(acc, v);
-  else acc = std::min(acc, v);
+  if (agg == Aggregate::mean)
+    acc = (n ? acc : 0) + v * weight;
+  else if (n == 0 || agg == Aggregate::last)
+    acc = v;
+  else if (agg == Aggregate::max)
+    acc = std::max(acc, v);
+  else
+    acc = std::min(acc, v);
   n += weight;
 }
 
@@ -506,9 +531,12 @@ std::int64_t first_sample_offset(std::string_view blob) {
   std::uint64_t head = 0, v = 0;
   if (!sample_codec::get_varint(blob, head) || head >> 3 != 0) return 0;
   switch (head & 7) {
-    case 0: return sample_codec::get_varint(blob, v) ? sample_codec::unzigzag(v) : 0;
-    case 5: return sample_codec::get_varint(blob, v) ? sample_codec::unzigzag(v) * 1024 : 0;
-    default: return 0;  // 3: the value 0; a float is never written for it
+    case 0:
+      return sample_codec::get_varint(blob, v) ? sample_codec::unzigzag(v) : 0;
+    case 5:
+      return sample_codec::get_varint(blob, v) ? sample_codec::unzigzag(v) * 1024 : 0;
+    default:
+      return 0;  // 3: the value 0; a float is never written for it
   }
 }
 
@@ -524,7 +552,8 @@ std::int64_t first_sample_offset(std::string_view blob) {
 HistoryResult Store::query(const HistoryQuery& q) const {
   const std::int64_t until_ms =
       q.until ? static_cast<std::int64_t>(std::floor(*q.until * 1000)) : INT64_MAX;
-  const std::int64_t step_ms = q.step > 0 ? std::max<std::int64_t>(1, std::llround(q.step * 1000)) : 0;
+  const std::int64_t step_ms =
+      q.step > 0 ? std::max<std::int64_t>(1, std::llround(q.step * 1000)) : 0;
   if (!step_ms || q.since) {
     const std::int64_t since_ms =
         q.since ? static_cast<std::int64_t>(std::ceil(*q.since * 1000)) : INT64_MIN;
@@ -535,7 +564,8 @@ HistoryResult Store::query(const HistoryQuery& q) const {
   {
     std::lock_guard lock(pending_mutex_);
     for (auto& row : pending_)
-      if (row.first <= until_ms) newest = std::max(newest, row.first), oldest = std::min(oldest, row.first);
+      if (row.first <= until_ms)
+        newest = std::max(newest, row.first), oldest = std::min(oldest, row.first);
   }
   {
     auto conn = borrow();
@@ -543,9 +573,11 @@ HistoryResult Store::query(const HistoryQuery& q) const {
     sqlite3_bind_int64(st, 1, until_ms);
     const int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-      if (sqlite3_column_type(st, 0) != SQLITE_NULL) newest = std::max<std::int64_t>(newest, sqlite3_column_int64(st, 0));
+      if (sqlite3_column_type(st, 0) != SQLITE_NULL)
+        newest = std::max<std::int64_t>(newest, sqlite3_column_int64(st, 0));
       for (int c : {1, 2})
-        if (sqlite3_column_type(st, c) != SQLITE_NULL) oldest = std::min<std::int64_t>(oldest, sqlite3_column_int64(st, c));
+        if (sqlite3_column_type(st, c) != SQLITE_NULL)
+          oldest = std::min<std::int64_t>(oldest, sqlite3_column_int64(st, c));
     }
     std::string err = rc == SQLITE_ROW ? "" : sqlite3_errmsg(conn->db());
     sqlite3_reset(st);
@@ -553,7 +585,8 @@ HistoryResult Store::query(const HistoryQuery& q) const {
     give_back(std::move(conn));
   }
   if (newest == INT64_MIN) return {};
-  const std::int64_t last = floor_to(newest, step_ms), first = floor_to(std::min(oldest, newest), step_ms);
+  const std::int64_t last = floor_to(newest, step_ms),
+                     first = floor_to(std::min(oldest, newest), step_ms);
   for (double buckets = static_cast<double>(std::max<std::size_t>(1, q.limit));; buckets *= 2) {
     const double back = (buckets - 1) * static_cast<double>(step_ms);
     const std::int64_t from =
@@ -563,8 +596,8 @@ HistoryResult Store::query(const HistoryQuery& q) const {
   }
 }
 
-HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms, std::int64_t until_ms,
-                                  std::int64_t step_ms) const {
+HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
+                                  std::int64_t until_ms, std::int64_t step_ms) const {
   const Catalog catalog_ref = series();
   const std::vector<SeriesInfo>& catalog = *catalog_ref;
   std::vector<char> wanted(catalog.size() + 1, 0);
@@ -619,10 +652,10 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms, 
         column_of[id] = static_cast<int>(columns.size());
         columns.push_back({id - 1, {}, {}});
       }
-      const double chosen = parts[q.aggregate == Aggregate::mean ? 0
-                                 : q.aggregate == Aggregate::min ? 1
-                                 : q.aggregate == Aggregate::max ? 2
-                                                                 : 3];
+      const double chosen = parts[q.aggregate == Aggregate::mean  ? 0
+                                  : q.aggregate == Aggregate::min ? 1
+                                  : q.aggregate == Aggregate::max ? 2
+                                                                  : 3];
       accumulate(columns[static_cast<std::size_t>(column_of[id])], bucket, chosen, q.aggregate,
                  static_cast<std::uint32_t>(v));
     });
@@ -639,7 +672,8 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms, 
       while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         auto* data = static_cast<const char*>(sqlite3_column_blob(st, 1));
         on_row(sqlite3_column_int64(st, 0),
-               std::string_view(data ? data : "", static_cast<std::size_t>(sqlite3_column_bytes(st, 1))));
+               std::string_view(data ? data : "",
+                                static_cast<std::size_t>(sqlite3_column_bytes(st, 1))));
       }
     } catch (...) {
       sqlite3_reset(st);
@@ -665,7 +699,8 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms, 
     std::int64_t raw_from = since_ms;  // samples from here on are not in a rollup read
     if (step_ms >= kRollupMs) {
       const std::int64_t open = open_minute_.load(std::memory_order_acquire);
-      const std::int64_t lo = since_ms < INT64_MIN + kRollupMs ? INT64_MIN : since_ms - (kRollupMs - 1);
+      const std::int64_t lo =
+          since_ms < INT64_MIN + kRollupMs ? INT64_MIN : since_ms - (kRollupMs - 1);
       const std::int64_t hi = open == INT64_MAX ? until_ms : std::min(until_ms, open - 1);
       scan(conn->rollups(), lo, hi, [&](std::int64_t ts, std::string_view blob) {
         const std::int64_t first_ts = ts + first_sample_offset(blob);
@@ -689,7 +724,8 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms, 
   // A row may be both committed and still queued while a flush finishes: keep one copy.
   std::int64_t committed_max = INT64_MIN;
   if (step_ms) {
-    committed_max = covered_until == INT64_MIN ? last_row_ts : std::max(last_row_ts, covered_until - 1);
+    committed_max =
+        covered_until == INT64_MIN ? last_row_ts : std::max(last_row_ts, covered_until - 1);
     for (auto& [ts, blob] : pending)
       if (ts > committed_max) add_row(ts, blob);
   } else {
@@ -700,7 +736,8 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms, 
     for (auto& row : newest_first) merged.push_back(std::move(row));
     if (merged.size() > q.limit) merged.resize(q.limit);
     newest_first = std::move(merged);
-    for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) add_row(it->first, it->second);
+    for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it)
+      add_row(it->first, it->second);
   }
 
   // Keep the latest `limit` points.
@@ -720,7 +757,7 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms, 
     values.reserve(points - skip);
     bool any = false;
     for (std::size_t i = skip; i < points; ++i) {
-      double v = c.n[i] == 0 ? std::nan("")
+      double v = c.n[i] == 0                      ? std::nan("")
                  : q.aggregate == Aggregate::mean ? c.value[i] / c.n[i]
                                                   : c.value[i];
       any |= c.n[i] != 0;

@@ -46,8 +46,8 @@ class ReadConnection {
   ReadConnection(const ReadConnection&) = delete;
   ReadConnection& operator=(const ReadConnection&) = delete;
   sqlite3* db() const { return db_; }
-  sqlite3_stmt* latest() const { return latest_; }  // ?1 since ?2 until ?3 limit, newest first
-  sqlite3_stmt* range() const { return range_; }    // ?1 since ?2 until, oldest first
+  sqlite3_stmt* latest() const { return latest_; }    // ?1 since ?2 until ?3 limit, newest first
+  sqlite3_stmt* range() const { return range_; }      // ?1 since ?2 until, oldest first
   sqlite3_stmt* rollups() const { return rollups_; }  // ?1 since ?2 until, oldest first
   // One row: newest sample ts <= ?1, oldest sample ts, oldest rollup ts (each NULL if none).
   sqlite3_stmt* bounds() const { return bounds_; }
@@ -126,12 +126,13 @@ class Store {
   };
   std::int64_t minute_start_ = INT64_MIN;
   std::int64_t minute_first_ = INT64_MAX;  // ts of the minute's first sample
-  std::vector<MinuteStats> minute_;  // index = series id
+  std::vector<MinuteStats> minute_;        // index = series id
   // The minute summarised in memory now (INT64_MAX: none), for readers: a stored rollup row of
   // that minute is partial (written before a restart), so queries read its samples instead.
   std::atomic<std::int64_t> open_minute_{INT64_MAX};
   void begin_minute(std::int64_t minute);
-  void add_to_minute(std::int64_t ts_ms, const std::vector<std::pair<std::uint32_t, double>>& values);
+  void add_to_minute(std::int64_t ts_ms,
+                     const std::vector<std::pair<std::uint32_t, double>>& values);
   void close_minute();
   sqlite3_stmt* insert_rollup_ = nullptr;
   sqlite3_stmt* minute_rows_ = nullptr;  // ?1 from ?2 to (exclusive): samples, oldest first
@@ -142,7 +143,7 @@ class Store {
   // pointer only). series_ids_ and the two buffers belong to the writer thread.
   mutable std::mutex series_mutex_;
   Catalog series_ = std::make_shared<const std::vector<SeriesInfo>>();  // index = id - 1
-  std::unordered_map<std::string, std::uint32_t> series_ids_;  // key -> id
+  std::unordered_map<std::string, std::uint32_t> series_ids_;           // key -> id
   // series_id()'s label text and lookup key, reused: no allocation per metric per tick.
   std::string labels_buf_, key_buf_;
 

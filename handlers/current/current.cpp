@@ -23,9 +23,8 @@ class CurrentHandler final : public kiwi::Handler {
   kiwi::Response handle(const kiwi::Request& req) override {
     auto snap = data_.snapshot();
     if (snap->sequence == 0) return kiwi::Response::error(503, "no sample yet; retry in a second");
-    double now = std::chrono::duration<double>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
+    double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     const bool stale = now - snap->timestamp > snap->stale_after_seconds;
     // The body differs between fresh and stale for one sequence, so the ETag does too.
     std::string etag = "\"" + std::to_string(snap->sequence) + (stale ? "s\"" : "\"");

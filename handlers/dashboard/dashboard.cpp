@@ -125,8 +125,8 @@ class DashboardHandler final : public kiwi::Handler {
       if (path == "/index.html") {
         // Rendered with this handler's options, and kept both ways: it is what plain clients
         // (scripts, curl) ask for most.
-        auto page = std::make_shared<const std::string>(
-            render_index(kiwi::gunzip(f.data), page_values));
+        auto page =
+            std::make_shared<const std::string>(render_index(kiwi::gunzip(f.data), page_values));
         file.gzip = std::make_shared<const std::string>(kiwi::gzip(*page, Z_BEST_COMPRESSION));
         std::call_once(file.once, [&] { file.plain = std::move(page); });
       } else {
@@ -161,7 +161,8 @@ class DashboardHandler final : public kiwi::Handler {
     mutable kiwi::Body plain;  // inflated on first use (index.html: rendered at start)
 
     const kiwi::Body& plain_body() const {
-      std::call_once(once, [this] { plain = std::make_shared<const std::string>(kiwi::gunzip(*gzip)); });
+      std::call_once(once,
+                     [this] { plain = std::make_shared<const std::string>(kiwi::gunzip(*gzip)); });
       return plain;
     }
   };

@@ -35,7 +35,8 @@ class HealthHandler final : public kiwi::Handler {
                         stats.store_last_error);
     if (stats.snapshot_file_failing)
       reasons.push_back("snapshot file: the last " + std::to_string(stats.snapshot_file_failing) +
-                        " writes of " + stats.snapshot_file + " failed: " + stats.snapshot_file_last_error);
+                        " writes of " + stats.snapshot_file +
+                        " failed: " + stats.snapshot_file_last_error);
     for (auto& s : snap->sensors)
       if (s.state == kiwi::SensorState::error)
         reasons.push_back("sensor " + s.name + ": " + s.message);

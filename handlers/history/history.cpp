@@ -56,7 +56,8 @@ class HistoryHandler final : public kiwi::Handler {
     std::shared_ptr<const Rendered> r = lookup(raw);
     if (!r) {
       const double now =
-          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
       auto parsed = kiwi_history::parse_query(req, now, data_.series_names(), default_series_);
       if (auto* err = std::get_if<kiwi_history::ParamError>(&parsed))
         return kiwi::Response::error(400, err->message, err->parameter);
@@ -69,17 +70,18 @@ class HistoryHandler final : public kiwi::Handler {
       r = lookup(key);
       if (!r) {
         char etag[48];
-        std::snprintf(etag, sizeof etag, "\"h%016llx\"", static_cast<unsigned long long>(fnv1a(key)));
+        std::snprintf(etag, sizeof etag, "\"h%016llx\"",
+                      static_cast<unsigned long long>(fnv1a(key)));
         r = std::make_shared<const Rendered>(
             etag, closed,
-            std::make_shared<const std::string>(kiwi_history::render(data_.history(pq.query), pq.query)));
+            std::make_shared<const std::string>(
+                kiwi_history::render(data_.history(pq.query), pq.query)));
         insert({std::move(key), sequence, r}, snap->sequence);
       }
       insert({std::move(raw), snap->sequence, r}, snap->sequence);  // raw keys name the sample
     }
     kiwi::Response res;
-    res.headers = {{"ETag", r->etag},
-                   {"Cache-Control", r->closed ? "max-age=3600" : "no-cache"}};
+    res.headers = {{"ETag", r->etag}, {"Cache-Control", r->closed ? "max-age=3600" : "no-cache"}};
     r->body.serve(res, req);
     return res;
   }
@@ -97,7 +99,8 @@ class HistoryHandler final : public kiwi::Handler {
   void insert(Slot slot, std::uint64_t latest_sequence) {
     std::lock_guard lock(mutex_);
     // Open windows of older samples can never be asked for again: their keys name old sequences.
-    std::erase_if(cache_, [&](const Slot& s) { return s.sequence != 0 && s.sequence < latest_sequence; });
+    std::erase_if(cache_,
+                  [&](const Slot& s) { return s.sequence != 0 && s.sequence < latest_sequence; });
     cache_.push_front(std::move(slot));
     if (cache_.size() > kCacheEntries) cache_.pop_back();
   }

@@ -1,11 +1,11 @@
 #include "history_render.hpp"
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <ctime>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <kiwi/glob.hpp>
 
@@ -15,8 +15,12 @@ namespace {
 constexpr std::string_view kAccepted[] = {"limit", "since", "until", "step", "agg", "series"};
 
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-void key(Writer& w, std::string_view k) { w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size())); }
-void str(Writer& w, std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); }
+void key(Writer& w, std::string_view k) {
+  w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+}
+void str(Writer& w, std::string_view s) {
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
 
 // Rounded to `decimals` places, then printed in its shortest form (whole numbers without ".0").
 void number(Writer& w, double v, int decimals) {
@@ -46,7 +50,9 @@ std::optional<int> digits(std::string_view s, std::size_t at, std::size_t n) {
   return v;
 }
 
-std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string quoted(std::string_view s) {
+  return "'" + std::string(s) + "'";
+}
 
 constexpr std::pair<std::string_view, kiwi::Aggregate> kAggregates[] = {
     {"mean", kiwi::Aggregate::mean},
@@ -66,9 +72,11 @@ namespace {
 bool plain_decimal(std::string_view s) {
   const auto dot = s.find('.');
   auto all_digits = [](std::string_view d) {
-    return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return !d.empty() &&
+           std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
-  return all_digits(s.substr(0, dot)) && (dot == std::string_view::npos || all_digits(s.substr(dot + 1)));
+  return all_digits(s.substr(0, dot)) &&
+         (dot == std::string_view::npos || all_digits(s.substr(dot + 1)));
 }
 }  // namespace
 
@@ -80,7 +88,8 @@ std::optional<double> parse_time(std::string_view s) {
   if (!Y || !M || !D || !h || !m || !sec || s[4] != '-' || s[7] != '-' ||
       (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':')
     return std::nullopt;
-  if (*M < 1 || *M > 12 || *D < 1 || *D > 31 || *h > 23 || *m > 59 || *sec > 60) return std::nullopt;
+  if (*M < 1 || *M > 12 || *D < 1 || *D > 31 || *h > 23 || *m > 59 || *sec > 60)
+    return std::nullopt;
   std::size_t i = 19;
   double frac = 0;
   if (i < s.size() && s[i] == '.') {
@@ -129,19 +138,21 @@ std::variant<double, std::string> parse_time_param(std::string_view s, double no
     // form-encoded. A space is also allowed between date and time, so only others are flagged.
     std::string_view rest = s.size() > 11 && s[10] == ' ' ? s.substr(11) : s;
     if (rest.find(' ') != std::string_view::npos)
-      return quoted(s) + " is not a time: it has a space, which is what a '+' sent unencoded in a "
-                         "URL becomes; write '+' as %2B (2026-11-30T06:00:00%2B01:00)";
+      return quoted(s) +
+             " is not a time: it has a space, which is what a '+' sent unencoded in a "
+             "URL becomes; write '+' as %2B (2026-11-30T06:00:00%2B01:00)";
     return quoted(s) + " is not a time" + forms;
   }
   if (*t < kEarliestTime || *t > now + kLatestAfterNow)
     return quoted(s) + " is out of range: a time must lie between " + range +
-           "; give unix seconds (not milliseconds), or negative seconds for a time before now (-300)";
+           "; give unix seconds (not milliseconds), or negative seconds for a time before now "
+           "(-300)";
   return *t;
 }
 
 int decimals_for_unit(std::string_view unit) {
   static constexpr std::pair<std::string_view, int> kDecimals[] = {
-      {"bytes", 0}, {"hertz", 0}, {"count", 0}, {"bytes_per_second", 0},
+      {"bytes", 0}, {"hertz", 0},   {"count", 0},   {"bytes_per_second", 0},
       {"ratio", 4}, {"celsius", 2}, {"seconds", 4}, {"", 2}};
   for (auto& [u, d] : kDecimals)
     if (u == unit) return d;
@@ -153,7 +164,8 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
                                                   const std::vector<std::string>& default_series) {
   for (auto& p : req.query) {
     if (std::find(std::begin(kAccepted), std::end(kAccepted), p.name) == std::end(kAccepted))
-      return ParamError{std::string(p.name), "unknown parameter; accepted: limit, since, until, step, agg, series"};
+      return ParamError{std::string(p.name),
+                        "unknown parameter; accepted: limit, since, until, step, agg, series"};
     if (req.count(p.name) > 1) return ParamError{std::string(p.name), "given more than once"};
     if (p.value.empty())
       return ParamError{std::string(p.name), "is empty; give a value or leave the parameter out"};
@@ -169,8 +181,7 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
     *target = std::get<double>(t);
     out.relative = out.relative || v->front() == '-';
   }
-  if (q.since && q.until && *q.since > *q.until)
-    return ParamError{"since", "since is after until"};
+  if (q.since && q.until && *q.since > *q.until) return ParamError{"since", "since is after until"};
 
   if (auto v = req.param("step")) {
     auto step = parse_number(*v);
@@ -187,7 +198,8 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
         q.aggregate = value;
         found = true;
       }
-    if (!found) return ParamError{"agg", quoted(*v) + " is not an aggregate; use mean, max, min or last"};
+    if (!found)
+      return ParamError{"agg", quoted(*v) + " is not an aggregate; use mean, max, min or last"};
   }
 
   const bool windowed = q.since || q.step > 0;
@@ -211,9 +223,10 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
     if (!q.until) q.until = now;
     double points = q.since ? std::ceil((*q.until - *q.since) / q.step) : 0;
     if (points > static_cast<double>(kMaxStepPoints))
-      return ParamError{"step", "the window holds " + std::to_string(static_cast<long long>(points)) +
-                                    " steps of " + std::string(*req.param("step")) + " s; at most " +
-                                    std::to_string(kMaxStepPoints) + " points per response, use a larger step"};
+      return ParamError{
+          "step", "the window holds " + std::to_string(static_cast<long long>(points)) +
+                      " steps of " + std::string(*req.param("step")) + " s; at most " +
+                      std::to_string(kMaxStepPoints) + " points per response, use a larger step"};
   }
 
   if (auto v = req.param("series")) {
@@ -230,7 +243,8 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
       // A name that matches nothing is a typo; a glob that matches nothing is a plugin that is not
       // running here (network_* on a board without it): no series, not an error.
       if (!matches && item.find('*') == std::string_view::npos)
-        return ParamError{"series", quoted(item) + " matches no series; see /api/current for names"};
+        return ParamError{"series",
+                          quoted(item) + " matches no series; see /api/current for names"};
       q.patterns.emplace_back(item);
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);

@@ -27,14 +27,15 @@ struct ParsedQuery {
 inline constexpr kiwi::OptionSpec kOptions[] = {
     {"default_series", kiwi::OptionType::string_list,
      R"(["cpu_usage_ratio", "cpu_load1", "thermal_max_celsius", "memory_used_ratio", "memory_used_bytes", "memory_swap_used_bytes", "storage_used_ratio", "network_*_bytes_per_second", "diskio_*_bytes_per_second"])",
-     "series (names, keys or `*` globs) returned when a request has no series parameter; [\"*\"] for all"}};
+     "series (names, keys or `*` globs) returned when a request has no series parameter; [\"*\"] "
+     "for all"}};
 
 // Checks every query parameter against `now` (unix seconds) and the series the store knows.
 // Returns the query to run, or the first error (a 400 naming the parameter). Without `series`,
 // the query selects `default_series`.
-std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, double now,
-                                                  const std::vector<std::string>& known_series,
-                                                  const std::vector<std::string>& default_series = {});
+std::variant<ParsedQuery, ParamError> parse_query(
+    const kiwi::Request& req, double now, const std::vector<std::string>& known_series,
+    const std::vector<std::string>& default_series = {});
 
 // An absolute time: unix seconds as plain digits with an optional fraction ("1764475800",
 // "1764475800.5"; no sign, no exponent) or RFC 3339 ("2026-11-30T05:00:00Z",

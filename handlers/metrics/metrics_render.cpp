@@ -1,8 +1,8 @@
 #include "metrics_render.hpp"
 
 #include <charconv>
-#include <deque>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <set>
 
@@ -68,10 +68,14 @@ const kiwi::MetricSpec* find_spec(const kiwi::AgentStats& stats, std::string_vie
 std::string escape_label_value(std::string_view v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -79,9 +83,12 @@ std::string escape_label_value(std::string_view v) {
 std::string escape_help(std::string_view v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -120,9 +127,9 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
            "", snap.timestamp);
   auto& duration = fams.get("kiwi_sensor_sample_duration_seconds",
                             "time the sensor's latest sample took", false);
-  auto& success = fams.get("kiwi_sensor_success",
-                           "1 if the sensor's latest sample succeeded (ok or no data), 0 if it failed",
-                           false);
+  auto& success =
+      fams.get("kiwi_sensor_success",
+               "1 if the sensor's latest sample succeeded (ok or no data), 0 if it failed", false);
   auto& errors = fams.get("kiwi_sensor_errors_total", "samples of the sensor that failed", true);
   auto& invalid = fams.get("kiwi_sensor_invalid_metrics_total",
                            "metrics the sensor emitted that the agent dropped (bad name, label, "
@@ -146,7 +153,8 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   fams.add(fams.get("kiwi_snapshot_file_write_errors_total",
                     "writes of the snapshot file (collector.snapshot_path) that failed", true),
            "", static_cast<double>(stats.snapshot_file_errors));
-  auto& http = fams.get("kiwi_http_requests_total", "HTTP requests answered, by route and status", true);
+  auto& http =
+      fams.get("kiwi_http_requests_total", "HTTP requests answered, by route and status", true);
   for (auto& r : stats.http_requests)
     fams.add(http,
              "{route=\"" + escape_label_value(r.route) + "\",status=\"" +

@@ -44,7 +44,8 @@ class PluginsHandler final : public kiwi::Handler {
           kiwi::append_json_string(body, r.message);
         }
         char buf[64];
-        std::snprintf(buf, sizeof buf, ",\"last_sample_duration_seconds\":%.6f", r.duration_seconds);
+        std::snprintf(buf, sizeof buf, ",\"last_sample_duration_seconds\":%.6f",
+                      r.duration_seconds);
         body += buf;
         body += ",\"errors_total\":" + std::to_string(r.errors_total);
         body += ",\"invalid_metrics_total\":" + std::to_string(r.invalid_metrics_total);

@@ -58,7 +58,6 @@ using Rates = std::array<double, std::size(kRateColumns)>;
 std::optional<Rates> compute_rates(const Counters& before, const Counters& after,
                                    double elapsed_seconds);
 
-
 // The sysfs name of a block device: '/' in a diskstats name is '!' in sysfs ("cciss/c0d0" is
 // <sysfs>/block/cciss!c0d0).
 std::string sysfs_block_name(std::string_view diskstats_name);

@@ -15,7 +15,6 @@ bool matches_any(const std::vector<std::string>& globs, std::string_view name) {
                      [&](const std::string& g) { return kiwi::glob_match(g, name); });
 }
 
-
 bool exists(const std::string& path) {
   std::error_code ec;
   return std::filesystem::exists(path, ec);

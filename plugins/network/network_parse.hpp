@@ -54,7 +54,6 @@ std::vector<InterfaceCounters> parse_net_dev(std::string_view text);
 // SPEED_UNKNOWN: link down, virtio), 0 and anything that is not a number.
 std::optional<double> parse_link_speed(std::string_view text);
 
-
 // Per-second rates of one interface between two readings, in kRateColumns order. nullopt if any
 // counter went backwards (a driver reload or a re-created interface resets them all; a driver with
 // 32-bit counters wraps) or elapsed_seconds is not positive: no rate beats a garbage one.

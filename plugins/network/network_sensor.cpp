@@ -15,7 +15,6 @@ bool matches_any(const std::vector<std::string>& globs, std::string_view name) {
                      [&](const std::string& g) { return kiwi::glob_match(g, name); });
 }
 
-
 // Link speed in bytes per second, or nullopt. The file is absent on some virtual devices and
 // read() fails with EINVAL on Wi-Fi and on links that are down: all of these mean "unknown", which
 // is normal and not worth a note.

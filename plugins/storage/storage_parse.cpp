@@ -89,7 +89,8 @@ bool under_path(std::string_view mount_point, std::string_view prefix) {
 }
 
 bool statvfs_answers_from_memory(std::string_view fstype) {
-  constexpr std::string_view kTypes[] = {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "tmpfs", "ramfs"};
+  constexpr std::string_view kTypes[] = {"ext2",  "ext3", "ext4",  "xfs",
+                                         "btrfs", "f2fs", "tmpfs", "ramfs"};
   return std::find(std::begin(kTypes), std::end(kTypes), fstype) != std::end(kTypes);
 }
 

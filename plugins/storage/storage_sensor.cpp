@@ -53,7 +53,6 @@ constexpr UsageMetric kUsageMetrics[] = {
     {"storage_inodes_free", "count", &FsUsage::inodes_free},
 };
 
-
 // An abandoned thread returns into this library's code whenever its statvfs ends, which may be
 // after the agent unloaded the plugin at shutdown. Once a thread is abandoned, keep the library
 // mapped for the rest of the process (RTLD_NODELETE); the reference is leaked on purpose.
@@ -102,8 +101,9 @@ std::shared_ptr<StorageSensor::Call> StorageSensor::start_call(const MountEntry&
   if (statvfs_answers_from_memory(mount.fstype))
     run_call(*call, stat_, path);
   else
-    std::thread([call, stat = stat_, path = std::move(path)] { run_call(*call, stat, path); })
-        .detach();
+    std::thread([call, stat = stat_, path = std::move(path)] {
+      run_call(*call, stat, path);
+    }).detach();
   return call;
 }
 

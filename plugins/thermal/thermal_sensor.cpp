@@ -30,7 +30,6 @@ std::string read_attribute(const std::string& path, std::string_view fallback) {
   return std::string(value.empty() ? fallback : value);
 }
 
-
 }  // namespace
 
 ThermalSensor::ThermalSensor(const kiwi::SensorContext& ctx)

@@ -13,9 +13,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
-
-
 // Asserts a 400 in the API's error shape naming `parameter`, on a connection that stays usable.
 void expect_bad_parameter(HttpClient& c, const std::string& target, const std::string& parameter) {
   INFO(target);
@@ -27,7 +24,6 @@ void expect_bad_parameter(HttpClient& c, const std::string& target, const std::s
   CHECK(d["error"]["parameter"].GetString() == parameter);
   CHECK(std::string(d["error"]["message"].GetString()).size() > 5);
 }
-
 
 }  // namespace
 
@@ -103,7 +99,8 @@ TEST_CASE("agent serves the dashboard, the snapshot and the history") {
   }
 }
 
-TEST_CASE("agent: /api/history?limit=5 after six ticks has 5 samples about 1 s apart, oldest first") {
+TEST_CASE(
+    "agent: /api/history?limit=5 after six ticks has 5 samples about 1 s apart, oldest first") {
   Agent agent;
   HttpClient c(agent.port());
   REQUIRE(eventually([&] { return sequence_of(c) >= 7; }, 15s));
@@ -229,11 +226,13 @@ TEST_CASE("kiwi-agent --check-config") {
     write_text(file, "[collector]\ninterval = \"fast\"\n");
     auto r = run_agent_command({"--check-config", file});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::Contains(file + ":2:12: collector.interval: \"fast\" is not a duration"));
+    CHECK_THAT(r.err,
+               Catch::Contains(file + ":2:12: collector.interval: \"fast\" is not a duration"));
   }
   SECTION("a missing plugin: exit 2 naming the file") {
     auto file = (tmp.path / "missing.toml").string();
-    write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[[sensor]]\nplugin = \"gpu\"\n");
+    write_text(file,
+               "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[[sensor]]\nplugin = \"gpu\"\n");
     auto r = run_agent_command({"--check-config", file});
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains(file + ":4:10: " KIWI_PLUGIN_DIR
@@ -241,15 +240,18 @@ TEST_CASE("kiwi-agent --check-config") {
   }
   SECTION("a plugin with the wrong ABI version: exit 2 naming the file and both versions") {
     auto file = (tmp.path / "abi.toml").string();
-    write_text(file, "[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR "/test-wrong_abi.so\"\nname = \"x\"\n");
+    write_text(file, "[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
+                     "/test-wrong_abi.so\"\nname = \"x\"\n");
     auto r = run_agent_command({"--check-config", file});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::Contains("test-wrong_abi.so: plugin ABI version " + std::to_string(KIWI_ABI_VERSION + 41) +
+    CHECK_THAT(r.err, Catch::Contains("test-wrong_abi.so: plugin ABI version " +
+                                      std::to_string(KIWI_ABI_VERSION + 41) +
                                       ", this agent expects " + std::to_string(KIWI_ABI_VERSION)));
   }
   SECTION("an unknown plugin option: exit 2 at the option's line") {
     auto file = (tmp.path / "opt.toml").string();
-    write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[[route]]\npath = \"/\"\nhandler = "
+    write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                     "\"\n[[route]]\npath = \"/\"\nhandler = "
                      "\"current\"\n[route.options]\ncolour = \"red\"\n");
     auto r = run_agent_command({"--check-config", file});
     CHECK(r.exit_code == 2);
@@ -263,9 +265,11 @@ TEST_CASE("kiwi-agent refuses to start on a bad plugin, with exit 2") {
   for (auto plugin : {"test-wrong_abi.so", "test-not_kiwi.so", "test-throwing_factory.so"}) {
     INFO(plugin);
     auto file = (tmp.path / "kiwi.toml").string();
-    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
-                         "\"\n[http]\nbind = \"127.0.0.1:0\"\n[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
-                         "/" + plugin + "\"\nname = \"bad\"\n");
+    write_text(
+        file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
+                  "\"\n[http]\nbind = \"127.0.0.1:0\"\n[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
+                  "/" +
+                  plugin + "\"\nname = \"bad\"\n");
     auto r = run_agent_command({"--config", file});
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains(plugin));
@@ -281,7 +285,6 @@ TEST_CASE("kiwi-agent --print-default-config prints config/kiwi-agent.toml, whic
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("unknown argument '--bogus'") && Catch::Contains("usage:"));
 }
-
 
 TEST_CASE("agent: kill -9 loses at most the last commit interval and never corrupts the database") {
   Agent agent("", "commit_interval = \"1s\"");
@@ -336,7 +339,8 @@ TEST_CASE("agent: a corrupt database stops start-up with exit 1 naming the file"
   write_text(tmp.path / "data/kiwi.db", std::string(8192, 'x'));
   auto file = (tmp.path / "kiwi.toml").string();
   write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
-                       "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[http]\nbind = \"127.0.0.1:0\"\n");
+                       "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                       "\"\n[http]\nbind = \"127.0.0.1:0\"\n");
   auto r = run_agent_command({"--config", file});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains((tmp.path / "data/kiwi.db").string()) &&
@@ -347,8 +351,9 @@ TEST_CASE("agent: a port already in use stops start-up with exit 1 and the addre
   Agent first;
   TempDir tmp;
   auto file = (tmp.path / "kiwi.toml").string();
-  write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
-                   "\"\n[http]\nbind = \"127.0.0.1:" + std::to_string(first.port()) + "\"\n[collector]\nsnapshot_path = \"\"\n");
+  write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
+                       "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[http]\nbind = \"127.0.0.1:" +
+                       std::to_string(first.port()) + "\"\n[collector]\nsnapshot_path = \"\"\n");
   auto r = run_agent_command({"--config", file});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(first.port())));
@@ -418,14 +423,18 @@ TEST_CASE("agent: runs with a one-chunk malloc cache unless GLIBC_TUNABLES alrea
       {"glibc.malloc.tcache_count=7", "glibc.malloc.tcache_count=7", false}};  // the user's wins
   for (auto& c : cases) {
     INFO((c.given ? c.given : "unset"));
-    if (c.given) setenv("GLIBC_TUNABLES", c.given, 1);
-    else unsetenv("GLIBC_TUNABLES");
+    if (c.given)
+      setenv("GLIBC_TUNABLES", c.given, 1);
+    else
+      unsetenv("GLIBC_TUNABLES");
     Agent agent;
     CHECK(env_of(agent.pid(), "GLIBC_TUNABLES") == c.shown);
     CHECK(env_of(agent.pid(), "KIWI_AGENT_TUNED") == (c.re_executed ? "1" : "<unset>"));
     HttpClient client(agent.port());
     CHECK(client.get("/api/health").status == 200);
   }
-  if (saved) setenv("GLIBC_TUNABLES", restore.c_str(), 1);
-  else unsetenv("GLIBC_TUNABLES");
+  if (saved)
+    setenv("GLIBC_TUNABLES", restore.c_str(), 1);
+  else
+    unsetenv("GLIBC_TUNABLES");
 }

@@ -15,7 +15,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
 std::string gunzip(const std::string& in) {
   z_stream z{};
   REQUIRE(inflateInit2(&z, 16 + MAX_WBITS) == Z_OK);
@@ -31,7 +30,6 @@ std::string gunzip(const std::string& in) {
   return out;
 }
 
-
 // Runs a command, returns its exit code and output (stdout and stderr together).
 std::pair<int, std::string> run_shell(const std::string& cmd) {
   std::string out;
@@ -42,8 +40,8 @@ std::pair<int, std::string> run_shell(const std::string& cmd) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-const char* kRoutes[] = {"/", "/assets/app.js", "/api/current", "/api/history", "/api/health",
-                         "/api/plugins", "/metrics"};
+const char* kRoutes[] = {"/",           "/assets/app.js", "/api/current", "/api/history",
+                         "/api/health", "/api/plugins",   "/metrics"};
 
 }  // namespace
 
@@ -69,7 +67,8 @@ TEST_CASE("api: gzip when the client accepts it, the same bytes as the plain bod
     if (std::string(target) != "/metrics") CHECK(gunzip(zipped.body) == plain.body);
   }
   // q=0 means "not gzip"; a small body is sent plain even to a gzip client.
-  CHECK(c.get("/api/current", {{"Accept-Encoding", "gzip;q=0"}}).header("content-encoding").empty());
+  CHECK(
+      c.get("/api/current", {{"Accept-Encoding", "gzip;q=0"}}).header("content-encoding").empty());
   CHECK(c.get("/api/health", {{"Accept-Encoding", "gzip"}}).header("content-encoding").empty());
 }
 
@@ -120,8 +119,10 @@ TEST_CASE("api: ETag and If-None-Match give 304 on the snapshot, static files an
 
   // A history window that ended before the latest sample never changes: cacheable.
   REQUIRE(eventually([&] { return sequence_of(c) >= 3; }));
-  auto now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  std::string closed = "/api/history?since=" + std::to_string(now - 60) + "&until=" + std::to_string(now - 1.5);
+  auto now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::string closed =
+      "/api/history?since=" + std::to_string(now - 60) + "&until=" + std::to_string(now - 1.5);
   auto h = c.get(closed);
   REQUIRE(h.status == 200);
   CHECK(h.header("cache-control") == "max-age=3600");
@@ -148,7 +149,8 @@ TEST_CASE("api: between two samples, one history rendering serves every spelling
     auto a = c.get("/api/history?limit=5&series=cpu_*,memory_used_ratio");
     auto b = c.get("/api/history?series=cpu_*,memory_used_ratio&limit=5");
     auto stepped = c.get("/api/history?step=60&limit=10");
-    auto revalidated = c.get("/api/history?step=60&limit=10", {{"If-None-Match", stepped.header("etag")}});
+    auto revalidated =
+        c.get("/api/history?step=60&limit=10", {{"If-None-Match", stepped.header("etag")}});
     if (sequence_of(c) != before) continue;  // a sample landed in between: try again
     same_sample = true;
     REQUIRE(a.status == 200);
@@ -188,7 +190,8 @@ TEST_CASE("api: /api/health is 200 when all is well and 503 with the reasons whe
     CHECK(d["uptime_seconds"].GetDouble() >= 0);
   }
   SECTION("a sensor in error") {
-    Agent agent("[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR "/test-throwing_sensor.so\"\nname = \"flaky\"\n");
+    Agent agent("[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
+                "/test-throwing_sensor.so\"\nname = \"flaky\"\n");
     HttpClient c(agent.port());
     auto r = c.get("/api/health");
     CHECK(r.status == 503);
@@ -198,7 +201,8 @@ TEST_CASE("api: /api/health is 200 when all is well and 503 with the reasons whe
     CHECK_THAT(d["reasons"][0].GetString(), Catch::StartsWith("sensor flaky: read /sys/bus/i2c"));
   }
   SECTION("a stale snapshot") {
-    Agent agent("[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR "/test-slow_sensor.so\"\nname = \"slow\"\n"
+    Agent agent("[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
+                "/test-slow_sensor.so\"\nname = \"slow\"\n"
                 "[sensor.options]\nsleep_ms = 2500\n",
                 "stale_after = \"1s\"");
     HttpClient c(agent.port());
@@ -232,9 +236,10 @@ TEST_CASE("api: /api/plugins lists every plugin with its file, kind, ABI and sta
 }
 
 TEST_CASE("api: /metrics passes promtool check metrics and carries the self-metrics") {
-  Agent agent("[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"memory\"\n[[sensor]]\nplugin = "
-              "\"storage\"\n[[sensor]]\nplugin = \"thermal\"\n[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
-              "/test-throwing_sensor.so\"\nname = \"flaky\"\n");
+  Agent agent(
+      "[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"memory\"\n[[sensor]]\nplugin = "
+      "\"storage\"\n[[sensor]]\nplugin = \"thermal\"\n[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
+      "/test-throwing_sensor.so\"\nname = \"flaky\"\n");
   HttpClient c(agent.port());
   REQUIRE(eventually([&] { return sequence_of(c) >= 2; }));
   c.get("/nope");
@@ -247,10 +252,11 @@ TEST_CASE("api: /metrics passes promtool check metrics and carries the self-metr
   INFO(out);
   CHECK(code == 0);
   CHECK(out.empty());  // no lint warnings either
-  for (auto needle : {"# TYPE kiwi_cpu_usage_ratio gauge", "kiwi_memory_total_bytes ",
-                      "kiwi_build_info{version=", "kiwi_sensor_sample_duration_seconds{sensor=\"cpu\"}",
-                      "kiwi_sensor_errors_total{sensor=\"flaky\"}", "kiwi_store_write_errors_total 0",
-                      "kiwi_http_requests_total{route=\"unmatched\",status=\"404\"} 1"})
+  for (auto needle :
+       {"# TYPE kiwi_cpu_usage_ratio gauge", "kiwi_memory_total_bytes ",
+        "kiwi_build_info{version=", "kiwi_sensor_sample_duration_seconds{sensor=\"cpu\"}",
+        "kiwi_sensor_errors_total{sensor=\"flaky\"}", "kiwi_store_write_errors_total 0",
+        "kiwi_http_requests_total{route=\"unmatched\",status=\"404\"} 1"})
     CHECK_THAT(r.body, Catch::Contains(needle));
 }
 
@@ -297,16 +303,26 @@ TEST_CASE("api: oversize URI, header block and body get 414, 431 and 413 as JSON
 TEST_CASE("api: percent-encoded and dot-dot paths never leave the static asset set") {
   Agent agent;
   HttpClient c(agent.port());
-  const char* corpus[] = {"/assets/../../../etc/passwd", "/assets/%2e%2e/%2e%2e/etc/passwd",
-                          "/assets/..%2f..%2fetc%2fpasswd", "/assets/%252e%252e/etc/passwd",
-                          "/assets/app.js%00.html", "/assets/..\\..\\etc\\passwd",
-                          "/assets/%5c..%5cetc%5cpasswd", "/assets//etc/passwd",
-                          "/assets/%2fetc%2fpasswd", "/assets/", "/assets/.", "/assets/..",
-                          "//etc/passwd", "/assets/app.js/..", "/../kiwi.toml"};
+  const char* corpus[] = {"/assets/../../../etc/passwd",
+                          "/assets/%2e%2e/%2e%2e/etc/passwd",
+                          "/assets/..%2f..%2fetc%2fpasswd",
+                          "/assets/%252e%252e/etc/passwd",
+                          "/assets/app.js%00.html",
+                          "/assets/..\\..\\etc\\passwd",
+                          "/assets/%5c..%5cetc%5cpasswd",
+                          "/assets//etc/passwd",
+                          "/assets/%2fetc%2fpasswd",
+                          "/assets/",
+                          "/assets/.",
+                          "/assets/..",
+                          "//etc/passwd",
+                          "/assets/app.js/..",
+                          "/../kiwi.toml"};
   for (auto path : corpus) {
     INFO(path);
     auto r = c.get(path);
-    CHECK((r.status == 404 || r.status == 400 || (r.status == 200 && r.body.find("root:") == std::string::npos)));
+    CHECK((r.status == 404 || r.status == 400 ||
+           (r.status == 200 && r.body.find("root:") == std::string::npos)));
     CHECK(r.body.find("root:x:0") == std::string::npos);
     CHECK(r.body.find("[agent]") == std::string::npos);
   }
@@ -319,8 +335,9 @@ TEST_CASE("api: CORS is off by default and allows only the listed origins") {
     HttpClient c(agent.port());
     auto r = c.get("/api/current", {{"Origin", "http://evil.example"}});
     CHECK(r.header("access-control-allow-origin").empty());
-    auto pre = c.request("OPTIONS", "/api/current",
-                         {{"Origin", "http://evil.example"}, {"Access-Control-Request-Method", "GET"}});
+    auto pre =
+        c.request("OPTIONS", "/api/current",
+                  {{"Origin", "http://evil.example"}, {"Access-Control-Request-Method", "GET"}});
     CHECK(pre.status == 405);
   }
   SECTION("allowlist") {
@@ -332,7 +349,8 @@ TEST_CASE("api: CORS is off by default and allows only the listed origins") {
     auto other = c.get("/api/current", {{"Origin", "http://192.168.1.20:3001"}});
     CHECK(other.header("access-control-allow-origin").empty());
     auto pre = c.request("OPTIONS", "/api/history",
-                         {{"Origin", "http://192.168.1.20:3000"}, {"Access-Control-Request-Method", "GET"},
+                         {{"Origin", "http://192.168.1.20:3000"},
+                          {"Access-Control-Request-Method", "GET"},
                           {"Access-Control-Request-Headers", "if-none-match"}});
     CHECK(pre.status == 204);
     CHECK(pre.header("access-control-allow-methods") == "GET, HEAD");

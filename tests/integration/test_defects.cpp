@@ -30,10 +30,12 @@ const std::string kChaos =
     "[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR "/test-chaos_sensor.so\"\nname = \"chaos\"\n";
 
 // A config file in `dir` with the test's bind, data_dir and plugin_dir, plus `extra`.
-std::string config_file(const TempDir& dir, const std::string& extra, const std::string& name = "kiwi.toml") {
+std::string config_file(const TempDir& dir, const std::string& extra,
+                        const std::string& name = "kiwi.toml") {
   auto file = (dir.path / name).string();
-  write_text(file, "[agent]\ndata_dir = \"" + (dir.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
-                   "\"\n[http]\nbind = \"127.0.0.1:0\"\n[collector]\nsnapshot_path = \"" +
+  write_text(file, "[agent]\ndata_dir = \"" + (dir.path / "data").string() +
+                       "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                       "\"\n[http]\nbind = \"127.0.0.1:0\"\n[collector]\nsnapshot_path = \"" +
                        (dir.path / "current.json").string() + "\"\n" + extra);
   return file;
 }
@@ -58,10 +60,12 @@ TEST_CASE("defect: a plugin emitting invalid metrics no longer breaks the Promet
   INFO(out);
   CHECK(code == 0);
   CHECK_THAT(m.body, Catch::Contains("kiwi_chaos_ok 1\n"));
-  CHECK_THAT(m.body, Catch::Contains("kiwi_chaos_escaped{path=\"a \\\"quoted\\\" \\\\ back\\nslash\"} 2\n"));
+  CHECK_THAT(m.body, Catch::Contains(
+                         "kiwi_chaos_escaped{path=\"a \\\"quoted\\\" \\\\ back\\nslash\"} 2\n"));
   CHECK_THAT(m.body, Catch::Contains("kiwi_chaos_twice{a=\"1\",b=\"2\"} 5\n"));
-  for (auto absent : {"chaos bad name", "starts_with_digit", "furlongs", "chaos_bad_label", "__name__",
-                      "chaos_label_twice", "chaos_nan", "chaos_inf", "chaos_kind", "} 6\n"})
+  for (auto absent :
+       {"chaos bad name", "starts_with_digit", "furlongs", "chaos_bad_label", "__name__",
+        "chaos_label_twice", "chaos_nan", "chaos_inf", "chaos_kind", "} 6\n"})
     CHECK_THAT(m.body, !Catch::Contains(absent));
   CHECK_THAT(m.body, Catch::Contains("kiwi_sensor_invalid_metrics_total{sensor=\"chaos\"} "));
   // /api/current: valid JSON, the sensor ok with a message naming what was dropped, counted.
@@ -69,8 +73,9 @@ TEST_CASE("defect: a plugin emitting invalid metrics no longer breaks the Promet
   auto* chaos = sensor_of(d, "chaos");
   REQUIRE(chaos);
   CHECK((*chaos)["status"].GetString() == std::string("ok"));
-  CHECK_THAT((*chaos)["message"].GetString(),
-             Catch::StartsWith("dropped 10 invalid metrics: \"chaos bad name\": not a valid metric name"));
+  CHECK_THAT(
+      (*chaos)["message"].GetString(),
+      Catch::StartsWith("dropped 10 invalid metrics: \"chaos bad name\": not a valid metric name"));
   CHECK((*chaos)["invalid_metrics_total"].GetUint64() % 10 == 0);
   CHECK((*chaos)["metrics"].Size() == 3);  // chaos_ok, chaos_escaped and the first chaos_twice
   // History: one value of the repeated series, not a mean of both.
@@ -82,7 +87,8 @@ TEST_CASE("defect: a plugin emitting invalid metrics no longer breaks the Promet
   REQUIRE(eventually([&] { return sequence_of(c) >= 4; }));
   auto log = agent.stderr_text();
   CHECK(log.find("sensor chaos: dropped 10 invalid metrics") != std::string::npos);
-  CHECK(log.find("sensor chaos: dropped", log.find("sensor chaos: dropped") + 1) == std::string::npos);
+  CHECK(log.find("sensor chaos: dropped", log.find("sensor chaos: dropped") + 1) ==
+        std::string::npos);
 }
 
 TEST_CASE("defect: SIGHUP (a closed terminal) no longer kills the agent or loses queued samples") {
@@ -96,7 +102,8 @@ TEST_CASE("defect: SIGHUP (a closed terminal) no longer kills the agent or loses
     REQUIRE(eventually([&] { return sequence_of(c) > seq; }));  // still sampling and serving
     CHECK(waitpid(agent.pid(), nullptr, WNOHANG) == 0);
   }
-  CHECK(eventually([&] { return agent.stderr_text().find("received SIGHUP: reloading") != std::string::npos; }));
+  CHECK(eventually(
+      [&] { return agent.stderr_text().find("received SIGHUP: reloading") != std::string::npos; }));
   CHECK(rows_on_disk(agent.db_path()) == 0);  // all still queued
   auto seq = sequence_of(c);
   CHECK(agent.stop(SIGTERM) == 0);
@@ -124,10 +131,12 @@ TEST_CASE("defect: a directory as the config file is refused with exit 2") {
   write_text(file, "[collector]\nsnapshot_path = \"/tmp/\"\n");
   auto snap = run_agent_command({"--check-config", file});
   CHECK(snap.exit_code == 2);
-  CHECK_THAT(snap.err, Catch::Contains(file + ":2:17: collector.snapshot_path: \"/tmp/\" is a directory"));
+  CHECK_THAT(snap.err,
+             Catch::Contains(file + ":2:17: collector.snapshot_path: \"/tmp/\" is a directory"));
 }
 
-TEST_CASE("defect: timestamps sit on the interval grid, strictly increasing, from the first sample") {
+TEST_CASE(
+    "defect: timestamps sit on the interval grid, strictly increasing, from the first sample") {
   // Started at every offset within the interval, the first samples are one interval apart.
   for (int attempt = 0; attempt < 3; ++attempt) {
     Agent agent("[[sensor]]\nplugin = \"cpu\"\n", "interval = \"500ms\"");
@@ -146,7 +155,9 @@ TEST_CASE("defect: timestamps sit on the interval grid, strictly increasing, fro
   }
 }
 
-TEST_CASE("defect: the snapshot file is removed on a clean stop, claimed by one agent, and its failures shown") {
+TEST_CASE(
+    "defect: the snapshot file is removed on a clean stop, claimed by one agent, and its failures "
+    "shown") {
   Agent first;
   const fs::path snap = first.dir() / "run/current.json";
   REQUIRE(eventually([&] { return fs::exists(snap); }));
@@ -154,11 +165,14 @@ TEST_CASE("defect: the snapshot file is removed on a clean stop, claimed by one 
     TempDir tmp;
     const std::string file = (tmp.path / "second.toml").string();
     // Same snapshot path as the first agent, its own data_dir and port.
-    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
-                     "\"\n[http]\nbind = \"127.0.0.1:0\"\n[collector]\nsnapshot_path = \"" + snap.string() + "\"\n");
+    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
+                         "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                         "\"\n[http]\nbind = \"127.0.0.1:0\"\n[collector]\nsnapshot_path = \"" +
+                         snap.string() + "\"\n");
     auto r = run_agent_command({"--config", file});
     CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err, Catch::Contains("snapshot file " + snap.string() + " is in use by another kiwi-agent (pid " +
+    CHECK_THAT(r.err, Catch::Contains("snapshot file " + snap.string() +
+                                      " is in use by another kiwi-agent (pid " +
                                       std::to_string(first.pid()) + ")"));
     CHECK(fs::exists(snap));  // the first agent's file untouched
   }
@@ -185,17 +199,21 @@ TEST_CASE("defect: the snapshot file is removed on a clean stop, claimed by one 
   }
 }
 
-TEST_CASE("defect: listen failures say why: not a local address, a privileged port, a port in use") {
+TEST_CASE(
+    "defect: listen failures say why: not a local address, a privileged port, a port in use") {
   TempDir tmp;
   SECTION("an address of no interface here (EADDRNOTAVAIL)") {
     // 192.0.2.1 is TEST-NET-1: bind() fails at once, nothing is sent.
     const std::string file = (tmp.path / "listen.toml").string();
-    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
-                     "\"\n[http]\nbind = \"192.0.2.1:8095\"\n[collector]\nsnapshot_path = \"\"\n");
+    write_text(file,
+               "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
+                   "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                   "\"\n[http]\nbind = \"192.0.2.1:8095\"\n[collector]\nsnapshot_path = \"\"\n");
     auto r = run_agent_command({"--config", file});
     CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err, Catch::Contains("cannot listen on 192.0.2.1:8095: bind: Cannot assign requested address "
-                                      "(192.0.2.1 is not an address of this machine"));
+    CHECK_THAT(r.err, Catch::Contains(
+                          "cannot listen on 192.0.2.1:8095: bind: Cannot assign requested address "
+                          "(192.0.2.1 is not an address of this machine"));
     CHECK_THAT(r.err, !Catch::Contains("another process"));
   }
   SECTION("a privileged port as an unprivileged user (EACCES)") {
@@ -203,27 +221,35 @@ TEST_CASE("defect: listen failures say why: not a local address, a privileged po
       skip_test("needs root and setpriv to run the agent as an unprivileged user");
     fs::permissions(tmp.path, fs::perms::all);
     const std::string file = (tmp.path / "listen.toml").string();
-    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
-                     "\"\n[http]\nbind = \"127.0.0.1:81\"\n[collector]\nsnapshot_path = \"\"\n");
+    write_text(file,
+               "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
+                   "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                   "\"\n[http]\nbind = \"127.0.0.1:81\"\n[collector]\nsnapshot_path = \"\"\n");
     fs::permissions(file, fs::perms::all);
-    auto [code, out] = shell("setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all " KIWI_AGENT_BIN
-                             " --config " + file);
+    auto [code, out] =
+        shell("setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all " KIWI_AGENT_BIN
+              " --config " +
+              file);
     INFO(out);
-    if (out.find("Permission denied") != std::string::npos && out.find("listen") == std::string::npos)
+    if (out.find("Permission denied") != std::string::npos &&
+        out.find("listen") == std::string::npos)
       skip_test("the build tree is not readable by an unprivileged user here");
     CHECK(code == 1);
-    CHECK_THAT(out, Catch::Contains("cannot listen on 127.0.0.1:81: bind: Permission denied (ports below 1024 "
-                                    "need root or CAP_NET_BIND_SERVICE"));
+    CHECK_THAT(out, Catch::Contains(
+                        "cannot listen on 127.0.0.1:81: bind: Permission denied (ports below 1024 "
+                        "need root or CAP_NET_BIND_SERVICE"));
   }
   SECTION("a port in use (EADDRINUSE)") {
     Agent running;
     const std::string file = (tmp.path / "listen.toml").string();
-    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() + "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
-                     "\"\n[http]\nbind = \"127.0.0.1:" + std::to_string(running.port()) +
-                     "\"\n[collector]\nsnapshot_path = \"\"\n");
+    write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
+                         "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[http]\nbind = \"127.0.0.1:" +
+                         std::to_string(running.port()) +
+                         "\"\n[collector]\nsnapshot_path = \"\"\n");
     auto r = run_agent_command({"--config", file});
     CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err, Catch::Contains("bind: Address already in use (another process is using the port"));
+    CHECK_THAT(r.err,
+               Catch::Contains("bind: Address already in use (another process is using the port"));
   }
 }
 
@@ -234,7 +260,9 @@ TEST_CASE("defect: plugin messages name the real cause and place") {
     write_text(file, "[agent]\nplugin_dir = \"/nonexistent/kiwi\"\n");
     auto r = run_agent_command({"--check-config", file});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::Contains(file + ":2:14: agent.plugin_dir: \"/nonexistent/kiwi\" is not a directory"));
+    CHECK_THAT(r.err,
+               Catch::Contains(
+                   file + ":2:14: agent.plugin_dir: \"/nonexistent/kiwi\" is not a directory"));
   }
   SECTION("a file that is not ELF") {
     write_text(tmp.path / "fake.so", "#!/bin/sh\n");
@@ -247,7 +275,8 @@ TEST_CASE("defect: plugin messages name the real cause and place") {
   }
   SECTION("a plugin by path needs no name; a file name is looked up in plugin_dir") {
     auto file = (tmp.path / "path.toml").string();
-    write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[[sensor]]\nplugin = \"" KIWI_PLUGIN_DIR
+    write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                     "\"\n[[sensor]]\nplugin = \"" KIWI_PLUGIN_DIR
                      "/kiwi-sensor-memory.so\"\n[[sensor]]\nplugin = \"kiwi-sensor-cpu.so\"\n");
     auto r = run_agent_command({"--check-config", file});
     INFO(r.err);
@@ -257,7 +286,8 @@ TEST_CASE("defect: plugin messages name the real cause and place") {
   SECTION("--describe-plugin of an unknown name names both files it looked for") {
     auto r = run_agent_command({"--describe-plugin", "nosuch", "--config=" + config_file(tmp, "")});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::Contains("no such plugin") && Catch::Contains("kiwi-sensor-nosuch.so") &&
+    CHECK_THAT(r.err, Catch::Contains("no such plugin") &&
+                          Catch::Contains("kiwi-sensor-nosuch.so") &&
                           Catch::Contains("kiwi-handler-nosuch.so"));
     auto ok = run_agent_command({"--describe-plugin=memory", "--config=" + config_file(tmp, "")});
     CHECK(ok.exit_code == 0);
@@ -272,7 +302,8 @@ TEST_CASE("defect: plugin messages name the real cause and place") {
   }
 }
 
-TEST_CASE("defect: If-None-Match lists, weak tags and * give 304; Accept-Encoding is case-insensitive") {
+TEST_CASE(
+    "defect: If-None-Match lists, weak tags and * give 304; Accept-Encoding is case-insensitive") {
   Agent agent;
   HttpClient c(agent.port());
   for (auto target : {"/", "/api/current", "/api/history?limit=3&until=1000000000"}) {
@@ -282,7 +313,8 @@ TEST_CASE("defect: If-None-Match lists, weak tags and * give 304; Accept-Encodin
     const std::string etag = r.header("etag");
     REQUIRE_FALSE(etag.empty());
     const std::string bare = etag.starts_with("W/") ? etag.substr(2) : etag;
-    for (const std::string& inm : {"\"x\", " + etag, "W/" + bare, bare, std::string("*"), "\"x\",\"y\"," + etag}) {
+    for (const std::string& inm :
+         {"\"x\", " + etag, "W/" + bare, bare, std::string("*"), "\"x\",\"y\"," + etag}) {
       INFO(inm);
       auto again = c.get(target, {{"If-None-Match", inm}});
       // /api/current may have a newer sample by now: then 200 with a new tag, never a stale 304.
@@ -327,7 +359,8 @@ TEST_CASE("defect: log lines carry a timestamp in a terminal, and none under jou
     setenv("JOURNAL_STREAM", stream.c_str(), 1);
     pid_t pid = spawn({KIWI_AGENT_BIN, "--config", file}, tmp.path / "stdout", err);
     unsetenv("JOURNAL_STREAM");
-    bool listening = eventually([&] { return read_text(err).find("listening on") != std::string::npos; });
+    bool listening =
+        eventually([&] { return read_text(err).find("listening on") != std::string::npos; });
     kill(pid, SIGTERM);
     CHECK(wait_exit(pid, 20s) == 0);
     REQUIRE(listening);

@@ -32,7 +32,8 @@ struct Prometheus {
     write_text(dir.path / "prometheus.yml",
                "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
                "scrape_configs:\n  - job_name: kiwi\n    file_sd_configs:\n"
-               "      - files: [" + (dir.path / "targets.json").string() + "]\n        refresh_interval: 1s\n");
+               "      - files: [" +
+                   (dir.path / "targets.json").string() + "]\n        refresh_interval: 1s\n");
     pid = spawn({"/usr/bin/prometheus", "--config.file=" + (dir.path / "prometheus.yml").string(),
                  "--storage.tsdb.path=" + (dir.path / "data").string(),
                  "--web.listen-address=127.0.0.1:" + std::to_string(port)},
@@ -78,7 +79,8 @@ TEST_CASE("prometheus: scrapes two agents with their labels and sees one go down
                   R"("],"labels":{"board":"kiwipi-a"}},{"targets":["127.0.0.1:)" +
                   std::to_string(b.port()) + R"("],"labels":{"board":"kiwipi-b"}}])");
   INFO(read_text(prom.dir.path / "err").substr(0, 2000));
-  REQUIRE(eventually([&] { return prom.health(a.port()) == "up" && prom.health(b.port()) == "up"; }, 40s));
+  REQUIRE(eventually([&] { return prom.health(a.port()) == "up" && prom.health(b.port()) == "up"; },
+                     40s));
 
   // One series per agent, carrying the file_sd labels.
   std::vector<std::string> boards;
@@ -87,7 +89,8 @@ TEST_CASE("prometheus: scrapes two agents with their labels and sees one go down
         auto d = prom.api("/api/v1/query?query=kiwi_cpu_usage_ratio");
         boards.clear();
         if (!d.HasMember("data")) return false;
-        for (auto& r : d["data"]["result"].GetArray()) boards.push_back(r["metric"]["board"].GetString());
+        for (auto& r : d["data"]["result"].GetArray())
+          boards.push_back(r["metric"]["board"].GetString());
         std::sort(boards.begin(), boards.end());
         return boards.size() == 2;
       },

@@ -21,7 +21,8 @@ struct Chaos : kiwi::Sensor {
     sink.gauge("chaos_nan", std::nan(""), "");
     sink.gauge("chaos_inf", std::numeric_limits<double>::infinity(), "");
     sink.gauge("chaos_twice", {{"a", "1"}, {"b", "2"}}, 5, "");
-    sink.gauge("chaos_twice", {{"b", "2"}, {"a", "1"}}, 6, "");  // the same series, labels reordered
+    sink.gauge("chaos_twice", {{"b", "2"}, {"a", "1"}}, 6,
+               "");  // the same series, labels reordered
     sink.emit("chaos_kind", {}, 9, "", static_cast<kiwi::MetricKind>(7));
     return {};
   }

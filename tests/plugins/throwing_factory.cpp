@@ -11,4 +11,5 @@ struct Refuses : kiwi::Sensor {
 };
 }  // namespace
 
-KIWI_SENSOR_PLUGIN(Refuses, "refuses", "always refuses to start", kiwi::no_options, kiwi::no_metrics)
+KIWI_SENSOR_PLUGIN(Refuses, "refuses", "always refuses to start", kiwi::no_options,
+                   kiwi::no_metrics)

@@ -12,4 +12,5 @@ struct Throws : kiwi::Sensor {
 };
 }  // namespace
 
-KIWI_SENSOR_PLUGIN(Throws, "throws", "fails on every sample (test plugin)", kiwi::no_options, kiwi::no_metrics)
+KIWI_SENSOR_PLUGIN(Throws, "throws", "fails on every sample (test plugin)", kiwi::no_options,
+                   kiwi::no_metrics)

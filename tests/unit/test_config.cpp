@@ -5,7 +5,9 @@
 using namespace kiwi::agent;
 
 namespace {
-Config load(const std::string& text) { return load_config_text(text, "kiwi.toml", "/opt/kiwi/bin"); }
+Config load(const std::string& text) {
+  return load_config_text(text, "kiwi.toml", "/opt/kiwi/bin");
+}
 
 // The error message for `text`, or "" if it loads.
 std::string error_of(const std::string& text) {
@@ -116,7 +118,8 @@ TEST_CASE("config: bind addresses") {
 TEST_CASE("config: each error names file:line:col, the key, the value and what is accepted") {
   SECTION("wrong type") {
     CHECK(error_of("[http]\nthreads = \"four\"\n") ==
-          "kiwi.toml:2:11: http.threads: \"four\" is not a thread count; accepted: \"auto\" or 1..256");
+          "kiwi.toml:2:11: http.threads: \"four\" is not a thread count; accepted: \"auto\" or "
+          "1..256");
     CHECK(error_of("[http]\nthreads = 2.5\n") ==
           "kiwi.toml:2:11: http.threads: 2.5 is not an integer; accepted: 1..256");
   }
@@ -146,7 +149,8 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
           "kiwi.toml:2:1: http.port: unknown key; accepted in [http]: bind, threads, keep_alive, "
           "max_connections, cors_origins");
     CHECK(error_of("[colector]\n") ==
-          "kiwi.toml:1:2: colector: unknown key; accepted here: agent, http, collector, sensor, route");
+          "kiwi.toml:1:2: colector: unknown key; accepted here: agent, http, collector, sensor, "
+          "route");
     CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nintervall = \"1s\"\n") ==
           "kiwi.toml:3:1: sensor.intervall: unknown key; accepted here: plugin, name, interval, "
           "options");
@@ -155,7 +159,8 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
     CHECK(error_of("[http]\ncors_origins = [\"*\"]\n") ==
           "kiwi.toml:2:17: http.cors_origins: \"*\" is not an origin; use scheme://host[:port] "
           "exactly as the browser sends it (no wildcard, no path)");
-    CHECK(load("[http]\ncors_origins = [\"http://10.0.0.2:3000\"]\n").http.cors_origins.size() == 1);
+    CHECK(load("[http]\ncors_origins = [\"http://10.0.0.2:3000\"]\n").http.cors_origins.size() ==
+          1);
   }
   SECTION("bad log level") {
     CHECK(error_of("[agent]\nlog_level = \"verbose\"\n") ==
@@ -167,13 +172,15 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
           "kiwi.toml:1:1: sensor.plugin: missing; name a plugin, e.g. plugin = \"cpu\"");
   }
   SECTION("two sensors with one name") {
-    CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"cpu\"\n") ==
-          "kiwi.toml:3:1: sensor.name: \"cpu\" is used by two [[sensor]] entries; give each a unique "
-          "name = \"...\"");
+    CHECK(
+        error_of("[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"cpu\"\n") ==
+        "kiwi.toml:3:1: sensor.name: \"cpu\" is used by two [[sensor]] entries; give each a unique "
+        "name = \"...\"");
   }
   SECTION("sensor interval not a multiple of the collector's") {
-    CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\ninterval = \"1500ms\"\n") ==
-          "kiwi.toml:1:1: sensor.interval: \"1500ms\" is not a multiple of collector.interval (1s)");
+    CHECK(
+        error_of("[[sensor]]\nplugin = \"cpu\"\ninterval = \"1500ms\"\n") ==
+        "kiwi.toml:1:1: sensor.interval: \"1500ms\" is not a multiple of collector.interval (1s)");
   }
   SECTION("stale_after shorter than the interval") {
     CHECK(error_of("[collector]\ninterval = \"10s\"\nstale_after = \"5s\"\n") ==
@@ -209,7 +216,8 @@ TEST_CASE("config: messages a user needs (issue 11, items 7, 9 and 10)") {
     CHECK(error_of("[collector]\nsnapshot_path = \"/tmp/\"\n") ==
           "kiwi.toml:2:17: collector.snapshot_path: \"/tmp/\" is a directory; name a file in it, "
           "e.g. \"/run/kiwi-agent/current.json\", or \"\" for no snapshot file");
-    CHECK_THAT(error_of("[collector]\nsnapshot_path = \"/tmp\"\n"), Catch::Contains("\"/tmp\" is a directory"));
+    CHECK_THAT(error_of("[collector]\nsnapshot_path = \"/tmp\"\n"),
+               Catch::Contains("\"/tmp\" is a directory"));
     CHECK(load("[collector]\nsnapshot_path = \"\"\n").collector.snapshot_path.empty());
   }
   SECTION("retention shorter than the interval: where, and both values") {
@@ -218,15 +226,18 @@ TEST_CASE("config: messages a user needs (issue 11, items 7, 9 and 10)") {
           "keep at least one interval of history");
   }
   SECTION("a plugin given as a path needs no name: it is named after the file") {
-    Config c = load("[[sensor]]\nplugin = \"/opt/x/kiwi-sensor-gpu.so\"\n[[sensor]]\nplugin = "
-                    "\"./my probe.so\"\n[[sensor]]\nplugin = \"kiwi-sensor-fan.so\"\n");
+    Config c = load(
+        "[[sensor]]\nplugin = \"/opt/x/kiwi-sensor-gpu.so\"\n[[sensor]]\nplugin = "
+        "\"./my probe.so\"\n[[sensor]]\nplugin = \"kiwi-sensor-fan.so\"\n");
     REQUIRE(c.sensors.size() == 3);
     CHECK(c.sensors[0].name == "gpu");
     CHECK(c.sensors[1].name == "my_probe");
     CHECK(c.sensors[2].name == "fan");
-    CHECK(error_of("[[sensor]]\nplugin = \"/a/kiwi-sensor-gpu.so\"\n[[sensor]]\nplugin = \"gpu\"\n") ==
-          "kiwi.toml:3:1: sensor.name: \"gpu\" is used by two [[sensor]] entries; give each a unique "
-          "name = \"...\"");
+    CHECK(
+        error_of(
+            "[[sensor]]\nplugin = \"/a/kiwi-sensor-gpu.so\"\n[[sensor]]\nplugin = \"gpu\"\n") ==
+        "kiwi.toml:3:1: sensor.name: \"gpu\" is used by two [[sensor]] entries; give each a unique "
+        "name = \"...\"");
   }
   SECTION("plugin_dir remembers where it was set") {
     Config c = load("[agent]\nplugin_dir = \"/nowhere\"\n");

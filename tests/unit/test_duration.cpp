@@ -2,8 +2,8 @@
 
 #include "duration.hpp"
 
-using kiwi::agent::Millis;
 using kiwi::agent::format_duration;
+using kiwi::agent::Millis;
 using kiwi::agent::parse_duration;
 
 TEST_CASE("duration: the forms people write in the TOML") {

@@ -8,7 +8,8 @@
 
 TEST_CASE("gzip and gunzip round-trip, and a kept gzip holds only its bytes") {
   std::string text;
-  for (int i = 0; i < 400; ++i) text += "{\"ts\":" + std::to_string(1700000000 + i) + ",\"v\":0.25},";
+  for (int i = 0; i < 400; ++i)
+    text += "{\"ts\":" + std::to_string(1700000000 + i) + ",\"v\":0.25},";
   const std::string gz = kiwi::gzip(text);
   CHECK(gz.size() < text.size() / 4);
   CHECK(gz.capacity() < gz.size() + 32);  // not the worst-case buffer deflate was given

@@ -17,8 +17,10 @@ kiwi::Request with_header(const std::vector<kiwi::Param>& headers) {
 }  // namespace
 
 TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values") {
-  auto ok = [](std::string_view name, std::vector<kiwi::Label> labels = {}, std::string_view unit = "",
-               double v = 1) { return !check_metric(name, labels, v, unit, kiwi::MetricKind::gauge); };
+  auto ok = [](std::string_view name, std::vector<kiwi::Label> labels = {},
+               std::string_view unit = "", double v = 1) {
+    return !check_metric(name, labels, v, unit, kiwi::MetricKind::gauge);
+  };
   CHECK(ok("cpu_usage_ratio", {}, "ratio"));
   CHECK(ok("_private"));
   CHECK(ok("network_receive_bytes_per_second", {{"interface", "eth0"}}, "bytes_per_second"));
@@ -34,7 +36,8 @@ TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values")
   CHECK_FALSE(ok("x", {}, "furlongs"));
   CHECK_FALSE(ok("x", {}, "", std::nan("")));
   CHECK_FALSE(ok("x", {}, "", INFINITY));
-  CHECK(check_metric("x", {}, 1, "", static_cast<kiwi::MetricKind>(7)) == "\"x\": unknown metric kind");
+  CHECK(check_metric("x", {}, 1, "", static_cast<kiwi::MetricKind>(7)) ==
+        "\"x\": unknown metric kind");
   CHECK(*check_metric("x", {}, 1, "furlongs", kiwi::MetricKind::gauge) ==
         "\"x\": unit \"furlongs\" is not one of bytes, seconds, celsius, hertz, ratio, count, "
         "bytes_per_second, per_second or \"\"");
@@ -46,7 +49,8 @@ TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values")
   CHECK(why.size() < 200);
 }
 
-TEST_CASE("metric check: the sink keeps what passes, drops repeats of a series, names what it dropped") {
+TEST_CASE(
+    "metric check: the sink keeps what passes, drops repeats of a series, names what it dropped") {
   std::vector<kiwi::MetricValue> out;
   CheckedSink sink(out);
   sink.gauge("ok", 1, "");
@@ -65,7 +69,8 @@ TEST_CASE("metric check: the sink keeps what passes, drops repeats of a series, 
   CHECK(out[2].value == 7);
   CHECK(out[3].value == 8);
   CHECK(sink.dropped() == 4);
-  CHECK_THAT(note, Catch::StartsWith("dropped 4 invalid metrics: \"chaos bad name\": not a valid metric name"));
+  CHECK_THAT(note, Catch::StartsWith(
+                       "dropped 4 invalid metrics: \"chaos bad name\": not a valid metric name"));
   CHECK_THAT(note, Catch::Contains("\"nan\": value is not a finite number"));
   CHECK_THAT(note, Catch::EndsWith("; ..."));  // three shown, the count says the rest
 

@@ -1,7 +1,7 @@
 // The loader on real shared objects: the built plugins and the deliberately broken test plugins.
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -83,8 +83,8 @@ TEST_CASE("loader: a plugin named without a path is looked up in plugin_dir") {
   NullLogger log;
   PluginLoader loader(KIWI_PLUGIN_DIR, log);
   CHECK(loader.resolve(kiwi::PluginKind::sensor, "cpu") == KIWI_PLUGIN_DIR "/kiwi-sensor-cpu.so");
-  CHECK(loader.resolve(kiwi::PluginKind::handler, "history") ==
-        KIWI_PLUGIN_DIR "/kiwi-handler-history.so");
+  CHECK(loader.resolve(kiwi::PluginKind::handler, "history") == KIWI_PLUGIN_DIR
+        "/kiwi-handler-history.so");
   CHECK(loader.resolve(kiwi::PluginKind::sensor, "./x.so") == "./x.so");
   auto inst = loader.create_sensor(entry("memory"), KIWI_FIXTURES_DIR "/rk3588/proc",
                                    KIWI_FIXTURES_DIR "/rk3588/sys");
@@ -96,15 +96,17 @@ TEST_CASE("loader: each refusal names the file and the reason") {
   NullLogger log;
   PluginLoader loader(KIWI_PLUGIN_DIR, log);
   SECTION("missing file") {
-    CHECK(error_of(loader, entry("nosuch")) ==
-          "kiwi.toml:3:10: " KIWI_PLUGIN_DIR "/kiwi-sensor-nosuch.so: plugin file not found "
-          "(looked up 'nosuch' in plugin_dir " KIWI_PLUGIN_DIR ")");
+    CHECK(error_of(loader, entry("nosuch")) == "kiwi.toml:3:10: " KIWI_PLUGIN_DIR
+                                               "/kiwi-sensor-nosuch.so: plugin file not found "
+                                               "(looked up 'nosuch' in plugin_dir " KIWI_PLUGIN_DIR
+                                               ")");
   }
   SECTION("a file that is not a shared object") {
     CHECK_THAT(error_of(loader, entry(KIWI_SOURCE_DIR "/config/kiwi-agent.toml.so")),
                Catch::Contains("plugin file not found"));
     CHECK(error_of(loader, entry(KIWI_SOURCE_DIR "/config/kiwi-agent.toml")) ==
-          "kiwi.toml:3:10: " KIWI_SOURCE_DIR "/config/kiwi-agent.toml: not a shared object (no ELF header)");
+          "kiwi.toml:3:10: " KIWI_SOURCE_DIR
+          "/config/kiwi-agent.toml: not a shared object (no ELF header)");
   }
   SECTION("a shared object that is not a kiwi plugin") {
     CHECK(error_of(loader, entry(kTestPlugins + "/test-not_kiwi.so")) ==
@@ -113,13 +115,17 @@ TEST_CASE("loader: each refusal names the file and the reason") {
   }
   SECTION("wrong ABI version") {
     CHECK(error_of(loader, entry(kTestPlugins + "/test-wrong_abi.so")) ==
-          "kiwi.toml:3:10: " + kTestPlugins + "/test-wrong_abi.so: plugin ABI version " + std::to_string(KIWI_ABI_VERSION + 41) + ", this agent "
-          "expects " + std::to_string(KIWI_ABI_VERSION) + "; rebuild the plugin against this agent's SDK");
+          "kiwi.toml:3:10: " + kTestPlugins + "/test-wrong_abi.so: plugin ABI version " +
+              std::to_string(KIWI_ABI_VERSION + 41) +
+              ", this agent "
+              "expects " +
+              std::to_string(KIWI_ABI_VERSION) + "; rebuild the plugin against this agent's SDK");
   }
   SECTION("a factory that throws") {
-    CHECK(error_of(loader, entry(kTestPlugins + "/test-throwing_factory.so")) ==
-          "kiwi.toml:3:10: " + kTestPlugins +
-              "/test-throwing_factory.so: sensor 's' refused to start: device /dev/i2c-1 not found");
+    CHECK(
+        error_of(loader, entry(kTestPlugins + "/test-throwing_factory.so")) ==
+        "kiwi.toml:3:10: " + kTestPlugins +
+            "/test-throwing_factory.so: sensor 's' refused to start: device /dev/i2c-1 not found");
   }
   SECTION("a handler plugin used as a sensor") {
     CHECK_THAT(error_of(loader, entry(KIWI_PLUGIN_DIR "/kiwi-handler-current.so")),
@@ -136,17 +142,18 @@ TEST_CASE("loader: options are checked against the plugin's table and defaults f
             .options.get_int("sleep_ms") == 5);
   CHECK(error_of(loader, entry(slow, "[options]\nsleep_ms = \"5\"\n")) ==
         "kiwi.toml:2:12: sensor.options.sleep_ms: expected an integer");
-  CHECK(error_of(loader, entry(slow, "[options]\nsleepms = 5\n")) ==
-        "kiwi.toml:2:1: sensor.options.sleepms: unknown option for plugin slow; accepted: sleep_ms");
+  CHECK(
+      error_of(loader, entry(slow, "[options]\nsleepms = 5\n")) ==
+      "kiwi.toml:2:1: sensor.options.sleepms: unknown option for plugin slow; accepted: sleep_ms");
 }
 
 TEST_CASE("loader: a sensor's destructor may log: its logger outlives it (issue 11, item 3)") {
   NullLogger log;
   {
     PluginLoader loader(KIWI_PLUGIN_DIR, log);
-    auto inst = loader.create_sensor(entry(kTestPlugins + "/test-logs_on_destroy.so",
-                                           "[options]\nfarewell = \"bye now\"\n"),
-                                     "/proc", "/sys");
+    auto inst = loader.create_sensor(
+        entry(kTestPlugins + "/test-logs_on_destroy.so", "[options]\nfarewell = \"bye now\"\n"),
+        "/proc", "/sys");
     // Moved twice, as the agent moves instances into slots and vectors.
     auto moved = std::move(inst);
     kiwi::agent::PluginInstance<kiwi::Sensor> assigned;
@@ -172,17 +179,18 @@ TEST_CASE("collector: a sensor that throws is reported as error; the others go o
     CHECK(snap->sequence == 2);
     REQUIRE(snap->sensors.size() == 2);
     CHECK(snap->sensors[0].state == kiwi::SensorState::error);
-    CHECK(snap->sensors[0].message ==
-          "read /sys/bus/i2c/devices/1-0048/temp: Input/output error");
+    CHECK(snap->sensors[0].message == "read /sys/bus/i2c/devices/1-0048/temp: Input/output error");
     CHECK(snap->sensors[0].metrics.empty());  // the half-written reading is dropped
     CHECK(snap->sensors[1].state == kiwi::SensorState::ok);
     CHECK_FALSE(snap->sensors[1].metrics.empty());
-    CHECK_THAT(*snap->json->body(), Catch::Contains("\"throws\":{\"plugin\":\"throws\",\"status\":\"error\","
-                                            "\"message\":\"read /sys/bus/i2c/devices/1-0048/temp: "
-                                            "Input/output error\""));
+    CHECK_THAT(*snap->json->body(),
+               Catch::Contains("\"throws\":{\"plugin\":\"throws\",\"status\":\"error\","
+                               "\"message\":\"read /sys/bus/i2c/devices/1-0048/temp: "
+                               "Input/output error\""));
     // Logged once when it starts failing, not every tick.
-    CHECK(std::count_if(log.lines.begin(), log.lines.end(),
-                        [](auto& l) { return l.find("sensor throws failed") != std::string::npos; }) == 1);
+    CHECK(std::count_if(log.lines.begin(), log.lines.end(), [](auto& l) {
+            return l.find("sensor throws failed") != std::string::npos;
+          }) == 1);
     CHECK(store.query({}).timestamps.size() == 2);
   }
 }
@@ -219,16 +227,20 @@ TEST_CASE("collector: a sensor with a longer interval shows its last reading unt
   }
 }
 
-TEST_CASE("loader: a file name is looked up in plugin_dir; a missing plugin_dir is named where set") {
+TEST_CASE(
+    "loader: a file name is looked up in plugin_dir; a missing plugin_dir is named where set") {
   NullLogger log;
   PluginLoader loader(KIWI_PLUGIN_DIR, log);
-  CHECK(loader.resolve(kiwi::PluginKind::sensor, "kiwi-sensor-cpu.so") == KIWI_PLUGIN_DIR "/kiwi-sensor-cpu.so");
-  CHECK(loader.create_sensor(entry("kiwi-sensor-memory.so"), "/proc", "/sys").library->info->name == "memory");
+  CHECK(loader.resolve(kiwi::PluginKind::sensor, "kiwi-sensor-cpu.so") == KIWI_PLUGIN_DIR
+        "/kiwi-sensor-cpu.so");
+  CHECK(loader.create_sensor(entry("kiwi-sensor-memory.so"), "/proc", "/sys").library->info->name ==
+        "memory");
 
   PluginLoader nowhere("/nonexistent/plugins", log, {"my.toml", 2, 14});
   CHECK(error_of(nowhere, entry("cpu")) ==
         "my.toml:2:14: agent.plugin_dir: \"/nonexistent/plugins\" is not a directory, so no plugin "
-        "can be found there (sensor 'cpu' at kiwi.toml:3:10 needs /nonexistent/plugins/kiwi-sensor-cpu.so)");
+        "can be found there (sensor 'cpu' at kiwi.toml:3:10 needs "
+        "/nonexistent/plugins/kiwi-sensor-cpu.so)");
 }
 
 TEST_CASE("collector: every sample sits on the interval grid, strictly later than the one before") {
@@ -252,14 +264,16 @@ TEST_CASE("collector: every sample sits on the interval grid, strictly later tha
   CHECK(holder.current()->timestamp == third + 2);
   auto h = store.query({});
   REQUIRE(h.timestamps.size() == 4);
-  for (std::size_t i = 1; i < h.timestamps.size(); ++i) CHECK(h.timestamps[i] == h.timestamps[i - 1] + 2);
+  for (std::size_t i = 1; i < h.timestamps.size(); ++i)
+    CHECK(h.timestamps[i] == h.timestamps[i - 1] + 2);
 }
 
 TEST_CASE("tests: a test that cannot run is skipped under ctest and fails by hand, never passes") {
   // This binary, on the hidden probe below: exit 77 (ctest's SKIP_RETURN_CODE) with KIWI_CTEST.
   auto run = [](const std::string& env) {
-    return std::system((env + " /proc/" + std::to_string(getpid()) +
-                        "/exe '[.skip-probe]' > /dev/null 2>&1").c_str());
+    return std::system(
+        (env + " /proc/" + std::to_string(getpid()) + "/exe '[.skip-probe]' > /dev/null 2>&1")
+            .c_str());
   };
   int under_ctest = run("KIWI_CTEST=1");
   REQUIRE(WIFEXITED(under_ctest));
@@ -274,8 +288,11 @@ TEST_CASE("skip probe: always cannot run", "[.skip-probe]") {
   kiwi_test::skip_test("a probe for the skip mechanism");
 }
 
-TEST_CASE("README: the plugin example is examples/uptime-sensor/uptime.cpp, which builds, loads and samples") {
-  std::ifstream readme(KIWI_SOURCE_DIR "/README.md"), example(KIWI_SOURCE_DIR "/examples/uptime-sensor/uptime.cpp");
+TEST_CASE(
+    "README: the plugin example is examples/uptime-sensor/uptime.cpp, which builds, loads and "
+    "samples") {
+  std::ifstream readme(KIWI_SOURCE_DIR "/README.md"),
+      example(KIWI_SOURCE_DIR "/examples/uptime-sensor/uptime.cpp");
   std::stringstream r, e;
   r << readme.rdbuf();
   e << example.rdbuf();
@@ -284,8 +301,9 @@ TEST_CASE("README: the plugin example is examples/uptime-sensor/uptime.cpp, whic
 
   NullLogger log;
   PluginLoader loader(KIWI_PLUGIN_DIR, log);
-  auto inst = loader.create_sensor(entry(kTestPlugins + "/example-uptime.so", "[options]\nscale = 2.0\n"),
-                                   KIWI_FIXTURES_DIR "/rk3588/proc", KIWI_FIXTURES_DIR "/rk3588/sys");
+  auto inst =
+      loader.create_sensor(entry(kTestPlugins + "/example-uptime.so", "[options]\nscale = 2.0\n"),
+                           KIWI_FIXTURES_DIR "/rk3588/proc", KIWI_FIXTURES_DIR "/rk3588/sys");
   std::vector<kiwi::MetricValue> out;
   kiwi::agent::CheckedSink sink(out);
   CHECK(inst.object->sample(sink).status == kiwi::SampleStatus::ok);

@@ -34,13 +34,13 @@ kiwi::MetricValue metric(std::string name, double v, std::string unit = "ratio",
   return {std::move(name), std::move(labels), v, std::move(unit), kiwi::MetricKind::gauge};
 }
 
-void append(Store& s, std::int64_t ts, const std::vector<kiwi::MetricValue>& ms, bool flush = true) {
+void append(Store& s, std::int64_t ts, const std::vector<kiwi::MetricValue>& ms,
+            bool flush = true) {
   std::vector<const kiwi::MetricValue*> ptrs;
   for (auto& m : ms) ptrs.push_back(&m);
   s.append(ts, ptrs);
   if (flush) s.flush(0, 0);
 }
-
 
 const kiwi::HistorySeries* find(const kiwi::HistoryResult& r, const std::string& key) {
   for (auto& s : r.series)
@@ -88,7 +88,8 @@ TEST_CASE("store: since/until and series globs select rows and columns") {
   TempDb db;
   Store store(db.path());
   for (int i = 0; i < 5; ++i)
-    append(store, i * 1000, {metric("cpu_usage_ratio", 0.5), metric("memory_used_bytes", i, "bytes")});
+    append(store, i * 1000,
+           {metric("cpu_usage_ratio", 0.5), metric("memory_used_bytes", i, "bytes")});
   kiwi::HistoryQuery q;
   q.since = 1;
   q.until = 3;
@@ -106,7 +107,8 @@ TEST_CASE("store: history and series survive a reopen") {
     append(store, 1000, {metric("x", 1.5, "celsius", {{"sensor", "soc-thermal"}})});
   }
   Store store(db.path());
-  append(store, 2000, {metric("x", 2.5, "celsius", {{"sensor", "soc-thermal"}}), metric("y", 1, "")});
+  append(store, 2000,
+         {metric("x", 2.5, "celsius", {{"sensor", "soc-thermal"}}), metric("y", 1, "")});
   auto r = store.query({});
   REQUIRE(r.series.size() == 2);
   CHECK(r.series[0].key == "x{sensor=\"soc-thermal\"}");
@@ -134,7 +136,8 @@ TEST_CASE("store: queued samples are visible to queries before they reach the di
   TempDb db;
   Store store(db.path());
   for (int i = 0; i < 3; ++i) append(store, i * 1000, {metric("a", i, "")});
-  for (int i = 3; i < 6; ++i) append(store, i * 1000, {metric("a", i, ""), metric("b", 1, "")}, false);
+  for (int i = 3; i < 6; ++i)
+    append(store, i * 1000, {metric("a", i, ""), metric("b", 1, "")}, false);
   CHECK(kiwi_test::rows_on_disk(db.path()) == 3);
   kiwi::HistoryQuery q;
   q.limit = 4;
@@ -157,7 +160,8 @@ TEST_CASE("store: a full disk loses nothing: samples stay queued until there is 
   // A real full filesystem: a tiny tmpfs (needs root and CAP_SYS_ADMIN, as CI has here).
   TempDb db;
   kiwi_test::TinyFilesystem tiny(db.dir / "tiny", "64k");
-  if (!tiny.mounted()) kiwi_test::skip_test("cannot mount a tmpfs here (needs root); full-disk test not run");
+  if (!tiny.mounted())
+    kiwi_test::skip_test("cannot mount a tmpfs here (needs root); full-disk test not run");
   const std::string path = (tiny.path() / "kiwi.db").string();
   Store store(path);
   std::vector<kiwi::MetricValue> wide;
@@ -176,7 +180,8 @@ TEST_CASE("store: a full disk loses nothing: samples stay queued until there is 
   CHECK(store.pending_rows() >= 1);
   kiwi::HistoryQuery q;
   q.limit = 1;
-  CHECK(store.query(q).timestamps == std::vector<double>{static_cast<double>(t - 1)});  // still served
+  CHECK(store.query(q).timestamps ==
+        std::vector<double>{static_cast<double>(t - 1)});  // still served
   REQUIRE(tiny.grow("4m"));
   store.flush(0, 0);
   CHECK(store.pending_rows() == 0);
@@ -202,7 +207,8 @@ TEST_CASE("store: a file that is not a database is refused with its path") {
     std::fputs("this is not sqlite, it is a text file long enough to have a header..........", f);
     std::fclose(f);
   }
-  CHECK_THROWS_WITH(Store(db.path()), Catch::Contains(db.path()) && Catch::Contains("not a database"));
+  CHECK_THROWS_WITH(Store(db.path()),
+                    Catch::Contains(db.path()) && Catch::Contains("not a database"));
 }
 
 TEST_CASE("store: a database from a newer agent is refused, not rewritten") {

@@ -52,7 +52,9 @@ Values decode(std::string_view blob) {
   return out;
 }
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 // Encodes `values` (ids 1..n) in format 2 and checks each decodes bit for bit to what format 1
 // gave; returns the blob.
@@ -86,9 +88,9 @@ TEST_CASE("sample codec: format 2 reads back exactly what format 1 served") {
   }
   SECTION("short decimals: load averages, temperatures, round ratios") {
     std::vector<double> v;
-    for (int i = -4000; i <= 12500; ++i) v.push_back(i / 100.0);     // loads and celsius, 0.01
-    for (int i = -400; i <= 1250; ++i) v.push_back(i / 10.0);  // celsius, 0.1
-    for (int i = 0; i <= 125000; i += 7) v.push_back(i / 1000.0);   // millidegree sensors
+    for (int i = -4000; i <= 12500; ++i) v.push_back(i / 100.0);   // loads and celsius, 0.01
+    for (int i = -400; i <= 1250; ++i) v.push_back(i / 10.0);      // celsius, 0.1
+    for (int i = 0; i <= 125000; i += 7) v.push_back(i / 1000.0);  // millidegree sensors
     for (int d = 1; d <= 64; ++d)
       for (int n = 0; n <= d; ++n) v.push_back(static_cast<double>(n) / d);  // jiffy ratios
     check_round_trip(v);
@@ -158,11 +160,11 @@ TEST_CASE("sample codec: malformed blobs are refused, not misread") {
   auto refused = [](std::string_view blob) {
     CHECK_THROWS_AS(sample_codec::decode(blob, [](auto, auto) {}), kiwi::StoreError);
   };
-  refused(std::string_view("\x05", 1));              // format 1: float32 cut short
-  refused(std::string_view("\x01\x08\x80", 3));      // format 2: integer varint cut short
-  refused(std::string_view("\x01\x0e", 2));          // format 2: tag 6 does not exist
-  refused(std::string_view("\x01\x0f", 2));          // format 2: tag 7 does not exist
-  refused(std::string_view("\x01\x09\x00\x00", 4));  // format 2: float32 cut short
+  refused(std::string_view("\x05", 1));                // format 1: float32 cut short
+  refused(std::string_view("\x01\x08\x80", 3));        // format 2: integer varint cut short
+  refused(std::string_view("\x01\x0e", 2));            // format 2: tag 6 does not exist
+  refused(std::string_view("\x01\x0f", 2));            // format 2: tag 7 does not exist
+  refused(std::string_view("\x01\x09\x00\x00", 4));    // format 2: float32 cut short
   CHECK(decode(std::string_view("\x01", 1)).empty());  // a tick without values
   CHECK(decode(std::string_view("\x01\x0b\x0b", 3)) == Values{{1, 0}, {2, 0}});
 }

@@ -8,7 +8,8 @@
  * response in MHD 0.9.75 and closes kept-alive connections). Unlike the agent, one MHD_Response
  * is created at start-up (MHD_RESPMEM_PERSISTENT) and queued for every request.
  *
- * Usage: kiwi-bench-ceiling [--port N] [--threads N|auto] [--body-size BYTES] [--memory-limit BYTES]
+ * Usage: kiwi-bench-ceiling [--port N] [--threads N|auto] [--body-size BYTES] [--memory-limit
+ * BYTES]
  *   --port 0 (default) picks a free port; "listening on http://127.0.0.1:PORT/" goes to stderr.
  *   --body-size 0 (default) answers an empty 200; otherwise a JSON body of exactly BYTES bytes
  *   ({"version":1,"pad":"xxx..."}; shorter sizes are padded with spaces).
@@ -31,8 +32,8 @@ static struct MHD_Response *response;
 static char first_call_marker;
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **state) {
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **state) {
   (void)cls, (void)url, (void)method, (void)version, (void)upload_data;
   if (*state == NULL) { /* first call: headers only */
     *state = &first_call_marker;
@@ -85,14 +86,21 @@ static unsigned long arg_number(int argc, char **argv, int *i, unsigned long max
 int main(int argc, char **argv) {
   unsigned long port = 0, threads = 0 /* auto */, body_size = 0, memory_limit = 16384;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--port")) port = arg_number(argc, argv, &i, 65535);
-    else if (!strcmp(argv[i], "--threads") && i + 1 < argc && !strcmp(argv[i + 1], "auto")) threads = 0, ++i;
-    else if (!strcmp(argv[i], "--threads")) threads = arg_number(argc, argv, &i, 256);
-    else if (!strcmp(argv[i], "--body-size")) body_size = arg_number(argc, argv, &i, 64ul << 20);
-    else if (!strcmp(argv[i], "--memory-limit")) memory_limit = arg_number(argc, argv, &i, 16ul << 20);
+    if (!strcmp(argv[i], "--port"))
+      port = arg_number(argc, argv, &i, 65535);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc && !strcmp(argv[i + 1], "auto"))
+      threads = 0, ++i;
+    else if (!strcmp(argv[i], "--threads"))
+      threads = arg_number(argc, argv, &i, 256);
+    else if (!strcmp(argv[i], "--body-size"))
+      body_size = arg_number(argc, argv, &i, 64ul << 20);
+    else if (!strcmp(argv[i], "--memory-limit"))
+      memory_limit = arg_number(argc, argv, &i, 16ul << 20);
     else {
-      fprintf(stderr, "usage: %s [--port N] [--threads N|auto] [--body-size BYTES] [--memory-limit BYTES]\n",
-              argv[0]);
+      fprintf(
+          stderr,
+          "usage: %s [--port N] [--threads N|auto] [--body-size BYTES] [--memory-limit BYTES]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -127,20 +135,19 @@ int main(int argc, char **argv) {
    * draws a warning), as in the agent; memory limit 0 means MHD's default. */
   struct MHD_OptionItem extra[3];
   int n = 0;
-  if (threads > 1) extra[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
-  if (memory_limit) extra[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)memory_limit, NULL};
+  if (threads > 1)
+    extra[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
+  if (memory_limit)
+    extra[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)memory_limit, NULL};
   extra[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-      &on_request, NULL,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-      MHD_OPTION_CONNECTION_TIMEOUT, 5u,
-      MHD_OPTION_CONNECTION_LIMIT, 256u,
-      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-      MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL,
-      MHD_OPTION_ARRAY, extra,
-      MHD_OPTION_END);
+  struct MHD_Daemon *d =
+      MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL,
+                       NULL, &on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                       MHD_OPTION_CONNECTION_TIMEOUT, 5u, MHD_OPTION_CONNECTION_LIMIT, 256u,
+                       MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_NOTIFY_COMPLETED,
+                       &on_completed, NULL, MHD_OPTION_ARRAY, extra, MHD_OPTION_END);
   if (!d) {
     fprintf(stderr, "ceiling: cannot listen on 127.0.0.1:%lu\n", port);
     return 1;

@@ -37,13 +37,17 @@ int main() {
     Store store((dir / "kiwi.db").string());
     std::vector<kiwi::MetricValue> metrics;
     for (int i = 0; i < 80; ++i)
-      metrics.push_back({"m" + std::to_string(i), {{"core", std::to_string(i)}}, 0, "ratio",
+      metrics.push_back({"m" + std::to_string(i),
+                         {{"core", std::to_string(i)}},
+                         0,
+                         "ratio",
                          kiwi::MetricKind::gauge});
     std::vector<const kiwi::MetricValue*> ptrs;
     for (auto& m : metrics) ptrs.push_back(&m);
     const std::int64_t t0 = 1'764'460'800'000;  // a whole day boundary
     for (int t = 0; t < 86400; ++t) {
-      for (std::size_t i = 0; i < metrics.size(); ++i) metrics[i].value = (t % 100) / 100.0 + 0.001 * i;
+      for (std::size_t i = 0; i < metrics.size(); ++i)
+        metrics[i].value = (t % 100) / 100.0 + 0.001 * i;
       store.append(t0 + t * 1000LL, ptrs);
       if (t % 5 == 4) store.flush(0, 0);  // the collector's default commit interval
     }
@@ -56,7 +60,8 @@ int main() {
     q.since = t0 / 1000.0;
     q.until = t0 / 1000.0 + 86400;
     q.limit = 10000;
-    std::printf("| query (24 h window) | series | points | median of 5, ms |\n|---|---:|---:|---:|\n");
+    std::printf(
+        "| query (24 h window) | series | points | median of 5, ms |\n|---|---:|---:|---:|\n");
     double rollup_ms = 0, raw_ms = 0;
     for (auto patterns : {std::vector<std::string>{}, std::vector<std::string>{"m1"}}) {
       q.patterns = patterns;
@@ -65,8 +70,9 @@ int main() {
         std::size_t points = 0;
         double ms = median_ms(store, q, &points);
         (step >= 60 ? rollup_ms : raw_ms) = ms;
-        std::printf("| step=%g (%s) | %s | %zu | %.1f |\n", step, step >= 60 ? "minute rollups" : "raw samples",
-                    patterns.empty() ? "80" : "1", points, ms);
+        std::printf("| step=%g (%s) | %s | %zu | %.1f |\n", step,
+                    step >= 60 ? "minute rollups" : "raw samples", patterns.empty() ? "80" : "1",
+                    points, ms);
       }
       std::printf("| rollups / raw | | | %.2f |\n", rollup_ms / raw_ms);
     }

@@ -78,7 +78,8 @@ inline bool etag_matches(std::string_view if_none_match, std::string_view etag) 
     rest.remove_prefix(i);
     if (rest.empty()) break;
     if (rest[0] == '*') return true;
-    std::size_t start = (rest.size() >= 2 && (rest[0] == 'W' || rest[0] == 'w') && rest[1] == '/') ? 2 : 0;
+    std::size_t start =
+        (rest.size() >= 2 && (rest[0] == 'W' || rest[0] == 'w') && rest[1] == '/') ? 2 : 0;
     if (start >= rest.size() || rest[start] != '"') return false;  // malformed: no match
     std::size_t close = rest.find('"', start + 1);
     if (close == std::string_view::npos) return false;
@@ -109,7 +110,8 @@ inline bool Request::accepts_gzip() const {
     std::string_view item = rest.substr(0, comma);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     std::size_t semi = item.find(';');
-    if (!equals_ci(trim(item.substr(0, semi)), "gzip") && !equals_ci(trim(item.substr(0, semi)), "x-gzip"))
+    if (!equals_ci(trim(item.substr(0, semi)), "gzip") &&
+        !equals_ci(trim(item.substr(0, semi)), "x-gzip"))
       continue;
     if (semi == std::string_view::npos) return true;
     // Parameters: only q matters; q=0, 0.0, 0.00 and 0.000 refuse it.
@@ -169,9 +171,9 @@ struct SensorReport {
   std::string plugin;  // plugin name
   SensorState state = SensorState::ok;
   std::string message;
-  double timestamp = 0;         // unix seconds of this sensor's last reading
-  double duration_seconds = 0;  // how long its last sample() took
-  std::uint64_t errors_total = 0;  // samples that threw since the agent started
+  double timestamp = 0;                     // unix seconds of this sensor's last reading
+  double duration_seconds = 0;              // how long its last sample() took
+  std::uint64_t errors_total = 0;           // samples that threw since the agent started
   std::uint64_t invalid_metrics_total = 0;  // metrics the host dropped (kiwi/sensor.hpp rules)
   std::vector<MetricValue> metrics;
 };
@@ -215,12 +217,12 @@ struct AgentStats {
   double started_at = 0;  // unix seconds
   std::uint64_t ticks = 0;
   std::uint64_t missed_ticks = 0;
-  std::uint64_t store_write_errors = 0;       // since start
-  std::uint64_t store_failing_writes = 0;     // history commits failed in a row (0 = healthy)
+  std::uint64_t store_write_errors = 0;    // since start
+  std::uint64_t store_failing_writes = 0;  // history commits failed in a row (0 = healthy)
   std::string store_last_error;
-  std::string snapshot_file;                  // collector.snapshot_path ("" when off)
-  std::uint64_t snapshot_file_errors = 0;     // failed writes since start
-  std::uint64_t snapshot_file_failing = 0;    // failed in a row (0 = healthy)
+  std::string snapshot_file;                // collector.snapshot_path ("" when off)
+  std::uint64_t snapshot_file_errors = 0;   // failed writes since start
+  std::uint64_t snapshot_file_failing = 0;  // failed in a row (0 = healthy)
   std::string snapshot_file_last_error;
   std::vector<PluginStatus> plugins;
   std::vector<HttpRequestCount> http_requests;
@@ -330,14 +332,13 @@ inline Response Response::error(int status, std::string_view message, std::strin
 // Declares a handler plugin. Use once, in one source file of the plugin:
 //   KIWI_HANDLER_PLUGIN(HistoryHandler, "history", "columnar sample history", kOptions)
 // CLASS must be constructible from (const kiwi::HandlerContext&).
-#define KIWI_HANDLER_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS)                                \
-  namespace kiwi_plugin_detail {                                                            \
-  const ::kiwi::PluginInfo info{::kiwi::PluginKind::handler, NAME, DESCRIPTION,            \
-                                std::span<const ::kiwi::OptionSpec>(OPTIONS),              \
-                                ::kiwi::no_metrics};                                        \
-  std::unique_ptr<::kiwi::Handler> create(const ::kiwi::HandlerContext& ctx) {            \
-    return std::make_unique<CLASS>(ctx);                                                    \
-  }                                                                                         \
-  }                                                                                         \
-  KIWI_DETAIL_EXPORT_COMMON(kiwi_plugin_detail::info)                                       \
+#define KIWI_HANDLER_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS)                                     \
+  namespace kiwi_plugin_detail {                                                                   \
+  const ::kiwi::PluginInfo info{::kiwi::PluginKind::handler, NAME, DESCRIPTION,                    \
+                                std::span<const ::kiwi::OptionSpec>(OPTIONS), ::kiwi::no_metrics}; \
+  std::unique_ptr<::kiwi::Handler> create(const ::kiwi::HandlerContext& ctx) {                     \
+    return std::make_unique<CLASS>(ctx);                                                           \
+  }                                                                                                \
+  }                                                                                                \
+  KIWI_DETAIL_EXPORT_COMMON(kiwi_plugin_detail::info)                                              \
   BOOST_DLL_ALIAS(kiwi_plugin_detail::create, kiwi_create)

@@ -2,19 +2,19 @@
 // All paths are built from the configured roots (SensorContext::procfs / sysfs), never "/proc".
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <fcntl.h>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <unistd.h>
 #include <vector>
 
 namespace kiwi {
@@ -96,8 +96,8 @@ inline std::string join(const std::vector<std::string>& parts, std::string_view 
 
 // Trims ASCII whitespace at both ends.
 inline std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' ||
-                        s.front() == '\r'))
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
     s.remove_prefix(1);
   while (!s.empty() &&
          (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
@@ -137,8 +137,8 @@ inline std::size_t read_counters(std::string_view rest, std::span<std::uint64_t>
   for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
     auto value = to_number<std::uint64_t>(field);
     if (!value)
-      throw std::invalid_argument("line '" + std::string(line) + "': field '" +
-                                  std::string(field) + "' is not a counter");
+      throw std::invalid_argument("line '" + std::string(line) + "': field '" + std::string(field) +
+                                  "' is not a counter");
     if (count < out.size()) out[count] = *value;
     ++count;
   }

@@ -39,8 +39,9 @@ enum class OptionType : std::uint32_t { boolean, integer, number, string, string
 struct OptionSpec {
   std::string_view key;
   OptionType type;
-  std::string_view default_toml;  // the default as a TOML literal: "true", "30", "\"/\"", "[\"lo\"]"
-  std::string_view description;   // one line, what it does and in which unit
+  std::string_view
+      default_toml;              // the default as a TOML literal: "true", "30", "\"/\"", "[\"lo\"]"
+  std::string_view description;  // one line, what it does and in which unit
 };
 
 // A validated option value. Only the member matching `type` is meaningful.
@@ -131,9 +132,11 @@ struct PluginInfo {
 }  // namespace kiwi
 
 // Internal to the two plugin macros: the ABI version symbol and the descriptor alias.
-#define KIWI_DETAIL_EXPORT_COMMON(info_var)                                          \
-  extern "C" KIWI_EXPORT const std::uint32_t kiwi_abi_version = KIWI_ABI_VERSION;    \
-  namespace kiwi_plugin_detail {                                                     \
-  const ::kiwi::PluginInfo& plugin_info() { return info_var; }                      \
-  }                                                                                  \
+#define KIWI_DETAIL_EXPORT_COMMON(info_var)                                       \
+  extern "C" KIWI_EXPORT const std::uint32_t kiwi_abi_version = KIWI_ABI_VERSION; \
+  namespace kiwi_plugin_detail {                                                  \
+  const ::kiwi::PluginInfo& plugin_info() {                                       \
+    return info_var;                                                              \
+  }                                                                               \
+  }                                                                               \
   BOOST_DLL_ALIAS(kiwi_plugin_detail::plugin_info, kiwi_plugin_info)

@@ -104,14 +104,14 @@ using SensorFactory = std::unique_ptr<Sensor>(const SensorContext&);
 // Declares a sensor plugin. Use once, in one source file of the plugin:
 //   KIWI_SENSOR_PLUGIN(CpuSensor, "cpu", "CPU usage, frequency and load", kOptions, kMetrics)
 // CLASS must be constructible from (const kiwi::SensorContext&).
-#define KIWI_SENSOR_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS, METRICS)                        \
-  namespace kiwi_plugin_detail {                                                            \
-  const ::kiwi::PluginInfo info{::kiwi::PluginKind::sensor, NAME, DESCRIPTION,             \
-                                std::span<const ::kiwi::OptionSpec>(OPTIONS),              \
-                                std::span<const ::kiwi::MetricSpec>(METRICS)};             \
-  std::unique_ptr<::kiwi::Sensor> create(const ::kiwi::SensorContext& ctx) {              \
-    return std::make_unique<CLASS>(ctx);                                                    \
-  }                                                                                         \
-  }                                                                                         \
-  KIWI_DETAIL_EXPORT_COMMON(kiwi_plugin_detail::info)                                       \
+#define KIWI_SENSOR_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS, METRICS)         \
+  namespace kiwi_plugin_detail {                                               \
+  const ::kiwi::PluginInfo info{::kiwi::PluginKind::sensor, NAME, DESCRIPTION, \
+                                std::span<const ::kiwi::OptionSpec>(OPTIONS),  \
+                                std::span<const ::kiwi::MetricSpec>(METRICS)}; \
+  std::unique_ptr<::kiwi::Sensor> create(const ::kiwi::SensorContext& ctx) {   \
+    return std::make_unique<CLASS>(ctx);                                       \
+  }                                                                            \
+  }                                                                            \
+  KIWI_DETAIL_EXPORT_COMMON(kiwi_plugin_detail::info)                          \
   BOOST_DLL_ALIAS(kiwi_plugin_detail::create, kiwi_create)

@@ -113,7 +113,8 @@ TEST_CASE("history params: absolute times lie between 2000 and a day from now") 
   CHECK(bad({{"until", "1764475800000"}}).message == "'1764475800000'" + range);  // milliseconds
   CHECK(bad({{"until", "1764562201"}}).message == "'1764562201'" + range);
   CHECK(bad({{"since", "1970-01-01T00:00:00Z"}}).message == "'1970-01-01T00:00:00Z'" + range);
-  CHECK(bad({{"since", "-999999999999"}}).message == "'-999999999999' reaches back before 2000-01-01T00:00:00Z");
+  CHECK(bad({{"since", "-999999999999"}}).message ==
+        "'-999999999999' reaches back before 2000-01-01T00:00:00Z");
   const std::string forms =
       " is not a time; use unix seconds (1764475800), RFC 3339 (2026-11-30T05:00:00Z) or negative "
       "seconds before now (-300)";
@@ -131,7 +132,8 @@ TEST_CASE("history params: a space in a time (an unencoded '+') gets a hint to w
   auto e = bad({{"until", "2025-11-30T06:00:00 01:00"}});
   CHECK(e.parameter == "until");
   CHECK(e.message == "'2025-11-30T06:00:00 01:00'" + hint);
-  CHECK(bad({{"since", "2025-11-30 04:00:00.5 01:00"}}).message == "'2025-11-30 04:00:00.5 01:00'" + hint);
+  CHECK(bad({{"since", "2025-11-30 04:00:00.5 01:00"}}).message ==
+        "'2025-11-30 04:00:00.5 01:00'" + hint);
   CHECK(bad({{"since", " 1764470000"}}).message == "' 1764470000'" + hint);
   // A space for the 'T' is RFC 3339's own allowance, and '+' encoded as %2B arrives as '+'.
   CHECK(*ok({{"since", "2025-11-30 04:00:00+01:00"}}).since == kNow - 4200);
@@ -142,7 +144,8 @@ TEST_CASE("history params: series takes names, keys and globs, checked against t
   CHECK(q.patterns == std::vector<std::string>{"cpu_*", "thermal_celsius", "memory_used_bytes"});
   CHECK(bad({{"series", "gpu_usage"}}).message ==
         "'gpu_usage' matches no series; see /api/current for names");
-  CHECK(ok({{"series", "gpu_*"}}).patterns == std::vector<std::string>{"gpu_*"});  // not running here
+  CHECK(ok({{"series", "gpu_*"}}).patterns ==
+        std::vector<std::string>{"gpu_*"});  // not running here
   CHECK(bad({{"series", "cpu_*,,x"}}).message == "empty name in the list");
 }
 
@@ -152,24 +155,36 @@ TEST_CASE("history params: every bad parameter is a 400 naming it") {
     std::string parameter, message;
   };
   const Case cases[] = {
-      {{{"lmit", "5"}}, "lmit", "unknown parameter; accepted: limit, since, until, step, agg, series"},
+      {{{"lmit", "5"}},
+       "lmit",
+       "unknown parameter; accepted: limit, since, until, step, agg, series"},
       {{{"limit", "abc"}}, "limit", "'abc' is not an integer; expected an integer from 1 to 86400"},
       {{{"limit", "0"}}, "limit", "0 is out of range; expected an integer from 1 to 86400"},
       {{{"limit", "86401"}}, "limit", "86401 is out of range; expected an integer from 1 to 86400"},
       {{{"limit", ""}}, "limit", "is empty; give a value or leave the parameter out"},
       {{{"limit", "5"}, {"limit", "6"}}, "limit", "given more than once"},
-      {{{"since", "soon"}}, "since", "'soon' is not a time; use unix seconds (1764475800), RFC 3339 (2026-11-30T05:00:00Z) or negative seconds before now (-300)"},
-      {{{"until", "x"}}, "until", "'x' is not a time; use unix seconds (1764475800), RFC 3339 (2026-11-30T05:00:00Z) or negative seconds before now (-300)"},
+      {{{"since", "soon"}},
+       "since",
+       "'soon' is not a time; use unix seconds (1764475800), RFC 3339 (2026-11-30T05:00:00Z) or "
+       "negative seconds before now (-300)"},
+      {{{"until", "x"}},
+       "until",
+       "'x' is not a time; use unix seconds (1764475800), RFC 3339 (2026-11-30T05:00:00Z) or "
+       "negative seconds before now (-300)"},
       {{{"since", "1764470200"}, {"until", "1764470100"}}, "since", "since is after until"},
       {{{"step", "0"}}, "step", "'0' must be more than 0 seconds"},
       {{{"step", "-5"}}, "step", "'-5' must be more than 0 seconds"},
       {{{"step", "1m"}}, "step", "'1m' is not a number of seconds"},
-      {{{"step", "1"}, {"since", "-20000"}}, "step",
+      {{{"step", "1"}, {"since", "-20000"}},
+       "step",
        "the window holds 20000 steps of 1 s; at most 10000 points per response, use a larger step"},
-      {{{"step", "60"}, {"limit", "10001"}}, "limit",
+      {{{"step", "60"}, {"limit", "10001"}},
+       "limit",
        "10001 is out of range; expected an integer from 1 to 10000"},
       {{{"agg", "max"}}, "agg", "only applies with step"},
-      {{{"step", "5"}, {"agg", "median"}}, "agg", "'median' is not an aggregate; use mean, max, min or last"},
+      {{{"step", "5"}, {"agg", "median"}},
+       "agg",
+       "'median' is not an aggregate; use mean, max, min or last"},
   };
   for (auto& c : cases) {
     auto e = bad(c.params);
@@ -182,21 +197,36 @@ TEST_CASE("history params: every bad parameter is a 400 naming it") {
 TEST_CASE("history render: columns with units, nulls for gaps, values rounded for their unit") {
   kiwi::HistoryResult r;
   r.timestamps = {1764475799, 1764475800};
-  r.series.push_back({"cpu_usage_ratio", "cpu_usage_ratio", {}, "ratio", kiwi::MetricKind::gauge,
+  r.series.push_back({"cpu_usage_ratio",
+                      "cpu_usage_ratio",
+                      {},
+                      "ratio",
+                      kiwi::MetricKind::gauge,
                       {0.123456, std::nan("")}});
-  r.series.push_back({"thermal_celsius{sensor=\"soc\"}", "thermal_celsius", {{"sensor", "soc"}},
-                      "celsius", kiwi::MetricKind::gauge, {45.123, 46.0}});
-  r.series.push_back({"memory_used_bytes", "memory_used_bytes", {}, "bytes", kiwi::MetricKind::gauge,
+  r.series.push_back({"thermal_celsius{sensor=\"soc\"}",
+                      "thermal_celsius",
+                      {{"sensor", "soc"}},
+                      "celsius",
+                      kiwi::MetricKind::gauge,
+                      {45.123, 46.0}});
+  r.series.push_back({"memory_used_bytes",
+                      "memory_used_bytes",
+                      {},
+                      "bytes",
+                      kiwi::MetricKind::gauge,
                       {8300695552.4, 1}});
   CHECK(kiwi_history::render(r, {}) ==
         "{\"version\":1,\"count\":2,\"timestamps\":[1764475799,1764475800],\"series\":{"
-        "\"cpu_usage_ratio\":{\"name\":\"cpu_usage_ratio\",\"unit\":\"ratio\",\"values\":[0.1235,null]},"
-        "\"thermal_celsius{sensor=\\\"soc\\\"}\":{\"name\":\"thermal_celsius\",\"labels\":{\"sensor\":"
+        "\"cpu_usage_ratio\":{\"name\":\"cpu_usage_ratio\",\"unit\":\"ratio\",\"values\":[0.1235,"
+        "null]},"
+        "\"thermal_celsius{sensor=\\\"soc\\\"}\":{\"name\":\"thermal_celsius\",\"labels\":{"
+        "\"sensor\":"
         "\"soc\"},\"unit\":\"celsius\",\"values\":[45.12,46]},"
         "\"memory_used_bytes\":{\"name\":\"memory_used_bytes\",\"unit\":\"bytes\",\"values\":"
         "[8300695552,1]}}}");
   kiwi::HistoryQuery q;
   q.step = 60;
   q.aggregate = kiwi::Aggregate::max;
-  CHECK_THAT(kiwi_history::render(r, q), Catch::StartsWith("{\"version\":1,\"count\":2,\"step\":60,\"agg\":\"max\","));
+  CHECK_THAT(kiwi_history::render(r, q),
+             Catch::StartsWith("{\"version\":1,\"count\":2,\"step\":60,\"agg\":\"max\","));
 }

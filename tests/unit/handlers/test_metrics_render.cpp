@@ -15,8 +15,16 @@ kiwi::Snapshot snapshot() {
   t.name = "thermal";
   t.plugin = "thermal";
   t.duration_seconds = 0.00025;
-  t.metrics = {{"thermal_celsius", {{"sensor", "soc \"hot\"\\zone\n"}}, 45.5, "celsius", kiwi::MetricKind::gauge},
-               {"thermal_celsius", {{"sensor", "soc \"hot\"\\zone\n"}}, 46, "celsius", kiwi::MetricKind::gauge},
+  t.metrics = {{"thermal_celsius",
+                {{"sensor", "soc \"hot\"\\zone\n"}},
+                45.5,
+                "celsius",
+                kiwi::MetricKind::gauge},
+               {"thermal_celsius",
+                {{"sensor", "soc \"hot\"\\zone\n"}},
+                46,
+                "celsius",
+                kiwi::MetricKind::gauge},
                {"wakeups", {}, 12, "count", kiwi::MetricKind::counter}};
   kiwi::SensorReport bad;
   bad.name = "gpu";
@@ -35,19 +43,23 @@ TEST_CASE("metrics: families with HELP and TYPE, escaped labels, counters end in
   stats.http_requests.push_back({"/api/current", 200, 5});
   stats.http_requests.push_back({"unmatched", 404, 1});
   std::string text = kiwi_metrics::render(snapshot(), stats);
-  CHECK_THAT(text, Catch::StartsWith("# HELP kiwi_thermal_celsius temperature of one zone\n"
-                                     "# TYPE kiwi_thermal_celsius gauge\n"
-                                     "kiwi_thermal_celsius{sensor=\"soc \\\"hot\\\"\\\\zone\\n\"} 45.5\n"
-                                     "# HELP kiwi_wakeups_total wakeups from sensor plugin thermal (count)\n"
-                                     "# TYPE kiwi_wakeups_total counter\n"
-                                     "kiwi_wakeups_total 12\n"));
+  CHECK_THAT(text, Catch::StartsWith(
+                       "# HELP kiwi_thermal_celsius temperature of one zone\n"
+                       "# TYPE kiwi_thermal_celsius gauge\n"
+                       "kiwi_thermal_celsius{sensor=\"soc \\\"hot\\\"\\\\zone\\n\"} 45.5\n"
+                       "# HELP kiwi_wakeups_total wakeups from sensor plugin thermal (count)\n"
+                       "# TYPE kiwi_wakeups_total counter\n"
+                       "kiwi_wakeups_total 12\n"));
   // The duplicate series (same name and labels) is kept once.
   CHECK(text.find("46\n") == std::string::npos);
-  CHECK_THAT(text, Catch::Contains("kiwi_build_info{version=\"0.1.0\",abi=\"" + std::to_string(KIWI_ABI_VERSION) + "\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("kiwi_build_info{version=\"0.1.0\",abi=\"" +
+                                   std::to_string(KIWI_ABI_VERSION) + "\"} 1\n"));
   CHECK_THAT(text, Catch::Contains("kiwi_sensor_success{sensor=\"gpu\"} 0\n"));
   CHECK_THAT(text, Catch::Contains("kiwi_sensor_errors_total{sensor=\"gpu\"} 3\n"));
-  CHECK_THAT(text, Catch::Contains("kiwi_sensor_sample_duration_seconds{sensor=\"thermal\"} 0.00025\n"));
-  CHECK_THAT(text, Catch::Contains("kiwi_http_requests_total{route=\"/api/current\",status=\"200\"} 5\n"));
+  CHECK_THAT(text,
+             Catch::Contains("kiwi_sensor_sample_duration_seconds{sensor=\"thermal\"} 0.00025\n"));
+  CHECK_THAT(
+      text, Catch::Contains("kiwi_http_requests_total{route=\"/api/current\",status=\"200\"} 5\n"));
   CHECK_THAT(text, Catch::Contains("# TYPE kiwi_http_requests_total counter\n"));
 }
 

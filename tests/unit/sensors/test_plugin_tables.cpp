@@ -113,7 +113,8 @@ TEST_CASE("plugins: every metric emitted on every board is declared, with its un
         // What the host would drop (metric_check.hpp) an in-tree sensor never emits.
         std::vector<kiwi::Label> label_views;
         for (const auto& [name, value] : s.labels) label_views.push_back({name, value});
-        CHECK(kiwi::agent::check_metric(s.name, label_views, s.value, s.unit, s.kind) == std::nullopt);
+        CHECK(kiwi::agent::check_metric(s.name, label_views, s.value, s.unit, s.kind) ==
+              std::nullopt);
         seen[std::string(plugin.name)].insert(s.name);
       }
     }

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "sensor_test_util.hpp"
-#include "test_support.hpp"
 #include "storage_parse.hpp"
 #include "storage_sensor.hpp"
+#include "test_support.hpp"
 
 using Catch::Matchers::Contains;
 using kiwi_sensor_test::fixture;
@@ -391,7 +391,8 @@ TEST_CASE("storage: statvfs_timeout outside 1..60000 ms is refused when the sens
 
 TEST_CASE("storage: local disk filesystems are asked inline, anything that may hang on a thread") {
   using kiwi::storage::statvfs_answers_from_memory;
-  for (auto t : {"ext4", "ext2", "xfs", "btrfs", "f2fs", "tmpfs"}) CHECK(statvfs_answers_from_memory(t));
+  for (auto t : {"ext4", "ext2", "xfs", "btrfs", "f2fs", "tmpfs"})
+    CHECK(statvfs_answers_from_memory(t));
   for (auto t : {"nfs", "nfs4", "cifs", "fuse.sshfs", "9p", "vfat", "ext4x", ""})
     CHECK_FALSE(statvfs_answers_from_memory(t));
 
@@ -412,7 +413,8 @@ TEST_CASE("storage: local disk filesystems are asked inline, anything that may h
   CHECK(asked_on["/mnt/backup"] != std::this_thread::get_id());
 }
 
-TEST_CASE("storage: a fixture's mountinfo is read every sample, so a changed tree is seen at once") {
+TEST_CASE(
+    "storage: a fixture's mountinfo is read every sample, so a changed tree is seen at once") {
   kiwi_sensor_test::ScratchTree tree("vm");
   Harness h(tree.root(), defaults());
   kiwi::storage::StorageSensor sensor(h.context(), [](const std::string&) { return kDisk; });
@@ -438,7 +440,8 @@ TEST_CASE("storage: on the live /proc, mountinfo is parsed again when the mount 
   CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::no_data);
   {
     kiwi_test::TinyFilesystem tiny(dir, "1m");
-    if (!tiny.mounted()) kiwi_test::skip_test("cannot mount a tmpfs here (needs root); live mountinfo test not run");
+    if (!tiny.mounted())
+      kiwi_test::skip_test("cannot mount a tmpfs here (needs root); live mountinfo test not run");
     h.sink.clear();
     CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::ok);
     CHECK(h.sink.value("storage_size_bytes", {{"mount", dir}}) == 1024.0 * 1024);
