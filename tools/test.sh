@@ -19,9 +19,9 @@ trap 'rm -f "$log" "$asan_log"' EXIT
 # The sanitizer build: a use-after-free, a double free, a buffer overrun or undefined behaviour in the
 # agent, a plugin or a test fails here. Not the browser test (a second Chromium run adds minutes
 # and no coverage of C++ code the integration tests miss) nor the benchmark.
-KIWI_BUILD_DIR=$asan_build "$root/tools/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+KIWI_BUILD_DIR=$asan_build "$root/tools/build.sh" -DCMAKE_BUILD_TYPE=Release \
   -DKIWI_BUILD_TESTS=ON -DKIWI_WERROR=ON -DKIWI_SANITIZE=ON
-(cd "$asan_build" && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+(cd "$asan_build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$(nproc)" --timeout 300 -E '^browser:') | tee "$asan_log"
 # The test count last, so it is the closing line a reader (or CI) sees. ctest counts a skipped
 # test (exit 77, tests/test_support.hpp skip_test) among the passed: it is counted apart here.
