@@ -66,6 +66,7 @@ const fmt = {
   hz: (hz) => (hz >= 1e9 ? `${(hz / 1e9).toFixed(2)} GHz` : `${Math.round(hz / 1e6)} MHz`),
   c: (c) => `${c.toFixed(1)} °C`,
   load: (l) => l.toFixed(2),
+  clock: (t) => new Date(t * 1000).toTimeString().slice(0, 8), // local HH:MM:SS, as the page shows it
 };
 
 let agent, staleAgent, context, page;
@@ -75,7 +76,7 @@ let phase = 'normal'; // console messages are tagged with the phase they came in
 const snapshots = new Map(); // /api/current bodies the page received, by sequence
 
 function watch(p, origin) {
-  const rec = { page: p, origin, requests: [], console: [], files: [] };
+  const rec = { page: p, origin, requests: [], console: [], files: [], samples: [] };
   p.on('request', (r) => rec.requests.push({ url: r.url(), headers: r.headers() }));
   p.on('console', (m) => {
     if (m.type() === 'error' || m.type() === 'warning') rec.console.push({ phase, type: m.type(), text: m.text(), url: m.location().url });
@@ -84,7 +85,7 @@ function watch(p, origin) {
   p.on('response', async (r) => {
     if (!new URL(r.url()).pathname.startsWith('/api/')) rec.files.push(r); // the page's own files
     if (new URL(r.url()).pathname === '/api/current' && r.status() === 200) {
-      try { const d = await r.json(); snapshots.set(d.sequence, d); } catch { /* page closed */ }
+      try { const d = await r.json(); snapshots.set(d.sequence, d); rec.samples.push(d); } catch { /* page closed */ }
     }
   });
   pages.push(rec);
@@ -101,9 +102,10 @@ before(async () => {
   agent.agentLines = `sysfs = ${JSON.stringify(sys)}`;
   await agent.start();
   // The CPU sensor reports usage from its second reading on (it needs two sets of counters).
-  // Wait for that, so the page's first history request already names cpu_usage_ratio, as it
-  // does on any agent that has run for a second: a page that loads first leaves it out until
-  // its next request, and the chart assertions below would race the agent's second tick.
+  // Wait for that, so the page's first history request names cpu_usage_ratio, as it does on any
+  // agent that has run for a second (but see the history test): a page that loads first leaves
+  // it out until its next request, and the chart assertions below would race the agent's second
+  // tick.
   await until(async () => {
     const cur = await agent.json('/api/current').catch(() => null);
     return ((cur && cur.body.sensors && cur.body.sensors.cpu && cur.body.sensors.cpu.metrics) || [])
@@ -236,6 +238,17 @@ const inked = (id) => page.evaluate((chart) => {
 }, id);
 const points = (id) => page.evaluate((chart) => Number(document.getElementById(`chart-${chart}`).dataset.points || 0), id);
 
+// The tooltip of a chart once the pointer is over it: its text, the hovered point's time (unix s),
+// the chart's newest point, and per line the value it shows and that value's own time where it
+// is not the hovered point's. Read in one go: the chart redraws with every sample.
+const tooltipOf = (p, id) => p.waitForFunction((chart) => {
+  const t = document.querySelector(`#chart-${chart} .tip`);
+  if (!t || t.hidden || !t.textContent) return null;
+  const n = (v) => (v === undefined ? null : Number(v));
+  return { text: t.textContent, time: Number(t.dataset.time), newest: Number(document.getElementById(`chart-${chart}`).dataset.newest),
+    lines: [...t.children].slice(1).map((r) => ({ value: n(r.dataset.value), at: n(r.dataset.at) })) };
+}, id, { timeout: 5000, polling: 50 }).then((h) => h.jsonValue());
+
 async function showRange(range) {
   await page.click(`.ranges button[data-range="${range}"]`);
   await page.waitForFunction((r) => document.getElementById('history').dataset.loadedRange === r, range, { timeout: 10000 });
@@ -249,11 +262,15 @@ test('history charts draw points, for 2 min, 1 h and 24 h, with a tooltip', asyn
   assert.equal(await page.evaluate(() => document.getElementById('chart-thermal').dataset.series), String(ZONES.length));
   const historyUrls = () => pages[0].requests.map((r) => new URL(r.url)).filter((u) => u.pathname === '/api/history');
 
-  // 2 min: the latest 120 samples, only the series the charts draw.
+  // 2 min: the latest 120 samples, only the series the charts draw, CPU usage among them. Not
+  // always in the first request: the page's first sample can be one taken moments after a late
+  // one (under load), which has no rates (CPU usage, network, disk I/O: each needs two readings
+  // some time apart); the page asks for it from the next sample on.
   const first = historyUrls()[0].searchParams;
   assert.equal(first.get('limit'), '120');
   assert.equal(first.get('step'), null);
-  assert.ok(first.get('series').split(',').includes('cpu_usage_ratio'));
+  assert.ok(historyUrls().some((u) => u.searchParams.get('limit') === '120' && u.searchParams.get('series').split(',').includes('cpu_usage_ratio')),
+    'a 2 min request names cpu_usage_ratio');
   for (const [range, step, seconds] of [['1h', '4', 3600], ['24h', '86', 86400]]) {
     const sec = await showRange(range);
     // The agent downsamples: the page asked for since = now - range and step, got "step" back.
@@ -266,15 +283,58 @@ test('history charts draw points, for 2 min, 1 h and 24 h, with a tooltip', asyn
   }
   await showRange('2m');
 
-  // Hover the CPU chart: the tooltip shows a time and the value.
+  // Hover the newest point of the CPU chart, once it has a few readings. The tooltip shows that
+  // point's time and the CPU usage the agent's history has there; where that sample has none (see
+  // above), the latest reading before it, with its own time (handlers/dashboard/README.md).
+  await page.waitForFunction(() => Number(document.getElementById('chart-cpu').dataset.points) >= 3, null, { timeout: 10000 });
   const over = await page.locator('#chart-cpu .u-over').boundingBox();
-  await page.mouse.move(over.x + over.width - 3, over.y + over.height / 2); // the newest sample
-  const tip = await page.waitForFunction(() => {
-    const t = document.querySelector('#chart-cpu .tip');
-    return t && !t.hidden && t.textContent;
-  }, null, { timeout: 5000 });
-  assert.match(await tip.jsonValue(), /^\d\d:\d\d:\d\dtotal \d+\.\d%$/);
+  await page.mouse.move(over.x + over.width - 1, over.y + over.height / 2); // its last pixel: the newest point
+  const tip = await tooltipOf(page, 'cpu');
   await page.mouse.move(0, 0);
+  assert.equal(tip.time, tip.newest, 'the pointer at the right edge is on the newest point');
+  assert.match(tip.text, /^\d\d:\d\d:\d\dtotal (\d+\.\d%( at \d\d:\d\d:\d\d)?|no reading)$/);
+  const h = (await agent.json(`/api/history?since=${tip.time - 3}&until=${tip.time}&series=cpu_usage_ratio`)).body;
+  const k = h.timestamps.indexOf(tip.time);
+  assert.ok(k >= 0, `the agent's history has the hovered sample ${tip.time}: ${JSON.stringify(h.timestamps)}`);
+  const values = h.series.cpu_usage_ratio.values;
+  let j = k;
+  while (j >= 0 && values[j] === null && tip.time - h.timestamps[j] <= 2.5) j--;
+  const shown = j >= 0 && values[j] !== null && tip.time - h.timestamps[j] <= 2.5 ? j : -1;
+  if (shown !== k) console.log(`# the newest CPU point (${tip.time}) has no reading; the tooltip says ${JSON.stringify(tip.text)}`);
+  assert.deepEqual(tip.lines, [shown < 0 ? { value: null, at: null }
+    : { value: values[shown], at: shown === k ? null : h.timestamps[shown] }], `tooltip ${JSON.stringify(tip.text)} against the history`);
+  assert.equal(tip.text, `${fmt.clock(tip.time)}total ${shown < 0 ? 'no reading'
+    : `${fmt.pct(values[shown], 1)}${shown === k ? '' : ` at ${fmt.clock(h.timestamps[shown])}`}`}`);
+});
+
+test('the tooltip where a line has no reading: its latest reading with that time, or "no reading"', async () => {
+  // Two minutes of samples at 25% CPU, but none at the newest (as after a sample taken moments
+  // after a late one) and none at the oldest (as the agent's first sample).
+  const p = await context.newPage();
+  watch(p, agent.origin);
+  await p.addInitScript(() => localStorage.clear());
+  await p.route('**/api/history?*', (route) => {
+    const h = simulatedHistory(route.request().url());
+    const cpu = h.series.cpu_usage_ratio;
+    if (cpu) cpu.values = cpu.values.map((v, i, all) => (i === 0 || i === all.length - 1 ? null : 0.25));
+    return route.fulfill({ json: h });
+  });
+  await p.goto(`${agent.origin}/`);
+  await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '2m' &&
+    Number(document.getElementById('chart-cpu').dataset.points) >= 100, null, { timeout: 10000 });
+  const over = await p.locator('#chart-cpu .u-over').boundingBox();
+  await p.mouse.move(over.x + over.width - 1, over.y + over.height / 2);
+  const newest = await tooltipOf(p, 'cpu');
+  assert.equal(newest.time, newest.newest);
+  assert.deepEqual(newest.lines, [{ value: 0.25, at: newest.time - 1 }]);
+  assert.equal(newest.text, `${fmt.clock(newest.time)}total 25.0% at ${fmt.clock(newest.time - 1)}`);
+  await p.mouse.move(0, 0);
+  await p.mouse.move(over.x + 1, over.y + over.height / 2);
+  const oldest = await tooltipOf(p, 'cpu');
+  assert.equal(oldest.time, oldest.newest - 119, 'the pointer at the left edge is on the oldest point');
+  assert.deepEqual(oldest.lines, [{ value: null, at: null }]);
+  assert.equal(oldest.text, `${fmt.clock(oldest.time)}total no reading`);
+  await p.close();
 });
 
 // A full day of history, simulated in the browser's network layer (the test agent is seconds old):
@@ -315,14 +375,21 @@ test('a day of history: about 1,000 points per chart, then only the newest bucke
   await p.addInitScript(() => localStorage.clear()); // the chosen range is remembered per origin
   await p.route('**/api/history?*', (route) => route.fulfill({ json: simulatedHistory(route.request().url()) }));
   await p.goto(`${agent.origin}/`);
-  await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '2m', null, { timeout: 10000 });
+  await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '2m' &&
+    Number(document.getElementById('chart-cpu').dataset.points) > 0, null, { timeout: 10000 });
   const hist = () => rec.requests.map((r) => new URL(r.url)).filter((u) => u.pathname === '/api/history');
   const first = hist()[0].searchParams;
   assert.equal(first.get('limit'), '120');
   assert.equal(first.get('step'), null);
-  // Only what the charts draw, by name (labelled series included by the agent).
-  assert.deepEqual(first.get('series').split(','), ['cpu_usage_ratio', 'thermal_celsius', 'memory_used_bytes', 'memory_cached_bytes',
-    'network_receive_bytes_per_second', 'network_transmit_bytes_per_second', 'diskio_read_bytes_per_second', 'diskio_write_bytes_per_second']);
+  // Only what the charts draw, by name (labelled series included by the agent), of those in the
+  // page's first sample: one taken moments after a late one has no rates (see the test above).
+  const charted = ['cpu_usage_ratio', 'thermal_celsius', 'memory_used_bytes', 'memory_cached_bytes',
+    'network_receive_bytes_per_second', 'network_transmit_bytes_per_second', 'diskio_read_bytes_per_second', 'diskio_write_bytes_per_second'];
+  const names = (u) => u.searchParams.get('series').split(',');
+  const sampled = new Set(Object.values((await until(() => rec.samples[0], 5000, 'the first sample')).sensors)
+    .flatMap((s) => (s.metrics || []).map((m) => m.name)));
+  assert.deepEqual(names(hist()[0]), charted.filter((n) => sampled.has(n)));
+  assert.ok(names(hist().at(-1)).includes('cpu_usage_ratio'), 'the CPU chart drew: its series is asked for from then on');
   assert.ok(!/series=[^&]*%2C/.test(hist()[0].search), 'commas are sent as they are');
 
   for (const [range, step, buckets] of [['1h', 4, 900], ['24h', 86, 1004]]) {

@@ -250,12 +250,16 @@
   }
   let colors = theme();
 
-  // `series=` asks only for what the charts draw, by the names in the latest sample (the agent
-  // stores a sample before it publishes it, so it knows each of them; a name it does not know
-  // would be a 400).
+  // `series=` asks only for what the charts draw, by the names in the latest sample and in the
+  // history already drawn (the agent stores a sample before it publishes it, and answered with
+  // those series, so it knows each of them; a name it does not know would be a 400). Not the
+  // latest sample alone: a sample can lack a series the charts draw (a rate, CPU usage among
+  // them, needs two readings some time apart, and a sample taken moments after a late one has
+  // none), and the chart would lose its line, and 1 h / 24 h their merge, until the next one.
   function wantedSeries() {
     const present = new Set();
     for (const s of Object.values(st.data.sensors)) for (const m of (s && s.metrics) || []) present.add(m.name);
+    if (hist.last) for (const s of Object.values(hist.last.series)) present.add(s.name);
     const swap = [...Object.values(st.data.sensors)].some((s) => s && metrics(s).one('memory_swap_total_bytes') > 0);
     return CHARTS.flatMap((def) => def.names).filter((n) => present.has(n) && (n !== 'memory_swap_used_bytes' || swap));
   }
@@ -392,33 +396,43 @@
       }
       return;
     }
-    const cols = withGaps(data.timestamps, series.map((s) => s.values), 2.5 * (data.step || st.data.interval_seconds || 1));
+    const gap = 2.5 * (data.step || st.data.interval_seconds || 1);
+    const { cols, gaps } = withGaps(data.timestamps, series.map((s) => s.values), gap);
     const sig = keys.join('\n');
     let c = hist.charts.get(def.id);
-    if (c && c.sig === sig) c.u.setData(cols);
-    else {
+    if (c && c.sig === sig) {
+      Object.assign(c.at, { gaps, gap }); // before setData: it redraws the tooltip
+      c.u.setData(cols);
+    } else {
       dropChart(def.id);
       plot.replaceChildren();
-      c = { sig, u: new uPlot(chartOptions(def, series, plot), cols, plot) };
+      const at = { gaps, gap };
+      c = { sig, at, u: new uPlot(chartOptions(def, series, plot, at), cols, plot) };
       hist.charts.set(def.id, c);
     }
     let points = 0;
     for (const col of cols.slice(1)) for (const v of col) points += v !== null;
     fig.dataset.points = String(points);
+    fig.dataset.newest = String(cols[0][cols[0].length - 1]); // test hook: the newest point's time
     fig.dataset.series = String(series.length);
     fig.querySelector('.sr-only').textContent = summary(def, series, cols);
   }
 
   // uPlot columns; a null after each jump in time longer than `gap` (the agent was down, or the
-  // history leaves empty buckets out), so no line is drawn across a time without data.
+  // history leaves empty buckets out), so no line is drawn across a time without data. `gaps`:
+  // the indexes of those inserted points.
   function withGaps(ts, values, gap) {
     const cols = [[], ...values.map(() => [])];
+    const gaps = new Set();
     ts.forEach((t, i) => {
-      if (i && t - ts[i - 1] > gap) cols.forEach((c, k) => c.push(k ? null : ts[i - 1] + gap / 2.5));
+      if (i && t - ts[i - 1] > gap) {
+        gaps.add(cols[0].length);
+        cols.forEach((c, k) => c.push(k ? null : ts[i - 1] + gap / 2.5));
+      }
       cols[0].push(t);
       values.forEach((v, k) => cols[k + 1].push(typeof v[i] === 'number' ? v[i] : null));
     });
-    return cols;
+    return { cols, gaps };
   }
 
   // What a screen reader hears instead of the canvas: latest and highest value of each line.
@@ -430,7 +444,7 @@
     return `Over ${RANGES[hist.range].text}: ${parts.join('; ')}.`;
   }
 
-  function chartOptions(def, series, plot) {
+  function chartOptions(def, series, plot, at) {
     const axis = { stroke: colors.fg, grid: { stroke: colors.grid, width: 1 }, ticks: { stroke: colors.grid, width: 1 } };
     const stroke = (i) => colors.colors[i % colors.colors.length];
     return {
@@ -444,7 +458,7 @@
         label: def.label(s), stroke: stroke(i), width: 1.5, points: { show: false },
         ...(def.fill && { fill: `${stroke(i)}22` }), value: (u, v) => def.fmt(v),
       }))],
-      plugins: [tooltip(def, series.map((s, i) => stroke(i)))],
+      plugins: [tooltip(def, series.map((s, i) => stroke(i)), at)],
     };
   }
 
@@ -455,8 +469,24 @@
   // Time axis: 24-hour clock like the header; seconds only where the window is short.
   const fmtTick = (t) => (hist.window[1] - hist.window[0] <= 600 ? fmtClock(t) : fmtClock(t).slice(0, 5));
 
-  // Tooltip: the time and each visible line's value where the pointer is.
-  function tooltip(def, strokes) {
+  // A line's reading at point `i`: its value there, else its latest one from up to `at.gap`
+  // before, with that reading's own time (a rate needs two readings some time apart, so a sample
+  // taken moments after a late one has none, and the newest point can be that sample). Null
+  // where there is none: the agent's first sample, or a time the agent was not sampling.
+  function reading(u, k, i, at) {
+    const xs = u.data[0], ys = u.data[k];
+    if (ys[i] != null) return { v: ys[i], t: xs[i], own: true };
+    if (at.gaps.has(i)) return null;
+    for (let j = i - 1; j >= 0 && xs[i] - xs[j] <= at.gap && !at.gaps.has(j); j--) {
+      if (ys[j] != null) return { v: ys[j], t: xs[j], own: false };
+    }
+    return null;
+  }
+
+  // Tooltip: the time and each visible line's value where the pointer is, or its latest reading
+  // just before with that time ("12.5% at 10:04:31"), or "no reading"; never a bare dash.
+  // data-time / data-value / data-at (unix seconds, base units) are for tests.
+  function tooltip(def, strokes, at) {
     let tip;
     return {
       hooks: {
@@ -467,8 +497,15 @@
           const t = u.data[0][i];
           const when = hist.range === '24h'
             ? `${new Date(t * 1000).toLocaleDateString(undefined, { weekday: 'short', day: 'numeric', month: 'short' })} ${fmtClock(t)}` : fmtClock(t);
-          tip.replaceChildren(h('div', { class: 'tip-time' }, when), ...u.series.slice(1).map((s, k) => s.show && h('div', {},
-            h('i', { style: `background:${strokes[k]}` }), `${s.label} `, h('b', {}, def.fmt(u.data[k + 1][i] ?? NaN)))));
+          tip.replaceChildren(h('div', { class: 'tip-time' }, when), ...u.series.slice(1).map((s, k) => {
+            if (!s.show) return null;
+            const r = reading(u, k + 1, i, at);
+            return h('div', { 'data-value': r && r.v, 'data-at': r && !r.own ? r.t : null },
+              h('i', { style: `background:${strokes[k]}` }), `${s.label} `,
+              r ? [h('b', {}, def.fmt(r.v)), !r.own && h('span', { class: 'tip-at' }, ` at ${fmtClock(r.t)}`)]
+                : h('span', { class: 'tip-none' }, 'no reading'));
+          }));
+          tip.dataset.time = String(t);
           tip.hidden = false;
           const w = u.over.clientWidth, tw = tip.offsetWidth, left = u.cursor.left;
           const x = left + 14 + tw > w ? Math.max(0, left - tw - 14) : left + 14;
