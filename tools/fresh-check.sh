@@ -2,11 +2,12 @@
 # Runs tools/test.sh on a brand-new Debian 12, the way it runs on a user's fresh machine: a minimal
 # root made by mmdebstrap (--variant=apt with ca-certificates, git and sudo, nothing else), a clone
 # of the repository's committed HEAD (or of --rev) inside it, and tools/test.sh run there as root
-# (or, with --user, as a user with sudo) with a clean environment. So tools/setup.sh has to install everything the build, the tests and
-# the quick benchmark use. Run it before calling an issue resolved. About 8 minutes on this
-# project's 2-core VM (the root under a minute, then packages, libmicrohttpd and the build about 5,
-# the tests under 1, the benchmark about 1). Needs root (sudo) and the Debian mirrors; installs
-# mmdebstrap on the host if it is missing.
+# (or, with --user, as a user with sudo) with a clean environment. So tools/setup.sh has to
+# install everything the build, the tests and the quick benchmark use. Run it before calling an
+# issue resolved. About 25 minutes on this project's shared 2-core VM: the root about a minute;
+# packages, libmicrohttpd, the build and the tests about 8; the benchmark 1; the sanitizer build
+# and its tests the rest. Needs root (sudo) and the Debian mirrors; installs mmdebstrap on the
+# host if it is missing.
 #
 # Usage: sudo tools/fresh-check.sh [--rev REV] [--user] [--keep] [--verbose] [DIR] [-- COMMAND...]
 #   DIR           where to make the root: a new or empty directory (default: a new directory
