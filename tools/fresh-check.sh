@@ -33,6 +33,8 @@
 # mounted under it any more. The log stays next to it (DIR.log). Exit status: the test command's
 # (1 when the root could not be set up).
 set -euo pipefail
+{ # one block: bash reads all of it before it runs, so a checkout or an edit of this file during
+  # a check does not change the check that runs
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 say() { printf '[fresh-check %s] %s\n' "$(date +%T)" "$*" >&2; }
@@ -222,3 +224,4 @@ if ((!verbose)); then
 fi
 say "${command[*]} exited with status $status after $((elapsed / 60)) min $((elapsed % 60)) s (set-up ${setup_s} s), commit ${commit:0:12}"
 exit "$status"
+}
