@@ -159,13 +159,17 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(PluginKind kind, const PluginE
   } else {
     std::error_code ec;
     const bool in_plugin_dir = entry.plugin.find('/') == std::string::npos;
-    if (in_plugin_dir && !std::filesystem::is_directory(plugin_dir_, ec))
-      throw PluginError((plugin_dir_pos_.file.empty() ? "" : plugin_dir_pos_.str() + ": ") +
-                        "agent.plugin_dir: \"" + plugin_dir_ +
-                        "\" is not a directory, so no plugin can be "
-                        "found there (" +
-                        std::string(to_string(kind)) + " '" + entry.plugin + "' at " +
-                        entry.plugin_pos.str() + " needs " + file + ")");
+    if (in_plugin_dir && !std::filesystem::is_directory(plugin_dir_, ec)) {
+      // Missing or not a directory; or unreadable (EACCES), which needs another fix.
+      const bool unreadable =
+          ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory;
+      throw PluginError(
+          (plugin_dir_pos_.file.empty() ? "" : plugin_dir_pos_.str() + ": ") +
+          "agent.plugin_dir: \"" + plugin_dir_ + "\" " +
+          (unreadable ? "cannot be read (" + ec.message() + ")" : "is not a directory") +
+          ", so no plugin can be found there (" + std::string(to_string(kind)) + " '" +
+          entry.plugin + "' at " + entry.plugin_pos.str() + " needs " + file + ")");
+    }
     if (!std::filesystem::is_regular_file(file, ec))
       throw PluginError(
           at + "plugin file not found" +
