@@ -3,8 +3,11 @@
 
 #include <rapidjson/document.h>
 
+#include <sys/wait.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
 #include <kiwi/plugin.hpp>
 
 #include "harness.hpp"
@@ -23,6 +26,16 @@ inline rapidjson::Document parse_json(const std::string& body) {
 // The agent's current sample sequence, from /api/current.
 inline std::uint64_t sequence_of(HttpClient& c) {
   return parse_json(c.get("/api/current").body)["sequence"].GetUint64();
+}
+
+// Runs a command, returns its exit code and output (stdout and stderr together).
+inline std::pair<int, std::string> run_shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 inline double now_seconds() {

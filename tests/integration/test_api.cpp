@@ -30,16 +30,6 @@ std::string gunzip(const std::string& in) {
   return out;
 }
 
-// Runs a command, returns its exit code and output (stdout and stderr together).
-std::pair<int, std::string> run_shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 const char* kRoutes[] = {"/",           "/assets/app.js", "/api/current", "/api/history",
                          "/api/health", "/api/plugins",   "/metrics"};
 

@@ -17,15 +17,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::pair<int, std::string> shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 const std::string kChaos =
     "[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR "/test-chaos_sensor.so\"\nname = \"chaos\"\n";
 
@@ -56,7 +47,7 @@ TEST_CASE("defect: a plugin emitting invalid metrics no longer breaks the Promet
   REQUIRE(m.status == 200);
   auto file = agent.dir() / "metrics.txt";
   write_text(file, m.body);
-  auto [code, out] = shell("promtool check metrics < " + file.string());
+  auto [code, out] = run_shell("promtool check metrics < " + file.string());
   INFO(out);
   CHECK(code == 0);
   CHECK_THAT(m.body, Catch::Contains("kiwi_chaos_ok 1\n"));
@@ -248,7 +239,7 @@ TEST_CASE("defect: a privileged port as an unprivileged user says so (EACCES)") 
                        "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
                        "\"\n[http]\nbind = \"127.0.0.1:81\"\n[collector]\nsnapshot_path = \"\"\n");
   fs::permissions(file, fs::perms::all);
-  auto [code, out] = shell(as_nobody + KIWI_AGENT_BIN " --config " + file);
+  auto [code, out] = run_shell(as_nobody + KIWI_AGENT_BIN " --config " + file);
   INFO(out);
   CHECK(code == 1);
   CHECK_THAT(out, Catch::Contains(
