@@ -119,8 +119,6 @@ void block_signals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-namespace {}  // namespace
-
 int check_config(const Config& cfg, StderrLogger& log) {
   try {
     PluginLoader loader(cfg.agent.plugin_dir, log, cfg.agent.plugin_dir_pos);
@@ -145,16 +143,18 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
   entry.plugin = name;
   entry.plugin_pos = {"--describe-plugin"};
   std::vector<std::string> errors;
-  for (PluginKind kind : {PluginKind::sensor, PluginKind::handler}) {
+  // A path names one file, of whichever kind it is; a name may be a sensor or a handler.
+  std::vector<std::optional<PluginKind>> kinds = {PluginKind::sensor, PluginKind::handler};
+  if (name.find('/') != std::string::npos) kinds = {std::nullopt};
+  for (auto kind : kinds) {
     try {
       std::cout << describe_plugin(*loader.open(kind, entry));
       return kExitOk;
     } catch (const PluginError& e) {
-      // Without the "--describe-plugin:0:0: " place; a file of the other kind is tried as that.
-      std::string what = e.what();
+      std::string what = e.what();  // without the "--describe-plugin:0:0: " place
       if (what.starts_with(entry.plugin_pos.str() + ": "))
         what.erase(0, entry.plugin_pos.str().size() + 2);
-      if (what.find(" plugin, not a ") == std::string::npos) errors.push_back(what);
+      errors.push_back(what);
     }
   }
   std::cerr << "kiwi-agent: --describe-plugin " << name << ": no such plugin:\n";
@@ -180,12 +180,11 @@ int run_agent(const Config& cfg, StderrLogger& log) {
   if (!cfg.collector.snapshot_path.empty()) {
     try {
       snapshot_file.emplace(cfg.collector.snapshot_path);
+    } catch (const SnapshotFileInUse& e) {
+      log.error(e.what());
+      return kExitRuntime;
     } catch (const std::exception& e) {
       const std::string what = e.what();
-      if (what.find("in use by another") != std::string::npos) {
-        log.error(what);
-        return kExitRuntime;
-      }
       log.warn(
           what +
           "; the snapshot file is off (set [collector] snapshot_path, or \"\" to silence this)");

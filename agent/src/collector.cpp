@@ -63,7 +63,8 @@ void Collector::stop() {
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   store_.close_current_minute();
-  flush_store(last_ts_ms_);  // what is queued reaches the disk before the process exits
+  // What is queued reaches the disk before the process exits (pruning as of the latest sample).
+  flush_store(last_index_ == INT64_MIN ? 0 : last_index_ * settings_.interval.count());
 }
 
 void Collector::run() {
@@ -133,7 +134,6 @@ void Collector::tick(std::int64_t tick_index) {
   if (last_index_ != INT64_MIN && tick_index <= last_index_) tick_index = last_index_ + 1;
   last_index_ = tick_index;
   const std::int64_t ts_ms = tick_index * iv;
-  last_ts_ms_ = ts_ms;
 
   std::vector<const MetricValue*> fresh;
   for (auto& slot : sensors_) {

@@ -91,7 +91,6 @@ class Collector {
   CollectorStats stats_;
   std::uint64_t sequence_ = 0;
   std::int64_t last_index_ = INT64_MIN;  // tick number of the latest sample
-  std::int64_t last_ts_ms_ = 0;
   std::int64_t last_flush_ms_ = 0;
   std::int64_t last_prune_ms_ = 0;
   int ticks_since_prune_ = 0;

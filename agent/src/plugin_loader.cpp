@@ -149,8 +149,10 @@ std::string not_a_shared_object(const std::string& file) {
 }
 }  // namespace
 
-std::shared_ptr<LoadedLibrary> PluginLoader::open(PluginKind kind, const PluginEntry& entry) {
-  const std::string file = resolve(kind, entry.plugin);
+std::shared_ptr<LoadedLibrary> PluginLoader::open(std::optional<PluginKind> kind,
+                                                  const PluginEntry& entry) {
+  const PluginKind lookup = kind.value_or(PluginKind::sensor);  // names only: a path has no kind
+  const std::string file = resolve(lookup, entry.plugin);
   const std::string at = entry.plugin_pos.str() + ": " + file + ": ";
   auto cached = libraries_.find(file);
   std::shared_ptr<LoadedLibrary> lib;
@@ -167,7 +169,7 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(PluginKind kind, const PluginE
           (plugin_dir_pos_.file.empty() ? "" : plugin_dir_pos_.str() + ": ") +
           "agent.plugin_dir: \"" + plugin_dir_ + "\" " +
           (unreadable ? "cannot be read (" + ec.message() + ")" : "is not a directory") +
-          ", so no plugin can be found there (" + std::string(to_string(kind)) + " '" +
+          ", so no plugin can be found there (" + std::string(to_string(lookup)) + " '" +
           entry.plugin + "' at " + entry.plugin_pos.str() + " needs " + file + ")");
     }
     if (!std::filesystem::is_regular_file(file, ec))
@@ -200,9 +202,9 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(PluginKind kind, const PluginE
     lib->info = &lib->library.get_alias<const PluginInfo&()>("kiwi_plugin_info")();
     libraries_.emplace(file, lib);
   }
-  if (lib->info->kind != kind)
+  if (kind && lib->info->kind != *kind)
     throw PluginError(at + "is a " + std::string(to_string(lib->info->kind)) + " plugin, not a " +
-                      std::string(to_string(kind)) + " plugin");
+                      std::string(to_string(*kind)) + " plugin");
   return lib;
 }
 

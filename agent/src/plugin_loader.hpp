@@ -9,6 +9,7 @@
 #include <kiwi/sensor.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "config.hpp"
 #include "log.hpp"
@@ -62,7 +63,8 @@ class PluginLoader {
   // plugin_dir too; anything with a '/' is a path (relative ones to the working directory).
   std::string resolve(PluginKind kind, const std::string& plugin) const;
   // Opens (once per file) and checks ABI version, descriptor and kind.
-  std::shared_ptr<LoadedLibrary> open(PluginKind kind, const PluginEntry& entry);
+  // `kind` nullopt: a file given by path, of either kind (for --describe-plugin).
+  std::shared_ptr<LoadedLibrary> open(std::optional<PluginKind> kind, const PluginEntry& entry);
 
   PluginInstance<Sensor> create_sensor(const PluginEntry& entry, std::string_view procfs,
                                        std::string_view sysfs);

@@ -138,7 +138,7 @@ SnapshotFile::SnapshotFile(std::string path) : path_(std::move(path)) {
     std::string holder(pid);
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     if (err == EWOULDBLOCK)
-      throw std::runtime_error(
+      throw SnapshotFileInUse(
           "snapshot file " + path_ + " is in use by another kiwi-agent" +
           (holder.empty() ? "" : " (pid " + holder + ")") +
           "; give each agent its own [collector] snapshot_path and [agent] data_dir");

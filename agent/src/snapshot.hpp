@@ -5,6 +5,7 @@
 #include <atomic>
 #include <kiwi/handler.hpp>
 #include <memory>
+#include <stdexcept>
 
 namespace kiwi::agent {
 
@@ -23,10 +24,16 @@ void write_file_atomically(const std::string& path, std::string_view content);
 // (flock on "<path>.lock", which records the holder's pid) for its life, so a second agent given
 // the same path refuses to start instead of overwriting the first one's file; removes the file
 // when destroyed (a clean stop), so a file left behind is never mistaken for a live sample.
+// The path is locked by another running agent: start-up stops (exit 1). Other failures to set up
+// the file (an uncreatable directory) only turn the snapshot file off.
+struct SnapshotFileInUse : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class SnapshotFile {
  public:
-  // Creates the directory if needed and takes the lock. Throws std::runtime_error naming the path
-  // (and the other agent's pid) when it cannot.
+  // Creates the directory if needed and takes the lock. Throws SnapshotFileInUse naming the path
+  // and the other agent's pid, or std::runtime_error naming the path for any other failure.
   explicit SnapshotFile(std::string path);
   ~SnapshotFile();
   SnapshotFile(const SnapshotFile&) = delete;
