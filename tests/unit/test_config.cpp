@@ -34,7 +34,8 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   CHECK(c.agent.procfs == "/proc");
   CHECK(c.agent.sysfs == "/sys");
   CHECK(c.agent.log_level == kiwi::LogLevel::info);
-  CHECK(c.agent.plugin_dir == "/opt/kiwi/bin/../lib/kiwi-agent");  // $ORIGIN = executable's dir
+  // $ORIGIN = the executable's directory; the rest is the install layout's (CMakeLists.txt)
+  CHECK(c.agent.plugin_dir == "/opt/kiwi/bin/" KIWI_PLUGIN_DIR_FROM_BINDIR);
   REQUIRE(c.sensors.size() == 6);
   CHECK(c.sensors[0].plugin == "cpu");
   CHECK(c.sensors[3].name == "storage");
