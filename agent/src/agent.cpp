@@ -13,6 +13,7 @@
 #include "http_server.hpp"
 #include "plugin_loader.hpp"
 #include "router.hpp"
+#include "service_notify.hpp"
 #include "store.hpp"
 
 #ifndef KIWI_VERSION
@@ -166,6 +167,8 @@ int run_agent(const Config& cfg, StderrLogger& log) {
   block_signals();  // already blocked by main(); again for callers that did not
   sigset_t signals = handled_signals();
   log.set_level(cfg.agent.log_level);
+  // Before any thread starts: it takes systemd's variables out of the environment.
+  const ServiceNotifier service = ServiceNotifier::from_environment();
 
   std::error_code ec;
   std::filesystem::create_directories(cfg.agent.data_dir, ec);
@@ -220,7 +223,8 @@ int run_agent(const Config& cfg, StderrLogger& log) {
                               {}});
     Collector collector({cfg.collector.interval, cfg.collector.retention, cfg.collector.stale_after,
                          cfg.collector.commit_interval, snapshot_file ? &*snapshot_file : nullptr,
-                         host_name(), KIWI_VERSION, data.started_at},
+                         host_name(), KIWI_VERSION, data.started_at,
+                         [&service] { service.watchdog(); }, service.watchdog_every()},
                         std::move(sensors), store, holder, log);
     collector.tick_now();  // the first request already has a sample
     Router router(std::move(routes));
@@ -234,11 +238,14 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     collector.start();
     BindAddress shown = cfg.http.bind;
     shown.port = server.port();
-    log.info("listening on http://" + shown.str() + "/ (" + std::to_string(sensor_count) +
-             " sensors, " + std::to_string(router.routes().size()) + " routes, " +
+    const std::string url = "http://" + shown.str() + "/";
+    log.info("listening on " + url + " (" + std::to_string(sensor_count) + " sensors, " +
+             std::to_string(router.routes().size()) + " routes, " +
              std::to_string(server.threads()) +
              (server.threads() == 1 ? " worker thread" : " worker threads") +
              (cfg.http.threads == 0 ? " (auto)" : "") + ", history in " + store.path() + ")");
+    // The first sample is published and the port is open: systemd may start what depends on it.
+    service.ready("serving " + url + " (" + std::to_string(sensor_count) + " sensors)");
 
     // Signals arrive here, in this thread, and nowhere else (all are blocked in every thread).
     // SIGHUP (also sent when the terminal of `tools/run.sh` closes) and SIGUSR1/2 never stop
@@ -261,6 +268,7 @@ int run_agent(const Config& cfg, StderrLogger& log) {
                 : sig == SIGQUIT ? "SIGQUIT"
                                  : "SIGTERM") +
                ", stopping");
+      service.stopping();
       break;
     }
     server.stop();     // no new requests; in-flight ones finish

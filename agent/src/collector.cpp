@@ -75,9 +75,19 @@ void Collector::run() {
   // tick is stamped with the coming boundary and the first scheduled one with the boundary after.
   std::int64_t index = last_index_ == INT64_MIN ? nearest_tick() + 1 : last_index_ + 1;
   auto next = steady_clock::now() + Millis(std::max<std::int64_t>(0, index * iv - wall_ms()));
+  // The heartbeat comes from this loop alone, between ticks: a tick that never returns (a hung
+  // sensor, a stuck disk) stops it, and systemd's watchdog restarts the agent.
+  const bool beats = settings_.heartbeat && settings_.heartbeat_every.count() > 0;
+  auto next_beat = steady_clock::now();
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    if (wake_.wait_until(lock, next, [&] { return stopping_; })) break;
+    if (beats && steady_clock::now() >= next_beat) {
+      settings_.heartbeat();
+      next_beat = steady_clock::now() + settings_.heartbeat_every;
+    }
+    if (wake_.wait_until(lock, beats ? std::min(next, next_beat) : next, [&] { return stopping_; }))
+      break;
+    if (steady_clock::now() < next) continue;  // woken for the heartbeat
     lock.unlock();
     // The wall clock was stepped by more than an interval: stamp by it from now on (tick() keeps
     // the stamps strictly increasing if it went back).

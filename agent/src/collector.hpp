@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <kiwi/handler.hpp>
 #include <mutex>
 #include <thread>
@@ -39,6 +40,10 @@ struct CollectorSettings {
   std::string host;
   std::string agent_version;
   double started_at = 0;
+  // Called from the collector thread every `heartbeat_every` while it is not stuck in a tick (the
+  // systemd watchdog, service_notify.hpp); nothing when empty or 0.
+  std::function<void()> heartbeat;
+  Millis heartbeat_every{0};
 };
 
 struct CollectorStats {
