@@ -7,19 +7,33 @@
 # (docs/benchmarks.md). CMake uses this build when it is there (KIWI_MHD_PREFIX) and Debian's
 # shared library otherwise, so a failure here only costs memory: it is reported, not fatal.
 #
-# Usage: tools/setup-mhd.sh [PREFIX]   (default build/deps/libmicrohttpd; idempotent)
+# Usage: tools/setup-mhd.sh [--arch ARCH] [PREFIX]   (idempotent)
+#   PREFIX       default build/deps/libmicrohttpd, or build-ARCH/deps/libmicrohttpd with --arch
+#   --arch ARCH  cross-build for a Debian architecture (arm64, armhf) with its cross compiler
+#                (crossbuild-essential-ARCH), at the version of libmicrohttpd-dev:ARCH (tools/setup.sh
+#                --arch ARCH installs both; tools/cross-test.sh uses it)
 # Needs: the libmicrohttpd-dev package (for the version), dpkg-dev, a C compiler, make, and the
 # Debian mirror the system's apt already uses (source packages come from the same place).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-prefix=${1:-$root/build/deps/libmicrohttpd}
-version=$(dpkg-query -W -f='${Version}' libmicrohttpd-dev 2>/dev/null || true)
 say() { echo "setup-mhd: $*" >&2; }
+arch="" package=libmicrohttpd-dev configure_host=()
+if [[ ${1:-} == --arch ]]; then
+  [[ -n ${2:-} ]] || { say "--arch needs a Debian architecture, e.g. arm64"; exit 2; }
+  arch=$2 package=libmicrohttpd-dev:$arch
+  shift 2
+  # The GNU triplet of the architecture (aarch64-linux-gnu): configure then uses <triplet>-gcc.
+  triplet=$(dpkg-architecture -a "$arch" -qDEB_HOST_GNU_TYPE 2>/dev/null) ||
+    { say "unknown Debian architecture '$arch'"; exit 2; }
+  configure_host=(--host="$triplet")
+fi
+prefix=${1:-$root/build${arch:+-$arch}/deps/libmicrohttpd}
+version=$(dpkg-query -W -f='${Version}' "$package" 2>/dev/null || true)
 
 if [[ -f $prefix/.complete && $(<"$prefix/.complete") == "$version" ]]; then
   exit 0
 fi
-[[ -n $version ]] || { say "libmicrohttpd-dev is not installed; skipped (run tools/setup.sh)"; exit 0; }
+[[ -n $version ]] || { say "$package is not installed; skipped (run tools/setup.sh${arch:+ --arch $arch})"; exit 0; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -45,10 +59,10 @@ say "fetching the Debian source package libmicrohttpd $version"
 # apt checked the files against the signed archive index; unpack with Debian's patches applied.
 (cd "$work" && dpkg-source --no-check -x ./*.dsc src) >>"$work/log" 2>&1 || fail "could not unpack the source package"
 
-say "building libmicrohttpd $version without TLS (about a minute)"
+say "building libmicrohttpd $version without TLS${arch:+ for $arch} (about a minute)"
 # Only what the agent uses: no TLS, no digest/basic auth, no POST processor, no upgrade, no cookies.
 (cd "$work/src" &&
-  ./configure --prefix="$prefix" --disable-https --without-gnutls --disable-shared --enable-static \
+  ./configure "${configure_host[@]}" --prefix="$prefix" --disable-https --without-gnutls --disable-shared --enable-static \
     --disable-doc --disable-examples --disable-curl --disable-postprocessor --disable-dauth \
     --disable-bauth --disable-httpupgrade --disable-cookie &&
   make -j "$(nproc)" &&

@@ -20,17 +20,7 @@ if [[ "${1:-}" == "--test" ]] && [[ ! -x /usr/bin/chromium ]]; then
   missing+=(chromium)
 fi
 
-if ((${#missing[@]} > 0)); then
-  echo "setup-web: installing ${missing[*]}" >&2
-  sudo=()
-  if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null || { echo "setup-web: run as root or install sudo" >&2; exit 1; }
-    sudo=(sudo)
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$root/tools/install-packages.sh" "${missing[@]}"
 
 # npm writes node_modules/.package-lock.json on every install: older than the lock file means the
 # pinned versions changed since.

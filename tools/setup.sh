@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Installs what kiwi-agent needs to build and test, from Debian 12 packages. Idempotent: packages
-# already installed are skipped, and apt is not touched at all when nothing is missing.
-# Usage: tools/setup.sh [--test]   (--test adds what the test suite needs)
+# already installed are skipped, and apt is not touched at all when nothing is missing
+# (tools/install-packages.sh).
+# Usage: tools/setup.sh [--test]      (--test adds what the test suite needs)
+#        tools/setup.sh --arch ARCH   (a cross build for the Debian architecture ARCH, arm64 or
+#                                      armhf, and its tests under qemu: tools/cross-test.sh)
 # Then tools/setup-mhd.sh builds libmicrohttpd without TLS from Debian's source package (less
 # memory; optional: CMake falls back to Debian's library). Node.js packages (uPlot,
 # playwright-core) and chromium come from tools/setup-web.sh, called last.
 set -euo pipefail
 
 # build-essential's g++ also brings libasan and libubsan, for a sanitizer build.
-build_packages=(build-essential dpkg-dev cmake pkg-config libmicrohttpd-dev libsqlite3-dev rapidjson-dev zlib1g-dev
-  libboost-dev libboost-filesystem-dev libtomlplusplus-dev)
+build_tools=(build-essential dpkg-dev cmake pkg-config rapidjson-dev)
+# The libraries the agent links, for the machine that runs it (rapidjson-dev is headers only,
+# for every architecture).
+target_libraries=(libmicrohttpd-dev libsqlite3-dev zlib1g-dev libboost-dev libboost-filesystem-dev
+  libtomlplusplus-dev)
 # What tools/test.sh runs besides the build: Catch2 (unit and integration tests), sqlite3, curl,
 # gzip, wrk and taskset (util-linux) for the quick benchmark (tools/bench/run.sh), mount/umount
 # for the tests that fill a small tmpfs, prometheus and promtool for the scrape and exposition
@@ -18,27 +24,43 @@ build_packages=(build-essential dpkg-dev cmake pkg-config libmicrohttpd-dev libs
 # runs the tests on one. Node.js, npm and chromium come from tools/setup-web.sh.
 test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-format)
 
-wanted=("${build_packages[@]}")
-[[ "${1:-}" == "--test" ]] && wanted+=("${test_packages[@]}")
-root=$(cd "$(dirname "$0")/.." && pwd)
+# A cross build (--arch): Debian's cross compiler (crossbuild-essential-ARCH), the target's
+# libraries through multiarch (libsqlite3-dev:arm64, ...), qemu-user-static to run the tests,
+# Catch2 (headers and CMake files only: the host's package serves every architecture) and mount
+# for the tests that fill a small tmpfs. Not Prometheus nor chromium: tools/cross-test.sh runs
+# neither test.
+cross_test_packages=(qemu-user-static catch2 mount)
 
-missing=()
-for p in "${wanted[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+root=$(cd "$(dirname "$0")/.." && pwd)
+test=0 arch=""
+while (($#)); do
+  case $1 in
+    --test) test=1 ;;
+    --arch)
+      [[ -n ${2:-} ]] || { echo "setup: --arch needs a Debian architecture (arm64, armhf)" >&2; exit 2; }
+      arch=$2
+      shift ;;
+    *) echo "usage: tools/setup.sh [--test] | --arch ARCH" >&2; exit 2 ;;
+  esac
+  shift
 done
-if ((${#missing[@]} > 0)); then
-  echo "setup: installing ${missing[*]}" >&2
-  sudo=()
-  if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null || { echo "setup: run as root or install sudo" >&2; exit 1; }
-    sudo=(sudo)
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+if [[ -n $arch ]]; then
+  "$root/tools/install-packages.sh" "${build_tools[@]}" "crossbuild-essential-$arch" \
+    "${cross_test_packages[@]}" "${target_libraries[@]/%/:$arch}"
+  "$root/tools/setup-mhd.sh" --arch "$arch"
+  # The dashboard's assets are the same for every architecture; node runs on this machine.
+  "$root/tools/setup-web.sh"
+  exit 0
 fi
+
+wanted=("${build_tools[@]}" "${target_libraries[@]}")
+((test)) && wanted+=("${test_packages[@]}")
+"$root/tools/install-packages.sh" "${wanted[@]}"
 
 "$root/tools/setup-mhd.sh"
 
 # The dashboard embeds uPlot from the npm registry (pinned in tools/web/package-lock.json).
-"$root/tools/setup-web.sh" "$@"
+web_options=()
+((test)) && web_options=(--test)
+"$root/tools/setup-web.sh" "${web_options[@]}"
