@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "emulator.hpp"
+
 extern char** environ;
 
 namespace kiwi_test {
@@ -65,7 +67,8 @@ struct ProcessResult {
   std::string err;
 };
 
-// Starts `args` with stdout/stderr to files; returns the pid.
+// Starts `args` with stdout/stderr to files; returns the pid. A binary of this build goes through
+// emulated() first (emulator.hpp).
 inline pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -99,7 +102,7 @@ inline int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
 inline ProcessResult run_agent_command(std::vector<std::string> args) {
   TempDir tmp;
   args.insert(args.begin(), KIWI_AGENT_BIN);
-  pid_t pid = spawn(args, tmp.path / "out", tmp.path / "err");
+  pid_t pid = spawn(emulated(args), tmp.path / "out", tmp.path / "err");
   ProcessResult r;
   r.exit_code = wait_exit(pid, std::chrono::seconds(20));
   r.out = read_text(tmp.path / "out");
@@ -277,8 +280,8 @@ class Agent {
   }
 
   void start() {
-    pid_ = spawn({KIWI_AGENT_BIN, "--config", config_path_.string()}, dir_.path / "stdout",
-                 dir_.path / "stderr");
+    pid_ = spawn(emulated({KIWI_AGENT_BIN, "--config", config_path_.string()}),
+                 dir_.path / "stdout", dir_.path / "stderr");
     // The agent logs "listening on http://127.0.0.1:PORT/" once it serves.
     auto deadline = Clock::now() + std::chrono::seconds(20);
     while (Clock::now() < deadline) {

@@ -239,7 +239,8 @@ TEST_CASE("defect: a privileged port as an unprivileged user says so (EACCES)") 
                        "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
                        "\"\n[http]\nbind = \"127.0.0.1:81\"\n[collector]\nsnapshot_path = \"\"\n");
   fs::permissions(file, fs::perms::all);
-  auto [code, out] = run_shell(as_nobody + KIWI_AGENT_BIN " --config " + file);
+  auto [code, out] =
+      run_shell(as_nobody + emulated_shell_prefix() + KIWI_AGENT_BIN " --config " + file);
   INFO(out);
   CHECK(code == 1);
   CHECK_THAT(out, Catch::Contains(
@@ -351,7 +352,7 @@ TEST_CASE("defect: log lines carry a timestamp in a terminal, and none under jou
     REQUIRE(stat(err.c_str(), &st) == 0);
     const std::string stream = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
     setenv("JOURNAL_STREAM", stream.c_str(), 1);
-    pid_t pid = spawn({KIWI_AGENT_BIN, "--config", file}, tmp.path / "stdout", err);
+    pid_t pid = spawn(emulated({KIWI_AGENT_BIN, "--config", file}), tmp.path / "stdout", err);
     unsetenv("JOURNAL_STREAM");
     bool listening =
         eventually([&] { return read_text(err).find("listening on") != std::string::npos; });

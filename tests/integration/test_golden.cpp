@@ -124,7 +124,7 @@ plugin = "diskio"
     const fs::path config = dir_.path / "kiwi.toml";
     write_text(config, replace_all(replace_all(toml, "@SCRATCH@", dir_.path.string()), "@PLUGINS@",
                                    KIWI_PLUGIN_DIR));
-    pid_ = spawn({KIWI_AGENT_BIN, "--config", config.string()}, dir_.path / "stdout",
+    pid_ = spawn(emulated({KIWI_AGENT_BIN, "--config", config.string()}), dir_.path / "stdout",
                  dir_.path / "stderr");
     const auto deadline = Clock::now() + 20s;
     while (Clock::now() < deadline) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "emulator.hpp"
 #include "store.hpp"
 #include "test_support.hpp"
 
@@ -377,11 +378,14 @@ TEST_CASE("store: the WAL index stays in memory and other processes are kept out
     std::fclose(f);
   }
   const fs::path log = db.dir / "second.log";
+  const auto args = kiwi_test::emulated({KIWI_AGENT_BIN, "--config", config.string()});
+  std::vector<char*> argv;
+  for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    if (std::freopen(log.c_str(), "w", stderr))
-      execl(KIWI_AGENT_BIN, KIWI_AGENT_BIN, "--config", config.c_str(), nullptr);
+    if (std::freopen(log.c_str(), "w", stderr)) execv(argv[0], argv.data());
     _exit(127);
   }
   // It should give up within its 1 s busy timeout; one that started anyway is stopped here.
