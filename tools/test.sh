@@ -23,14 +23,8 @@ KIWI_BUILD_DIR=$asan_build "$root/tools/build.sh" -DCMAKE_BUILD_TYPE=Release \
   -DKIWI_BUILD_TESTS=ON -DKIWI_WERROR=ON -DKIWI_SANITIZE=ON
 (cd "$asan_build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$(nproc)" --timeout 300 -E '^browser:') | tee "$asan_log"
-# The test count last, so it is the closing line a reader (or CI) sees. ctest counts a skipped
-# test (exit 77, tests/test_support.hpp skip_test) among the passed: it is counted apart here.
-count() {  # <ctest log> -> "total failed skipped"
-  local totals
-  totals=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2 \1/p' "$1")
-  echo "$totals $(grep -c '(Skipped)$' "$1" || true)"
-}
-read -r total failed skipped <<<"$(count "$log")"
-read -r asan_total asan_failed asan_skipped <<<"$(count "$asan_log")"
+# The test count last, so it is the closing line a reader (or CI) sees; skipped tests apart.
+read -r total failed skipped <<<"$("$root/tools/ctest-count.sh" "$log")"
+read -r asan_total asan_failed asan_skipped <<<"$("$root/tools/ctest-count.sh" "$asan_log")"
 echo "sanitizer build: $((asan_total - asan_failed - asan_skipped)) passed, $asan_failed failed, $asan_skipped skipped"
 echo "tests: $((total + asan_total - failed - asan_failed - skipped - asan_skipped)) passed, $((failed + asan_failed)) failed, $((skipped + asan_skipped)) skipped"
