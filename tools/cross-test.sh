@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Cross-builds kiwi-agent for an Arm board and runs its tests there, emulated: the unit tests and
+# the integration tests (the golden fixture boards among them) run on this machine under
+# qemu-user, and start the cross-built agent under it too. Exits non-zero on any failure; the
+# closing line counts the tests as tools/test.sh does.
+#
+# Usage: tools/cross-test.sh arm64    64-bit Arm (aarch64-linux-gnu): Raspberry Pi OS 64-bit, RK3588
+#        tools/cross-test.sh armhf    32-bit Arm, ARMv7 with VFP (arm-linux-gnueabihf): 32-bit
+#                                     Raspberry Pi OS on a Pi 2 or later
+#
+# Steps, each skipped when already done (a second run only builds what changed and tests):
+#   1. tools/setup.sh --arch ARCH: Debian's cross compiler (crossbuild-essential-ARCH), the
+#      target's -dev packages through multiarch (dpkg --add-architecture ARCH; libsqlite3-dev:ARCH,
+#      libboost-filesystem-dev:ARCH, ...), qemu-user-static and Catch2 (tools/install-packages.sh:
+#      apt is not touched when nothing is missing; sudo when not root); libmicrohttpd without TLS
+#      cross-built from Debian's source package into build-ARCH/deps/libmicrohttpd
+#      (tools/setup-mhd.sh --arch ARCH); the dashboard's npm packages (tools/setup-web.sh: node runs
+#      here, the embedded assets are the same for every architecture; no chromium).
+#   2. tools/build.sh into build-ARCH (Release, -Werror) with cmake/toolchain-<triplet>.cmake and
+#      the Debian install layout (prefix /usr, libdir lib/<triplet>), so tools/package.sh --arch
+#      ARCH can install from the same tree. build/ is never touched.
+#   3. ctest in build-ARCH: the toolchain file sets CMAKE_CROSSCOMPILING_EMULATOR
+#      (qemu-<cpu>-static -L /), so ctest runs each test binary under qemu.
+#
+# How the tests start the agent: through the same emulator, named to them in KIWI_TEST_EMULATOR
+# (tests/CMakeLists.txt sets it from CMAKE_CROSSCOMPILING_EMULATOR; tests/emulator.hpp). Not
+# binfmt_misc: registering qemu with the kernel needs root and a writable binfmt_misc, changes the
+# whole machine (every container and chroot on the kernel) and outlives the run, while the
+# emulator prefix works for any user, in a chroot (tools/fresh-check.sh) or a container alike. One
+# consequence: the agent's start-up re-execution of itself (main.cpp, apply_malloc_tunables)
+# fails under qemu-user (the kernel refuses the foreign binary, ENOEXEC), which the agent
+# tolerates by design: it runs on with glibc's default malloc cache. The integration test of that
+# re-execution is therefore Skipped under an emulator. (Where binfmt_misc does know qemu, the
+# re-execution works and nothing else changes.)
+#
+# Not run (not selected, or ctest -E below), and why:
+#   browser:                      headless Chromium (not installed for a cross build)
+#   format:                       clang-format on the sources: the same for every architecture
+#   install:                      runs the installed tree's agent directly (cmake --install);
+#                                 the layout is the same for every architecture (tools/test.sh)
+#   integration:prometheus:       a real Prometheus server scraping two agents
+#   promtool, Prometheus scrape   the two integration tests that run promtool check metrics
+#                                 (Prometheus' tools are not installed for a cross build; the
+#                                 golden tests run promtool only where it is installed)
+set -euo pipefail
+started=$SECONDS
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+usage() {
+  echo "usage: tools/cross-test.sh arm64|armhf   (the Debian architecture to cross-build and test)" >&2
+  exit 2
+}
+(($# == 1)) || usage
+arch=$1
+case $arch in
+  arm64) triplet=aarch64-linux-gnu ;;
+  armhf) triplet=arm-linux-gnueabihf ;;
+  *) usage ;;
+esac
+build=$root/build-$arch
+say() { echo "cross-test $arch: $*" >&2; }
+
+"$root/tools/setup.sh" --arch "$arch"
+
+say "building into $build"
+KIWI_BUILD_DIR=$build "$root/tools/build.sh" \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-$triplet.cmake" \
+  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR="lib/$triplet" \
+  -DKIWI_MHD_PREFIX="$build/deps/libmicrohttpd" -DKIWI_BUILD_TESTS=ON -DKIWI_WERROR=ON
+
+say "running the tests under qemu (CMAKE_CROSSCOMPILING_EMULATOR: cmake/debian-cross.cmake)"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+(cd "$build" && ctest --output-on-failure -j 2 --timeout 300 -R '^(unit|integration):' \
+  -E '^integration:prometheus:|promtool|Prometheus scrape') | tee "$log" || status=$?
+
+read -r total failed skipped <<<"$("$root/tools/ctest-count.sh" "$log")"
+((total > 0)) || { say "no tests ran"; status=1; }
+elapsed=$((SECONDS - started))
+say "$((elapsed / 60)) min $((elapsed % 60)) s in all (setup, build, tests)"
+echo "tests ($arch, under qemu): $((total - failed - skipped)) passed, $failed failed, $skipped skipped"
+exit "$status"
