@@ -21,6 +21,9 @@
 #      ARCH can install from the same tree. build/ is never touched.
 #   3. ctest in build-ARCH: the toolchain file sets CMAKE_CROSSCOMPILING_EMULATOR
 #      (qemu-<cpu>-static -L /), so ctest runs each test binary under qemu.
+# Measured on this project's 2-core VM: arm64 from a fresh Debian 12 root (sudo
+# tools/fresh-check.sh -- tools/cross-test.sh arm64) 6 minutes, a run again with everything
+# installed and built 70 s, nearly all of it the tests under qemu; armhf 5 minutes from scratch.
 #
 # How the tests start the agent: through the same emulator, named to them in KIWI_TEST_EMULATOR
 # (tests/CMakeLists.txt sets it from CMAKE_CROSSCOMPILING_EMULATOR; tests/emulator.hpp). Not
