@@ -314,7 +314,7 @@ TEST_CASE("agent: SIGTERM writes every queued sample before exiting") {
   CHECK(rows_on_disk(agent.db_path()) >= seq);
 }
 
-TEST_CASE("agent: a full disk makes health fail with the reason; serving and sampling go on") {
+TEST_CASE("agent: a full disk makes health fail with the reason, serving and sampling go on") {
   TempDir tmp;
   TinyFilesystem tiny(tmp.path / "tiny", "96k");
   if (!tiny.mounted()) skip_test("cannot mount a tmpfs here (needs root); full-disk test not run");
@@ -375,7 +375,7 @@ int mhd_threads(pid_t pid) {
 }
 }  // namespace
 
-TEST_CASE("agent: threads = \"auto\" runs one worker per CPU it may use; a number is taken as is") {
+TEST_CASE("agent: threads = \"auto\" runs one worker per CPU it may use, a number is taken as is") {
   cpu_set_t saved;
   REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
   int first_cpu = 0;

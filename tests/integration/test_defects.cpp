@@ -298,7 +298,7 @@ TEST_CASE("defect: plugin messages name the real cause and place") {
 }
 
 TEST_CASE(
-    "defect: If-None-Match lists, weak tags and * give 304; Accept-Encoding is case-insensitive") {
+    "defect: If-None-Match lists, weak tags and * give 304, Accept-Encoding is case-insensitive") {
   Agent agent;
   HttpClient c(agent.port());
   for (auto target : {"/", "/api/current", "/api/history?limit=3&until=1000000000"}) {

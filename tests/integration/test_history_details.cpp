@@ -40,7 +40,7 @@ TEST_CASE("history details: step=0.5&limit=3 on 1 Hz samples gives the latest 3 
 }
 
 TEST_CASE(
-    "history details: a negative since is seconds before now; relative windows are not cached") {
+    "history details: a negative since is seconds before now, relative windows are not cached") {
   Agent agent;
   HttpClient c(agent.port());
   REQUIRE(eventually([&] { return sequence_of(c) >= 6; }, 20s));

@@ -166,7 +166,7 @@ TEST_CASE("loader: a sensor's destructor may log: its logger outlives it (issue 
   CHECK(log.lines[0] == "sensor s: destroyed: bye now");
 }
 
-TEST_CASE("collector: a sensor that throws is reported as error; the others go on") {
+TEST_CASE("collector: a sensor that throws is reported as error, the others go on") {
   CollectorRig rig;
   auto& [log, loader, dir, store, holder] = rig;
   {
@@ -229,7 +229,7 @@ TEST_CASE("collector: a sensor with a longer interval shows its last reading unt
 }
 
 TEST_CASE(
-    "loader: a file name is looked up in plugin_dir; a missing plugin_dir is named where set") {
+    "loader: a file name is looked up in plugin_dir, a missing plugin_dir is named where set") {
   NullLogger log;
   PluginLoader loader(KIWI_PLUGIN_DIR, log);
   CHECK(loader.resolve(kiwi::PluginKind::sensor, "kiwi-sensor-cpu.so") == KIWI_PLUGIN_DIR

@@ -564,7 +564,7 @@ TEST_CASE("store: a bucket is labelled with its start, or with its first sample 
   CHECK(store.query(q).timestamps == std::vector<double>{1004, 1005, 1021});
 }
 
-TEST_CASE("store: rollup buckets know their first sample; a minute begun before since reads raw") {
+TEST_CASE("store: rollup buckets know their first sample, a minute begun before since reads raw") {
   TempDb db;
   Store store(db.path());
   const std::int64_t t0 = 1'764'475'800'000;  // a whole minute; the agent starts 30 s into it

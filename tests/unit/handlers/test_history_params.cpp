@@ -43,7 +43,7 @@ TEST_CASE("history params: defaults are the latest 120 samples of every series")
   CHECK(q.patterns.empty());
 }
 
-TEST_CASE("history params: without series= the handler's default_series apply; * means all") {
+TEST_CASE("history params: without series= the handler's default_series apply, * means all") {
   std::vector<kiwi::Param> none;
   kiwi::Request req;
   req.query = none;

@@ -171,7 +171,7 @@ TEST_CASE("diskio: without <sysfs>/block every device is reported, with a note")
         std::vector<std::string>{"vda", "vda1", "vda14", "vda15", "sr0"});
 }
 
-TEST_CASE("diskio: nothing left to report is no data; a missing diskstats is an error") {
+TEST_CASE("diskio: nothing left to report is no data, a missing diskstats is an error") {
   Harness h(fixture("vm"), kiwi_sensor_test::with_strings(defaults(), "include", {"nvme*"}));
   kiwi::diskio::DiskioSensor none(h.context());
   const auto result = none.sample(h.sink);

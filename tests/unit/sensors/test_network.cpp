@@ -63,7 +63,7 @@ TEST_CASE("network: a damaged /proc/net/dev line is reported with the line") {
   CHECK_THROWS_WITH(kiwi::network::parse_net_dev("  eth0: 1 2 3\n"), Contains("16 counters"));
 }
 
-TEST_CASE("network: link speed in Mb/s becomes bytes per second; -1 and 0 mean unknown") {
+TEST_CASE("network: link speed in Mb/s becomes bytes per second, -1 and 0 mean unknown") {
   CHECK(kiwi::network::parse_link_speed("1000\n") == 125000000.0);
   CHECK(kiwi::network::parse_link_speed("2500\n") == 312500000.0);
   CHECK(kiwi::network::parse_link_speed("100") == 12500000.0);
@@ -82,7 +82,7 @@ TEST_CASE("network: /proc/uptime parses to exact milliseconds") {
   CHECK_FALSE(kiwi::parse_uptime_ms(""));
 }
 
-TEST_CASE("network: rates are deltas per second; a counter going back gives no rates at all") {
+TEST_CASE("network: rates are deltas per second, a counter going back gives no rates at all") {
   kiwi::network::Counters before{}, after{};
   before[0] = 1000;
   after[0] = 251000;  // 250000 bytes received
@@ -140,7 +140,7 @@ TEST_CASE("network: one second later an RK3588 shows eth0 sending at 93.75% of i
         std::vector<std::string>{"eth0", "docker0"});
 }
 
-TEST_CASE("network: a VM's virtio NIC has rates but no speed; a veth reports 10 Gb/s") {
+TEST_CASE("network: a VM's virtio NIC has rates but no speed, a veth reports 10 Gb/s") {
   ScratchTree tree("vm");
   Harness h(tree.root(), defaults());
   kiwi::network::NetworkSensor sensor(h.context());
@@ -211,7 +211,7 @@ TEST_CASE("network: include and exclude are globs on the interface name") {
         std::vector<std::string>{"ens3"});
 }
 
-TEST_CASE("network: nothing left to report is no data; a missing /proc/net/dev is an error") {
+TEST_CASE("network: nothing left to report is no data, a missing /proc/net/dev is an error") {
   Harness h(fixture("rk3588"), kiwi_sensor_test::with_strings(defaults(), "include", {"wg*"}));
   kiwi::network::NetworkSensor none(h.context());
   const auto result = none.sample(h.sink);

@@ -207,7 +207,7 @@ TEST_CASE("storage: a filesystem reporting 0 blocks is left out, as df does") {
   CHECK(h.sink.label_values("storage_size_bytes", "mount") == std::vector<std::string>{"/"});
 }
 
-TEST_CASE("storage: no real mounts at all is no data; statvfs failing everywhere is an error") {
+TEST_CASE("storage: no real mounts at all is no data, statvfs failing everywhere is an error") {
   Harness h(fixture("rk3588"), kiwi_sensor_test::with_strings(defaults(), "exclude_mounts", {"/"}));
   kiwi::storage::StorageSensor none(h.context(), fake_statvfs({}));
   const auto result = none.sample(h.sink);
