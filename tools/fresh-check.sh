@@ -39,6 +39,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 say() { printf '[fresh-check %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
+# The root's set-up and clean-up, shared with tools/package-test.sh.
+# shellcheck source=SCRIPTDIR/lib/debian-root.sh
+source "$repo/tools/lib/debian-root.sh"
 
 rev=HEAD keep=0 verbose=0 as_user=0 dir="" command=(tools/test.sh)
 while (($#)); do
@@ -79,59 +82,24 @@ log=$root.log
 : >"$log"
 
 # ---------------------------------------------------------------------------------------------
-# Clean-up. Every mount under the root goes, including any a test left behind, deepest first, and
-# the root is removed only when /proc/self/mountinfo shows nothing under it.
-# shellcheck disable=SC2317  # called from the EXIT trap
-mounts_under_root() { awk -v r="$root" '$5 == r || index($5, r "/") == 1 { print $5 }' /proc/self/mountinfo; }
-# shellcheck disable=SC2317  # called from the EXIT trap
-stop_processes() { # processes whose root directory is the root: ours, started by the chroot below
-  local p pids=() i
-  for p in /proc/[0-9]*; do
-    [[ $(readlink "$p/root" 2>/dev/null) == "$root" ]] && pids+=("${p#/proc/}")
-  done
-  ((${#pids[@]})) || return 0
-  say "stopping ${#pids[@]} processes still running in the root: ${pids[*]}"
-  kill -TERM "${pids[@]}" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    kill -0 "${pids[@]}" 2>/dev/null || return 0
-    sleep 0.1
-  done
-  kill -KILL "${pids[@]}" 2>/dev/null || true
-  sleep 0.5
-}
-# shellcheck disable=SC2317  # called from the EXIT trap
-unmount_all() { # deepest first (a mount's path is longer than its parent's); lazily if still busy
-  local targets t i
-  for ((i = 0; i < 5; i++)); do
-    mapfile -t targets < <(mounts_under_root | awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2-)
-    ((${#targets[@]})) || return 0
-    for t in "${targets[@]}"; do
-      umount "$t" 2>/dev/null || { ((i < 3)) || umount -l "$t" 2>/dev/null || true; }
-    done
-    sleep 0.2
-  done
-  ! mounts_under_root | grep -q .
-}
+# Clean-up (tools/lib/debian-root.sh): every mount under the root goes, including any a test left
+# behind, deepest first, and the root is removed only when /proc/self/mountinfo shows nothing
+# under it.
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
   local status=$?
   trap '' INT TERM HUP
   if [[ -n ${root:-} && -d $root ]]; then
-    stop_processes
-    if ! unmount_all; then
-      say "error: still mounted under $root, NOT removing it:"
-      mounts_under_root >&2
-      exit $((status ? status : 1))
-    fi
     if ((keep)); then
+      root_stop_processes
+      if ! root_unmount_all; then
+        say "error: still mounted under $root:"
+        root_mounts_under >&2
+        exit $((status ? status : 1))
+      fi
       say "kept the root: $root (sudo chroot $root /bin/bash; remove: sudo rm -rf --one-file-system $root)"
     else
-      # Checked again just before: rm must never meet a mounted proc, sys or dev.
-      if mounts_under_root | grep -q .; then
-        say "error: a mount appeared under $root; NOT removing it"
-      else
-        rm -rf --one-file-system "$root"
-      fi
+      root_remove || exit $((status ? status : 1))
     fi
   fi
   exit "$status"
@@ -143,38 +111,15 @@ trap 'exit 129' HUP
 
 # ---------------------------------------------------------------------------------------------
 started=$(date +%s)
-if ! command -v mmdebstrap >/dev/null; then
-  say "installing mmdebstrap on this machine"
-  export DEBIAN_FRONTEND=noninteractive
-  { apt-get install -y -qq --no-install-recommends mmdebstrap ||
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends mmdebstrap; }; } >>"$log" 2>&1 ||
-    die "could not install mmdebstrap (log: $log)"
-fi
+root_install_mmdebstrap "$log" || die "could not install mmdebstrap (log: $log)"
 
 say "creating a Debian 12 root in $root (mmdebstrap, about a minute)"
 mmdebstrap --variant=apt --include=ca-certificates,git,sudo bookworm "$root" >>"$log" 2>&1 ||
   { tail -20 "$log" >&2; die "mmdebstrap failed (log: $log)"; }
 
-mount --bind "$root" "$root"
-mount --make-private "$root"  # nothing mounted below propagates to the host's tree, or back
-mount -t proc proc "$root/proc"
-mount -t sysfs sysfs "$root/sys"
-mount --bind /dev "$root/dev"
-mount --bind /dev/pts "$root/dev/pts"
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm"
-mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
-mkdir -p "$root/run/lock" && chmod 1777 "$root/run/lock"
-
-# As the Debian installer writes it (sudo looks the host name up).
-[[ -e $root/etc/hosts ]] ||
-  printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" >"$root/etc/hosts"
-shopt -s nullglob
-cas=(/usr/local/share/ca-certificates/*.crt)
-if ((${#cas[@]})); then
-  say "giving the root this machine's certificate authorities: ${cas[*]##*/}"
-  cp "${cas[@]}" "$root/usr/local/share/ca-certificates/"
-  chroot "$root" update-ca-certificates >>"$log" 2>&1 || die "update-ca-certificates failed in the root (log: $log)"
-fi
+root_mount
+root_hosts
+root_trust_cas "$log" || die "update-ca-certificates failed in the root (log: $log)"
 # Who runs the tests: root, or a user with sudo as on most machines.
 user=root home=/root
 if ((as_user)); then
