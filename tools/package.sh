@@ -40,17 +40,17 @@ done
 case $arch in amd64 | arm64) ;; *) die "unsupported architecture '$arch' (amd64 or arm64)" ;; esac
 started=$(date +%s)
 
+# What building and checking the package needs (dpkg-dev first: dpkg-architecture is in it).
+"$root/tools/install-packages.sh" dpkg-dev lintian binutils
 # The architecture's names: the GNU triplet of its tools (aarch64-linux-gnu-strip) and its
 # multiarch directory (/usr/lib/aarch64-linux-gnu).
 gnu_type=$(dpkg-architecture -a "$arch" -qDEB_HOST_GNU_TYPE 2>/dev/null)
 multiarch=$(dpkg-architecture -a "$arch" -qDEB_HOST_MULTIARCH 2>/dev/null)
 cross=0
 [[ $arch == "$host_arch" ]] || cross=1
+((cross)) && "$root/tools/install-packages.sh" "binutils-$gnu_type"
 
-# What building and checking the package needs, then what building the agent needs.
-tools=(dpkg-dev lintian binutils)
-((cross)) && tools+=("binutils-$gnu_type")
-"$root/tools/install-packages.sh" "${tools[@]}"
+# What building the agent needs.
 if ((cross)); then
   "$root/tools/setup.sh" --arch "$arch"
 else
