@@ -7,9 +7,18 @@
 # Usage: tools/install-packages.sh PACKAGE...
 set -euo pipefail
 
+# Installed for the architecture asked for (the machine's own when none is named) or for all: with
+# multiarch, libsqlite3-dev:arm64 alone does not make libsqlite3-dev installed.
+native=$(dpkg --print-architecture)
+installed() {  # <package[:arch]>
+  local name=${1%%:*} want=$native
+  [[ $1 == *:* ]] && want=${1##*:}
+  dpkg-query -W -f='${Architecture} ${Status}\n' "$name" 2>/dev/null |
+    grep -qE "^($want|all) install ok installed$"
+}
 missing=()
 for p in "$@"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  installed "$p" || missing+=("$p")
 done
 ((${#missing[@]} > 0)) || exit 0
 

@@ -17,7 +17,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 say() { echo "setup-mhd: $*" >&2; }
-arch="" package=libmicrohttpd-dev configure_host=()
+# The native build asks for the host architecture's package by name: with arm64 or armhf also
+# installed (multiarch), a bare name matches each of them and the versions run together.
+arch="" package=libmicrohttpd-dev:$(dpkg --print-architecture) configure_host=()
 if [[ ${1:-} == --arch ]]; then
   [[ -n ${2:-} ]] || { say "--arch needs a Debian architecture, e.g. arm64"; exit 2; }
   arch=$2 package=libmicrohttpd-dev:$arch
