@@ -13,14 +13,18 @@
 #      `systemd-analyze verify` and `systemd-analyze security --offline=true --threshold=20` on
 #      the unit; then the root booted with `systemd-nspawn -b` (private network) and, in it,
 #      `systemctl enable --now kiwi-agent`: active (running) only once the agent sent READY=1
-#      (Type=notify), serving, RSS, `systemctl reload`, `apt-get remove` (stops it with exit code
+#      (Type=notify), serving, every sensor ok or no_data under the unit's sandbox, RSS,
+#      `systemctl reload`, a bad configuration (fails with exit code 2 and its file:line:col in
+#      the journal, not restarted), the watchdog (an agent stopped with SIGSTOP is killed and
+#      restarted; a drop-in shortens WatchdogSec to 2 s), `apt-get remove` (stops it with exit code
 #      0, keeps the configuration and the history) and `apt-get purge` (leaves nothing). Without
 #      nspawn (--no-nspawn, or a foreign architecture: systemd as PID 1 under qemu-user is not
 #      tried) the same remove and purge checks run in the chroot after an offline
 #      `systemctl enable`.
 # Not part of tools/test.sh (it takes minutes and the mirrors). Exit status non-zero on any
-# failure; prints its wall time. Needs root; installs mmdebstrap, systemd-container and curl (for
-# arm64 also qemu-user-static and arch-test) on this machine if missing. For --arch arm64 the root is an arm64 Debian run through qemu-user
+# failure; prints its wall time (about 70 s for amd64). Needs root; installs mmdebstrap,
+# systemd-container and curl (for arm64 also qemu-user-static and arch-test) on this machine if
+# missing. For --arch arm64 the root is an arm64 Debian run through qemu-user
 # (qemu-user-static): its binfmt handler is registered for the run if it is not already, and
 # unregistered again.
 #
@@ -363,6 +367,14 @@ if ((nspawn)); then
     [[ $code == 200 ]] || die "the service: $route gave $code"
   done
   ok "the service serves /api/health and /api/current (200)"
+  # The sandbox leaves the sensors what they read: none is in error under it (a VM without
+  # thermal zones or disks reports no_data, which is not an error).
+  statuses=$(nsenter -t "$leader" -n -- curl -s "http://$bind/api/current" |
+    grep -o '"[a-z]*":{"plugin":"[a-z]*","status":"[a-z_]*"' | sed 's/"\([a-z]*\)":{"plugin":"[a-z]*","status":"\([a-z_]*\)"/\1=\2/')
+  [[ -n $statuses ]] || die "the service's /api/current lists no sensors"
+  ! grep -qv '=\(ok\|no_data\)$' <<<"$statuses" ||
+    die "a sensor fails under the unit's sandbox: $(tr '\n' ' ' <<<"$statuses")"
+  ok "every sensor works under the sandbox: $(tr '\n' ' ' <<<"$statuses")"
   sleep 5
   # shellcheck disable=SC2016  # awk's $2
   rss=$(in_container awk '/^VmRSS:/ { print $2 }' "/proc/$main_pid/status")
@@ -378,6 +390,54 @@ if ((nspawn)); then
   code=$(nsenter -t "$leader" -n -- curl -s -o /dev/null -w '%{http_code}' "http://$bind/api/health")
   [[ $code == 200 ]] || die "after reload /api/health gave $code"
   ok "systemctl reload: still active, same pid, serving ($(in_container journalctl -u kiwi-agent --no-pager -o cat | grep -m1 SIGHUP | sed 's/^kiwi-agent: //'))"
+
+  # A mistake in the configuration: the service fails with exit code 2 and the place of the
+  # mistake in the journal, and is not restarted (RestartPreventExitStatus=2, RestartSec=2s).
+  in_container cp -p /etc/kiwi-agent/kiwi-agent.toml /var/tmp/kiwi-agent.toml.good
+  in_container sed -i 's/^# log_level = "info"/log_level = "loud"/' /etc/kiwi-agent/kiwi-agent.toml
+  ! in_container systemctl restart kiwi-agent >>"$log" 2>&1 || die "a bad configuration started"
+  sleep 4
+  state=$(in_container systemctl show kiwi-agent -p ActiveState -p ExecMainStatus -p NRestarts)
+  for want in ActiveState=failed ExecMainStatus=2 NRestarts=0; do
+    grep -qx "$want" <<<"$state" || die "a bad configuration: expected $want: $(tr '\n' ' ' <<<"$state")"
+  done
+  mistake=$(in_container journalctl -u kiwi-agent --no-pager -o cat | grep -m1 'kiwi-agent.toml:[0-9]*:[0-9]*: agent.log_level') ||
+    die "the journal does not name the mistake's place"
+  ok "a bad configuration: failed with exit code 2, not restarted; the journal says: $mistake"
+  in_container mv /var/tmp/kiwi-agent.toml.good /etc/kiwi-agent/kiwi-agent.toml
+  in_container systemctl restart kiwi-agent >>"$log" 2>&1 || die "the service did not start again on the good configuration"
+  main_pid=$(in_container systemctl show kiwi-agent -p MainPID --value)
+
+  # The watchdog: an agent that stops pinging (here stopped whole, SIGSTOP; the integration tests
+  # show a hung sensor alone silences the pings) is killed and started again. A drop-in shortens
+  # the unit's 30 s watchdog and 15 s stop timeout so the test takes seconds.
+  dropin=/etc/systemd/system/kiwi-agent.service.d
+  in_container mkdir -p "$dropin"
+  printf '[Service]\nWatchdogSec=2s\nTimeoutStopSec=2s\n' | in_container tee "$dropin/test-watchdog.conf" >/dev/null
+  in_container systemctl daemon-reload
+  in_container systemctl restart kiwi-agent >>"$log" 2>&1 || die "restart with a 2 s watchdog failed"
+  stalled_pid=$(in_container systemctl show kiwi-agent -p MainPID --value)
+  sleep 3  # pinged through more than a watchdog period: alive
+  [[ $(in_container systemctl show kiwi-agent -p MainPID --value) == "$stalled_pid" ]] ||
+    die "the agent was restarted although it pinged its watchdog"
+  in_container kill -STOP "$stalled_pid"
+  restarted=""
+  for _ in $(seq 60); do
+    sleep 0.5
+    state=$(in_container systemctl show kiwi-agent -p ActiveState -p SubState -p MainPID -p NRestarts)
+    if grep -qx 'SubState=running' <<<"$state" && ! grep -qx "MainPID=$stalled_pid" <<<"$state"; then
+      restarted=1
+      break
+    fi
+  done
+  [[ -n $restarted ]] || die "a stalled agent was not restarted by the watchdog: $(tr '\n' ' ' <<<"$state")"
+  timeout_line=$(in_container journalctl -u kiwi-agent --no-pager -o cat | grep -m1 -i 'watchdog timeout') ||
+    die "the journal does not say the watchdog fired"
+  ok "the watchdog: a stalled agent was killed and restarted ($timeout_line; $(grep NRestarts <<<"$state"))"
+  in_container rm -r "$dropin"
+  in_container systemctl daemon-reload
+  in_container systemctl restart kiwi-agent >>"$log" 2>&1 || die "restart without the drop-in failed"
+  main_pid=$(in_container systemctl show kiwi-agent -p MainPID --value)
 
   # An upgrade (here the same version again: the postinst gets the old version as $2 all the
   # same) restarts a running service: try-restart, a new main pid.
