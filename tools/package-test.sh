@@ -24,11 +24,11 @@
 # Not part of tools/test.sh (it takes minutes and the mirrors). Exit status non-zero on any
 # failure; prints its wall time (about 70 s for amd64). Needs root; installs mmdebstrap,
 # systemd-container and curl (for arm64 also qemu-user-static and arch-test) on this machine if
-# missing. For --arch arm64 the root is an arm64 Debian run through qemu-user
+# missing. For --arch arm64 (or armhf) the root is an arm64 (armhf) Debian run through qemu-user
 # (qemu-user-static): its binfmt handler is registered for the run if it is not already, and
 # unregistered again.
 #
-# Usage: sudo tools/package-test.sh [--arch amd64|arm64] [--deb FILE] [--no-nspawn] [--keep] [DIR]
+# Usage: sudo tools/package-test.sh [--arch amd64|arm64|armhf] [--deb FILE] [--no-nspawn] [--keep] [DIR]
 #   --arch ARCH   the package's architecture (default: this machine's)
 #   --deb FILE    the package to test (default: build it with tools/package.sh --arch ARCH)
 #   --no-nspawn   skip booting the root with systemd-nspawn
@@ -53,7 +53,7 @@ host_arch=$(dpkg --print-architecture)
 arch=$host_arch deb="" nspawn=1 keep=0 dir=""
 while (($#)); do
   case $1 in
-    --arch) [[ -n ${2:-} ]] || die "--arch needs amd64 or arm64"; arch=$2; shift ;;
+    --arch) [[ -n ${2:-} ]] || die "--arch needs amd64, arm64 or armhf"; arch=$2; shift ;;
     --deb) [[ -n ${2:-} ]] || die "--deb needs a file"; deb=$(realpath "$2"); shift ;;
     --no-nspawn) nspawn=0 ;;
     --keep) keep=1 ;;
@@ -64,7 +64,12 @@ while (($#)); do
   shift
 done
 [[ $(id -u) -eq 0 ]] || die "needs root (mmdebstrap, chroot, mounts, namespaces): sudo $0"
-case $arch in amd64 | arm64) ;; *) die "unsupported architecture '$arch'" ;; esac
+case $arch in
+  amd64) qemu_cpu=x86_64 ;;
+  arm64) qemu_cpu=aarch64 ;;
+  armhf) qemu_cpu=arm ;;
+  *) die "unsupported architecture '$arch' (amd64, arm64 or armhf)" ;;
+esac
 foreign=0
 [[ $arch == "$host_arch" ]] || foreign=1
 ((foreign)) && nspawn=0
@@ -98,8 +103,8 @@ cleanup() {
     fi
   fi
   if ((binfmt_registered)); then
-    echo -1 >/proc/sys/fs/binfmt_misc/qemu-aarch64 || true
-    say "unregistered the qemu-aarch64 binfmt handler again"
+    echo -1 >/proc/sys/fs/binfmt_misc/qemu-$qemu_cpu || true
+    say "unregistered the qemu-$qemu_cpu binfmt handler again"
   fi
   say "wall time $(($(date +%s) - started)) s; $( ((status == 0)) && echo "all checks passed" || echo "FAILED (status $status)")"
   exit "$status"
@@ -145,15 +150,15 @@ if ((foreign)); then
   # mmdebstrap runs the arm64 packages' maintainer scripts, and this script the arm64 programs,
   # through the kernel's binfmt_misc handler for arm64 ELF files (F: qemu is opened now, so it
   # also runs inside the chroot).
-  if [[ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]]; then
+  if [[ ! -e /proc/sys/fs/binfmt_misc/qemu-$qemu_cpu ]]; then
     [[ -e /proc/sys/fs/binfmt_misc/register ]] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-    conf=/usr/lib/binfmt.d/qemu-aarch64.conf
+    conf=/usr/lib/binfmt.d/qemu-$qemu_cpu.conf
     [[ -f $conf ]] || die "no $conf (qemu-user-static)"
     cat "$conf" >/proc/sys/fs/binfmt_misc/register
     binfmt_registered=1
-    say "registered the qemu-aarch64 binfmt handler for this run"
+    say "registered the qemu-$qemu_cpu binfmt handler for this run"
   fi
-  grep -q '^enabled' /proc/sys/fs/binfmt_misc/qemu-aarch64 || die "the qemu-aarch64 binfmt handler is disabled"
+  grep -q '^enabled' /proc/sys/fs/binfmt_misc/qemu-$qemu_cpu || die "the qemu-$qemu_cpu binfmt handler is disabled"
 fi
 
 # The Debian mirrors are plain HTTP (apt checks the signatures), so the root needs no certificate
@@ -280,7 +285,7 @@ uid=$(awk '/^Uid:/ { print $2 }' "/proc/$agent_pid/status")
 # RSS once it has sampled for 5 s (a few ticks of history queued, every plugin run).
 while (($(now_ms) - agent_started < 5000)); do sleep 0.2; done
 rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$agent_pid/status")
-ok "RSS after 5 s: $rss KiB ($(mib "$rss") MiB)$( ((foreign)) && echo ', of qemu-aarch64 running it')"
+ok "RSS after 5 s: $rss KiB ($(mib "$rss") MiB)$( ((foreign)) && echo ", of qemu-$qemu_cpu running it")"
 kill -TERM "$agent_pid"
 status=0
 wait "$agent_pid" || status=$?

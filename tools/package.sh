@@ -7,7 +7,7 @@
 # docs/packaging.md describes the package and its lintian results; tools/package-test.sh installs
 # it on a fresh Debian 12 and runs it.
 #
-# Usage: tools/package.sh [--arch amd64|arm64] [--no-lintian]
+# Usage: tools/package.sh [--arch amd64|arm64|armhf] [--no-lintian]
 #   --arch ARCH    the Debian architecture to build for (default: this machine's). arm64 on an
 #                  amd64 machine is a cross build with Debian's cross compiler and the arm64
 #                  libraries through multiarch (cmake/toolchain-aarch64-linux-gnu.cmake, the
@@ -39,7 +39,7 @@ while (($#)); do
   esac
   shift
 done
-case $arch in amd64 | arm64) ;; *) die "unsupported architecture '$arch' (amd64 or arm64)" ;; esac
+case $arch in amd64 | arm64 | armhf) ;; *) die "unsupported architecture '$arch' (amd64, arm64 or armhf)" ;; esac
 started=$(date +%s)
 
 # What building and checking the package needs (dpkg-dev first: dpkg-architecture is in it).
