@@ -393,12 +393,13 @@ TEST_CASE("agent: threads = \"auto\" runs one worker per CPU it may use, a numbe
   }
   REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
   CHECK_THAT(pinned->stderr_text(), Catch::Contains(", 1 worker thread (auto), "));
-  CHECK(mhd_threads(pinned->pid()) == 1);
+  // Each worker names itself once it runs, which may be a moment after "listening".
+  CHECK(eventually([&] { return mhd_threads(pinned->pid()) == 1; }, 5s));
   CHECK(HttpClient(pinned->port()).get("/api/current").status == 200);
 
   Agent three("", "", "threads = 3\n");
   CHECK_THAT(three.stderr_text(), Catch::Contains(", 3 worker threads, "));
-  CHECK(mhd_threads(three.pid()) == 3);
+  CHECK(eventually([&] { return mhd_threads(three.pid()) == 3; }, 5s));
   CHECK(HttpClient(three.port()).get("/api/current").status == 200);
 }
 
