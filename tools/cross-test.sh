@@ -68,7 +68,7 @@ say() { echo "cross-test $arch: $*" >&2; }
 say "building into $build"
 KIWI_BUILD_DIR=$build "$root/tools/build.sh" \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-$triplet.cmake" \
-  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR="lib/$triplet" \
+  -DCMAKE_INSTALL_PREFIX=/usr \
   -DKIWI_MHD_PREFIX="$build/deps/libmicrohttpd" -DKIWI_BUILD_TESTS=ON -DKIWI_WERROR=ON
 
 say "running the tests under qemu (CMAKE_CROSSCOMPILING_EMULATOR: cmake/debian-cross.cmake)"

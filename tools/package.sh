@@ -43,7 +43,7 @@ case $arch in amd64 | arm64 | armhf) ;; *) die "unsupported architecture '$arch'
 started=$(date +%s)
 
 # What building and checking the package needs (dpkg-dev first: dpkg-architecture is in it).
-"$root/tools/install-packages.sh" dpkg-dev lintian binutils
+"$root/tools/install-packages.sh" dpkg-dev binutils $( ((lintian)) && echo lintian)
 # The architecture's names: the GNU triplet of its tools (aarch64-linux-gnu-strip) and its
 # multiarch directory (/usr/lib/aarch64-linux-gnu).
 gnu_type=$(dpkg-architecture -a "$arch" -qDEB_HOST_GNU_TYPE 2>/dev/null)
@@ -61,10 +61,9 @@ fi
 
 build=$root/build/package-$arch
 out_dir=$root/build
-cmake_args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DKIWI_BUILD_TESTS=OFF
-  # The multiarch library directory, as debhelper's cmake step passes it: CMake's GNUInstallDirs
-  # picks it by itself only for a native build.
-  "-DCMAKE_INSTALL_LIBDIR=lib/$multiarch")
+# The prefix /usr gives the multiarch library directory, lib/<multiarch>, native or cross
+# (CMakeLists.txt); the staging tree is checked for it below.
+cmake_args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DKIWI_BUILD_TESTS=OFF)
 if ((cross)); then
   toolchain=$root/cmake/toolchain-$gnu_type.cmake
   [[ -f $toolchain ]] || die "no toolchain file $toolchain for $arch"
