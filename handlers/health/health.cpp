@@ -26,7 +26,11 @@ class HealthHandler final : public kiwi::Handler {
     const double age = snap->sequence ? now - snap->timestamp : now - stats.started_at;
 
     std::vector<std::string> reasons;
-    if (age > snap->stale_after_seconds)
+    // The port opens before the first sample is taken (it may wait for a slow sensor).
+    if (snap->sequence == 0)
+      reasons.push_back("starting: the first sample is being taken (" +
+                        number(std::max(0.0, now - stats.started_at)) + " s since start)");
+    else if (age > snap->stale_after_seconds)
       reasons.push_back("stale: last sample " + number(age) + " s ago (stale after " +
                         number(snap->stale_after_seconds) + " s)");
     if (stats.store_failing_writes)
@@ -47,6 +51,9 @@ class HealthHandler final : public kiwi::Handler {
     body += ",\"sequence\":" + std::to_string(snap->sequence);
     body += ",\"store_write_errors\":" + std::to_string(stats.store_write_errors);
     body += ",\"snapshot_file_write_errors\":" + std::to_string(stats.snapshot_file_errors);
+    // A failed reload is not a failure of the agent (the previous configuration serves on): it
+    // shows here, and in /api/plugins and /metrics, until a reload succeeds.
+    kiwi::append_config_status_json(body, stats.config);
     body += ",\"reasons\":[";
     for (std::size_t i = 0; i < reasons.size(); ++i) {
       if (i) body += ',';

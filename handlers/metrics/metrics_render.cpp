@@ -153,6 +153,22 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   fams.add(fams.get("kiwi_snapshot_file_write_errors_total",
                     "writes of the snapshot file (collector.snapshot_path) that failed", true),
            "", static_cast<double>(stats.snapshot_file_errors));
+  fams.add(fams.get("kiwi_config_generation",
+                    "configuration generation: 1 at start, +1 for every reload that applied",
+                    false),
+           "", static_cast<double>(stats.config.generation));
+  fams.add(fams.get("kiwi_config_last_reload_successful",
+                    "0 if the latest reload (SIGHUP) failed and the previous configuration serves "
+                    "on, else 1",
+                    false),
+           "", stats.config.reload_status == "failed" ? 0 : 1);
+  fams.add(fams.get("kiwi_config_last_reload_success_timestamp_seconds",
+                    "unix time the running configuration took effect", false),
+           "", std::floor(stats.config.loaded_at));
+  auto& reloads = fams.get("kiwi_config_reloads_total", "reloads (SIGHUP), by result", true);
+  fams.add(reloads, one_label("result", "ok"), static_cast<double>(stats.config.reloads_ok));
+  fams.add(reloads, one_label("result", "failed"),
+           static_cast<double>(stats.config.reloads_failed));
   auto& http =
       fams.get("kiwi_http_requests_total", "HTTP requests answered, by route and status", true);
   for (auto& r : stats.http_requests)

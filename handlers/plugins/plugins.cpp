@@ -54,7 +54,9 @@ class PluginsHandler final : public kiwi::Handler {
       }
       body += '}';
     }
-    body += "]}";
+    body += ']';
+    kiwi::append_config_status_json(body, stats.config);
+    body += '}';
     kiwi::Response res;
     res.headers = {{"Cache-Control", "no-cache"}};
     res.body = std::make_shared<const std::string>(std::move(body));

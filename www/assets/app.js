@@ -568,6 +568,8 @@
         if (!data || !data.sensors || typeof data.sensors !== 'object' || !ok(data.timestamp)) throw new Error('unexpected response shape');
         st.etag = res.headers.get('ETag');
         accept(data);
+      } else if (res.status === 503 && !st.data) {
+        // The agent is up and taking its first sample (it serves before that): still loading.
       } else {
         throw new Error(`HTTP ${res.status} ${res.statusText}`.trim());
       }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <boost/dll/alias.hpp>
+#include <cstdio>
 #include <memory>
 #include <optional>
 
@@ -203,12 +204,25 @@ struct PluginStatus {
   std::string file;
   std::uint32_t abi_version = 0;
   std::span<const MetricSpec> metrics;  // the plugin's metric table (valid while it is loaded)
+  std::shared_ptr<const void> library;  // keeps the plugin loaded while this copy lives
 };
 
 struct HttpRequestCount {
   std::string route;  // configured route path; "unmatched" for 404s
   int status = 0;
   std::uint64_t count = 0;
+};
+
+// The configuration in force, and how the latest reload (SIGHUP) went.
+struct ConfigStatus {
+  std::uint64_t generation = 1;  // 1 at start; +1 for every reload that applied
+  double loaded_at = 0;          // unix seconds the running configuration took effect
+  std::string source;            // its file, or "<built-in default>"
+  std::string reload_status = "none";  // "none" (never reloaded), "ok" or "failed"
+  double reload_at = 0;                // unix seconds of the latest reload (0: none)
+  std::string reload_message;          // a failed reload's error, as --check-config words it
+  std::uint64_t reloads_ok = 0;
+  std::uint64_t reloads_failed = 0;
 };
 
 // Counters of the running agent, for /api/health, /api/plugins and /metrics.
@@ -226,6 +240,7 @@ struct AgentStats {
   std::string snapshot_file_last_error;
   std::vector<PluginStatus> plugins;
   std::vector<HttpRequestCount> http_requests;
+  ConfigStatus config;
 };
 
 // A history query. Limits are checked by the handler; the store trusts them.
@@ -310,6 +325,30 @@ inline void append_json_string(std::string& out, std::string_view s) {
     }
   }
   out.push_back('"');
+}
+
+// Appends `,"config":{...},"reload":{...}` (docs/api.md), shared by /api/health and /api/plugins.
+inline void append_config_status_json(std::string& out, const ConfigStatus& c) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, ",\"config\":{\"generation\":%llu,\"loaded_at\":%.3f,\"source\":",
+                static_cast<unsigned long long>(c.generation), c.loaded_at);
+  out += buf;
+  append_json_string(out, c.source);
+  out += "},\"reload\":{\"status\":";
+  append_json_string(out, c.reload_status);
+  if (c.reload_at > 0) {
+    std::snprintf(buf, sizeof buf, ",\"at\":%.3f", c.reload_at);
+    out += buf;
+  } else {
+    out += ",\"at\":null";
+  }
+  out += ",\"message\":";
+  if (c.reload_status == "failed")
+    append_json_string(out, c.reload_message);
+  else
+    out += "null";
+  out += ",\"ok_total\":" + std::to_string(c.reloads_ok) +
+         ",\"failed_total\":" + std::to_string(c.reloads_failed) + "}";
 }
 
 inline Response Response::error(int status, std::string_view message, std::string_view parameter) {
