@@ -1,5 +1,7 @@
 #include "service_notify.hpp"
 
+#include <ctime>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,6 +67,14 @@ bool ServiceNotifier::send(std::string_view message) const {
 
 void ServiceNotifier::ready(std::string_view status) const {
   send("READY=1\nSTATUS=" + std::string(status));
+}
+
+void ServiceNotifier::reloading() const {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const auto usec = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000u +
+                    static_cast<std::uint64_t>(now.tv_nsec) / 1000u;
+  send("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(usec) + "\nSTATUS=reloading");
 }
 
 void ServiceNotifier::stopping() const {

@@ -31,6 +31,9 @@ class ServiceNotifier {
 
   // "READY=1": the agent serves (its first sample is published and its port is open).
   void ready(std::string_view status) const;
+  // "RELOADING=1" with MONOTONIC_USEC (as Type=notify-reload wants it): a reload has begun; the
+  // next ready() ends it, whether the reload succeeded or not.
+  void reloading() const;
   // "STOPPING=1": shutting down.
   void stopping() const;
   // "WATCHDOG=1": the collector is alive.
