@@ -386,15 +386,33 @@ if ((nspawn)); then
   ok "the service's RSS after 5 s: $rss KiB ($(mib "$rss") MiB)"
   online=$(in_container systemd-analyze security kiwi-agent 2>&1 | grep -o 'Overall exposure level.*') || true
   ok "systemd-analyze security kiwi-agent (the running service): $online"
+  # systemctl reload applies an edit in place (same pid), and refuses a broken one whole.
+  conf=$root/etc/kiwi-agent/kiwi-agent.toml
+  cp "$conf" "$conf.orig"
+  sed -i 's/^\[collector\]$/[collector]\ninterval = "2s"/' "$conf"
+  grep -q '^interval = "2s"' "$conf" || die "could not edit $conf for the reload test"
   in_container systemctl reload kiwi-agent || die "systemctl reload kiwi-agent failed"
-  sleep 1
+  sleep 3
   state=$(in_container systemctl show kiwi-agent -p ActiveState -p SubState -p MainPID -p NRestarts)
   if ! grep -qx 'ActiveState=active' <<<"$state" || ! grep -qx "MainPID=$main_pid" <<<"$state"; then
     die "after systemctl reload: $(tr '\n' ' ' <<<"$state")"
   fi
-  code=$(nsenter -t "$leader" -n -- curl -s -o /dev/null -w '%{http_code}' "http://$bind/api/health")
-  [[ $code == 200 ]] || die "after reload /api/health gave $code"
-  ok "systemctl reload: still active, same pid, serving ($(in_container journalctl -u kiwi-agent --no-pager -o cat | grep -m1 SIGHUP | sed 's/^kiwi-agent: //'))"
+  verdict=$(in_container journalctl -u kiwi-agent --no-pager -o cat | grep -m1 'reloaded ') ||
+    die "no reload verdict in the journal"
+  grep -q 'collector.interval 1s -> 2s' <<<"$verdict" || die "reload: $verdict"
+  interval=$(nsenter -t "$leader" -n -- curl -s "http://$bind/api/current" | grep -o '"interval_seconds":[0-9.]*')
+  [[ $interval == '"interval_seconds":2' ]] || die "after reload /api/current has $interval"
+  ok "systemctl reload: same pid, applied ($verdict)"
+  printf '[collector]\ninterval = "soon"\n' >>"$conf"
+  in_container systemctl reload kiwi-agent || die "systemctl reload kiwi-agent (bad file) failed"
+  sleep 1
+  health=$(nsenter -t "$leader" -n -- curl -s -w ' %{http_code}' "http://$bind/api/health")
+  [[ $health == *'"status":"failed"'*' 200' ]] || die "after a failed reload /api/health gave $health"
+  grep -qx "MainPID=$main_pid" <<<"$(in_container systemctl show kiwi-agent -p MainPID)" ||
+    die "a failed reload changed the main pid"
+  ok "systemctl reload of a broken file: the running configuration stays, /api/health 200 says $(grep -o '"message":"[^"]*"' <<<"$health" | head -1)"
+  mv "$conf.orig" "$conf"
+  in_container systemctl reload kiwi-agent || die "systemctl reload kiwi-agent (restored) failed"
 
   # A mistake in the configuration: the service fails with exit code 2 and the place of the
   # mistake in the journal, and is not restarted (RestartPreventExitStatus=2, RestartSec=2s).

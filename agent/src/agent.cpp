@@ -6,7 +6,11 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <cstdio>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 
 #include "collector.hpp"
@@ -24,8 +28,13 @@ namespace kiwi::agent {
 
 namespace {
 
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 // What handlers may read. The collector and server are attached once they exist; handlers are
-// only called after that.
+// only called after that. The plugin list and the configuration status change on reload, while
+// handlers read them on HTTP workers: they are guarded by a mutex (a copy per stats() call).
 class AgentData final : public DataSource {
  public:
   AgentData(const SnapshotHolder& snapshot, const Store* store)
@@ -45,7 +54,11 @@ class AgentData final : public DataSource {
     AgentStats s;
     s.version = KIWI_VERSION;
     s.started_at = started_at;
-    s.plugins = plugins;
+    {
+      std::lock_guard lock(mutex_);
+      s.plugins = plugins_;
+      s.config = config_;
+    }
     if (collector) {
       auto& c = collector->stats();
       s.ticks = c.ticks;
@@ -59,25 +72,52 @@ class AgentData final : public DataSource {
       if (s.snapshot_file_failing)
         s.snapshot_file_last_error = collector->snapshot_file_last_error();
     }
-    if (server && router) s.http_requests = server->counters().snapshot(router->routes());
+    if (server) s.http_requests = server->request_counts();
     return s;
+  }
+
+  void set_plugins(std::vector<PluginStatus> plugins) {
+    std::lock_guard lock(mutex_);
+    plugins_ = std::move(plugins);
+  }
+  // A configuration took effect (at start, or by a reload that applied).
+  void config_applied(const std::string& source, bool reload) {
+    std::lock_guard lock(mutex_);
+    const double now = unix_now();
+    if (reload) {
+      ++config_.generation;
+      ++config_.reloads_ok;
+      config_.reload_status = "ok";
+      config_.reload_at = now;
+      config_.reload_message.clear();
+    }
+    config_.loaded_at = now;
+    config_.source = source;
+  }
+  void reload_failed(const std::string& message) {
+    std::lock_guard lock(mutex_);
+    ++config_.reloads_failed;
+    config_.reload_status = "failed";
+    config_.reload_at = unix_now();
+    config_.reload_message = message;
+  }
+  std::uint64_t generation() const {
+    std::lock_guard lock(mutex_);
+    return config_.generation;
   }
 
   double started_at = 0;
   std::string snapshot_file;
-  std::vector<PluginStatus> plugins;
   const Collector* collector = nullptr;
   const HttpServer* server = nullptr;
-  const Router* router = nullptr;
 
  private:
   const SnapshotHolder& snapshot_;
   const Store* store_;
+  mutable std::mutex mutex_;
+  std::vector<PluginStatus> plugins_;
+  ConfigStatus config_;
 };
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string host_name() {
   char buf[256] = {};
@@ -85,24 +125,44 @@ std::string host_name() {
   return buf;
 }
 
-std::vector<SensorSlot> load_sensors(const Config& cfg, PluginLoader& loader) {
-  std::vector<SensorSlot> slots;
+std::int64_t every_ticks(const PluginEntry& e, const Config& cfg) {
+  return e.interval ? e.interval->count() / cfg.collector.interval.count() : 1;
+}
+
+SensorSpec sensor_spec(const PluginEntry& e, const Config& cfg, PluginInstance<Sensor> instance) {
+  SensorSpec spec;
+  spec.name = e.name;
+  spec.every_ticks = every_ticks(e, cfg);
+  spec.timeout = e.timeout.value_or(Millis(0));
+  spec.instance = std::move(instance);
+  return spec;
+}
+
+std::vector<SensorSpec> load_sensors(const Config& cfg, PluginLoader& loader) {
+  std::vector<SensorSpec> specs;
   for (auto& e : cfg.sensors) {
-    SensorSlot slot;
-    slot.instance = loader.create_sensor(e, cfg.agent.procfs, cfg.agent.sysfs);
-    slot.name = e.name;
-    slot.plugin = std::string(slot.instance.library->info->name);
-    slot.every_ticks = e.interval ? e.interval->count() / cfg.collector.interval.count() : 1;
-    slots.push_back(std::move(slot));
+    auto spec = sensor_spec(e, cfg, loader.create_sensor(e, cfg.agent.procfs, cfg.agent.sysfs));
+    spec.plugin = std::string(spec.instance.library->info->name);
+    specs.push_back(std::move(spec));
   }
-  return slots;
+  return specs;
+}
+
+std::shared_ptr<PluginInstance<Handler>> load_route(const PluginEntry& e, PluginLoader& loader,
+                                                    const DataSource& data) {
+  return std::make_shared<PluginInstance<Handler>>(
+      loader.create_handler(e, data, KIWI_VERSION));
 }
 
 std::vector<Route> load_routes(const Config& cfg, PluginLoader& loader, const DataSource& data) {
   std::vector<Route> routes;
-  for (auto& e : cfg.routes)
-    routes.push_back({e.path, loader.create_handler(e, data, KIWI_VERSION)});
+  for (auto& e : cfg.routes) routes.push_back({e.path, load_route(e, loader, data)});
   return routes;
+}
+
+HttpSettings http_settings(const Config& cfg) {
+  return {cfg.http.bind, cfg.http.threads, cfg.http.keep_alive, cfg.http.max_connections,
+          cfg.http.cors_origins};
 }
 
 }  // namespace
@@ -163,26 +223,297 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
   return kExitConfig;
 }
 
-int run_agent(const Config& cfg, StderrLogger& log) {
+namespace {
+
+bool operator==(const BindAddress& a, const BindAddress& b) {
+  return a.host == b.host && a.port == b.port && a.ipv6 == b.ipv6;
+}
+
+// "1s -> 2s" and friends, for the log line of a reload.
+template <class T>
+void note_change(std::vector<std::string>& out, const std::string& what, const T& from,
+                 const T& to, std::string (*show)(const T&)) {
+  if (!(from == to)) out.push_back(what + " " + show(from) + " -> " + show(to));
+}
+std::string show_duration(const Millis& d) {
+  return format_duration(d);
+}
+std::string show_int(const int& n) {
+  return n == 0 ? "auto" : std::to_string(n);
+}
+std::string show_string(const std::string& s) {
+  return s.empty() ? "\"\"" : s;
+}
+std::string show_list(const std::vector<std::string>& l) {
+  std::string out = "[";
+  for (auto& s : l) out += (out.size() > 1 ? ", " : "") + s;
+  return out + "]";
+}
+std::string show_level(const LogLevel& l) {
+  return std::string(to_string(l));
+}
+
+std::string show_bind(const BindAddress& b) {
+  return b.str();
+}
+
+const PluginEntry* find_sensor(const Config& cfg, const std::string& name) {
+  for (auto& e : cfg.sensors)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+const PluginEntry* find_route(const Config& cfg, const std::string& path) {
+  for (auto& e : cfg.routes)
+    if (e.path == path) return &e;
+  return nullptr;
+}
+
+// The running agent: the parts a reload keeps (store, snapshot, collector thread, HTTP server)
+// and the configuration they run on, which a reload replaces all at once or not at all.
+class RunningAgent {
+ public:
+  RunningAgent(Config cfg, StderrLogger& log, const ServiceNotifier& service,
+               SnapshotFile* snapshot_file)
+      : cfg_(std::move(cfg)),
+        log_(log),
+        service_(service),
+        snapshot_file_(snapshot_file),
+        store_((std::filesystem::path(cfg_.agent.data_dir) / "kiwi.db").string()),
+        data_(holder_, &store_),
+        loader_(std::make_unique<PluginLoader>(cfg_.agent.plugin_dir, log,
+                                               cfg_.agent.plugin_dir_pos)) {}
+
+  // Loads the plugins; throws what the loader throws (exit code 2).
+  void load() {
+    data_.started_at = unix_now();
+    if (snapshot_file_) data_.snapshot_file = snapshot_file_->path();
+    auto sensors = load_sensors(cfg_, *loader_);
+    auto routes = load_routes(cfg_, *loader_, data_);
+    for (auto& s : sensors) sensor_libraries_[s.name] = s.instance.library;
+    sensor_count_ = sensors.size();
+    collector_.emplace(collector_settings(cfg_), std::move(sensors), store_, holder_, log_);
+    server_.emplace(http_settings(cfg_), std::make_shared<const Router>(std::move(routes)), log_);
+    data_.collector = &*collector_;
+    data_.server = &*server_;
+    publish_plugins();
+    data_.config_applied(cfg_.source, false);
+  }
+
+  // Opens the port, then starts sampling: HTTP answers at once (503 on /api/current until the
+  // first sample), however long the first sample takes.
+  void start() {
+    server_->start();
+    collector_->start();
+    log_.info("listening on " + url() + " (" + std::to_string(sensor_count_) + " sensors, " +
+              std::to_string(server_->router()->routes().size()) + " routes, " +
+              std::to_string(server_->threads()) +
+              (server_->threads() == 1 ? " worker thread" : " worker threads") +
+              (cfg_.http.threads == 0 ? " (auto)" : "") + ", history in " + store_.path() + ")");
+  }
+
+  std::string url() const {
+    BindAddress shown = cfg_.http.bind;
+    shown.port = server_->port();
+    return "http://" + shown.str() + "/";
+  }
+  std::size_t sensor_count() const { return sensor_count_; }
+
+  // SIGHUP: reads the configuration again and applies it whole, or changes nothing.
+  void reload(const std::function<Config()>& reread) {
+    const auto began = std::chrono::steady_clock::now();
+    log_.info("received SIGHUP: reloading " + cfg_.source);
+    try {
+      Config next = reread();
+      check_reloadable(cfg_, next);
+      apply(std::move(next), began);
+    } catch (const std::exception& e) {
+      // ConfigError, PluginError, a listener that cannot be opened: worded as --check-config
+      // and start-up word them, on one line.
+      std::string what = e.what();
+      for (auto& c : what)
+        if (c == '\n') c = ' ';
+      log_.error("reload failed, the running configuration stays (generation " +
+                 std::to_string(data_.generation()) + "): " + what);
+      data_.reload_failed(what);
+    }
+  }
+
+  // SIGTERM: no new requests (those in flight finish), then the last tick and commit.
+  // Returns the number of sensors abandoned in a call that never returned.
+  std::size_t stop() {
+    server_->stop();
+    collector_->stop();
+    return collector_->abandoned();
+  }
+
+ private:
+  CollectorSettings collector_settings(const Config& cfg) const {
+    return {cfg.collector.interval,
+            cfg.collector.retention,
+            cfg.collector.stale_after,
+            cfg.collector.commit_interval,
+            snapshot_file_,
+            host_name(),
+            KIWI_VERSION,
+            data_.started_at,
+            [this] { service_.watchdog(); },
+            service_.watchdog_every()};
+  }
+
+  void publish_plugins() {
+    std::vector<PluginStatus> list;
+    for (auto& e : cfg_.sensors) {
+      auto& lib = sensor_libraries_.at(e.name);
+      list.push_back({e.name, PluginKind::sensor, std::string(lib->info->name), lib->file,
+                      lib->abi_version, lib->info->metrics, lib});
+    }
+    for (auto& r : server_->router()->routes()) {
+      auto& lib = r.handler->library;
+      list.push_back({r.path, PluginKind::handler, std::string(lib->info->name), lib->file,
+                      lib->abi_version, {}, lib});
+    }
+    data_.set_plugins(std::move(list));
+  }
+
+  // Everything that can fail comes first (plugins, options, the new listener); then the parts
+  // swap over. An unchanged sensor or route (same plugin, same options, same file on disk) keeps
+  // its running instance.
+  void apply(Config next, std::chrono::steady_clock::time_point began) {
+    std::vector<std::string> changes;
+    auto next_loader = std::make_unique<PluginLoader>(next.agent.plugin_dir, log_,
+                                                      next.agent.plugin_dir_pos, loader_->cache());
+    PluginLoader& loader = *next_loader;
+
+    std::vector<SensorSpec> sensors;
+    std::map<std::string, std::shared_ptr<LoadedLibrary>> libraries;
+    for (auto& e : next.sensors) {
+      auto lib = loader.open(PluginKind::sensor, e);
+      const PluginEntry* old = find_sensor(cfg_, e.name);
+      const bool same_file = old && sensor_libraries_.at(e.name) == lib;
+      if (old && same_file && same_instance(*old, e)) {
+        auto spec = sensor_spec(e, next, {});  // keeps the running instance and its state
+        spec.plugin = std::string(lib->info->name);
+        if (every_ticks(*old, cfg_) * cfg_.collector.interval.count() !=
+                every_ticks(e, next) * next.collector.interval.count() ||
+            old->timeout != e.timeout)
+          changes.push_back("sensor " + e.name + " rescheduled");
+        sensors.push_back(std::move(spec));
+      } else {
+        auto spec = sensor_spec(e, next, loader.create_sensor(e, next.agent.procfs,
+                                                              next.agent.sysfs));
+        spec.plugin = std::string(lib->info->name);
+        changes.push_back("sensor " + e.name +
+                          (!old               ? " added"
+                           : same_instance(*old, e) ? " reloaded (its plugin file changed)"
+                                                    : " changed"));
+        sensors.push_back(std::move(spec));
+      }
+      libraries[e.name] = lib;
+    }
+    for (auto& e : cfg_.sensors)
+      if (!find_sensor(next, e.name)) changes.push_back("sensor " + e.name + " removed");
+
+    std::vector<Route> routes;
+    const auto running = server_->router();
+    for (auto& e : next.routes) {
+      auto lib = loader.open(PluginKind::handler, e);
+      const PluginEntry* old = find_route(cfg_, e.path);
+      std::shared_ptr<PluginInstance<Handler>> kept;
+      if (old && same_instance(*old, e))
+        for (auto& r : running->routes())
+          if (r.path == e.path && r.handler->library == lib) kept = r.handler;
+      if (!kept)
+        changes.push_back("route " + e.path +
+                          (!old ? " added"
+                           : same_instance(*old, e) ? " reloaded (its plugin file changed)"
+                                                    : " changed"));
+      routes.push_back({e.path, kept ? kept : load_route(e, loader, data_)});
+    }
+    for (auto& e : cfg_.routes)
+      if (!find_route(next, e.path)) changes.push_back("route " + e.path + " removed");
+
+    const auto& c0 = cfg_.collector;
+    const auto& c1 = next.collector;
+    note_change(changes, "collector.interval", c0.interval, c1.interval, &show_duration);
+    note_change(changes, "collector.retention", c0.retention, c1.retention, &show_duration);
+    note_change(changes, "collector.stale_after", c0.stale_after, c1.stale_after, &show_duration);
+    note_change(changes, "collector.commit_interval", c0.commit_interval, c1.commit_interval,
+                &show_duration);
+    note_change(changes, "http.bind", cfg_.http.bind, next.http.bind, &show_bind);
+    note_change(changes, "http.threads", cfg_.http.threads, next.http.threads, &show_int);
+    note_change(changes, "http.keep_alive", cfg_.http.keep_alive, next.http.keep_alive,
+                &show_duration);
+    note_change(changes, "http.max_connections", cfg_.http.max_connections,
+                next.http.max_connections, &show_int);
+    note_change(changes, "http.cors_origins", cfg_.http.cors_origins, next.http.cors_origins,
+                &show_list);
+    note_change(changes, "agent.log_level", cfg_.agent.log_level, next.agent.log_level,
+                &show_level);
+    note_change(changes, "agent.plugin_dir", cfg_.agent.plugin_dir, next.agent.plugin_dir,
+                &show_string);
+
+    // The last step that can fail: the server opens a new listener before it closes the old.
+    const std::string old_url = url();
+    server_->reconfigure(http_settings(next),
+                         std::make_shared<const Router>(std::move(routes), running.get()));
+    // From here on nothing fails.
+    collector_->reconfigure(collector_settings(next), std::move(sensors));
+    log_.set_level(next.agent.log_level);
+    cfg_ = std::move(next);
+    sensor_libraries_ = std::move(libraries);
+    sensor_count_ = cfg_.sensors.size();
+    loader_ = std::move(next_loader);
+    publish_plugins();
+    data_.config_applied(cfg_.source, true);
+    const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              began)
+                        .count();
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f ms", ms);
+    std::string summary;
+    for (auto& c : changes) summary += (summary.empty() ? "" : "; ") + c;
+    log_.info("reloaded " + cfg_.source + " in " + took + " (generation " +
+              std::to_string(data_.generation()) + "): " +
+              (summary.empty() ? "no changes" : summary) +
+              (url() != old_url ? "; now listening on " + url() : ""));
+  }
+
+  Config cfg_;
+  StderrLogger& log_;
+  const ServiceNotifier& service_;
+  SnapshotFile* snapshot_file_;
+  Store store_;
+  SnapshotHolder holder_;
+  AgentData data_;
+  std::unique_ptr<PluginLoader> loader_;
+  std::map<std::string, std::shared_ptr<LoadedLibrary>> sensor_libraries_;  // by sensor name
+  std::size_t sensor_count_ = 0;
+  std::optional<Collector> collector_;
+  std::optional<HttpServer> server_;
+};
+
+}  // namespace
+
+int run_agent(const Config& initial, StderrLogger& log, const std::function<Config()>& reread) {
   block_signals();  // already blocked by main(); again for callers that did not
   sigset_t signals = handled_signals();
-  log.set_level(cfg.agent.log_level);
+  log.set_level(initial.agent.log_level);
   // Before any thread starts: it takes systemd's variables out of the environment.
   const ServiceNotifier service = ServiceNotifier::from_environment();
 
   std::error_code ec;
-  std::filesystem::create_directories(cfg.agent.data_dir, ec);
+  std::filesystem::create_directories(initial.agent.data_dir, ec);
   if (ec) {
-    log.error("cannot create data_dir " + cfg.agent.data_dir + ": " + ec.message() +
+    log.error("cannot create data_dir " + initial.agent.data_dir + ": " + ec.message() +
               " (set [agent] data_dir to a writable directory)");
     return kExitRuntime;
   }
   // The snapshot file is claimed first: a second agent on the same path stops here, before it
   // touches the first one's history or port.
   std::optional<SnapshotFile> snapshot_file;
-  if (!cfg.collector.snapshot_path.empty()) {
+  if (!initial.collector.snapshot_path.empty()) {
     try {
-      snapshot_file.emplace(cfg.collector.snapshot_path);
+      snapshot_file.emplace(initial.collector.snapshot_path);
     } catch (const SnapshotFileInUse& e) {
       log.error(e.what());
       return kExitRuntime;
@@ -194,69 +525,31 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     }
   }
 
+  std::size_t abandoned = 0;
   try {
-    Store store((std::filesystem::path(cfg.agent.data_dir) / "kiwi.db").string());
-    SnapshotHolder holder;
-    AgentData data(holder, &store);
-    PluginLoader loader(cfg.agent.plugin_dir, log, cfg.agent.plugin_dir_pos);
-    std::vector<SensorSlot> sensors;
-    std::vector<Route> routes;
+    RunningAgent agent(initial, log, service, snapshot_file ? &*snapshot_file : nullptr);
     try {
-      sensors = load_sensors(cfg, loader);
-      routes = load_routes(cfg, loader, data);
+      agent.load();
     } catch (const std::exception& e) {
       log.error(e.what());
       return kExitConfig;
     }
-    const std::size_t sensor_count = sensors.size();
-    data.started_at = unix_now();
-    if (snapshot_file) data.snapshot_file = snapshot_file->path();
-    for (auto& s : sensors)
-      data.plugins.push_back({s.name, PluginKind::sensor, s.plugin, s.instance.library->file,
-                              s.instance.library->abi_version, s.instance.library->info->metrics});
-    for (auto& r : routes)
-      data.plugins.push_back({r.path,
-                              PluginKind::handler,
-                              std::string(r.handler.library->info->name),
-                              r.handler.library->file,
-                              r.handler.library->abi_version,
-                              {}});
-    Collector collector({cfg.collector.interval, cfg.collector.retention, cfg.collector.stale_after,
-                         cfg.collector.commit_interval, snapshot_file ? &*snapshot_file : nullptr,
-                         host_name(), KIWI_VERSION, data.started_at,
-                         [&service] { service.watchdog(); }, service.watchdog_every()},
-                        std::move(sensors), store, holder, log);
-    collector.tick_now();  // the first request already has a sample
-    Router router(std::move(routes));
-    HttpServer server({cfg.http.bind, cfg.http.threads, cfg.http.keep_alive,
-                       cfg.http.max_connections, cfg.http.cors_origins},
-                      router, log);
-    data.collector = &collector;
-    data.server = &server;
-    data.router = &router;
-    server.start();
-    collector.start();
-    BindAddress shown = cfg.http.bind;
-    shown.port = server.port();
-    const std::string url = "http://" + shown.str() + "/";
-    log.info("listening on " + url + " (" + std::to_string(sensor_count) + " sensors, " +
-             std::to_string(router.routes().size()) + " routes, " +
-             std::to_string(server.threads()) +
-             (server.threads() == 1 ? " worker thread" : " worker threads") +
-             (cfg.http.threads == 0 ? " (auto)" : "") + ", history in " + store.path() + ")");
-    // The first sample is published and the port is open: systemd may start what depends on it.
-    service.ready("serving " + url + " (" + std::to_string(sensor_count) + " sensors)");
+    agent.start();
+    // The port is open (the first sample follows within half an interval): systemd may start
+    // what depends on the agent.
+    service.ready("serving " + agent.url() + " (" + std::to_string(agent.sensor_count()) +
+                  " sensors)");
 
     // Signals arrive here, in this thread, and nowhere else (all are blocked in every thread).
-    // SIGHUP (also sent when the terminal of `tools/run.sh` closes) and SIGUSR1/2 never stop
-    // the agent: no signal it handles may lose queued samples.
+    // SIGHUP reloads; SIGUSR1/2 are ignored: no signal it handles may lose queued samples.
     for (;;) {
       int sig = 0;
       if (sigwait(&signals, &sig) != 0) continue;
       if (sig == SIGHUP) {
-        log.warn(
-            "received SIGHUP: reloading the configuration is not supported yet; nothing "
-            "changed (restart the agent to apply a new configuration)");
+        service.reloading();
+        agent.reload(reread);
+        service.ready("serving " + agent.url() + " (" + std::to_string(agent.sensor_count()) +
+                      " sensors)");
         continue;
       }
       if (sig == SIGUSR1 || sig == SIGUSR2) {
@@ -271,9 +564,7 @@ int run_agent(const Config& cfg, StderrLogger& log) {
       service.stopping();
       break;
     }
-    server.stop();     // no new requests; in-flight ones finish
-    collector.stop();  // finishes the tick in progress
-    return kExitOk;    // router, collector, store close in reverse order of creation
+    abandoned = agent.stop();
   } catch (const StoreError& e) {
     log.error(std::string("history store: ") + e.what());
     return kExitRuntime;
@@ -281,6 +572,16 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     log.error(e.what());
     return kExitRuntime;
   }
+  if (abandoned > 0) {
+    // A sensor thread is still inside its plugin's code: returning from main would run the
+    // process's static destructors under it. History is committed and the store closed.
+    log.warn("exiting with " + std::to_string(abandoned) +
+             (abandoned == 1 ? " sensor" : " sensors") + " still in a call that never returned");
+    snapshot_file.reset();
+    std::fflush(nullptr);
+    ::_exit(kExitOk);
+  }
+  return kExitOk;
 }
 
 }  // namespace kiwi::agent

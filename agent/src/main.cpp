@@ -106,14 +106,18 @@ int main(int argc, char** argv) {
   if (!check && describe.empty()) apply_malloc_tunables(argv);
 
   const std::string exe_dir = boost::dll::program_location().parent_path().string();
+  // The configuration at start, and again on every SIGHUP (the same file, read anew).
+  auto read_config = [&] {
+    return config_path.empty() ? default_config(exe_dir) : load_config_file(config_path, exe_dir);
+  };
   Config config;
   try {
-    config = config_path.empty() ? default_config(exe_dir) : load_config_file(config_path, exe_dir);
+    config = read_config();
   } catch (const ConfigError& e) {
     std::cerr << "kiwi-agent: " << e.what() << "\n";
     return kExitConfig;
   }
   if (check) return check_config(config, log);
   if (!describe.empty()) return describe_plugin(config, describe, log);
-  return run_agent(config, log);
+  return run_agent(config, log, read_config);
 }
