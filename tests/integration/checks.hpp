@@ -23,9 +23,11 @@ inline rapidjson::Document parse_json(const std::string& body) {
   return d;
 }
 
-// The agent's current sample sequence, from /api/current.
+// The agent's current sample sequence, from /api/current; 0 before the first sample (503).
 inline std::uint64_t sequence_of(HttpClient& c) {
-  return parse_json(c.get("/api/current").body)["sequence"].GetUint64();
+  auto r = c.get("/api/current");
+  if (r.status == 503) return 0;
+  return parse_json(r.body)["sequence"].GetUint64();
 }
 
 // Runs a command, returns its exit code and output (stdout and stderr together).

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -253,24 +254,36 @@ class HttpClient {
   Clock::time_point last_sent_{};
 };
 
+// A loopback port that was free a moment ago (the kernel's choice for a socket bound to port 0).
+inline int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("no free port");
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
 // kiwi-agent running on a temporary data dir and a kernel-chosen loopback port.
 class Agent {
  public:
   // `extra_toml` is appended to a config that sets data_dir, snapshot_path and bind;
   // `collector_lines` and `http_lines` go into its [collector] and [http] tables; `data_dir`
   // replaces the temporary one; `agent_lines` go into [agent] (procfs/sysfs of a fixture tree).
+  // The constructor returns once the agent serves its first sample (see start()).
   explicit Agent(const std::string& extra_toml = "", const std::string& collector_lines = "",
                  const std::string& http_lines = "", const std::string& data_dir = "",
-                 const std::string& agent_lines = "") {
+                 const std::string& agent_lines = "", bool wait_for_first_sample = true) {
     config_path_ = dir_.path / "kiwi.toml";
     data_dir_ = data_dir.empty() ? dir_.path / "data" : fs::path(data_dir);
-    write_text(config_path_, "[agent]\ndata_dir = \"" + data_dir_.string() +
-                                 "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n" + agent_lines +
-                                 "[http]\nbind = \"127.0.0.1:0\"\n" + http_lines +
-                                 "\n[collector]\nsnapshot_path = \"" +
-                                 (dir_.path / "run/current.json").string() + "\"\n" +
-                                 collector_lines + "\n" + extra_toml);
-    start();
+    write_config(extra_toml, collector_lines, http_lines, agent_lines);
+    start(wait_for_first_sample);
   }
   ~Agent() {
     if (pid_ > 0) {
@@ -279,16 +292,52 @@ class Agent {
     }
   }
 
-  void start() {
+  // The config file: the fixed part (data_dir, plugin_dir, snapshot_path; bind unless
+  // `http_lines` sets one) and the given lines, as the constructor describes.
+  void write_config(const std::string& extra_toml, const std::string& collector_lines = "",
+                    const std::string& http_lines = "", const std::string& agent_lines = "") {
+    const bool sets_bind = http_lines.find("bind") != std::string::npos;
+    write_text(config_path_, "[agent]\ndata_dir = \"" + data_dir_.string() +
+                                 "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n" + agent_lines +
+                                 "[http]\n" +
+                                 (sets_bind ? "" : "bind = \"127.0.0.1:" + std::to_string(port_) +
+                                                       "\"\n") +
+                                 http_lines + "\n[collector]\nsnapshot_path = \"" +
+                                 (dir_.path / "run/current.json").string() + "\"\n" +
+                                 collector_lines + "\n" + extra_toml);
+  }
+  const fs::path& config_path() const { return config_path_; }
+
+  // Sends SIGHUP and waits for the agent's verdict: the log line "reloaded ..." or
+  // "reload failed ...", which it returns.
+  std::string reload() {
+    const std::size_t before = stderr_text().size();
+    kill(pid_, SIGHUP);
+    auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (Clock::now() < deadline) {
+      std::string log = stderr_text().substr(before);
+      for (const char* key : {"info: reloaded ", "error: reload failed"})
+        if (auto at = log.find(key); at != std::string::npos) {
+          auto end = log.find('\n', at);
+          if (end != std::string::npos) return log.substr(at, end - at);
+        }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    throw std::runtime_error("no reload verdict in the log:\n" + stderr_text());
+  }
+
+  // Starts the agent and waits until it listens ("listening on http://127.0.0.1:PORT/" in its
+  // log) and, unless told not to, until /api/current has its first sample.
+  void start(bool wait_for_first_sample = true) {
     pid_ = spawn(emulated({KIWI_AGENT_BIN, "--config", config_path_.string()}),
                  dir_.path / "stdout", dir_.path / "stderr");
-    // The agent logs "listening on http://127.0.0.1:PORT/" once it serves.
     auto deadline = Clock::now() + std::chrono::seconds(20);
     while (Clock::now() < deadline) {
       std::string log = stderr_text();
       auto at = log.find("listening on http://127.0.0.1:");
       if (at != std::string::npos && log.find('/', at + 30) != std::string::npos) {
         port_ = std::stoi(log.substr(at + 30));
+        if (wait_for_first_sample) wait_first_sample(deadline);
         return;
       }
       int status;
@@ -316,11 +365,47 @@ class Agent {
   std::string stderr_text() const { return read_text(dir_.path / "stderr"); }
 
  private:
+  // The port opens before the first sample is taken (503 until then).
+  void wait_first_sample(Clock::time_point deadline) {
+    HttpClient c(port_);
+    while (Clock::now() < deadline) {
+      if (c.get("/api/current").status == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    throw std::runtime_error("no first sample:\n" + stderr_text());
+  }
+
   TempDir dir_;
   fs::path config_path_;
   fs::path data_dir_;
   pid_t pid_ = -1;
   int port_ = 0;
+};
+
+// Stops one thread of a running process, found by its name (/proc/PID/task/TID/comm), for the
+// object's life, as a stuck disk or a hung system call would: ptrace(PTRACE_INTERRUPT) stops that
+// thread alone, the others run on. Throws if no thread has that name.
+class FrozenThread {
+ public:
+  FrozenThread(pid_t pid, const std::string& name) {
+    for (auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+      std::string comm = read_text(t.path() / "comm");
+      while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+      if (comm == name) tid_ = std::stoi(t.path().filename().string());
+    }
+    if (tid_ <= 0) throw std::runtime_error("no thread named " + name + " in " + std::to_string(pid));
+    if (ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0 ||
+        ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0)
+      throw std::runtime_error("ptrace " + std::to_string(tid_) + ": " + std::strerror(errno));
+    int status = 0;
+    waitpid(tid_, &status, __WALL);
+  }
+  ~FrozenThread() { ptrace(PTRACE_DETACH, tid_, nullptr, nullptr); }
+  FrozenThread(const FrozenThread&) = delete;
+  FrozenThread& operator=(const FrozenThread&) = delete;
+
+ private:
+  pid_t tid_ = -1;
 };
 
 // Polls `pred` until it is true or `timeout` passes.

@@ -1,0 +1,469 @@
+// Live reconfiguration (SIGHUP) and sensor deadlines, on the real binary: a reload applies a new
+// configuration whole or changes nothing, keeps what did not change running, and no sensor, slow
+// or hung, stalls sampling, start-up, reload or shutdown.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+
+#include "checks.hpp"
+
+using namespace kiwi_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kSlowPlugin = KIWI_TEST_PLUGIN_DIR "/test-slow_sensor.so";
+
+// A [[sensor]] of the test plugin slow_sensor (tests/plugins/slow_sensor.cpp).
+std::string slow_sensor(const std::string& name, const std::string& options = "",
+                        const std::string& entry_lines = "",
+                        const std::string& plugin = kSlowPlugin) {
+  return "[[sensor]]\nplugin = \"" + plugin + "\"\nname = \"" + name + "\"\n" + entry_lines +
+         "[sensor.options]\n" + options + "\n";
+}
+
+rapidjson::Document current(HttpClient& c) {
+  return parse_json(c.get("/api/current").body);
+}
+
+// The value of `metric` in sensor `sensor` of /api/current; -1 when absent.
+double metric_of(const rapidjson::Document& d, const char* sensor, const std::string& metric) {
+  if (!d.HasMember("sensors") || !d["sensors"].HasMember(sensor)) return -1;
+  for (auto& m : d["sensors"][sensor]["metrics"].GetArray())
+    if (m["name"].GetString() == metric) return m["value"].GetDouble();
+  return -1;
+}
+
+std::string status_of(const rapidjson::Document& d, const char* sensor) {
+  if (!d["sensors"].HasMember(sensor)) return "missing";
+  return d["sensors"][sensor]["status"].GetString();
+}
+
+// Sample timestamps the history holds from `since` on.
+std::vector<double> history_timestamps(HttpClient& c, double since) {
+  auto d = parse_json(c.get("/api/history?limit=1000&since=" + std::to_string(since)).body);
+  std::vector<double> out;
+  for (auto& t : d["timestamps"].GetArray()) out.push_back(t.GetDouble());
+  return out;
+}
+
+double largest_step(const std::vector<double>& ts) {
+  double step = 0;
+  for (std::size_t i = 1; i < ts.size(); ++i) step = std::max(step, ts[i] - ts[i - 1]);
+  return step;
+}
+
+// True if nothing listens on 127.0.0.1:port.
+bool refuses(int port) {
+  try {
+    HttpClient c(port);
+    return false;
+  } catch (const std::runtime_error&) {
+    return true;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("reload: collector.interval applies at once, history keeps every step within it") {
+  Agent agent("", "commit_interval = \"1s\"");
+  HttpClient c(agent.port());
+  const double since = now_seconds() - 1;
+  REQUIRE(eventually([&] { return sequence_of(c) >= 3; }));
+  agent.write_config("", "commit_interval = \"1s\"\ninterval = \"2s\"");
+  auto verdict = agent.reload();
+  CHECK_THAT(verdict, Catch::Contains("collector.interval 1s -> 2s"));
+  CHECK(eventually([&] { return current(c)["interval_seconds"].GetDouble() == 2; }, 5s));
+  const auto seq = sequence_of(c);
+  REQUIRE(eventually([&] { return sequence_of(c) >= seq + 3; }, 15s));
+  auto d = current(c);
+  CHECK(static_cast<std::int64_t>(d["timestamp"].GetDouble()) % 2 == 0);  // on the new grid
+  auto ts = history_timestamps(c, since);
+  INFO("timestamps: " << ts.size());
+  REQUIRE(ts.size() >= 6);
+  CHECK(largest_step(ts) <= 2.0);
+  CHECK(ts.back() - ts[ts.size() - 2] == 2.0);
+  CHECK(agent.pid() > 0);
+  CHECK(agent.stop(SIGTERM) == 0);
+}
+
+TEST_CASE("reload: an unchanged sensor keeps its instance and state, a changed one is recreated") {
+  // slow_samples counts the samples one instance took: it goes on across a reload that keeps the
+  // instance, and starts again at 1 in a new one.
+  const std::string keep = slow_sensor("keep");
+  Agent agent(keep + slow_sensor("change", "sleep_ms = 0") + slow_sensor("gone"));
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return metric_of(current(c), "change", "slow_samples") >= 3; }));
+  const double kept_before = metric_of(current(c), "keep", "slow_samples");
+  agent.write_config(keep + slow_sensor("change", "sleep_ms = 1") + slow_sensor("added") +
+                     "[[sensor]]\nplugin = \"memory\"\n");
+  auto verdict = agent.reload();
+  CHECK_THAT(verdict, Catch::Contains("sensor change changed"));
+  CHECK_THAT(verdict, Catch::Contains("sensor added added"));
+  CHECK_THAT(verdict, Catch::Contains("sensor memory added"));
+  CHECK_THAT(verdict, Catch::Contains("sensor gone removed"));
+  CHECK_THAT(verdict, !Catch::Contains("sensor keep"));
+  // The first snapshot after the reload: the kept instance counts on, the changed one restarts.
+  REQUIRE(eventually([&] { return status_of(current(c), "memory") == "ok"; }, 5s));
+  auto d = current(c);
+  CHECK(metric_of(d, "keep", "slow_samples") > kept_before);
+  CHECK(metric_of(d, "change", "slow_samples") <= 2);
+  CHECK(metric_of(d, "added", "slow_samples") >= 1);
+  CHECK(status_of(d, "gone") == "missing");
+  // Snapshot order follows the new file.
+  std::vector<std::string> names;
+  for (auto& m : d["sensors"].GetObject()) names.push_back(m.name.GetString());
+  CHECK(names == std::vector<std::string>{"keep", "change", "added", "memory"});
+  // /api/plugins: the new set, generation 2.
+  auto p = parse_json(c.get("/api/plugins").body);
+  CHECK(p["config"]["generation"].GetUint() == 2);
+  CHECK(p["config"]["loaded_at"].GetDouble() > now_seconds() - 30);
+  CHECK(p["reload"]["status"].GetString() == std::string("ok"));
+  CHECK(p["plugins"][3]["name"].GetString() == std::string("memory"));
+  CHECK(agent.stop(SIGTERM) == 0);
+}
+
+TEST_CASE("reload: a sensor's own interval and timeout change without a new instance") {
+  Agent agent(slow_sensor("s"));
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return metric_of(current(c), "s", "slow_samples") >= 2; }));
+  agent.write_config(slow_sensor("s", "", "interval = \"2s\"\ntimeout = \"1500ms\"\n"));
+  CHECK_THAT(agent.reload(), Catch::Contains("sensor s rescheduled"));
+  // Read every other tick from now on: its timestamp lags the snapshot's by 1 s half the time.
+  bool lagged = eventually(
+      [&] {
+        auto d = current(c);
+        return d["timestamp"].GetDouble() - d["sensors"]["s"]["timestamp"].GetDouble() == 1.0;
+      },
+      6s);
+  CHECK(lagged);
+  CHECK(metric_of(current(c), "s", "slow_samples") >= 3);  // the same instance counted on
+}
+
+TEST_CASE("reload: routes are added, removed and changed while serving") {
+  Agent agent;
+  HttpClient c(agent.port());
+  REQUIRE(c.get("/api/plugins").status == 200);
+  agent.write_config(
+      "[[route]]\npath = \"/\"\nhandler = \"dashboard\"\n"
+      "[[route]]\npath = \"/api/current\"\nhandler = \"current\"\n"
+      "[[route]]\npath = \"/api/health\"\nhandler = \"health\"\n"
+      "[[route]]\npath = \"/healthz\"\nhandler = \"health\"\n"
+      "[[route]]\npath = \"/metrics\"\nhandler = \"metrics\"\n");
+  auto verdict = agent.reload();
+  CHECK_THAT(verdict, Catch::Contains("route /healthz added"));
+  CHECK_THAT(verdict, Catch::Contains("route /api/plugins removed"));
+  CHECK_THAT(verdict, !Catch::Contains("route /api/current"));
+  CHECK(c.get("/healthz").status == 200);
+  CHECK(c.get("/api/plugins").status == 404);
+  CHECK(c.get("/api/current").status == 200);
+  // /metrics kept its request counter across the reload (a new router, the same counts).
+  c.get("/metrics");
+  auto text = c.get("/metrics").body;
+  CHECK_THAT(text, Catch::Contains("kiwi_http_requests_total{route=\"/api/current\",status=\"200\"}"));
+  CHECK_THAT(text, Catch::Contains("kiwi_config_generation 2"));
+}
+
+TEST_CASE("reload: cors_origins, log_level, max_connections and keep_alive apply") {
+  Agent agent;
+  HttpClient c(agent.port());
+  const std::vector<std::pair<std::string, std::string>> origin = {
+      {"Origin", "http://board.local"}};
+  CHECK(c.get("/api/current", origin).header("access-control-allow-origin").empty());
+  agent.write_config("", "",
+                     "cors_origins = [\"http://board.local\"]\nmax_connections = 2\n"
+                     "keep_alive = \"1s\"\n",
+                     "log_level = \"warn\"\n");
+  auto verdict = agent.reload();
+  CHECK_THAT(verdict, Catch::Contains("http.cors_origins [] -> [http://board.local]"));
+  CHECK_THAT(verdict, Catch::Contains("agent.log_level info -> warn"));
+  HttpClient fresh(agent.port());
+  CHECK(fresh.get("/api/current", origin).header("access-control-allow-origin") ==
+        "http://board.local");
+  // keep_alive 1s: an idle connection is closed within a few seconds.
+  CHECK(eventually([&] { return fresh.closed_by_peer(); }, 5s));
+  // max_connections 2: a third connection at once is not served.
+  HttpClient one(agent.port()), two(agent.port());
+  CHECK(one.get("/api/health").status == 200);
+  CHECK(two.get("/api/health").status == 200);
+  bool third_refused = false;
+  try {
+    HttpClient three(agent.port());
+    three.get("/api/health");
+  } catch (const std::exception&) {
+    third_refused = true;
+  }
+  CHECK(third_refused);
+  // log_level warn: an info line (SIGUSR1 is logged at info) no longer shows.
+  kill(agent.pid(), SIGUSR1);
+  std::this_thread::sleep_for(300ms);
+  CHECK_THAT(agent.stderr_text(), !Catch::Contains("received User defined signal 1"));
+}
+
+TEST_CASE("reload: http.threads starts a new worker pool on the same port, answering throughout") {
+  Agent agent("", "", "threads = 1\n");
+  std::atomic<bool> done{false};
+  std::atomic<int> failures{0}, answered{0};
+  std::thread client([&] {
+    while (!done) {
+      try {
+        HttpClient c(agent.port());
+        if (c.get("/api/health").status == 200) ++answered;
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    }
+  });
+  std::this_thread::sleep_for(200ms);
+  agent.write_config("", "", "threads = 3\n");
+  auto verdict = agent.reload();
+  std::this_thread::sleep_for(300ms);
+  done = true;
+  client.join();
+  CHECK_THAT(verdict, Catch::Contains("http.threads 1 -> 3"));
+  CHECK(failures == 0);
+  CHECK(answered > 0);
+  auto count_mhd = [&] {
+    int n = 0;
+    for (auto& t : fs::directory_iterator("/proc/" + std::to_string(agent.pid()) + "/task"))
+      n += read_text(t.path() / "comm").starts_with("MHD-");
+    return n;
+  };
+  CHECK(eventually([&] { return count_mhd() == 3; }, 5s));
+}
+
+TEST_CASE("reload: http.bind moves the listener, the new port answers and the old one refuses") {
+  Agent agent;
+  const int old_port = agent.port();
+  const int new_port = free_port();
+  HttpClient kept(old_port);
+  REQUIRE(kept.get("/api/current").status == 200);
+  agent.write_config("", "", "bind = \"127.0.0.1:" + std::to_string(new_port) + "\"\n");
+  const auto t0 = Clock::now();
+  auto verdict = agent.reload();
+  const auto took = Clock::now() - t0;
+  INFO("reload with a bind move took "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  CHECK_THAT(verdict, Catch::Contains("http.bind 127.0.0.1:" + std::to_string(old_port) +
+                                      " -> 127.0.0.1:" + std::to_string(new_port)));
+  CHECK_THAT(verdict, Catch::Contains("now listening on http://127.0.0.1:" +
+                                      std::to_string(new_port) + "/"));
+  CHECK(HttpClient(new_port).get("/api/current").status == 200);
+  CHECK(eventually([&] { return refuses(old_port); }, 5s));
+}
+
+TEST_CASE("reload: a failed reload changes nothing and is reported until one succeeds") {
+  Agent agent("[[sensor]]\nplugin = \"memory\"\n");
+  HttpClient c(agent.port());
+  const auto good = agent.config_path().string();
+  std::string expect;
+  SECTION("a TOML error") {
+    agent.write_config("[[sensor]]\nplugin = \"memory\"\n", "interval = \"fast\"");
+    expect = good + ":10:12: collector.interval: \"fast\" is not a duration";
+  }
+  SECTION("a missing plugin") {
+    agent.write_config("[[sensor]]\nplugin = \"gpu\"\n");
+    expect = "kiwi-sensor-gpu.so: plugin file not found";
+  }
+  SECTION("an option the plugin refuses") {
+    agent.write_config("[[sensor]]\nplugin = \"storage\"\n[sensor.options]\nbogus = 1\n");
+    expect = "sensor.options.bogus: unknown option for plugin storage";
+  }
+  SECTION("a factory that refuses to start") {
+    agent.write_config("[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
+                       "/test-throwing_factory.so\"\nname = \"t\"\n");
+    expect = "refused to start";
+  }
+  SECTION("a port that cannot be bound") {
+    Agent other;  // holds its port
+    agent.write_config("[[sensor]]\nplugin = \"memory\"\n", "",
+                       "bind = \"127.0.0.1:" + std::to_string(other.port()) + "\"\n");
+    expect = "cannot listen on 127.0.0.1:" + std::to_string(other.port());
+    auto verdict = agent.reload();
+    CHECK_THAT(verdict, Catch::Contains(expect));
+    CHECK(c.get("/api/current").status == 200);  // the old listener serves on
+    agent.write_config("[[sensor]]\nplugin = \"memory\"\n");
+    CHECK_THAT(agent.reload(), Catch::Contains("reloaded"));
+    return;
+  }
+  SECTION("data_dir, procfs and sysfs need a restart") {
+    auto key = GENERATE(as<std::string>{}, "data_dir", "procfs", "sysfs");
+    const std::string lines = key == "data_dir" ? "" : key + " = \"/tmp\"\n";
+    if (key == "data_dir") {
+      // write_config() always writes data_dir first: point it elsewhere by hand.
+      std::string text = read_text(agent.config_path());
+      auto at = text.find("data_dir = \"") + 12;
+      text.insert(at, "/tmp/elsewhere");
+      text.erase(at + 14, text.find('"', at + 14) - (at + 14));
+      write_text(agent.config_path(), text);
+    } else {
+      agent.write_config("[[sensor]]\nplugin = \"memory\"\n", "", "", lines);
+    }
+    expect = "agent." + key + ": changed from";
+    auto verdict = agent.reload();
+    CHECK_THAT(verdict, Catch::Contains(expect));
+    CHECK_THAT(verdict, Catch::Contains("takes a restart"));
+    return;
+  }
+  auto verdict = agent.reload();
+  CHECK_THAT(verdict, Catch::StartsWith("error: reload failed, the running configuration stays"));
+  CHECK_THAT(verdict, Catch::Contains(expect));
+  // The old configuration serves on, and says the reload failed: health stays 200.
+  auto h = c.get("/api/health");
+  CHECK(h.status == 200);
+  auto hd = parse_json(h.body);
+  CHECK(hd["reload"]["status"].GetString() == std::string("failed"));
+  CHECK_THAT(hd["reload"]["message"].GetString(), Catch::Contains(expect));
+  CHECK(hd["reload"]["at"].GetDouble() > now_seconds() - 30);
+  CHECK(hd["config"]["generation"].GetUint() == 1);
+  CHECK(status_of(current(c), "memory") == "ok");
+  auto p = parse_json(c.get("/api/plugins").body);
+  CHECK(p["reload"]["status"].GetString() == std::string("failed"));
+  CHECK_THAT(c.get("/metrics").body, Catch::Contains("kiwi_config_last_reload_successful 0"));
+  CHECK_THAT(c.get("/metrics").body,
+             Catch::Contains("kiwi_config_reloads_total{result=\"failed\"} 1"));
+  // A later good reload clears it.
+  agent.write_config("[[sensor]]\nplugin = \"memory\"\n");
+  CHECK_THAT(agent.reload(), Catch::Contains("info: reloaded"));
+  hd = parse_json(c.get("/api/health").body);
+  CHECK(hd["reload"]["status"].GetString() == std::string("ok"));
+  CHECK(hd["reload"]["message"].IsNull());
+  CHECK(hd["config"]["generation"].GetUint() == 2);
+  CHECK_THAT(c.get("/metrics").body, Catch::Contains("kiwi_config_last_reload_successful 1"));
+}
+
+TEST_CASE("reload: a plugin file replaced on disk is loaded anew, an unchanged one is not") {
+  TempDir plugins;
+  const auto file = plugins.path / "kiwi-sensor-mine.so";
+  fs::copy_file(kSlowPlugin, file);
+  Agent agent(slow_sensor("mine", "", "", file.string()));
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return metric_of(current(c), "mine", "slow_samples") >= 3; }));
+  CHECK_THAT(agent.reload(), Catch::Contains("no changes"));
+  CHECK(metric_of(current(c), "mine", "slow_samples") >= 3);
+  // Replaced as installers do: a new file renamed over the old one (a new inode).
+  fs::copy_file(kSlowPlugin, plugins.path / "new.so");
+  fs::rename(plugins.path / "new.so", file);
+  CHECK_THAT(agent.reload(), Catch::Contains("sensor mine reloaded (its plugin file changed)"));
+  CHECK(eventually([&] { return metric_of(current(c), "mine", "slow_samples") <= 2; }, 3s));
+  CHECK(agent.stop(SIGTERM) == 0);
+}
+
+TEST_CASE("reload: queued samples survive a reload and the PID stays") {
+  Agent agent("", "commit_interval = \"5m\"");
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 2; }));
+  const pid_t pid = agent.pid();
+  agent.write_config("", "commit_interval = \"4m\"\nretention = \"1h\"");
+  auto verdict = agent.reload();
+  CHECK_THAT(verdict, Catch::Contains("collector.commit_interval 5m -> 4m"));
+  CHECK_THAT(verdict, Catch::Contains("collector.retention 1d -> 1h"));
+  CHECK(agent.pid() == pid);
+  CHECK(waitpid(pid, nullptr, WNOHANG) == 0);
+  CHECK(rows_on_disk(agent.db_path()) == 0);  // still queued
+  const auto seq = sequence_of(c);
+  REQUIRE(eventually([&] { return sequence_of(c) > seq; }));
+  const auto last = sequence_of(c);
+  CHECK(agent.stop(SIGTERM) == 0);
+  CHECK(rows_on_disk(agent.db_path()) >= last);
+}
+
+TEST_CASE("deadline: a sensor that hangs is timed out, the others stay fresh, shutdown is prompt") {
+  Agent agent("[[sensor]]\nplugin = \"memory\"\n" + slow_sensor("hang", "sleep_ms = -1") +
+              slow_sensor("slow", "sleep_ms = 3000"));
+  HttpClient c(agent.port());
+  const auto seq = sequence_of(c);
+  REQUIRE(eventually([&] { return sequence_of(c) >= seq + 4; }, 8s));
+  auto d = current(c);
+  CHECK(d["stale"].GetBool() == false);
+  CHECK(status_of(d, "memory") == "ok");
+  CHECK(status_of(d, "hang") == "error");
+  CHECK_THAT(d["sensors"]["hang"]["message"].GetString(), Catch::StartsWith("timed out after 1s"));
+  CHECK(status_of(d, "slow") == "error");
+  CHECK_THAT(d["sensors"]["slow"]["message"].GetString(), Catch::StartsWith("timed out after 1s"));
+  // The memory sensor is read every second.
+  const double t = d["sensors"]["memory"]["timestamp"].GetDouble();
+  CHECK(eventually([&] { return current(c)["sensors"]["memory"]["timestamp"].GetDouble() > t; },
+                   3s));
+  auto h = c.get("/api/health");
+  CHECK(h.status == 503);
+  CHECK_THAT(h.body, Catch::Contains("sensor hang: timed out after 1s"));
+  CHECK_THAT(h.body, !Catch::Contains("stale"));
+  // The slow one returns now and then, and is called again: its samples go on.
+  const auto log = agent.stderr_text();
+  CHECK_THAT(log, Catch::Contains("sensor hang: timed out after 1s"));
+  const auto t0 = Clock::now();
+  CHECK(agent.stop(SIGTERM) == 0);
+  CHECK(Clock::now() - t0 < 5s);
+  CHECK_THAT(agent.stderr_text(), Catch::Contains("sensor hang abandoned"));
+}
+
+TEST_CASE("deadline: a sensor's timeout may exceed the interval, its reading lands late") {
+  Agent agent(slow_sensor("slow", "sleep_ms = 1500", "timeout = \"4s\"\n") +
+              "[[sensor]]\nplugin = \"memory\"\n");
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return metric_of(current(c), "slow", "slow_samples") >= 2; }, 10s));
+  auto d = current(c);
+  CHECK(status_of(d, "slow") == "ok");
+  CHECK(d["stale"].GetBool() == false);
+  CHECK(d["sensors"]["slow"]["duration_seconds"].GetDouble() >= 1.4);
+}
+
+TEST_CASE("deadline: a reload does not wait for a hung sensor, removed or kept") {
+  const std::string hang = slow_sensor("hang", "sleep_ms = -1");
+  Agent agent("[[sensor]]\nplugin = \"memory\"\n" + hang);
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return status_of(current(c), "hang") == "error"; }, 5s));
+  agent.write_config("[[sensor]]\nplugin = \"memory\"\n" + hang, "stale_after = \"5s\"");
+  const auto t0 = Clock::now();
+  CHECK_THAT(agent.reload(), Catch::Contains("collector.stale_after 3s -> 5s"));
+  agent.write_config("[[sensor]]\nplugin = \"memory\"\n");
+  CHECK_THAT(agent.reload(), Catch::Contains("sensor hang removed"));
+  CHECK(Clock::now() - t0 < 2s);
+  CHECK(status_of(current(c), "hang") == "missing");
+  CHECK(agent.stop(SIGTERM) == 0);
+}
+
+TEST_CASE("start-up: HTTP answers within 1 s while the first sample is slow") {
+  const auto t0 = Clock::now();
+  Agent agent(slow_sensor("slow", "sleep_ms = 3000\nfirst_only = true", "timeout = \"5s\"\n"), "",
+              "", "", "", false);
+  const auto listening = Clock::now() - t0;
+  HttpClient c(agent.port());
+  auto r = c.get("/api/health");
+  const auto answered = Clock::now() - t0;
+  INFO("listening after " << std::chrono::duration_cast<std::chrono::milliseconds>(listening).count()
+                          << " ms, first answer after "
+                          << std::chrono::duration_cast<std::chrono::milliseconds>(answered).count()
+                          << " ms");
+  CHECK(answered < 1s);
+  auto first = c.get("/api/current");
+  if (first.status == 503) {
+    CHECK_THAT(parse_json(first.body)["error"]["message"].GetString(),
+               Catch::Contains("no sample yet"));
+  }
+  CHECK(c.get("/").status == 200);  // the page, which shows "loading" meanwhile
+  // The first sample is published within half an interval, without the slow sensor, which is
+  // still in progress; its reading follows once it returns.
+  REQUIRE(eventually([&] { return c.get("/api/current").status == 200; }, 3s));
+  auto d = current(c);
+  CHECK(status_of(d, "slow") == "no_data");
+  CHECK_THAT(d["sensors"]["slow"]["message"].GetString(),
+             Catch::Contains("first sample in progress"));
+  CHECK(eventually([&] { return status_of(current(c), "slow") == "ok"; }, 6s));
+}
+
+TEST_CASE("start-up: /api/health and /api/current answer 503 with a reason before the first sample") {
+  // The first tick waits up to half an interval for its sensors: with a 4 s interval, a sensor
+  // slower than that leaves about 2 s in which there is no sample yet.
+  Agent agent(slow_sensor("slow", "sleep_ms = 3000\nfirst_only = true"), "interval = \"4s\"", "", "",
+              "", false);
+  HttpClient c(agent.port());
+  auto cur = c.get("/api/current");
+  auto h = c.get("/api/health");
+  if (cur.status == 200) skip_test("the first sample came before the first request");
+  CHECK(cur.status == 503);
+  CHECK(h.status == 503);
+  CHECK_THAT(parse_json(h.body)["reasons"][0].GetString(), Catch::StartsWith("starting: "));
+}
