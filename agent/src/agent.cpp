@@ -85,10 +85,10 @@ std::string host_name() {
   return buf;
 }
 
-std::vector<SensorSlot> load_sensors(const Config& cfg, PluginLoader& loader) {
-  std::vector<SensorSlot> slots;
+std::vector<SensorSpec> load_sensors(const Config& cfg, PluginLoader& loader) {
+  std::vector<SensorSpec> slots;
   for (auto& e : cfg.sensors) {
-    SensorSlot slot;
+    SensorSpec slot;
     slot.instance = loader.create_sensor(e, cfg.agent.procfs, cfg.agent.sysfs);
     slot.name = e.name;
     slot.plugin = std::string(slot.instance.library->info->name);
@@ -199,7 +199,7 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     SnapshotHolder holder;
     AgentData data(holder, &store);
     PluginLoader loader(cfg.agent.plugin_dir, log, cfg.agent.plugin_dir_pos);
-    std::vector<SensorSlot> sensors;
+    std::vector<SensorSpec> sensors;
     std::vector<Route> routes;
     try {
       sensors = load_sensors(cfg, loader);
@@ -226,7 +226,6 @@ int run_agent(const Config& cfg, StderrLogger& log) {
                          host_name(), KIWI_VERSION, data.started_at,
                          [&service] { service.watchdog(); }, service.watchdog_every()},
                         std::move(sensors), store, holder, log);
-    collector.tick_now();  // the first request already has a sample
     Router router(std::move(routes));
     HttpServer server({cfg.http.bind, cfg.http.threads, cfg.http.keep_alive,
                        cfg.http.max_connections, cfg.http.cors_origins},
@@ -235,7 +234,7 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     data.server = &server;
     data.router = &router;
     server.start();
-    collector.start();
+    collector.start();  // its first tick is taken at once, without waiting for it here
     BindAddress shown = cfg.http.bind;
     shown.port = server.port();
     const std::string url = "http://" + shown.str() + "/";
