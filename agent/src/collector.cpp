@@ -176,6 +176,7 @@ struct Collector::Slot {
   // This tick's report, when it has a new one (a reading or a time-out); it moves into the
   // snapshot. Otherwise the snapshot copies the slot's report from the last one published.
   bool fresh = false;
+  bool read_this_tick = false;  // a reading arrived this tick
   SensorReport report;
   std::ptrdiff_t published_at = -1;  // its index in last_published_; -1: not in it
 };
@@ -513,6 +514,7 @@ void Collector::tick(std::int64_t tick_index) {
   // earlier tick) is waited for too, until its own deadline, unless it has timed out already.
   std::unique_lock lock(hub_->mutex);
   for (auto& s : sensors_) {
+    s.read_this_tick = false;
     Worker& w = *s.handle.worker;
     if (w.done) take(s, w);
   }
@@ -528,6 +530,9 @@ void Collector::tick(std::int64_t tick_index) {
         w.awaited = true;
         ++awaited;
       }
+    } else if (s.read_this_tick) {
+      // Its late reading is this tick's: posted again at its next due tick, so that a reading
+      // is never stamped a whole tick after it was taken.
     } else if (tick_index % s.every_ticks == 0 || !s.read_before) {
       w.requested = true;
       w.posted = started;
@@ -660,6 +665,7 @@ void Collector::read(Slot& s, Outcome o, std::int64_t ts_ms) {
     log_.warn("sensor " + s.name + " failed: " + r.message);
   s.last_state = r.state;
   s.read_before = true;
+  s.read_this_tick = true;
   s.fresh = true;
 }
 
