@@ -5,6 +5,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -427,4 +428,30 @@ TEST_CASE("collector: a new interval re-aligns the ticks, with no gap longer tha
   }
   CHECK(value_of(report(*rig.holder.current(), "s")) == static_cast<double>(h.timestamps.size()));
   CHECK(collector.stats().missed_ticks == 0);
+}
+
+TEST_CASE("collector: the collector thread and each sensor's worker are named") {
+  Rig rig;
+  auto probe = std::make_shared<Probe>();
+  Collector collector(every(200ms), list(spec("a-long-sensor-name", probe)), rig.store, rig.holder,
+                      rig.log);
+  collector.start();
+  REQUIRE(eventually([&] { return probe->calls >= 1; }));
+  auto thread_names = [] {
+    std::vector<std::string> out;
+    for (auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      out.push_back(name);
+    }
+    return out;
+  };
+  auto has = [&](const std::string& name) {
+    auto all = thread_names();
+    return std::find(all.begin(), all.end(), name) != all.end();
+  };
+  CHECK(has("kiwi-collector"));
+  CHECK(has("kiwi-s:a-long-s"));  // 15 bytes, the most a thread name holds
+  collector.stop();
 }
