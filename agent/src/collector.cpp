@@ -1,12 +1,19 @@
 #include "collector.hpp"
 
-#include "metric_check.hpp"
-
 #include <malloc.h>
-#include <kiwi/gzip.hpp>
+#include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <kiwi/gzip.hpp>
+#include <optional>
+#include <stdexcept>
+
+#include "duration.hpp"
+#include "metric_check.hpp"
 
 namespace kiwi::agent {
 
@@ -26,18 +33,189 @@ constexpr int kPruneRowsPerTick = 32;
 // matter how few rows go; once a minute, in one bigger step, halves the steady-state writes.
 constexpr std::int64_t kPruneEveryMs = 60'000;
 
+constexpr const char* kFirstSample = "first sample in progress";
+
+// Thread names are at most 15 bytes (pthread_setname_np refuses longer ones).
+void name_this_thread(std::string name) {
+  if (name.size() > 15) name.resize(15);
+  pthread_setname_np(pthread_self(), name.c_str());
+}
+
+// "3.2s", for how long a call took.
+std::string seconds_text(steady_clock::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fs", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+// Instances of abandoned sensors: kept, never destroyed, so the code of a library whose sample()
+// may still run is never unloaded. Reachable from here, so a leak checker sees them as kept.
+void keep_forever(PluginInstance<Sensor> instance) {
+  static auto* mutex = new std::mutex;
+  static auto* kept = new std::vector<std::unique_ptr<PluginInstance<Sensor>>>;
+  std::lock_guard lock(*mutex);
+  kept->push_back(std::make_unique<PluginInstance<Sensor>>(std::move(instance)));
+}
+
 }  // namespace
 
-Collector::Collector(CollectorSettings settings, std::vector<SensorSlot> sensors, Store& store,
+// What one sample() call gave: made on the worker, read by the collector.
+struct Collector::Outcome {
+  SensorState state = SensorState::ok;
+  std::string message;
+  std::vector<MetricValue> metrics;
+  std::uint64_t dropped = 0;                           // metrics the host refused
+  std::string dropped_note;                            // what was dropped ("" when nothing)
+  steady_clock::time_point posted, started, finished;  // posted: when the collector asked
+};
+
+// The lock every worker shares with the collector, and the collector's one condition variable:
+// notified by the last worker a tick waits for, and by a worker that exits.
+struct Collector::Hub {
+  std::mutex mutex;
+  std::condition_variable cv;
+  int awaited = 0;  // workers the tick in progress still waits for
+};
+
+// One sensor's worker. Everything but `name` and `wake` is guarded by hub->mutex; `instance` is
+// used by the worker thread alone, except that stop() takes it from an abandoned one.
+struct Collector::Worker {
+  std::shared_ptr<Hub> hub;
+  std::string name;
+  PluginInstance<Sensor> instance;
+  std::condition_variable wake;  // a request, or exit
+
+  bool requested = false;  // posted, not taken up yet
+  bool in_call = false;    // in sample()
+  bool done = false;       // `outcome` is ready for the collector
+  bool awaited = false;    // counted in hub->awaited
+  bool exit = false;       // retired or stopping: exit when idle
+  bool abandoned = false;  // stop() gave up on it; it has its instance no more
+  bool exited = false;     // the thread is about to return (its instance is gone)
+  steady_clock::time_point posted;
+  Outcome outcome;
+
+  bool busy() const { return requested || in_call; }
+
+  void run() {
+    name_this_thread("kiwi-s:" + name);
+    std::unique_lock lock(hub->mutex);
+    for (;;) {
+      wake.wait(lock, [&] { return requested || exit; });
+      if (exit) break;
+      requested = false;
+      in_call = true;
+      Sensor& sensor = *instance.object;
+      Outcome out;
+      out.posted = posted;
+      lock.unlock();
+      call(sensor, out);
+      lock.lock();
+      in_call = false;
+      if (abandoned) return;  // stop() keeps the instance: this thread must not touch it
+      outcome = std::move(out);
+      done = true;
+      if (awaited) {
+        awaited = false;
+        if (--hub->awaited == 0) {  // the last one the tick waits for: one wakeup per tick
+          lock.unlock();
+          hub->cv.notify_one();
+          lock.lock();
+        }
+      }
+    }
+    // Retired or stopped: the instance goes on this thread (object first, then its library).
+    {
+      PluginInstance<Sensor> dying = std::move(instance);
+      lock.unlock();
+    }
+    lock.lock();
+    exited = true;
+    lock.unlock();
+    hub->cv.notify_one();
+  }
+
+  // The metric check (CheckedSink) only touches `out`, so it runs here, on the worker.
+  static void call(Sensor& sensor, Outcome& out) {
+    CheckedSink sink(out.metrics);
+    out.started = steady_clock::now();
+    try {
+      SampleResult result = sensor.sample(sink);
+      out.state = result.status == SampleStatus::ok ? SensorState::ok : SensorState::no_data;
+      out.message = std::move(result.message);
+    } catch (const std::exception& e) {
+      out.state = SensorState::error;
+      out.message = e.what();
+    } catch (...) {
+      out.state = SensorState::error;
+      out.message = "unknown exception";
+    }
+    out.finished = steady_clock::now();
+    if (out.state == SensorState::error)
+      out.metrics.clear();  // a half-finished reading is not a reading
+    else
+      out.dropped_note = sink.finish();
+    out.dropped = sink.dropped();
+  }
+};
+
+// One sensor as the collector sees it (collector thread only).
+struct Collector::Slot {
+  WorkerHandle handle;
+  std::string name;
+  std::string plugin;
+  std::int64_t every_ticks = 1;
+  Millis timeout{0};
+  bool read_before = false;
+  bool timed_out = false;  // reported timed out; its call has not returned yet
+  SensorState last_state = SensorState::ok;
+  std::uint64_t errors_total = 0;
+  std::uint64_t invalid_metrics_total = 0;
+  std::string last_invalid_note;  // what was dropped last, to log only changes
+  std::optional<Outcome> got;     // taken from the worker, not yet looked at
+  // This tick's report, when it has a new one (a reading or a time-out); it moves into the
+  // snapshot. Otherwise the snapshot copies the slot's report from the last one published.
+  bool fresh = false;
+  bool read_this_tick = false;  // a reading arrived this tick
+  SensorReport report;
+  std::ptrdiff_t published_at = -1;  // its index in last_published_; -1: not in it
+};
+
+Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors, Store& store,
                      SnapshotHolder& snapshot, Logger& log)
     : settings_(std::move(settings)),
-      sensors_(std::move(sensors)),
+      hub_(std::make_shared<Hub>()),
       store_(store),
       snapshot_(snapshot),
-      log_(log) {}
+      log_(log) {
+  for (auto& s : sensors)
+    if (!s.instance.object)
+      throw std::invalid_argument("collector: sensor " + s.name + " has no instance");
+  try {
+    for (auto& s : sensors) sensors_.push_back(make_slot(std::move(s)));
+  } catch (...) {
+    shut_down_workers();
+    throw;
+  }
+}
 
 Collector::~Collector() {
   stop();
+}
+
+Collector::Slot Collector::make_slot(SensorSpec spec) {
+  Slot slot;
+  slot.name = spec.name;
+  slot.plugin = std::move(spec.plugin);
+  slot.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
+  slot.timeout = spec.timeout;
+  auto worker = std::make_shared<Worker>();
+  worker->hub = hub_;
+  worker->name = std::move(spec.name);
+  worker->instance = std::move(spec.instance);
+  slot.handle.worker = worker;
+  slot.handle.thread = std::thread([worker] { worker->run(); });
+  return slot;
 }
 
 // The interval boundary nearest to the wall clock now, as a tick number.
@@ -51,7 +229,127 @@ void Collector::tick_now() {
 }
 
 void Collector::start() {
+  std::lock_guard lock(mutex_);
+  if (running_ || stopped_) return;
+  running_ = true;
   thread_ = std::thread([this] { run(); });
+}
+
+void Collector::reconfigure(CollectorSettings settings, std::vector<SensorSpec> sensors) {
+  std::unique_lock lock(mutex_);
+  if (stopped_) return;
+  if (!running_) {  // no collector thread: nobody else touches the sensors
+    lock.unlock();
+    apply({std::move(settings), std::move(sensors)});
+    return;
+  }
+  pending_.push_back({std::move(settings), std::move(sensors)});
+  const std::uint64_t mine = ++requested_;
+  lock.unlock();
+  wake_.notify_all();
+  lock.lock();
+  applied_.wait(lock, [&] { return applied_count_ >= mine || !running_; });
+}
+
+void Collector::apply(Pending p) {
+  settings_ = std::move(p.settings);
+  std::vector<Slot> next;
+  next.reserve(p.sensors.size());
+  for (auto& spec : p.sensors) {
+    auto running = std::find_if(sensors_.begin(), sensors_.end(), [&](const Slot& s) {
+      return s.handle.worker && s.name == spec.name;
+    });
+    if (spec.instance.object) {
+      // A new instance; the running one of this name (if any) stays in sensors_ and is retired.
+      next.push_back(make_slot(std::move(spec)));
+    } else if (running == sensors_.end()) {
+      log_.error("sensor " + spec.name +
+                 ": not running and no instance given to the collector; left out");
+    } else {
+      // Unchanged: the same instance, state and counters.
+      Slot kept = std::move(*running);
+      running->handle = {};
+      kept.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
+      kept.timeout = spec.timeout;
+      next.push_back(std::move(kept));
+    }
+  }
+  for (auto& s : sensors_)
+    if (s.handle.worker) retire(s);
+  sensors_ = std::move(next);
+}
+
+void Collector::retire(Slot& slot) {
+  Worker& w = *slot.handle.worker;
+  bool in_call;
+  {
+    std::lock_guard lock(hub_->mutex);
+    w.exit = true;
+    in_call = w.in_call;
+  }
+  w.wake.notify_one();
+  if (in_call) {
+    // It exits (and destroys its instance) when its call returns; never waited for here.
+    retiring_.push_back(std::move(slot.handle));
+  } else {
+    slot.handle.thread.join();  // idle: it destroys its instance and exits at once
+  }
+  slot.handle = {};
+}
+
+void Collector::reap_retiring() {
+  if (retiring_.empty()) return;
+  std::vector<WorkerHandle> gone;
+  {
+    std::lock_guard lock(hub_->mutex);
+    auto keep = std::partition(retiring_.begin(), retiring_.end(),
+                               [](const WorkerHandle& h) { return !h.worker->exited; });
+    std::move(keep, retiring_.end(), std::back_inserter(gone));
+    retiring_.erase(keep, retiring_.end());
+  }
+  for (auto& h : gone) h.thread.join();
+}
+
+void Collector::shut_down_workers() {
+  std::vector<WorkerHandle*> all;
+  for (auto& s : sensors_)
+    if (s.handle.worker) all.push_back(&s.handle);
+  for (auto& h : retiring_) all.push_back(&h);
+  std::vector<WorkerHandle*> finished;
+  std::vector<std::string> abandoned;
+  {
+    std::unique_lock lock(hub_->mutex);
+    for (auto* h : all) {
+      h->worker->exit = true;
+      h->worker->wake.notify_one();
+    }
+    // One bound for all of them: SIGTERM never waits longer for a sensor.
+    hub_->cv.wait_until(lock, steady_clock::now() + kStopGrace, [&] {
+      return std::all_of(all.begin(), all.end(), [](auto* h) { return h->worker->exited; });
+    });
+    for (auto* h : all) {
+      Worker& w = *h->worker;
+      if (w.exited) {
+        finished.push_back(h);
+        continue;
+      }
+      w.abandoned = true;
+      if (w.in_call) {
+        keep_forever(std::move(w.instance));
+        abandoned.push_back("sensor " + w.name +
+                            " abandoned: its sample() has not returned after " +
+                            format_duration(kStopGrace) + "; its library stays loaded");
+      } else {
+        abandoned.push_back("sensor " + w.name + " abandoned: its thread has not finished after " +
+                            format_duration(kStopGrace) + " (in the sensor's destructor)");
+      }
+      h->thread.detach();
+      ++abandoned_;
+    }
+  }
+  for (auto* h : finished) h->thread.join();
+  for (auto& line : abandoned) log_.warn(line);
+  retiring_.clear();
 }
 
 void Collector::stop() {
@@ -62,31 +360,65 @@ void Collector::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  std::deque<Pending> unapplied;
+  {
+    std::lock_guard lock(mutex_);
+    running_ = false;
+    unapplied.swap(pending_);
+  }
+  applied_.notify_all();  // a reconfigure() still waiting returns (nothing more is applied)
+  unapplied.clear();
+  shut_down_workers();
   store_.close_current_minute();
   // What is queued reaches the disk before the process exits (pruning as of the latest sample).
-  flush_store(last_index_ == INT64_MIN ? 0 : last_index_ * settings_.interval.count());
+  flush_store(last_ts_ms_ == INT64_MIN ? 0 : last_ts_ms_);
 }
 
 void Collector::run() {
-  const std::int64_t iv = settings_.interval.count();
-  // The schedule goes on from the last tick taken (the one at start-up, stamped with its nearest
-  // boundary): the next boundary after it, on a steady clock aligned to the wall clock once, so a
-  // wall-clock step (NTP) neither bunches nor skips ticks. Started late in a second, the start-up
-  // tick is stamped with the coming boundary and the first scheduled one with the boundary after.
-  std::int64_t index = last_index_ == INT64_MIN ? nearest_tick() + 1 : last_index_ + 1;
-  auto next = steady_clock::now() + Millis(std::max<std::int64_t>(0, index * iv - wall_ms()));
-  // The heartbeat comes from this loop alone, between ticks: a tick that never returns (a hung
-  // sensor, a stuck disk) stops it, and systemd's watchdog restarts the agent.
-  const bool beats = settings_.heartbeat && settings_.heartbeat_every.count() > 0;
+  name_this_thread("kiwi-collector");
+  // The heartbeat comes from this loop alone, between ticks: a tick that never returns (a stuck
+  // disk) stops it, and systemd's watchdog restarts the agent. A stuck sensor does not: the tick
+  // publishes without it.
+  auto beats = [&] { return settings_.heartbeat && settings_.heartbeat_every.count() > 0; };
   auto next_beat = steady_clock::now();
+  auto beat = [&] {
+    if (!beats() || steady_clock::now() < next_beat) return;
+    settings_.heartbeat();
+    next_beat = steady_clock::now() + settings_.heartbeat_every;
+  };
+  beat();
+  tick(nearest_tick());  // at once: the first request soon has data
+
+  // The schedule goes on from the latest sample: the next grid point after it, on a steady clock
+  // aligned to the wall clock (here and after a reconfiguration only), so a wall-clock step (NTP)
+  // neither bunches nor skips ticks. Started late in a second, the first tick is stamped with the
+  // coming boundary and the next one with the boundary after.
+  std::int64_t index = 0;
+  steady_clock::time_point next;
+  auto align = [&] {
+    const std::int64_t iv = settings_.interval.count();
+    index = last_ts_ms_ / iv + 1;
+    next = steady_clock::now() + Millis(index * iv - wall_ms());  // may be just past: at once
+  };
+  align();
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    if (beats && steady_clock::now() >= next_beat) {
-      settings_.heartbeat();
-      next_beat = steady_clock::now() + settings_.heartbeat_every;
+    if (!pending_.empty()) {
+      Pending p = std::move(pending_.front());
+      pending_.pop_front();
+      lock.unlock();
+      apply(std::move(p));
+      align();  // on the new grid: the first point of it after the latest sample
+      lock.lock();
+      ++applied_count_;
+      applied_.notify_all();
+      continue;
     }
-    if (wake_.wait_until(lock, beats ? std::min(next, next_beat) : next, [&] { return stopping_; }))
-      break;
+    lock.unlock();
+    beat();
+    lock.lock();
+    auto until = beats() ? std::min(next, next_beat) : next;
+    if (wake_.wait_until(lock, until, [&] { return stopping_ || !pending_.empty(); })) continue;
     if (steady_clock::now() < next) continue;  // woken for the heartbeat
     lock.unlock();
     // The wall clock was stepped by more than an interval: stamp by it from now on (tick() keeps
@@ -94,12 +426,14 @@ void Collector::run() {
     if (std::int64_t wall = nearest_tick(); std::llabs(wall - index) > 1) index = wall;
     tick(index);
     lock.lock();
-    // Behind schedule (a slow sensor, a suspended machine): skip to the next future boundary.
-    auto now = steady_clock::now();
     ++index;
     next += settings_.interval;
-    if (next <= now) {
-      auto behind = (now - next) / settings_.interval + 1;
+    // A whole interval behind (a suspended machine, a stuck disk): skip the grid points that have
+    // wholly passed. A tick that only ran past the next boundary (its sensors used the publish
+    // budget and writing took long) is followed at once by the next one, which is not missed.
+    auto now = steady_clock::now();
+    if (now >= next + settings_.interval) {
+      auto behind = (now - next) / settings_.interval;
       stats_.missed_ticks += static_cast<std::uint64_t>(behind);
       index += behind;
       next += behind * settings_.interval;
@@ -140,53 +474,112 @@ void Collector::flush_store(std::int64_t now_ms) {
 void Collector::tick(std::int64_t tick_index) {
   const std::int64_t iv = settings_.interval.count();
   // Every sample sits on the interval grid, strictly later than the one before (docs/api.md): a
-  // tick number already taken (the wall clock went back) takes the next one.
-  if (last_index_ != INT64_MIN && tick_index <= last_index_) tick_index = last_index_ + 1;
-  last_index_ = tick_index;
+  // stamp already taken (the wall clock went back) or passed (a coarser grid before a
+  // reconfiguration) becomes the next grid point.
+  if (last_ts_ms_ != INT64_MIN && tick_index * iv <= last_ts_ms_) tick_index = last_ts_ms_ / iv + 1;
   const std::int64_t ts_ms = tick_index * iv;
+  last_ts_ms_ = ts_ms;
+  const auto started = steady_clock::now();
+  // The tick publishes by then, with what has arrived.
+  const auto publish_by = started + settings_.interval / 2;
+  reap_retiring();
+
+  auto timeout_of = [&](const Slot& s) {
+    return s.timeout.count() > 0 ? s.timeout : s.every_ticks * settings_.interval;
+  };
+  auto take = [](Slot& s, Worker& w) {
+    s.got = std::move(w.outcome);
+    w.outcome = {};
+    w.done = false;
+  };
+  // A reading that came back (after its deadline: a time-out that has already ended).
+  auto look_at = [&](Slot& s) {
+    if (!s.got) return;
+    Outcome o = std::move(*s.got);
+    s.got.reset();
+    const Millis limit = timeout_of(s);
+    if (!s.timed_out && o.finished - o.posted > limit) time_out(s, ts_ms, limit);
+    if (s.timed_out) {
+      // Its late result is dropped; it is posted again when next due.
+      log_.info("sensor " + s.name + ": returned after " + seconds_text(o.finished - o.posted) +
+                "; sampling again");
+      s.timed_out = false;
+      s.last_state = SensorState::ok;  // a failure after this is logged again
+      return;
+    }
+    read(s, std::move(o), ts_ms);
+  };
+
+  // Post a request to every sensor that is due and idle; a sensor still in a call (from an
+  // earlier tick) is waited for too, until its own deadline, unless it has timed out already.
+  std::unique_lock lock(hub_->mutex);
+  for (auto& s : sensors_) {
+    s.read_this_tick = false;
+    Worker& w = *s.handle.worker;
+    if (w.done) take(s, w);
+  }
+  lock.unlock();
+  for (auto& s : sensors_) look_at(s);
+  lock.lock();
+  int awaited = 0;
+  for (auto& s : sensors_) {
+    Worker& w = *s.handle.worker;
+    if (w.done) {  // came back just now: next tick
+    } else if (w.busy()) {
+      if (!s.timed_out) {
+        w.awaited = true;
+        ++awaited;
+      }
+    } else if (s.read_this_tick) {
+      // Its late reading is this tick's: posted again at its next due tick, so that a reading
+      // is never stamped a whole tick after it was taken.
+    } else if (tick_index % s.every_ticks == 0 || !s.read_before) {
+      w.requested = true;
+      w.posted = started;
+      w.awaited = true;
+      ++awaited;
+      w.wake.notify_one();
+    }
+  }
+  hub_->awaited = awaited;
+
+  // Wait for them: until the last one is done, or each one's deadline, or the publish budget.
+  while (hub_->awaited > 0) {
+    auto until = publish_by;
+    for (auto& s : sensors_)
+      if (s.handle.worker->awaited)
+        until = std::min(until, s.handle.worker->posted + timeout_of(s));
+    if (hub_->cv.wait_until(lock, until, [&] { return hub_->awaited == 0; })) break;
+    const auto now = steady_clock::now();
+    if (now >= publish_by) break;
+    for (auto& s : sensors_) {
+      Worker& w = *s.handle.worker;
+      if (w.awaited && now >= w.posted + timeout_of(s)) {
+        w.awaited = false;
+        --hub_->awaited;
+      }
+    }
+  }
+  // Not waited for any more; what is still in a call past its deadline has timed out.
+  const auto now = steady_clock::now();
+  std::vector<Slot*> overdue;
+  for (auto& s : sensors_) {
+    Worker& w = *s.handle.worker;
+    w.awaited = false;
+    if (w.done)
+      take(s, w);
+    else if (w.busy() && !s.timed_out && now >= w.posted + timeout_of(s))
+      overdue.push_back(&s);
+  }
+  hub_->awaited = 0;
+  lock.unlock();
+  for (auto& s : sensors_) look_at(s);
+  for (Slot* s : overdue) time_out(*s, ts_ms, timeout_of(*s));
 
   std::vector<const MetricValue*> fresh;
-  for (auto& slot : sensors_) {
-    slot.read_this_tick = tick_index % slot.every_ticks == 0 || !slot.read_before;
-    if (!slot.read_this_tick) continue;
-    SensorReport& r = slot.report;
-    r = SensorReport{};
-    r.name = slot.name;
-    r.plugin = slot.plugin;
-    r.timestamp = static_cast<double>(ts_ms) / 1000.0;
-    CheckedSink sink(r.metrics);
-    auto start = steady_clock::now();
-    try {
-      SampleResult result = slot.instance.object->sample(sink);
-      r.state = result.status == SampleStatus::ok ? SensorState::ok : SensorState::no_data;
-      r.message = std::move(result.message);
-    } catch (const std::exception& e) {
-      r.state = SensorState::error;
-      r.message = e.what();
-    } catch (...) {
-      r.state = SensorState::error;
-      r.message = "unknown exception";
-    }
-    r.duration_seconds = std::chrono::duration<double>(steady_clock::now() - start).count();
-    if (r.state == SensorState::error) {
-      r.metrics.clear();  // a half-finished reading is not a reading
-    } else if (std::string dropped = sink.finish(); !dropped.empty()) {
-      // Logged when it starts and whenever what is dropped changes, not every sample.
-      if (dropped != slot.last_invalid_note) log_.warn("sensor " + slot.name + ": " + dropped);
-      r.message = r.message.empty() ? dropped : r.message + "; " + dropped;
-      slot.last_invalid_note = std::move(dropped);
-    } else {
-      slot.last_invalid_note.clear();
-    }
-    r.errors_total = slot.errors_total += (r.state == SensorState::error);
-    r.invalid_metrics_total = slot.invalid_metrics_total += sink.dropped();
-    if (r.state == SensorState::error && slot.last_state != SensorState::error)
-      log_.warn("sensor " + slot.name + " failed: " + r.message);
-    slot.last_state = r.state;
-    slot.read_before = true;
-    for (auto& m : r.metrics) fresh.push_back(&m);
-  }
-
+  for (auto& s : sensors_)
+    if (s.fresh)
+      for (auto& m : s.report.metrics) fresh.push_back(&m);
   store_.append(ts_ms, fresh);
   ++ticks_since_prune_;
   if (last_flush_ms_ == 0) last_flush_ms_ = ts_ms;
@@ -200,16 +593,29 @@ void Collector::tick(std::int64_t tick_index) {
   snap->host = settings_.host;
   snap->agent_version = settings_.agent_version;
   snap->started_at = settings_.started_at;
-  // Moved, not copied (a copy cost some 200 allocations a tick): a report read now moves in, one
-  // not due this tick is copied from the previous snapshot, which every sensor is in from the
-  // first tick on (each is read then).
-  const auto previous = snapshot_.current();
+  // Moved, not copied (a copy cost some 200 allocations a tick): a new report moves in; one
+  // without is copied from the last snapshot published, from wherever the slot was in it (the
+  // order changes on reconfiguration); a sensor never read yet says so.
   snap->sensors.reserve(sensors_.size());
   for (std::size_t i = 0; i < sensors_.size(); ++i) {
-    if (sensors_[i].read_this_tick || i >= previous->sensors.size())
-      snap->sensors.push_back(std::move(sensors_[i].report));
-    else
-      snap->sensors.push_back(previous->sensors[i]);
+    Slot& s = sensors_[i];
+    if (s.fresh) {
+      snap->sensors.push_back(std::move(s.report));
+      s.report = {};
+      s.fresh = false;
+    } else if (s.published_at >= 0 && last_published_) {
+      snap->sensors.push_back(last_published_->sensors[static_cast<std::size_t>(s.published_at)]);
+    } else {
+      SensorReport& r = snap->sensors.emplace_back();
+      r.name = s.name;
+      r.plugin = s.plugin;
+      r.state = SensorState::no_data;
+      r.message = kFirstSample;
+      r.timestamp = snap->timestamp;
+      r.errors_total = s.errors_total;
+      r.invalid_metrics_total = s.invalid_metrics_total;
+    }
+    s.published_at = static_cast<std::ptrdiff_t>(i);
   }
   render_body(*snap);
   if (settings_.snapshot_file) {
@@ -227,8 +633,59 @@ void Collector::tick(std::int64_t tick_index) {
       if (stats_.snapshot_file_failing++ == 0) log_.warn(std::string("snapshot file: ") + e.what());
     }
   }
+  last_published_ = snap;
   snapshot_.publish(std::move(snap));
   ++stats_.ticks;
+}
+
+// A reading that arrived in time: it is this tick's report of the sensor.
+void Collector::read(Slot& s, Outcome o, std::int64_t ts_ms) {
+  SensorReport& r = s.report;
+  r = SensorReport{};
+  r.name = s.name;
+  r.plugin = s.plugin;
+  r.timestamp = static_cast<double>(ts_ms) / 1000.0;
+  r.state = o.state;
+  r.message = std::move(o.message);
+  r.duration_seconds = std::chrono::duration<double>(o.finished - o.started).count();
+  r.metrics = std::move(o.metrics);
+  if (r.state == SensorState::error) {
+  } else if (!o.dropped_note.empty()) {
+    // Logged when it starts and whenever what is dropped changes, not every sample.
+    if (o.dropped_note != s.last_invalid_note)
+      log_.warn("sensor " + s.name + ": " + o.dropped_note);
+    r.message = r.message.empty() ? o.dropped_note : r.message + "; " + o.dropped_note;
+    s.last_invalid_note = std::move(o.dropped_note);
+  } else {
+    s.last_invalid_note.clear();
+  }
+  r.errors_total = s.errors_total += (r.state == SensorState::error);
+  r.invalid_metrics_total = s.invalid_metrics_total += o.dropped;
+  if (r.state == SensorState::error && s.last_state != SensorState::error)
+    log_.warn("sensor " + s.name + " failed: " + r.message);
+  s.last_state = r.state;
+  s.read_before = true;
+  s.read_this_tick = true;
+  s.fresh = true;
+}
+
+// A call past its deadline: reported once; the sensor is not called again until it returns.
+void Collector::time_out(Slot& s, std::int64_t ts_ms, Millis limit) {
+  const std::string what = "timed out after " + format_duration(limit);
+  SensorReport& r = s.report;
+  r = SensorReport{};
+  r.name = s.name;
+  r.plugin = s.plugin;
+  r.timestamp = static_cast<double>(ts_ms) / 1000.0;
+  r.state = SensorState::error;
+  r.message = what + "; not called again until its call returns";
+  r.duration_seconds = std::chrono::duration<double>(limit).count();
+  r.errors_total = ++s.errors_total;
+  r.invalid_metrics_total = s.invalid_metrics_total;
+  log_.warn("sensor " + s.name + ": " + what + "; not called again until its call returns");
+  s.last_state = SensorState::error;
+  s.timed_out = true;
+  s.fresh = true;
 }
 
 }  // namespace kiwi::agent

@@ -1,11 +1,21 @@
-// The collector: one thread that ticks on a steady clock aligned to the interval, samples the
-// sensors that are due, and hands one timestamped sample to the store and the snapshot.
+// The collector: one thread that ticks on a steady clock aligned to the interval, has the sensors
+// that are due sampled, each on a worker thread of its own under a deadline, and hands one
+// timestamped sample to the store and the snapshot.
+//
+// Threads:
+//   - the collector thread ("kiwi-collector") runs the schedule, the ticks, reconfiguration and
+//     the heartbeat; it alone touches the store's writer side, the snapshot and the logger;
+//   - one worker per sensor ("kiwi-s:<name>") calls that sensor's sample() when the collector
+//     posts a request, and nothing else: at most one call at a time per sensor object. A worker
+//     stuck in a call delays nothing: the tick publishes on time without it.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <kiwi/handler.hpp>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -15,20 +25,15 @@
 
 namespace kiwi::agent {
 
-struct SensorSlot {
-  PluginInstance<Sensor> instance;
-  std::string name;
-  std::string plugin;  // plugin name from its descriptor
+// One [[sensor]] as the agent hands it over.
+struct SensorSpec {
+  std::string name;    // unique
+  std::string plugin;  // the plugin's descriptor name
   std::int64_t every_ticks = 1;
-  // The latest reading; its report moves into the snapshot of its tick (later snapshots copy it
-  // from their predecessor until the next reading).
-  bool read_this_tick = false;
-  bool read_before = false;
-  SensorState last_state = SensorState::ok;
-  std::uint64_t errors_total = 0;
-  std::uint64_t invalid_metrics_total = 0;
-  std::string last_invalid_note;  // what was dropped last, to log only changes
-  SensorReport report;            // this tick's reading, until it moves into the snapshot
+  Millis timeout{0};  // 0: every_ticks x interval
+  // A new instance to run; an empty one (no object) keeps the running sensor of this name with
+  // its instance, state and counters unchanged (only every_ticks/timeout/position are updated).
+  PluginInstance<Sensor> instance;
 };
 
 struct CollectorSettings {
@@ -57,22 +62,42 @@ struct CollectorStats {
 
 class Collector {
  public:
-  Collector(CollectorSettings settings, std::vector<SensorSlot> sensors, Store& store,
+  // Starts one worker thread per sensor (idle until the first tick). Every spec needs an
+  // instance; throws std::invalid_argument otherwise.
+  Collector(CollectorSettings settings, std::vector<SensorSpec> sensors, Store& store,
             SnapshotHolder& snapshot, Logger& log);
+  // stop(), if not done yet.
   ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
 
-  // Takes one sample now, stamped with the nearest interval boundary (used at start-up so the
-  // first request already has data).
+  // Takes one sample now, stamped with the nearest interval boundary. Only while the collector
+  // thread is not running (tests; start() takes the first tick itself).
   void tick_now();
   // Takes one sample as tick number `tick_index` of the schedule, stamped tick_index x interval (a
-  // number not after the last one taken becomes the next one). A sensor with an interval of n
-  // ticks is read when the number is a multiple of n, and on its first tick.
+  // stamp not after the last one taken becomes the next grid point). A sensor with an interval of
+  // n ticks is due when the number is a multiple of n, and on its first tick. Returns within
+  // about half an interval whatever the sensors do (the publish budget). Only while the collector
+  // thread is not running.
   void tick(std::int64_t tick_index);
-  // Starts the background thread: ticks at the next interval boundary and on every one after.
+  // Starts the collector thread: its first tick is taken at once (stamped with the nearest
+  // interval boundary), then one on every boundary after. Does not wait for that first tick.
   void start();
-  // Finishes the tick in progress, then returns. Idempotent.
+  // Applied between ticks (by the collector thread once started, else at once by the caller);
+  // returns once applied, waiting at most for the tick in progress, never for a stuck sensor.
+  // Sensors not named in `sensors`, and running ones given a new instance, are retired: an idle
+  // worker is stopped and joined, a busy one exits (destroying its instance on its own thread)
+  // when its call returns. A spec without an instance whose name is not running is skipped and
+  // logged. Ignored after stop().
+  void reconfigure(CollectorSettings settings, std::vector<SensorSpec> sensors);
+  // Stops the collector thread (the tick in progress finishes), then gives every sensor worker
+  // (running and retiring) at most 2 s in all to return from its call; those that do are joined,
+  // the others abandoned (thread detached, instance deliberately leaked so that its library stays
+  // loaded; logged). Then commits what is queued. Idempotent.
   void stop();
 
+  // Sensors abandoned by stop() (their threads still in a call, or in the sensor's destructor).
+  std::size_t abandoned() const { return abandoned_.load(); }
   const CollectorStats& stats() const { return stats_; }
   std::string store_last_error() const {
     std::lock_guard lock(error_mutex_);
@@ -83,19 +108,47 @@ class Collector {
     return snapshot_file_last_error_;
   }
 
+  static constexpr Millis kStopGrace{2000};  // stop(): how long sensors get to return
+
  private:
+  struct Hub;
+  struct Worker;
+  // A worker thread and what it shares with the collector (the thread holds `worker` too, so
+  // the state outlives an abandoned thread's collector).
+  struct WorkerHandle {
+    std::shared_ptr<Worker> worker;
+    std::thread thread;
+  };
+  struct Slot;
+  struct Outcome;
+  struct Pending {
+    CollectorSettings settings;
+    std::vector<SensorSpec> sensors;
+  };
+
   void run();
   void flush_store(std::int64_t now_ms);
   std::int64_t nearest_tick() const;
+  Slot make_slot(SensorSpec spec);
+  void apply(Pending p);
+  void retire(Slot& slot);
+  void reap_retiring();
+  void shut_down_workers();
+  void read(Slot& slot, Outcome outcome, std::int64_t ts_ms);
+  void time_out(Slot& slot, std::int64_t ts_ms, Millis limit);
 
   CollectorSettings settings_;
-  std::vector<SensorSlot> sensors_;
+  std::shared_ptr<Hub> hub_;   // the one lock and condition variable the workers share
+  std::vector<Slot> sensors_;  // collector thread only (or the caller of tick() before start())
+  std::vector<WorkerHandle> retiring_;  // retired while in a call; joined once they exit
+  std::shared_ptr<const Snapshot> last_published_;
   Store& store_;
   SnapshotHolder& snapshot_;
   Logger& log_;
   CollectorStats stats_;
+  std::atomic<std::size_t> abandoned_{0};
   std::uint64_t sequence_ = 0;
-  std::int64_t last_index_ = INT64_MIN;  // tick number of the latest sample
+  std::int64_t last_ts_ms_ = INT64_MIN;  // stamp of the latest sample
   std::int64_t last_flush_ms_ = 0;
   std::int64_t last_prune_ms_ = 0;
   int ticks_since_prune_ = 0;
@@ -103,8 +156,13 @@ class Collector {
   std::string store_last_error_;
   std::string snapshot_file_last_error_;
 
+  // The collector thread's mailbox: stop and reconfigure requests.
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable applied_;
+  std::deque<Pending> pending_;
+  std::uint64_t requested_ = 0, applied_count_ = 0;  // reconfigure requests posted, applied
+  bool running_ = false;
   bool stopping_ = false;
   bool stopped_ = false;
   std::thread thread_;

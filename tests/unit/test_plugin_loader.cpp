@@ -40,8 +40,8 @@ PluginEntry entry(std::string plugin, std::string options_toml = "") {
 }
 
 // A sensor slot for the collector: `plugin` on the rk3588 fixture tree, read every `every` ticks.
-SensorSlot fixture_sensor(PluginLoader& loader, const std::string& plugin, std::int64_t every = 1) {
-  SensorSlot slot;
+SensorSpec fixture_sensor(PluginLoader& loader, const std::string& plugin, std::int64_t every = 1) {
+  SensorSpec slot;
   slot.instance = loader.create_sensor(entry(plugin), KIWI_FIXTURES_DIR "/rk3588/proc",
                                        KIWI_FIXTURES_DIR "/rk3588/sys");
   slot.name = slot.plugin = std::string(slot.instance.library->info->name);
@@ -170,7 +170,7 @@ TEST_CASE("collector: a sensor that throws is reported as error, the others go o
   CollectorRig rig;
   auto& [log, loader, dir, store, holder] = rig;
   {
-    std::vector<SensorSlot> slots;
+    std::vector<SensorSpec> slots;
     slots.push_back(fixture_sensor(loader, kTestPlugins + "/test-throwing_sensor.so"));
     slots.push_back(fixture_sensor(loader, "memory"));
     Collector collector({}, std::move(slots), store, holder, log);
@@ -200,7 +200,7 @@ TEST_CASE("collector: a sensor with a longer interval shows its last reading unt
   CollectorRig rig;
   auto& [log, loader, dir, store, holder] = rig;
   {
-    std::vector<SensorSlot> slots;
+    std::vector<SensorSpec> slots;
     slots.push_back(fixture_sensor(loader, "memory"));
     slots.push_back(fixture_sensor(loader, "cpu", 3));
     Collector collector({}, std::move(slots), store, holder, log);
@@ -247,7 +247,7 @@ TEST_CASE(
 TEST_CASE("collector: every sample sits on the interval grid, strictly later than the one before") {
   CollectorRig rig;
   auto& [log, loader, dir, store, holder] = rig;
-  std::vector<SensorSlot> slots;
+  std::vector<SensorSpec> slots;
   slots.push_back(fixture_sensor(loader, "memory"));
   CollectorSettings settings;
   settings.interval = Millis(2000);
