@@ -59,7 +59,7 @@ class AgentData final : public DataSource {
       if (s.snapshot_file_failing)
         s.snapshot_file_last_error = collector->snapshot_file_last_error();
     }
-    if (server && router) s.http_requests = server->counters().snapshot(router->routes());
+    if (server) s.http_requests = server->request_counts();
     return s;
   }
 
@@ -68,7 +68,6 @@ class AgentData final : public DataSource {
   std::vector<PluginStatus> plugins;
   const Collector* collector = nullptr;
   const HttpServer* server = nullptr;
-  const Router* router = nullptr;
 
  private:
   const SnapshotHolder& snapshot_;
@@ -101,7 +100,8 @@ std::vector<SensorSlot> load_sensors(const Config& cfg, PluginLoader& loader) {
 std::vector<Route> load_routes(const Config& cfg, PluginLoader& loader, const DataSource& data) {
   std::vector<Route> routes;
   for (auto& e : cfg.routes)
-    routes.push_back({e.path, loader.create_handler(e, data, KIWI_VERSION)});
+    routes.push_back({e.path, std::make_shared<PluginInstance<Handler>>(
+                                  loader.create_handler(e, data, KIWI_VERSION))});
   return routes;
 }
 
@@ -217,9 +217,9 @@ int run_agent(const Config& cfg, StderrLogger& log) {
     for (auto& r : routes)
       data.plugins.push_back({r.path,
                               PluginKind::handler,
-                              std::string(r.handler.library->info->name),
-                              r.handler.library->file,
-                              r.handler.library->abi_version,
+                              std::string(r.handler->library->info->name),
+                              r.handler->library->file,
+                              r.handler->library->abi_version,
                               {}});
     Collector collector({cfg.collector.interval, cfg.collector.retention, cfg.collector.stale_after,
                          cfg.collector.commit_interval, snapshot_file ? &*snapshot_file : nullptr,
@@ -227,20 +227,19 @@ int run_agent(const Config& cfg, StderrLogger& log) {
                          [&service] { service.watchdog(); }, service.watchdog_every()},
                         std::move(sensors), store, holder, log);
     collector.tick_now();  // the first request already has a sample
-    Router router(std::move(routes));
+    auto router = std::make_shared<const Router>(std::move(routes));
     HttpServer server({cfg.http.bind, cfg.http.threads, cfg.http.keep_alive,
                        cfg.http.max_connections, cfg.http.cors_origins},
                       router, log);
     data.collector = &collector;
     data.server = &server;
-    data.router = &router;
     server.start();
     collector.start();
     BindAddress shown = cfg.http.bind;
     shown.port = server.port();
     const std::string url = "http://" + shown.str() + "/";
     log.info("listening on " + url + " (" + std::to_string(sensor_count) + " sensors, " +
-             std::to_string(router.routes().size()) + " routes, " +
+             std::to_string(router->routes().size()) + " routes, " +
              std::to_string(server.threads()) +
              (server.threads() == 1 ? " worker thread" : " worker threads") +
              (cfg.http.threads == 0 ? " (auto)" : "") + ", history in " + store.path() + ")");
