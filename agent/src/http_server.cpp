@@ -464,6 +464,9 @@ bool needs_new_daemon(const HttpSettings& a, const HttpSettings& b) {
 }
 
 constexpr auto kRetireWait = std::chrono::seconds(2);
+// A worker that saw the listener ready just before the quiesce may still accept a connection,
+// which counts once MHD has added it: the replaced daemon is not stopped sooner than this.
+constexpr auto kRetireGrace = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -558,6 +561,10 @@ void HttpServer::reconfigure(HttpSettings settings, std::shared_ptr<const Router
 
 void HttpServer::retire(std::unique_ptr<HttpDaemon> old, bool shares_listener) {
   old->draining.store(true, std::memory_order_relaxed);
+  // Known libmicrohttpd race (0.9.75 and its master as of this writing): with a thread pool,
+  // MHD_quiesce_daemon removes the listener from each worker's epoll set and panics on ENOENT,
+  // while a worker that wakes meanwhile and sees the quiesce flag removes it too (tolerating
+  // ENOENT). Only a busy pool can hit it, in a window of a syscall; a single worker cannot.
   const MHD_socket fd = MHD_quiesce_daemon(old->mhd);
   if (fd != MHD_INVALID_SOCKET) {
     old->quiesced_fd = fd;
@@ -574,10 +581,12 @@ void HttpServer::retire(std::unique_ptr<HttpDaemon> old, bool shares_listener) {
   d->retirer = std::thread([d] {
     // Connections the old daemon holds get "Connection: close" with their next answer and go; it
     // is stopped once none is left, or after kRetireWait, or (stop()) once nothing is in flight.
-    const auto deadline = std::chrono::steady_clock::now() + kRetireWait;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (d->in_flight.load(std::memory_order_acquire) == 0 &&
-          (d->connections.load(std::memory_order_acquire) == 0 || d->hurry.load()))
+    const auto begin = std::chrono::steady_clock::now();
+    for (auto now = begin; now < begin + kRetireWait; now = std::chrono::steady_clock::now()) {
+      const bool hurry = d->hurry.load();
+      if ((hurry || now >= begin + kRetireGrace) &&
+          d->in_flight.load(std::memory_order_acquire) == 0 &&
+          (hurry || d->connections.load(std::memory_order_acquire) == 0))
         break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
