@@ -1,23 +1,71 @@
 #include "http_server.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdarg>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace kiwi::agent {
 
+namespace detail {
+
+// One MHD daemon: its listening socket, its settings and what is in flight on it. The callbacks get
+// it as their closure. A daemon that a reconfigure() replaced drains on its own thread (`retirer`).
+struct HttpDaemon {
+  const std::atomic<std::shared_ptr<const HttpServer::Published>>* published = nullptr;
+  Logger* log = nullptr;
+  HttpSettings settings;  // cors_origins unused: requests read them from `published`
+  MHD_Daemon* mhd = nullptr;
+  int listener = -1;                  // ours; MHD polls a duplicate of it (the same socket)
+  int quiesced_fd = -1;               // MHD's duplicate, handed back by MHD_quiesce_daemon
+  std::atomic<bool> draining{false};  // replaced: answer with "Connection: close"
+  std::atomic<int> in_flight{0};      // requests between their first and completion callbacks
+  std::atomic<int> connections{0};    // open connections
+  std::atomic<bool> hurry{false};     // stop(): wait for requests in flight only, not connections
+  std::atomic<bool> done{false};      // the retirer has stopped it
+  std::thread retirer;
+
+  HttpDaemon() = default;
+  HttpDaemon(const HttpDaemon&) = delete;
+  HttpDaemon& operator=(const HttpDaemon&) = delete;
+  ~HttpDaemon() {
+    if (retirer.joinable()) {
+      hurry.store(true);
+      retirer.join();
+    }
+    shut_down();
+  }
+  // Joins the workers (MHD closes its duplicate of the listener unless it handed it back), then
+  // closes the listener. MHD's documentation: a quiesced socket is closed only after the stop.
+  void shut_down() {
+    if (mhd) MHD_stop_daemon(mhd);
+    mhd = nullptr;
+    if (quiesced_fd >= 0) ::close(quiesced_fd);
+    quiesced_fd = -1;
+    if (listener >= 0) ::close(listener);
+    listener = -1;
+  }
+};
+
+}  // namespace detail
+
 namespace {
+
+using detail::HttpDaemon;
 
 // Per-request state between MHD's calls. Requests without a body (all GET/HEAD in practice) use
 // the shared marker and allocate nothing; a body allocates a RequestBody.
@@ -34,15 +82,25 @@ MHD_Result collect(void* cls, MHD_ValueKind, const char* key, const char* value)
   return MHD_YES;
 }
 
+// What an MHD response keeps alive: its body, and the code of the plugin that made it. A body a
+// handler made may be freed through that plugin's code (its shared_ptr control block), and an MHD
+// response can outlive the router it came from (a worker's cache, a slow connection), so the
+// library stays loaded until the body is gone. `body` is declared last and goes first.
+struct KeptBody {
+  std::shared_ptr<LoadedLibrary> code;
+  Body body;
+};
+
 void free_body(void* cls) {
-  delete static_cast<Body*>(cls);
+  delete static_cast<KeptBody*>(cls);
 }
 
-MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip) {
+MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip, bool close,
+                             const std::shared_ptr<LoadedLibrary>* code) {
   static const std::string empty;
   const std::string& data = chosen ? *chosen : empty;
   // Zero-copy: MHD reads the shared body in place; the callback drops our reference when done.
-  auto* keep = new Body(chosen);
+  auto* keep = new KeptBody{code ? *code : nullptr, chosen};
   MHD_Response* res = MHD_create_response_from_buffer_with_free_callback_cls(
       data.size(), const_cast<char*>(data.data()), &free_body, keep);
   if (!res) {
@@ -55,6 +113,8 @@ MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip) {
     if (gzip) MHD_add_response_header(res, "Content-Encoding", "gzip");
   }
   for (auto& h : r.headers) MHD_add_response_header(res, h.name.c_str(), h.value.c_str());
+  // MHD then closes the connection once the response is sent.
+  if (close) MHD_add_response_header(res, "Connection", "close");
   return res;
 }
 
@@ -63,18 +123,22 @@ MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip) {
 // and headers. MHD counts the references to a response, so one object may be queued on many
 // connections at once (the ceiling server serves every request so). Building one costs some 15
 // allocations (the response, each header's name and value); reusing it costs a few comparisons.
-// The cached response keeps its body alive, so a body's address cannot be reused while cached.
+// The cached response keeps its body alive, so a body's address cannot be reused while cached; it
+// keeps the body's plugin code loaded too (KeptBody), so the cache stays valid across routers. A
+// worker belongs to one daemon, whose responses carry "Connection: close" once it is replaced:
+// that is part of the match.
 struct LastResponse {
   MHD_Response* response = nullptr;
   const std::string* body = nullptr;
   bool has_gzip = false;
   bool gzip = false;
+  bool close = false;
   std::string content_type;
   std::vector<Header> headers;
 
-  bool matches(const std::string* b, const Response& r, bool gz) const {
+  bool matches(const std::string* b, const Response& r, bool gz, bool cl) const {
     if (!response || b != body || (r.body_gzip != nullptr) != has_gzip || gz != gzip ||
-        r.content_type != content_type || r.headers.size() != headers.size())
+        cl != close || r.content_type != content_type || r.headers.size() != headers.size())
       return false;
     for (std::size_t i = 0; i < headers.size(); ++i)
       if (r.headers[i].name != headers[i].name || r.headers[i].value != headers[i].value)
@@ -86,18 +150,21 @@ struct LastResponse {
   }
 };
 
-// The response for `r`, owned by the calling worker's cache: queue it, do not destroy it.
-MHD_Response* make_response(const Response& r, bool gzip) {
+// The response for `r`, owned by the calling worker's cache: queue it, do not destroy it. `code`:
+// the library of the handler that made `r` (null for the server's own answers).
+MHD_Response* make_response(const Response& r, bool gzip, bool close,
+                            const std::shared_ptr<LoadedLibrary>* code) {
   thread_local LastResponse last;
   const Body& chosen = gzip && r.body_gzip ? r.body_gzip : r.body;
-  if (last.matches(chosen.get(), r, gzip)) return last.response;
-  MHD_Response* res = build_response(chosen, r, gzip);
+  if (last.matches(chosen.get(), r, gzip, close)) return last.response;
+  MHD_Response* res = build_response(chosen, r, gzip, close, code);
   if (!res) return nullptr;
   if (last.response) MHD_destroy_response(last.response);  // freed once no connection uses it
   last.response = res;
   last.body = chosen.get();
   last.has_gzip = r.body_gzip != nullptr;
   last.gzip = gzip;
+  last.close = close;
   last.content_type = r.content_type;
   last.headers = r.headers;
   return res;
@@ -116,23 +183,23 @@ std::string client_address(MHD_Connection* c) {
 }
 
 // CORS is off unless [http] cors_origins lists the exact origin; there is no wildcard.
-bool origin_allowed(const HttpSettings& s, const Request& req) {
+bool origin_allowed(const std::vector<std::string>& cors_origins, const Request& req) {
   auto origin = req.header("Origin");
   if (!origin) return false;
-  for (auto& o : s.cors_origins)
+  for (auto& o : cors_origins)
     if (o == *origin) return true;
   return false;
 }
 
-void add_cors_headers(const HttpSettings& s, const Request& req, Response& res) {
-  if (s.cors_origins.empty()) return;
+void add_cors_headers(const std::vector<std::string>& s, const Request& req, Response& res) {
+  if (s.empty()) return;
   res.headers.push_back({"Vary", "Origin"});
   if (origin_allowed(s, req))
     res.headers.push_back({"Access-Control-Allow-Origin", std::string(*req.header("Origin"))});
 }
 
 // A browser's preflight (OPTIONS with Access-Control-Request-Method) from an allowed origin: 204.
-std::optional<Response> cors_preflight(const HttpSettings& s, const Request& req) {
+std::optional<Response> cors_preflight(const std::vector<std::string>& s, const Request& req) {
   if (req.method != "OPTIONS" || !req.header("Access-Control-Request-Method") ||
       !origin_allowed(s, req))
     return std::nullopt;
@@ -165,11 +232,13 @@ void not_modified_if_matching(const Request& req, Response& res) {
 
 MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
                       const char*, const char* upload_data, size_t* upload_size, void** state) {
-  auto* ctx = static_cast<HttpServer::Context*>(cls);
+  auto* daemon = static_cast<HttpDaemon*>(cls);
   // First call: headers only. Answering now would count as an early response in MHD 0.9.75 and
-  // close kept-alive connections, so answer on a later call.
+  // close kept-alive connections, so answer on a later call. From here to on_completed the
+  // request is in flight: a replaced daemon is not stopped under it.
   if (*state == nullptr) {
     *state = &first_call_marker;
+    daemon->in_flight.fetch_add(1, std::memory_order_relaxed);
     return MHD_YES;
   }
   if (*upload_size != 0) {
@@ -204,6 +273,13 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   std::size_t uri_bytes = std::strlen(url);
   for (auto& q : query) uri_bytes += q.name.size() + q.value.size() + 2;
 
+  // The routes and CORS origins of this request, whole: reconfigure() swaps them together. The
+  // reference keeps the router and its handlers alive until the request is answered.
+  const std::shared_ptr<const HttpServer::Published> published =
+      daemon->published->load(std::memory_order_acquire);
+  const Router& router = *published->router;
+  const auto& cors = published->cors_origins;
+
   int route = -1;
   Response res;
   if (uri_bytes > kMaxUriBytes)
@@ -215,22 +291,36 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   else if (body && body->too_large)
     res = Response::error(413,
                           "request body larger than " + std::to_string(kMaxBodyBytes) + " bytes");
-  else if (auto preflight = cors_preflight(*ctx->settings, req))
+  else if (auto preflight = cors_preflight(cors, req))
     res = std::move(*preflight);
   else
-    res = ctx->router->dispatch(req, &route);
+    res = router.dispatch(req, &route);
   not_modified_if_matching(req, res);
-  add_cors_headers(*ctx->settings, req, res);
-  ctx->counters.add(route, res.status);
+  add_cors_headers(cors, req, res);
+  router.count(route, res.status);
 
-  MHD_Response* response = make_response(res, req.accepts_gzip());
+  const std::shared_ptr<LoadedLibrary>* code =
+      route >= 0 ? &router.routes()[static_cast<std::size_t>(route)].handler->library : nullptr;
+  MHD_Response* response = make_response(res, req.accepts_gzip(),
+                                         daemon->draining.load(std::memory_order_relaxed), code);
   if (!response) return MHD_NO;
   return MHD_queue_response(c, static_cast<unsigned>(res.status), response);
 }
 
-void on_completed(void*, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
-  if (*state && *state != &first_call_marker) delete static_cast<RequestBody*>(*state);
+// Once per request whose first callback ran (MHD 0.9.75 calls it only for those).
+void on_completed(void* cls, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
+  if (!*state) return;
+  if (*state != &first_call_marker) delete static_cast<RequestBody*>(*state);
   *state = nullptr;
+  static_cast<HttpDaemon*>(cls)->in_flight.fetch_sub(1, std::memory_order_release);
+}
+
+void on_connection(void* cls, MHD_Connection*, void**, MHD_ConnectionNotificationCode code) {
+  auto& n = static_cast<HttpDaemon*>(cls)->connections;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    n.fetch_add(1, std::memory_order_relaxed);
+  else
+    n.fetch_sub(1, std::memory_order_release);
 }
 
 void on_mhd_log(void* cls, const char* fmt, va_list ap) {
@@ -256,38 +346,63 @@ std::string http_library_version() {
                                                                : " (without TLS)");
 }
 
-HttpServer::HttpServer(HttpSettings settings, const Router& router, Logger& log)
-    : settings_(std::move(settings)),
-      context_{&router, &log, &settings_, RequestCounters(router.routes().size())} {
+HttpServer::HttpServer(HttpSettings settings, std::shared_ptr<const Router> router, Logger& log)
+    : settings_(std::move(settings)), log_(log) {
   if (settings_.threads <= 0) settings_.threads = auto_worker_threads();
-}
-
-void RequestCounters::add(int route_index, int status) {
-  std::size_t col = kStatuses.size() - 1;
-  for (std::size_t i = 0; i + 1 < kStatuses.size(); ++i)
-    if (kStatuses[i] == status) col = i;
-  counts_[static_cast<std::size_t>(route_index + 1)][col].fetch_add(1, std::memory_order_relaxed);
-}
-
-std::vector<HttpRequestCount> RequestCounters::snapshot(const std::vector<Route>& routes) const {
-  std::vector<HttpRequestCount> out;
-  for (std::size_t r = 0; r < counts_.size(); ++r)
-    for (std::size_t i = 0; i < kStatuses.size(); ++i)
-      if (auto n = counts_[r][i].load(std::memory_order_relaxed))
-        out.push_back({r == 0 ? "unmatched" : routes[r - 1].path, kStatuses[i], n});
-  return out;
-}
-
-HttpServer::~HttpServer() {
-  stop();
+  published_.store(
+      std::make_shared<const Published>(Published{std::move(router), settings_.cors_origins}));
 }
 
 namespace {
 
-// What to do about a bind() or listen() failure, by errno.
-std::string bind_advice(int err, const BindAddress& b) {
+// The socket address of `b`, and its length.
+socklen_t socket_address(const BindAddress& b, sockaddr_storage& addr) {
+  addr = {};
+  if (b.ipv6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(b.port);
+    inet_pton(AF_INET6, b.host.c_str(), &a->sin6_addr);
+    return sizeof *a;
+  }
+  auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+  a->sin_family = AF_INET;
+  a->sin_port = htons(b.port);
+  inet_pton(AF_INET, b.host.c_str(), &a->sin_addr);
+  return sizeof *a;
+}
+
+// Whether `a` and `b` name the same host address (the spelling aside: "::1" and "0::1").
+bool same_host(const BindAddress& a, const BindAddress& b) {
+  if (a.ipv6 != b.ipv6) return false;
+  sockaddr_storage x, y;
+  socket_address(a, x);
+  socket_address(b, y);
+  if (a.ipv6)
+    return std::memcmp(&reinterpret_cast<sockaddr_in6*>(&x)->sin6_addr,
+                       &reinterpret_cast<sockaddr_in6*>(&y)->sin6_addr, sizeof(in6_addr)) == 0;
+  return reinterpret_cast<sockaddr_in*>(&x)->sin_addr.s_addr ==
+         reinterpret_cast<sockaddr_in*>(&y)->sin_addr.s_addr;
+}
+
+bool is_wildcard(const BindAddress& b) {
+  BindAddress any = b;
+  any.host = b.ipv6 ? "::" : "0.0.0.0";
+  return same_host(b, any);
+}
+
+// What to do about a bind() or listen() failure, by errno. `own`: where the agent listens now (a
+// reload), if it does.
+std::string bind_advice(int err, const BindAddress& b, const BindAddress* own) {
   switch (err) {
     case EADDRINUSE:
+      // Linux refuses a bind that overlaps a listening socket on the same port (0.0.0.0:P while
+      // 127.0.0.1:P listens), and SO_REUSEPORT, which would allow it, would also let a second
+      // agent share the port unnoticed: the move needs the old socket closed first.
+      if (own && own->port == b.port && own->ipv6 == b.ipv6 &&
+          (is_wildcard(*own) || is_wildcard(b) || same_host(*own, b)))
+        return "the agent itself listens on " + own->str() +
+               "; moving to an overlapping address on the same port takes a restart";
       return "another process is using the port; stop it or choose another port in [http] bind";
     case EADDRNOTAVAIL:
       return b.host +
@@ -305,28 +420,15 @@ std::string bind_advice(int err, const BindAddress& b) {
 
 // The listening socket, opened here rather than by MHD so that a failure names its real cause
 // (MHD's own errno does not survive its clean-up). Throws std::runtime_error.
-int open_listener(const BindAddress& b) {
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-  if (b.ipv6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(b.port);
-    inet_pton(AF_INET6, b.host.c_str(), &a->sin6_addr);
-    len = sizeof *a;
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(b.port);
-    inet_pton(AF_INET, b.host.c_str(), &a->sin_addr);
-    len = sizeof *a;
-  }
+int open_listener(const BindAddress& b, const BindAddress* own = nullptr) {
+  sockaddr_storage addr;
+  const socklen_t len = socket_address(b, addr);
   int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   auto fail = [&](const char* what) -> int {
     const int err = errno;
     if (fd >= 0) ::close(fd);
     throw std::runtime_error("cannot listen on " + b.str() + ": " + what + ": " +
-                             std::strerror(err) + " (" + bind_advice(err, b) + ")");
+                             std::strerror(err) + " (" + bind_advice(err, b, own) + ")");
   };
   if (fd < 0) return fail("socket");
   const int on = 1;
@@ -337,44 +439,188 @@ int open_listener(const BindAddress& b) {
   return fd;
 }
 
+std::uint16_t bound_port(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return 0;
+  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+// Whether `fd` still is the socket `listener` is (MHD closes the socket it was given on some of
+// its failure paths and not on others; the number may be in use again by then).
+bool same_socket(int fd, int listener) {
+  struct stat a {
+  }, b{};
+  return ::fstat(fd, &a) == 0 && ::fstat(listener, &b) == 0 && a.st_dev == b.st_dev &&
+         a.st_ino == b.st_ino;
+}
+
+// What takes a new daemon: any of these, or the address.
+bool needs_new_daemon(const HttpSettings& a, const HttpSettings& b) {
+  return a.bind.host != b.bind.host || a.bind.port != b.bind.port || a.bind.ipv6 != b.bind.ipv6 ||
+         a.threads != b.threads || a.keep_alive != b.keep_alive ||
+         a.max_connections != b.max_connections;
+}
+
+constexpr auto kRetireWait = std::chrono::seconds(2);
+// A worker that saw the listener ready just before the quiesce may still accept a connection,
+// which counts once MHD has added it: the replaced daemon is not stopped sooner than this.
+constexpr auto kRetireGrace = std::chrono::milliseconds(100);
+
 }  // namespace
 
-void HttpServer::start() {
-  const auto& b = settings_.bind;
-  const int listener = open_listener(b);
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s, int listener) {
+  auto d = std::make_unique<HttpDaemon>();
+  d->published = &published_;
+  d->log = &log_;
+  d->settings = s;
+  d->listener = listener;  // closed by `d` on any failure below
+  const auto& b = s.bind;
+  const int mhd_fd = ::fcntl(listener, F_DUPFD_CLOEXEC, 0);
+  if (mhd_fd < 0)
+    throw std::runtime_error("cannot start the HTTP server on " + b.str() + ": " +
+                             std::strerror(errno));
+  // MHD_USE_ITC: MHD_quiesce_daemon needs it with internal threads.
+  unsigned flags =
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
   if (b.ipv6) flags |= MHD_USE_IPv6;
-  const auto timeout_s = static_cast<unsigned>(settings_.keep_alive.count() / 1000);
+  const auto timeout_s = static_cast<unsigned>(s.keep_alive.count() / 1000);
   // Per-connection memory: it holds the request's header block (we answer 431 with JSON past
   // kMaxHeaderBytes, so it must fit that and the read buffer) and the response headers; 32
   // connections of a busy client hold 32 of these. Above 32 KiB MHD would mmap/munmap every
   // connection's pool: measured as most of the idle CPU of a client that polls with curl.
-  daemon_ = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &on_request, &context_, MHD_OPTION_LISTEN_SOCKET, listener,
+  d->mhd = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_LISTEN_SOCKET, mhd_fd,
       MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-      static_cast<unsigned>(settings_.max_connections), MHD_OPTION_NOTIFY_COMPLETED, &on_completed,
-      nullptr, MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, context_.log,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes,
+      static_cast<unsigned>(s.max_connections), MHD_OPTION_NOTIFY_COMPLETED, &on_completed, d.get(),
+      MHD_OPTION_NOTIFY_CONNECTION, &on_connection, d.get(), MHD_OPTION_EXTERNAL_LOGGER,
+      &on_mhd_log, &log_, MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes,
       // One worker is MHD's own polling thread: a pool of 1 draws a warning, so the list ends here.
-      settings_.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-      static_cast<unsigned>(settings_.threads), MHD_OPTION_END);
-  if (!daemon_) {
+      s.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+      static_cast<unsigned>(s.threads), MHD_OPTION_END);
+  if (!d->mhd) {
     const int err = errno;
-    ::close(listener);
+    if (same_socket(mhd_fd, listener)) ::close(mhd_fd);
     throw std::runtime_error("cannot start the HTTP server on " + b.str() + ": " +
                              std::strerror(err));
+  }
+  return d;
+}
+
+HttpServer::~HttpServer() {
+  stop();
+}
+
+void HttpServer::start() {
+  if (daemon_) return;
+  daemon_ = start_daemon(settings_, open_listener(settings_.bind));
+  port_.store(bound_port(daemon_->listener), std::memory_order_release);
+}
+
+void HttpServer::reconfigure(HttpSettings settings, std::shared_ptr<const Router> router) {
+  if (settings.threads <= 0) settings.threads = auto_worker_threads();
+  reap_retired(false);
+  // Everything that can fail comes first; the old daemon, settings and routes are untouched
+  // until the commit below.
+  auto next_published =
+      std::make_shared<const Published>(Published{std::move(router), settings.cors_origins});
+  std::unique_ptr<HttpDaemon> next;
+  bool same_address = false;
+  if (daemon_ && needs_new_daemon(settings_, settings)) {
+    BindAddress own = settings_.bind;
+    own.port = port();
+    same_address = same_host(settings.bind, own) && settings.bind.ipv6 == own.ipv6 &&
+                   (settings.bind.port == settings_.bind.port || settings.bind.port == own.port);
+    int listener = -1;
+    if (same_address) {
+      // The same socket: both daemons accept from it until the old one is quiesced, so no
+      // connection attempt finds the port closed.
+      listener = ::fcntl(daemon_->listener, F_DUPFD_CLOEXEC, 0);
+      if (listener < 0)
+        throw std::runtime_error("cannot start the HTTP server on " + settings.bind.str() + ": " +
+                                 std::strerror(errno));
+    } else {
+      listener = open_listener(settings.bind, &own);  // the new address listens first
+    }
+    next = start_daemon(settings, listener);
+  }
+
+  // Commit: nothing below fails.
+  published_.store(std::move(next_published), std::memory_order_release);
+  if (next) {
+    std::unique_ptr<HttpDaemon> old = std::move(daemon_);
+    daemon_ = std::move(next);
+    port_.store(bound_port(daemon_->listener), std::memory_order_release);
+    log_.debug("http: " + std::to_string(daemon_->settings.threads) + " workers on " +
+               daemon_->settings.bind.str() + " took over from " + old->settings.bind.str());
+    retire(std::move(old), same_address);
+  }
+  settings_ = std::move(settings);
+}
+
+void HttpServer::retire(std::unique_ptr<HttpDaemon> old, bool shares_listener) {
+  old->draining.store(true, std::memory_order_relaxed);
+  // Known libmicrohttpd race (0.9.75 and its master as of this writing): with a thread pool,
+  // MHD_quiesce_daemon removes the listener from each worker's epoll set and panics on ENOENT,
+  // while a worker that wakes meanwhile and sees the quiesce flag removes it too (tolerating
+  // ENOENT). Only a busy pool can hit it, in a window of a syscall; a single worker cannot.
+  const MHD_socket fd = MHD_quiesce_daemon(old->mhd);
+  if (fd != MHD_INVALID_SOCKET) {
+    old->quiesced_fd = fd;
+    // A socket nobody shares stops listening now, so the old address refuses connections at
+    // once (shutdown() acts on the socket; the descriptors stay valid until the workers stop).
+    if (!shares_listener) ::shutdown(old->listener, SHUT_RD);
+  } else {
+    // Cannot happen with MHD_USE_ITC; were it so, the old daemon still accepts: stop it as soon
+    // as its requests are answered.
+    log_.warn("http: the replaced server could not stop accepting; stopping it now");
+    old->hurry.store(true);
+  }
+  HttpDaemon* d = old.get();
+  d->retirer = std::thread([d] {
+    // Connections the old daemon holds get "Connection: close" with their next answer and go; it
+    // is stopped once none is left, or after kRetireWait, or (stop()) once nothing is in flight.
+    const auto begin = std::chrono::steady_clock::now();
+    for (auto now = begin; now < begin + kRetireWait; now = std::chrono::steady_clock::now()) {
+      const bool hurry = d->hurry.load();
+      if ((hurry || now >= begin + kRetireGrace) &&
+          d->in_flight.load(std::memory_order_acquire) == 0 &&
+          (hurry || d->connections.load(std::memory_order_acquire) == 0))
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    d->shut_down();
+    d->done.store(true, std::memory_order_release);
+  });
+  retiring_.push_back(std::move(old));
+}
+
+void HttpServer::reap_retired(bool all) {
+  for (auto it = retiring_.begin(); it != retiring_.end();) {
+    if (all) (*it)->hurry.store(true);
+    if (all || (*it)->done.load(std::memory_order_acquire)) {
+      (*it)->retirer.join();
+      it = retiring_.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 
 void HttpServer::stop() {
-  if (daemon_) MHD_stop_daemon(daemon_);
-  daemon_ = nullptr;
+  if (daemon_) daemon_->shut_down();
+  daemon_.reset();
+  port_.store(0, std::memory_order_release);
+  reap_retired(true);
 }
 
-std::uint16_t HttpServer::port() const {
-  if (!daemon_) return 0;
-  const MHD_DaemonInfo* info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
-  return info ? info->port : 0;
+std::shared_ptr<const Router> HttpServer::router() const {
+  return published_.load(std::memory_order_acquire)->router;
+}
+
+std::vector<HttpRequestCount> HttpServer::request_counts() const {
+  return published_.load(std::memory_order_acquire)->router->request_counts();
 }
 
 }  // namespace kiwi::agent

@@ -3,7 +3,6 @@
 // owns what is the same for every route: gzip negotiation, CORS, request limits and counters.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -40,47 +39,61 @@ inline constexpr std::size_t kMaxHeaderBytes = 8 * 1024;  // whole header block 
 inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;   // larger: 413 (routes ignore bodies)
 inline constexpr std::size_t kConnectionMemoryBytes = 16 * 1024;  // MHD's pool per connection
 
-// Request counters by route and status, lock-free; statuses outside the table count as "other".
-class RequestCounters {
- public:
-  static constexpr std::array<int, 12> kStatuses = {200, 204, 304, 400, 404, 405,
-                                                    413, 414, 431, 500, 503, 0 /* other */};
-  explicit RequestCounters(std::size_t routes) : counts_(routes + 1) {}
-  void add(int route_index, int status);
-  // Non-zero counts; route -1 is reported as "unmatched".
-  std::vector<HttpRequestCount> snapshot(const std::vector<Route>& routes) const;
+namespace detail {
+struct HttpDaemon;  // one MHD daemon, its listener and its requests in flight (http_server.cpp)
+}
 
- private:
-  using Row = std::array<std::atomic<std::uint64_t>, kStatuses.size()>;
-  std::vector<Row> counts_;  // index 0: unmatched, i + 1: route i
-};
-
+// The server's threads: start(), reconfigure() and stop() are called from one thread (the
+// agent's main thread); requests run on MHD's workers. port(), router() and request_counts() are
+// safe from any thread (handlers build /api/health and /metrics from them); threads() and
+// settings() belong to the calling thread.
 class HttpServer {
  public:
-  HttpServer(HttpSettings settings, const Router& router, Logger& log);
+  HttpServer(HttpSettings settings, std::shared_ptr<const Router> router, Logger& log);
   ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
 
   // Binds and starts the worker threads. Throws std::runtime_error naming the address and reason.
   void start();
+  // Applies new settings and routes while serving (a reload). Routes and cors_origins are swapped
+  // atomically: a request sees the old or the new set, whole. A change of bind, threads,
+  // keep_alive or max_connections starts a new daemon that takes over from the old one without
+  // refusing a connection: a new address is listened on before the old listener closes; the same
+  // address hands the listening socket over. The old daemon answers what it has in flight (with
+  // "Connection: close", so kept-alive clients move over) and stops once it has no connection
+  // left, after 2 s at most. On failure throws std::runtime_error worded as start()'s, and nothing
+  // changed: the old listener, settings and routes serve on. Before start(), only stores them.
+  void reconfigure(HttpSettings settings, std::shared_ptr<const Router> router);
   // Stops accepting and joins the workers after in-flight requests. Idempotent.
   void stop();
-  // The bound port (useful when the config asked for port 0).
-  std::uint16_t port() const;
+  // The bound port (useful when the config asked for port 0); 0 when not serving.
+  std::uint16_t port() const { return port_.load(std::memory_order_acquire); }
   // Worker threads serving requests ("auto" resolved).
   int threads() const { return settings_.threads; }
-  const RequestCounters& counters() const { return context_.counters; }
+  // The settings in effect (threads resolved).
+  const HttpSettings& settings() const { return settings_; }
+  std::shared_ptr<const Router> router() const;
+  // Request counts of the current routes and "unmatched", carried over across reloads by path.
+  std::vector<HttpRequestCount> request_counts() const;
 
-  struct Context {  // what the MHD callbacks need
-    const Router* router;
-    Logger* log;
-    const HttpSettings* settings;
-    RequestCounters counters;
+  // What a request reads, swapped whole on reconfigure().
+  struct Published {
+    std::shared_ptr<const Router> router;
+    std::vector<std::string> cors_origins;
   };
 
  private:
+  std::unique_ptr<detail::HttpDaemon> start_daemon(const HttpSettings& s, int listener);
+  void retire(std::unique_ptr<detail::HttpDaemon> old, bool shares_listener);
+  void reap_retired(bool all);
+
   HttpSettings settings_;
-  Context context_;
-  MHD_Daemon* daemon_ = nullptr;
+  Logger& log_;
+  std::atomic<std::shared_ptr<const Published>> published_;
+  std::unique_ptr<detail::HttpDaemon> daemon_;
+  std::vector<std::unique_ptr<detail::HttpDaemon>> retiring_;  // draining, each with its thread
+  std::atomic<std::uint16_t> port_{0};
 };
 
 }  // namespace kiwi::agent

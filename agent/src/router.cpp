@@ -16,8 +16,23 @@ bool matches(const std::string& route, std::string_view path) {
 }
 }  // namespace
 
-Router::Router(std::vector<Route> routes) : routes_(std::move(routes)) {
+void RequestCounters::add(int status) {
+  std::size_t col = kStatuses.size() - 1;
+  for (std::size_t i = 0; i + 1 < kStatuses.size(); ++i)
+    if (kStatuses[i] == status) col = i;
+  counts_[col].fetch_add(1, std::memory_order_relaxed);
+}
+
+Router::Router(std::vector<Route> routes, const Router* previous) : routes_(std::move(routes)) {
   for (std::size_t i = 0; i < routes_.size(); ++i) order_.push_back(i);
+  counters_.push_back(previous ? previous->counters_[0] : std::make_shared<RequestCounters>());
+  for (auto& r : routes_) {
+    std::shared_ptr<RequestCounters> row;
+    if (previous)
+      for (std::size_t i = 0; i < previous->routes_.size() && !row; ++i)
+        if (previous->routes_[i].path == r.path) row = previous->counters_[i + 1];
+    counters_.push_back(row ? std::move(row) : std::make_shared<RequestCounters>());
+  }
   std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
     bool pa = is_prefix_route(routes_[a].path), pb = is_prefix_route(routes_[b].path);
     if (pa != pb) return !pa;
@@ -37,7 +52,7 @@ Response Router::dispatch(const Request& request, int* route_index) const {
       return res;
     }
     try {
-      return r.handler.object->handle(request);
+      return r.handler->object->handle(request);
     } catch (const StoreError& e) {
       return Response::error(503, std::string("history store unavailable: ") + e.what());
     } catch (const std::exception& e) {
@@ -46,6 +61,16 @@ Response Router::dispatch(const Request& request, int* route_index) const {
   }
   if (route_index) *route_index = -1;
   return Response::error(404, "no route for " + std::string(request.path));
+}
+
+std::vector<HttpRequestCount> Router::request_counts() const {
+  std::vector<HttpRequestCount> out;
+  for (std::size_t r = 0; r < counters_.size(); ++r)
+    for (std::size_t i = 0; i < RequestCounters::kStatuses.size(); ++i)
+      if (auto n = counters_[r]->count(i))
+        out.push_back(
+            {r == 0 ? "unmatched" : routes_[r - 1].path, RequestCounters::kStatuses[i], n});
+  return out;
 }
 
 }  // namespace kiwi::agent

@@ -1,7 +1,14 @@
 // Maps request paths to handler instances: exact paths, and prefixes for routes ending in "/*".
 // Knows nothing about libmicrohttpd; the server turns its answers into responses.
+//
+// A Router is immutable once built, apart from its request counters, so the server swaps whole
+// routers on a reload: a request sees the old or the new set of routes, never a mix.
 #pragma once
 
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,12 +18,31 @@ namespace kiwi::agent {
 
 struct Route {
   std::string path;  // as configured
-  PluginInstance<Handler> handler;
+  // Shared: a handler a reload keeps serves in the old and the new router at once, and lives until
+  // the last request of either is done.
+  std::shared_ptr<PluginInstance<Handler>> handler;
+};
+
+// Request counts of one route by status, lock-free; statuses outside the table count as "other".
+class RequestCounters {
+ public:
+  static constexpr std::array<int, 12> kStatuses = {200, 204, 304, 400, 404, 405,
+                                                    413, 414, 431, 500, 503, 0 /* other */};
+  void add(int status);
+  std::uint64_t count(std::size_t column) const {
+    return counts_[column].load(std::memory_order_relaxed);
+  }
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kStatuses.size()> counts_{};
 };
 
 class Router {
  public:
-  explicit Router(std::vector<Route> routes);
+  // `previous`: the router this one replaces. A path routed by both keeps its counters (shared:
+  // requests still finishing on the old router count in the new one too), and so does the
+  // "unmatched" row, so Prometheus counters never go backwards across a reload.
+  explicit Router(std::vector<Route> routes, const Router* previous = nullptr);
 
   // Answers one request: the handler's response, or the JSON 404/405 of the API.
   // `route_index` receives the index of the matching route in routes(), or -1 for none.
@@ -24,9 +50,19 @@ class Router {
 
   const std::vector<Route>& routes() const { return routes_; }
 
+  // Counts one answered request; `route_index` as dispatch() gave it (-1: unmatched). Safe from
+  // any thread.
+  void count(int route_index, int status) const {
+    counters_[static_cast<std::size_t>(route_index + 1)]->add(status);
+  }
+  // Non-zero counts of the routes and "unmatched", in route order.
+  std::vector<HttpRequestCount> request_counts() const;
+
  private:
   std::vector<Route> routes_;
   std::vector<std::size_t> order_;  // exact routes first, then prefixes longest first
+  // Index 0: unmatched, i + 1: route i. Shared with the routers before and after this one.
+  std::vector<std::shared_ptr<RequestCounters>> counters_;
 };
 
 }  // namespace kiwi::agent

@@ -1,0 +1,551 @@
+// The HTTP server on loopback with in-process handlers: serving, and reconfigure() while serving
+// (routes, CORS, threads, bind), with a plain-socket HTTP/1.1 client.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http_server.hpp"
+#include "router.hpp"
+
+using namespace kiwi;
+using namespace kiwi::agent;
+using namespace std::chrono_literals;
+
+namespace {
+
+// MHD's workers log too: a logger for many threads.
+class TestLogger final : public Logger {
+ public:
+  void log(LogLevel, std::string_view m) override {
+    std::lock_guard lock(mutex_);
+    lines_.emplace_back(m);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// Answers its text, after `delay`; `entered` counts the calls that began.
+class TextHandler final : public Handler {
+ public:
+  explicit TextHandler(std::string text, std::chrono::milliseconds delay = 0ms)
+      : text_(std::move(text)), delay_(delay) {}
+  Response handle(const Request&) override {
+    entered.fetch_add(1);
+    if (delay_.count()) std::this_thread::sleep_for(delay_);
+    Response r;
+    r.content_type = "text/plain";
+    r.body = std::make_shared<const std::string>(text_);
+    return r;
+  }
+  std::atomic<int> entered{0};
+
+ private:
+  std::string text_;
+  std::chrono::milliseconds delay_;
+};
+
+// A route to an in-process handler: no library, as a plugin's would have.
+Route route(const std::string& path, const std::string& text,
+            std::chrono::milliseconds delay = 0ms) {
+  auto instance = std::make_shared<PluginInstance<Handler>>();
+  instance->object = std::make_unique<TextHandler>(text, delay);
+  return {path, std::move(instance)};
+}
+
+TextHandler& handler_of(const Route& r) {
+  return static_cast<TextHandler&>(*r.handler->object);
+}
+
+struct Refused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct Closed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Reply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+// One HTTP/1.1 connection (kept alive unless the server closes it) to host:port (IPv4).
+class Conn {
+ public:
+  Conn(const std::string& host, std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) throw std::runtime_error("socket failed");
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      if (err == ECONNREFUSED) throw Refused("connection to " + host + " refused");
+      throw std::runtime_error("connect to " + host + ": " + std::strerror(err));
+    }
+  }
+  ~Conn() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+
+  Reply get(const std::string& path,
+            const std::vector<std::pair<std::string, std::string>>& h = {}) {
+    std::string req = "GET " + path + " HTTP/1.1\r\nHost: test\r\n";
+    for (auto& [k, v] : h) req += k + ": " + v + "\r\n";
+    req += "\r\n";
+    for (std::string_view rest = req; !rest.empty();) {
+      ssize_t n = ::send(fd_, rest.data(), rest.size(), MSG_NOSIGNAL);
+      if (n <= 0) throw Closed("send failed");
+      rest.remove_prefix(static_cast<std::size_t>(n));
+    }
+    while (buf_.find("\r\n\r\n") == std::string::npos) fill();
+    const auto end = buf_.find("\r\n\r\n");
+    const std::string head = buf_.substr(0, end);
+    buf_.erase(0, end + 4);
+    Reply r;
+    r.status = std::stoi(head.substr(9, 3));
+    for (std::size_t at = head.find("\r\n"); at != std::string::npos;) {
+      const auto next = head.find("\r\n", at + 2);
+      const std::string line =
+          head.substr(at + 2, next == std::string::npos ? next : next - at - 2);
+      at = next;
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string name = line.substr(0, colon);
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      r.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+    const std::size_t length =
+        r.headers.count("content-length") ? std::stoul(r.headers["content-length"]) : 0;
+    while (buf_.size() < length) fill();
+    r.body = buf_.substr(0, length);
+    buf_.erase(0, length);
+    return r;
+  }
+
+  // Waits up to `timeout` for the server to close the connection.
+  bool closed_by_server(std::chrono::milliseconds timeout = 3000ms) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      char c;
+      ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+
+ private:
+  void fill() {
+    char chunk[16384];
+    ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+    if (n > 0) {
+      buf_.append(chunk, static_cast<std::size_t>(n));
+      return;
+    }
+    if (n == 0 || errno == ECONNRESET) throw Closed("closed by the server");
+    throw std::runtime_error(std::string("recv: ") + std::strerror(errno));
+  }
+  int fd_ = -1;
+  std::string buf_;
+};
+
+Reply get(std::uint16_t port, const std::string& path,
+          const std::vector<std::pair<std::string, std::string>>& h = {},
+          const std::string& host = "127.0.0.1") {
+  Conn c(host, port);
+  return c.get(path, h);
+}
+
+bool refuses(const std::string& host, std::uint16_t port) {
+  try {
+    Conn c(host, port);
+    return false;
+  } catch (const Refused&) {
+    return true;
+  }
+}
+
+HttpSettings loopback(int threads = 1) {
+  HttpSettings s;
+  s.bind = {"127.0.0.1", 0, false};
+  s.threads = threads;
+  return s;
+}
+
+std::shared_ptr<const Router> make_router(std::vector<Route> routes,
+                                          const std::shared_ptr<const Router>& previous = nullptr) {
+  return std::make_shared<const Router>(std::move(routes), previous.get());
+}
+
+// A loopback port free a moment ago (for moves to a port of our choosing).
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::uint64_t count_of(const std::vector<HttpRequestCount>& counts, const std::string& route,
+                       int status) {
+  for (auto& c : counts)
+    if (c.route == route && c.status == status) return c.count;
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("http: reconfigure swaps the routes without a new daemon and keeps unchanged handlers") {
+  TestLogger log;
+  auto first = make_router({route("/a", "A"), route("/b", "B")});
+  HttpServer server(loopback(0), first, log);
+  server.start();
+  const auto port = server.port();
+  REQUIRE(port != 0);
+  CHECK(server.threads() == auto_worker_threads());
+  Conn kept("127.0.0.1", port);
+  CHECK(kept.get("/a").body == "A");
+  CHECK(get(port, "/b").body == "B");
+
+  const auto unchanged = first->routes()[0].handler;
+  auto second = make_router({first->routes()[0], route("/c", "C")}, first);
+  server.reconfigure(loopback(0), second);  // threads "auto" again: the same daemon
+
+  CHECK(server.port() == port);
+  CHECK(server.router() == second);
+  CHECK(server.router()->routes()[0].handler.get() == unchanged.get());
+  CHECK(get(port, "/c").body == "C");
+  CHECK(get(port, "/b").status == 404);
+  // The kept-alive connection is served on, by the same daemon: no "Connection: close".
+  auto r = kept.get("/a");
+  CHECK(r.status == 200);
+  CHECK(r.body == "A");
+  CHECK(r.header("connection") != "close");
+  CHECK(handler_of(second->routes()[0]).entered.load() == 2);
+  server.stop();
+}
+
+TEST_CASE("http: reconfigure swaps the CORS origins") {
+  TestLogger log;
+  auto settings = loopback();
+  settings.cors_origins = {"http://one.test"};
+  auto router = make_router({route("/a", "A")});
+  HttpServer server(settings, router, log);
+  server.start();
+  const auto port = server.port();
+  CHECK(get(port, "/a", {{"Origin", "http://one.test"}}).header("access-control-allow-origin") ==
+        "http://one.test");
+  CHECK(get(port, "/a", {{"Origin", "http://two.test"}}).header("access-control-allow-origin") ==
+        "");
+
+  settings.cors_origins = {"http://two.test"};
+  server.reconfigure(settings, router);
+  CHECK(server.port() == port);
+  CHECK(server.settings().cors_origins == settings.cors_origins);
+  CHECK(get(port, "/a", {{"Origin", "http://one.test"}}).header("access-control-allow-origin") ==
+        "");
+  CHECK(get(port, "/a", {{"Origin", "http://two.test"}}).header("access-control-allow-origin") ==
+        "http://two.test");
+
+  settings.cors_origins.clear();
+  server.reconfigure(settings, router);
+  auto r = get(port, "/a", {{"Origin", "http://two.test"}});
+  CHECK(r.header("access-control-allow-origin") == "");
+  CHECK(r.header("vary") == "");
+}
+
+TEST_CASE("http: a change of threads on the same address keeps the port and refuses nothing") {
+  TestLogger log;
+  auto router = make_router({route("/a", "A")});
+  HttpServer server(loopback(1), router, log);
+  server.start();
+  const auto port = server.port();
+
+  std::atomic<bool> running{true};
+  std::atomic<int> answered{0};
+  std::mutex failures_mutex;
+  std::vector<std::string> failures;
+  auto client = [&](bool keep_alive) {
+    std::unique_ptr<Conn> conn;
+    while (running.load()) {
+      try {
+        if (!conn) conn = std::make_unique<Conn>("127.0.0.1", port);
+        auto r = conn->get("/a");
+        if (r.status != 200 || r.body != "A") throw std::runtime_error("bad answer");
+        answered.fetch_add(1);
+        // A kept-alive client moves over once told to close, as browsers do.
+        if (!keep_alive || r.header("connection") == "close") conn.reset();
+      } catch (const std::exception& e) {
+        std::lock_guard lock(failures_mutex);
+        failures.push_back(e.what());
+        conn.reset();
+      }
+    }
+  };
+  std::thread fresh(client, false), kept(client, true);
+
+  int threads = 1;
+  for (int i = 0; i < 6; ++i) {
+    std::this_thread::sleep_for(60ms);
+    threads = threads % 3 + 1;
+    auto s = loopback(threads);
+    s.keep_alive = std::chrono::milliseconds(i % 2 ? 5000 : 4000);
+    server.reconfigure(s, router);
+    CHECK(server.port() == port);
+    CHECK(server.threads() == threads);
+  }
+  std::this_thread::sleep_for(60ms);
+  running.store(false);
+  fresh.join();
+  kept.join();
+
+  INFO((failures.empty() ? std::string() : failures.front()));
+  CHECK(failures.empty());
+  CHECK(answered.load() > 20);
+  CHECK(count_of(server.request_counts(), "/a", 200) == static_cast<std::uint64_t>(answered));
+  server.stop();
+}
+
+TEST_CASE("http: a bind move to a new port answers there and refuses on the old one") {
+  TestLogger log;
+  auto router = make_router({route("/a", "A")});
+  HttpServer server(loopback(), router, log);
+  server.start();
+  const auto old_port = server.port();
+  Conn kept("127.0.0.1", old_port);
+  CHECK(kept.get("/a").status == 200);
+
+  auto s = loopback();
+  s.bind.port = free_port();
+  server.reconfigure(s, router);
+  CHECK(server.port() == s.bind.port);
+  CHECK(server.settings().bind.port == s.bind.port);
+  CHECK(get(s.bind.port, "/a").body == "A");
+  CHECK(refuses("127.0.0.1", old_port));
+  // The old daemon still answers its kept-alive connection, once, and closes it.
+  auto r = kept.get("/a");
+  CHECK(r.status == 200);
+  CHECK(r.header("connection") == "close");
+  CHECK(kept.closed_by_server());
+}
+
+TEST_CASE("http: a bind move to 127.0.0.2 keeps the port number") {
+  TestLogger log;
+  auto router = make_router({route("/a", "A")});
+  HttpServer server(loopback(), router, log);
+  server.start();
+  const auto port = server.port();
+
+  auto s = loopback();
+  s.bind = {"127.0.0.2", port, false};
+  server.reconfigure(s, router);
+  CHECK(server.port() == port);
+  CHECK(get(port, "/a", {}, "127.0.0.2").body == "A");
+  CHECK(refuses("127.0.0.1", port));
+  server.stop();
+  CHECK(refuses("127.0.0.2", port));
+}
+
+TEST_CASE("http: a bind that fails throws and leaves the server as it was") {
+  TestLogger log;
+  auto first = make_router({route("/a", "A")});
+  auto settings = loopback();
+  settings.cors_origins = {"http://one.test"};
+  HttpServer server(settings, first, log);
+  server.start();
+  const auto port = server.port();
+
+  // A port another socket holds.
+  int other = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(::bind(other, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(other, 4) == 0);
+  ::getsockname(other, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::uint16_t taken = ntohs(a.sin_port);
+
+  auto s = loopback(2);
+  s.bind.port = taken;
+  s.cors_origins = {"http://two.test"};
+  auto second = make_router({route("/new", "N")}, first);
+  const std::string where = "127.0.0.1:" + std::to_string(taken);
+  CHECK_THROWS_WITH(server.reconfigure(s, second),
+                    Catch::Contains("cannot listen on " + where + ": bind: ") &&
+                        Catch::Contains("another process is using the port"));
+  ::close(other);
+
+  // An overlapping address on the port the server itself listens on.
+  auto wide = loopback();
+  wide.bind = {"0.0.0.0", port, false};
+  CHECK_THROWS_WITH(
+      server.reconfigure(wide, second),
+      Catch::Contains("cannot listen on 0.0.0.0:" + std::to_string(port) + ": bind: ") &&
+          Catch::Contains("the agent itself listens on 127.0.0.1:" + std::to_string(port) +
+                          "; moving to an overlapping address on the same port takes a restart"));
+
+  // Nothing changed: the old listener, settings, routes and origins serve on.
+  CHECK(server.port() == port);
+  CHECK(server.threads() == 1);
+  CHECK(server.settings().bind.port == 0);
+  CHECK(server.settings().cors_origins == settings.cors_origins);
+  CHECK(server.router() == first);
+  auto r = get(port, "/a", {{"Origin", "http://one.test"}});
+  CHECK(r.body == "A");
+  CHECK(r.header("access-control-allow-origin") == "http://one.test");
+  CHECK(get(port, "/new").status == 404);
+}
+
+TEST_CASE("http: a slow request in flight across a daemon change completes") {
+  TestLogger log;
+  auto router = make_router({route("/slow", "slow", 600ms), route("/a", "A")});
+  HttpServer server(loopback(1), router, log);
+  server.start();
+  const auto port = server.port();
+
+  Reply slow;
+  std::string error;
+  std::thread client([&] {
+    try {
+      slow = get(port, "/slow");
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  auto& handler = handler_of(router->routes()[0]);
+  for (int i = 0; i < 400 && handler.entered.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  REQUIRE(handler.entered.load() == 1);
+  server.reconfigure(loopback(2), router);
+  CHECK(get(port, "/a").body == "A");  // the new daemon answers meanwhile
+  client.join();
+  CHECK(error == "");
+  CHECK(slow.status == 200);
+  CHECK(slow.body == "slow");
+  CHECK(slow.header("connection") == "close");  // from the replaced daemon
+  server.stop();
+}
+
+TEST_CASE("http: a kept-alive connection to a replaced daemon is closed after its next answer") {
+  TestLogger log;
+  auto router = make_router({route("/a", "A")});
+  HttpServer server(loopback(1), router, log);
+  server.start();
+  const auto port = server.port();
+  Conn kept("127.0.0.1", port);
+  auto before = kept.get("/a");
+  CHECK(before.status == 200);
+  CHECK(before.header("connection") != "close");
+
+  server.reconfigure(loopback(2), router);
+  auto last = kept.get("/a");
+  CHECK(last.status == 200);
+  CHECK(last.header("connection") == "close");
+  CHECK(kept.closed_by_server());
+  // A new connection reaches the new daemon, which keeps it alive.
+  Conn next("127.0.0.1", port);
+  for (int i = 0; i < 3; ++i) {
+    auto r = next.get("/a");
+    CHECK(r.status == 200);
+    CHECK(r.header("connection") != "close");
+  }
+  CHECK(server.threads() == 2);
+}
+
+TEST_CASE("http: request counters carry over to the next router by path") {
+  auto a = route("/a", "A");
+  Router first({a, route("/b", "B")});
+  first.count(0, 200);
+  first.count(1, 200);
+  first.count(-1, 404);
+  Router second({route("/c", "C"), a}, &first);
+  first.count(0, 200);  // a request still finishing on the old router counts in the new one
+  second.count(1, 304);
+  second.count(1, 299);  // a status outside the table: "other"
+  auto counts = second.request_counts();
+  CHECK(count_of(counts, "/a", 200) == 2);
+  CHECK(count_of(counts, "/a", 304) == 1);
+  CHECK(count_of(counts, "/a", 0) == 1);
+  CHECK(count_of(counts, "unmatched", 404) == 1);
+  CHECK(count_of(counts, "/b", 200) == 0);
+  CHECK(count_of(counts, "/c", 200) == 0);
+  CHECK(counts.size() == 4);
+  CHECK(counts.front().route == "unmatched");
+
+  // Through the server, across a reload with a new daemon.
+  TestLogger log;
+  auto r1 = make_router({route("/a", "A"), route("/b", "B")});
+  HttpServer server(loopback(1), r1, log);
+  server.start();
+  const auto port = server.port();
+  get(port, "/a");
+  get(port, "/a");
+  get(port, "/b");
+  get(port, "/nope");
+  auto r2 = make_router({r1->routes()[0], route("/c", "C")}, r1);
+  server.reconfigure(loopback(2), r2);
+  get(port, "/a");
+  get(port, "/nope");
+  auto through = server.request_counts();
+  CHECK(count_of(through, "/a", 200) == 3);
+  CHECK(count_of(through, "unmatched", 404) == 2);
+  CHECK(count_of(through, "/b", 200) == 0);
+}
+
+TEST_CASE("http: stop after reconfigure is clean and idempotent") {
+  TestLogger log;
+  auto router = make_router({route("/a", "A")});
+  HttpServer server(loopback(1), router, log);
+  server.start();
+  const auto port = server.port();
+  Conn kept("127.0.0.1", port);  // holds the first daemon in its drain
+  kept.get("/a");
+  server.reconfigure(loopback(2), router);
+  server.reconfigure(loopback(3), router);
+  CHECK(get(port, "/a").status == 200);
+
+  const auto before = std::chrono::steady_clock::now();
+  server.stop();
+  CHECK(std::chrono::steady_clock::now() - before < 1500ms);  // does not wait out the drain
+  CHECK(server.port() == 0);
+  CHECK(refuses("127.0.0.1", port));
+  CHECK(kept.closed_by_server());
+  server.stop();
+
+  // And a server that never started.
+  HttpServer idle(loopback(), router, log);
+  idle.reconfigure(loopback(2), router);
+  CHECK(idle.threads() == 2);
+  idle.stop();
+}
