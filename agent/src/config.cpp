@@ -60,6 +60,8 @@ std::optional<BindAddress> parse_bind(std::string_view text) {
 
 namespace {
 
+constexpr std::string_view kBuiltIn = "<built-in default>";
+
 SourcePos pos_of(const std::string& file, const toml::source_region& r) {
   return {file, r.begin.line, r.begin.column};
 }
@@ -88,14 +90,26 @@ class Reader {
   void read(const toml::table& root) {
     check_keys(root, "", {"agent", "http", "collector", "sensor", "route"});
     section(root, "agent",
-            {{"data_dir", [&](auto& n, auto& k) { cfg_.agent.data_dir = path(n, k, false); }},
+            {{"data_dir",
+              [&](auto& n, auto& k) {
+                cfg_.agent.data_dir = path(n, k, false);
+                cfg_.agent.data_dir_pos = user_pos(n);
+              }},
              {"plugin_dir",
               [&](auto& n, auto& k) {
                 cfg_.agent.plugin_dir = path(n, k, false);
                 cfg_.agent.plugin_dir_pos = pos_of(file_, n.source());
               }},
-             {"procfs", [&](auto& n, auto& k) { cfg_.agent.procfs = path(n, k, false); }},
-             {"sysfs", [&](auto& n, auto& k) { cfg_.agent.sysfs = path(n, k, false); }},
+             {"procfs",
+              [&](auto& n, auto& k) {
+                cfg_.agent.procfs = path(n, k, false);
+                cfg_.agent.procfs_pos = user_pos(n);
+              }},
+             {"sysfs",
+              [&](auto& n, auto& k) {
+                cfg_.agent.sysfs = path(n, k, false);
+                cfg_.agent.sysfs_pos = user_pos(n);
+              }},
              {"log_level", [&](auto& n, auto& k) {
                 auto s = string(n, k);
                 auto level = parse_log_level(s);
@@ -160,6 +174,7 @@ class Reader {
                            " is a directory; name a file in it, e.g. "
                            "\"/run/kiwi-agent/current.json\", or \"\" for no snapshot file");
                 cfg_.collector.snapshot_path = std::move(p);
+                cfg_.collector.snapshot_path_pos = user_pos(n);
               }}});
     if (auto* list = root.get("sensor")) cfg_.sensors = entries(*list, "sensor");
     if (auto* list = root.get("route")) cfg_.routes = entries(*list, "route");
@@ -209,6 +224,10 @@ class Reader {
     throw ConfigError(pos_of(file_, n.source()), key, problem);
   }
   static std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+  // Where the user's file set `n`; empty for the built-in default.
+  SourcePos user_pos(const toml::node& n) const {
+    return file_ == kBuiltIn ? SourcePos{} : pos_of(file_, n.source());
+  }
 
   void check_keys(const toml::table& t, const std::string& prefix,
                   std::initializer_list<std::string_view> known) {
@@ -321,7 +340,7 @@ class Reader {
       const bool sensor = kind == "sensor";
       const std::string_view plugin_key = sensor ? "plugin" : "handler";
       if (sensor)
-        check_keys(t, kind + ".", {"plugin", "name", "interval", "options"});
+        check_keys(t, kind + ".", {"plugin", "name", "interval", "timeout", "options"});
       else
         check_keys(t, kind + ".", {"path", "handler", "options"});
       const toml::node* plugin = t.get(plugin_key);
@@ -347,6 +366,8 @@ class Reader {
         }
         if (auto* n = t.get("interval"))
           e.interval = duration(*n, "sensor.interval", Millis(100), Millis(86'400'000));
+        if (auto* n = t.get("timeout"))
+          e.timeout = duration(*n, "sensor.timeout", Millis(10), Millis(3'600'000));
       } else {
         const toml::node* p = t.get("path");
         if (!p) throw ConfigError(e.pos, "route.path", "missing; e.g. path = \"/api/current\"");
@@ -408,6 +429,38 @@ Config default_config(const std::string& exe_dir) {
 Config load_config_text(std::string_view text, const std::string& source,
                         const std::string& exe_dir) {
   return load(text, source, exe_dir, true);
+}
+
+bool same_settings(const PluginEntry& a, const PluginEntry& b) {
+  static const toml::table none;
+  return a.plugin == b.plugin && a.name == b.name && a.path == b.path && a.interval == b.interval &&
+         a.timeout == b.timeout &&
+         (a.options ? *a.options : none) == (b.options ? *b.options : none);
+}
+
+void check_reloadable(const Config& running, const Config& next) {
+  struct Key {
+    std::string_view name;
+    const std::string& was;
+    const std::string& now;
+    const SourcePos& pos;
+  };
+  const Key keys[] = {
+      {"agent.data_dir", running.agent.data_dir, next.agent.data_dir, next.agent.data_dir_pos},
+      {"agent.procfs", running.agent.procfs, next.agent.procfs, next.agent.procfs_pos},
+      {"agent.sysfs", running.agent.sysfs, next.agent.sysfs, next.agent.sysfs_pos},
+      {"collector.snapshot_path", running.collector.snapshot_path, next.collector.snapshot_path,
+       next.collector.snapshot_path_pos},
+  };
+  for (auto& k : keys) {
+    if (k.was == k.now) continue;
+    // Not set in `next`: it went back to the built-in default; the file is the place to look.
+    const bool defaulted = k.pos.file.empty();
+    throw ConfigError(defaulted ? SourcePos{next.source} : k.pos, std::string(k.name),
+                      "changed from \"" + k.was + "\" to " + (defaulted ? "the default " : "") +
+                          "\"" + k.now +
+                          "\"; that takes a restart (the running configuration stays)");
+  }
 }
 
 std::string default_sensor_name(std::string_view plugin) {

@@ -42,6 +42,9 @@ struct PluginEntry {
   std::string name;                // sensor instance name (defaults to the plugin name)
   std::string path;                // route path ("/api/current", "/assets/*")
   std::optional<Millis> interval;  // sensor interval override
+  // How long one sample() may take before the sensor is reported `error` ("timed out after
+  // ..."); nullopt: the sensor's interval.
+  std::optional<Millis> timeout;
   // The entry's options, validated later against the plugin's option table. Points into
   // Config::documents (toml++ drops source positions on copy, and errors need them).
   const toml::table* options = nullptr;
@@ -51,12 +54,17 @@ struct PluginEntry {
 
 struct Config {
   std::string source;  // file path, or "<built-in default>"
+  // The *_pos members say where a restart-only key was set in the user's file, for
+  // check_reloadable(); empty when it keeps the built-in default.
   struct {
     std::string data_dir;
+    SourcePos data_dir_pos;
     std::string plugin_dir;    // "$ORIGIN" already replaced by the executable's directory
     SourcePos plugin_dir_pos;  // where it was set, for "plugin not found" messages
     std::string procfs;
+    SourcePos procfs_pos;
     std::string sysfs;
+    SourcePos sysfs_pos;
     LogLevel log_level = LogLevel::info;
   } agent;
   struct {
@@ -72,6 +80,7 @@ struct Config {
     Millis stale_after{0};
     Millis commit_interval{0};
     std::string snapshot_path;  // empty: no snapshot file
+    SourcePos snapshot_path_pos;
   } collector;
   std::vector<PluginEntry> sensors;
   std::vector<PluginEntry> routes;
@@ -88,6 +97,16 @@ Config load_config_text(std::string_view text, const std::string& source,
                         const std::string& exe_dir);
 // The defaults alone.
 Config default_config(const std::string& exe_dir);
+
+// For a reload: does `b` ask for the same plugin instance as `a`? Compares the plugin (as
+// written), name, path, interval, timeout and the options (a missing table equals an empty one);
+// source positions do not count.
+bool same_settings(const PluginEntry& a, const PluginEntry& b);
+
+// For a reload: throws ConfigError for the first key of `next` that only a restart can change
+// (agent.data_dir, agent.procfs, agent.sysfs, collector.snapshot_path) and that differs from
+// `running`, at the place `next` sets it ("<next's file>:0:0" when it went back to the default).
+void check_reloadable(const Config& running, const Config& next);
 
 std::optional<BindAddress> parse_bind(std::string_view text);
 

@@ -154,7 +154,7 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
           "route");
     CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nintervall = \"1s\"\n") ==
           "kiwi.toml:3:1: sensor.intervall: unknown key; accepted here: plugin, name, interval, "
-          "options");
+          "timeout, options");
   }
   SECTION("CORS origins are exact, never a wildcard") {
     CHECK(error_of("[http]\ncors_origins = [\"*\"]\n") ==
@@ -244,4 +244,162 @@ TEST_CASE("config: messages a user needs (issue 11, items 7, 9 and 10)") {
     Config c = load("[agent]\nplugin_dir = \"/nowhere\"\n");
     CHECK(c.agent.plugin_dir_pos.str() == "kiwi.toml:2:14");
   }
+}
+
+TEST_CASE("config: a sensor's timeout is a duration of 10ms..1h, for sensors only") {
+  Config c = load(
+      "[[sensor]]\nplugin = \"cpu\"\ntimeout = \"2s\"\n[[sensor]]\nplugin = \"memory\"\n"
+      "[[sensor]]\nplugin = \"diskio\"\ntimeout = \"10ms\"\n");
+  REQUIRE(c.sensors.size() == 3);
+  CHECK(c.sensors[0].timeout == Millis(2000));
+  CHECK_FALSE(c.sensors[1].timeout.has_value());  // the sensor's interval
+  CHECK(c.sensors[2].timeout == Millis(10));
+  CHECK(load("[[sensor]]\nplugin = \"cpu\"\ntimeout = \"1h\"\n").sensors[0].timeout ==
+        Millis(3'600'000));
+  CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\ntimeout = \"5ms\"\n") ==
+        "kiwi.toml:3:11: sensor.timeout: \"5ms\" is out of range (accepted: 10ms to 1h)");
+  CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\ntimeout = \"61m\"\n") ==
+        "kiwi.toml:3:11: sensor.timeout: \"61m\" is out of range (accepted: 10ms to 1h)");
+  CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\ntimeout = \"2 s\"\n") ==
+        "kiwi.toml:3:11: sensor.timeout: \"2 s\" is not a duration; use a whole number with ms, s, "
+        "m, h or d, e.g. \"500ms\", \"1s\", \"24h\" (accepted: 10ms to 1h)");
+  CHECK_THAT(error_of("[[sensor]]\nplugin = \"cpu\"\ntimeout = 2\n"),
+             Catch::StartsWith("kiwi.toml:3:11: sensor.timeout: 2 is not a duration; write a "
+                               "string such as \"500ms\""));
+  CHECK(error_of("[[route]]\npath = \"/a\"\nhandler = \"current\"\ntimeout = \"2s\"\n") ==
+        "kiwi.toml:4:1: route.timeout: unknown key; accepted here: path, handler, options");
+}
+
+TEST_CASE("config: same_settings compares what a sensor or route is, not where it is written") {
+  Config a = load(R"(
+[[sensor]]
+plugin = "cpu"
+interval = "2s"
+timeout = "1s"
+[sensor.options]
+x = 1
+[[sensor]]
+plugin = "memory"
+[[route]]
+path = "/a"
+handler = "current"
+)");
+  Config b = load(R"(
+# moved down a few lines, same settings
+
+
+[[sensor]]
+timeout = "1s"
+interval = "2s"
+plugin = "cpu"
+  [sensor.options]
+  x = 1
+[[sensor]]
+plugin = "memory"
+[sensor.options]
+[[route]]
+handler = "current"
+path = "/a"
+)");
+  REQUIRE(a.sensors.size() == 2);
+  REQUIRE(b.sensors.size() == 2);
+  CHECK(same_settings(a.sensors[0], b.sensors[0]));
+  CHECK(same_settings(a.sensors[1], b.sensors[1]));  // no options table == an empty one
+  CHECK(same_settings(b.sensors[1], a.sensors[1]));
+  CHECK(same_settings(a.routes[0], b.routes[0]));
+  CHECK_FALSE(same_settings(a.sensors[0], a.sensors[1]));
+
+  auto sensor = [](const std::string& body) {
+    return load("[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"1s\"\n" + body)
+        .sensors[0];
+  };
+  // Each entry's options point into its Config's documents: keep the configs alive.
+  Config base = load("[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"1s\"\n");
+  const PluginEntry& e = base.sensors[0];
+  CHECK(same_settings(e, sensor("")));
+  Config c1 = load("[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\n");
+  CHECK_FALSE(same_settings(e, c1.sensors[0]));  // timeout: set vs the default
+  Config c2 = load("[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"2s\"\n");
+  CHECK_FALSE(same_settings(e, c2.sensors[0]));
+  Config c3 = load("[[sensor]]\nplugin = \"cpu\"\ntimeout = \"1s\"\n");
+  CHECK_FALSE(same_settings(e, c3.sensors[0]));  // interval
+  Config c4 =
+      load("[[sensor]]\nplugin = \"cpu\"\nname = \"c\"\ninterval = \"2s\"\ntimeout = \"1s\"\n");
+  CHECK_FALSE(same_settings(e, c4.sensors[0]));
+  // The plugin as written: the same file under another spelling is another setting.
+  Config c5 = load(
+      "[[sensor]]\nplugin = \"kiwi-sensor-cpu.so\"\nname = \"cpu\"\ninterval = \"2s\"\ntimeout = "
+      "\"1s\"\n");
+  CHECK_FALSE(same_settings(e, c5.sensors[0]));
+  Config c6 = load(
+      "[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"1s\"\n[sensor.options]\nx = "
+      "1\n");
+  CHECK_FALSE(same_settings(e, c6.sensors[0]));
+  Config c7 = load(
+      "[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"1s\"\n[sensor.options]\nx = "
+      "2\n");
+  CHECK_FALSE(same_settings(c6.sensors[0], c7.sensors[0]));  // option values
+  Config c8 = load(
+      "[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"1s\"\n[sensor.options]\nx = "
+      "1.0\n");
+  CHECK_FALSE(same_settings(c6.sensors[0], c8.sensors[0]));  // and types
+  Config r = load("[[route]]\npath = \"/b\"\nhandler = \"current\"\n");
+  CHECK_FALSE(same_settings(a.routes[0], r.routes[0]));
+}
+
+TEST_CASE("config: a reload refuses a new data_dir, procfs, sysfs or snapshot_path") {
+  Config running = load(R"(
+[agent]
+data_dir = "/a"
+procfs = "/host/proc"
+[collector]
+snapshot_path = "/run/k/current.json"
+)");
+  CHECK(running.agent.data_dir_pos.str() == "kiwi.toml:3:12");
+  CHECK(running.agent.procfs_pos.str() == "kiwi.toml:4:10");
+  CHECK(running.agent.sysfs_pos.file.empty());  // the built-in default
+  CHECK(running.collector.snapshot_path_pos.str() == "kiwi.toml:6:17");
+
+  auto error_of = [&](const std::string& text) -> std::string {
+    Config next = load_config_text(text, "new.toml", "/opt/kiwi/bin");
+    try {
+      check_reloadable(running, next);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // Everything else may change, and the same values may be written elsewhere.
+  CHECK(error_of(R"(
+[collector]
+interval = "2s"
+snapshot_path = "/run/k/current.json"
+[agent]
+log_level = "debug"
+plugin_dir = "/elsewhere"
+procfs = "/host/proc"
+data_dir = "/a"
+[http]
+bind = "0.0.0.0:9000"
+[[sensor]]
+plugin = "memory"
+)") == "");
+  CHECK(error_of("[agent]\ndata_dir = \"/b\"\nprocfs = \"/host/proc\"\n[collector]\n"
+                 "snapshot_path = \"/run/k/current.json\"\n") ==
+        "new.toml:2:12: agent.data_dir: changed from \"/a\" to \"/b\"; that takes a restart (the "
+        "running configuration stays)");
+  CHECK(error_of("[agent]\ndata_dir = \"/a\"\nprocfs = \"/proc2\"\nsysfs = \"/sys2\"\n") ==
+        "new.toml:3:10: agent.procfs: changed from \"/host/proc\" to \"/proc2\"; that takes a "
+        "restart (the running configuration stays)");
+  CHECK(error_of("[agent]\ndata_dir = \"/a\"\nprocfs = \"/host/proc\"\nsysfs = \"/sys2\"\n") ==
+        "new.toml:4:9: agent.sysfs: changed from \"/sys\" to \"/sys2\"; that takes a restart (the "
+        "running configuration stays)");
+  CHECK(error_of("[agent]\ndata_dir = \"/a\"\nprocfs = \"/host/proc\"\n[collector]\n"
+                 "snapshot_path = \"\"\n") ==
+        "new.toml:5:17: collector.snapshot_path: changed from \"/run/k/current.json\" to \"\"; "
+        "that takes a restart (the running configuration stays)");
+  // Removed: back to the built-in default, named at the new file.
+  CHECK(error_of("[agent]\nprocfs = \"/host/proc\"\n") ==
+        "new.toml:0:0: agent.data_dir: changed from \"/a\" to the default "
+        "\"kiwi-data\"; that takes a restart (the running configuration stays)");
 }
