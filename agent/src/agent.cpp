@@ -439,7 +439,13 @@ class RunningAgent {
     note_change(changes, "collector.stale_after", c0.stale_after, c1.stale_after, &show_duration);
     note_change(changes, "collector.commit_interval", c0.commit_interval, c1.commit_interval,
                 &show_duration);
-    note_change(changes, "http.bind", cfg_.http.bind, next.http.bind, &show_bind);
+    // Port 0 ("any free port") keeps the port it got: only another address is a move.
+    HttpSettings http = http_settings(next);
+    BindAddress bound = cfg_.http.bind;
+    bound.port = server_->port();
+    if (http.bind.port == 0 && http.bind.host == bound.host && http.bind.ipv6 == bound.ipv6)
+      http.bind.port = bound.port;
+    note_change(changes, "http.bind", bound, http.bind, &show_bind);
     note_change(changes, "http.threads", cfg_.http.threads, next.http.threads, &show_int);
     note_change(changes, "http.keep_alive", cfg_.http.keep_alive, next.http.keep_alive,
                 &show_duration);
@@ -454,11 +460,12 @@ class RunningAgent {
 
     // The last step that can fail: the server opens a new listener before it closes the old.
     const std::string old_url = url();
-    server_->reconfigure(http_settings(next),
-                         std::make_shared<const Router>(std::move(routes), running.get()));
+    server_->reconfigure(http, std::make_shared<const Router>(std::move(routes), running.get()));
     // From here on nothing fails.
     collector_->reconfigure(collector_settings(next), std::move(sensors));
-    log_.set_level(next.agent.log_level);
+    // The verdict below is logged at the more verbose of the two levels, so it is always seen.
+    const LogLevel level = next.agent.log_level;
+    if (level > cfg_.agent.log_level) log_.set_level(level);
     cfg_ = std::move(next);
     sensor_libraries_ = std::move(libraries);
     sensor_count_ = cfg_.sensors.size();
@@ -476,6 +483,7 @@ class RunningAgent {
               std::to_string(data_.generation()) + "): " +
               (summary.empty() ? "no changes" : summary) +
               (url() != old_url ? "; now listening on " + url() : ""));
+    log_.set_level(level);
   }
 
   Config cfg_;

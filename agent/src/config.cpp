@@ -431,10 +431,9 @@ Config load_config_text(std::string_view text, const std::string& source,
   return load(text, source, exe_dir, true);
 }
 
-bool same_settings(const PluginEntry& a, const PluginEntry& b) {
+bool same_instance(const PluginEntry& a, const PluginEntry& b) {
   static const toml::table none;
-  return a.plugin == b.plugin && a.name == b.name && a.path == b.path && a.interval == b.interval &&
-         a.timeout == b.timeout &&
+  return a.plugin == b.plugin && a.name == b.name && a.path == b.path &&
          (a.options ? *a.options : none) == (b.options ? *b.options : none);
 }
 

@@ -99,9 +99,9 @@ Config load_config_text(std::string_view text, const std::string& source,
 Config default_config(const std::string& exe_dir);
 
 // For a reload: does `b` ask for the same plugin instance as `a`? Compares the plugin (as
-// written), name, path, interval, timeout and the options (a missing table equals an empty one);
-// source positions do not count.
-bool same_settings(const PluginEntry& a, const PluginEntry& b);
+// written), name, path and the options (a missing table equals an empty one). Not the schedule
+// (interval, timeout), which a running instance takes over, nor source positions.
+bool same_instance(const PluginEntry& a, const PluginEntry& b);
 
 // For a reload: throws ConfigError for the first key of `next` that only a restart can change
 // (agent.data_dir, agent.procfs, agent.sysfs, collector.snapshot_path) and that differs from

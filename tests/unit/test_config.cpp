@@ -270,7 +270,7 @@ TEST_CASE("config: a sensor's timeout is a duration of 10ms..1h, for sensors onl
         "kiwi.toml:4:1: route.timeout: unknown key; accepted here: path, handler, options");
 }
 
-TEST_CASE("config: same_settings compares what a sensor or route is, not where it is written") {
+TEST_CASE("config: same_instance compares what a sensor or route is, not its schedule or where it is written") {
   Config a = load(R"(
 [[sensor]]
 plugin = "cpu"
@@ -303,11 +303,11 @@ path = "/a"
 )");
   REQUIRE(a.sensors.size() == 2);
   REQUIRE(b.sensors.size() == 2);
-  CHECK(same_settings(a.sensors[0], b.sensors[0]));
-  CHECK(same_settings(a.sensors[1], b.sensors[1]));  // no options table == an empty one
-  CHECK(same_settings(b.sensors[1], a.sensors[1]));
-  CHECK(same_settings(a.routes[0], b.routes[0]));
-  CHECK_FALSE(same_settings(a.sensors[0], a.sensors[1]));
+  CHECK(same_instance(a.sensors[0], b.sensors[0]));
+  CHECK(same_instance(a.sensors[1], b.sensors[1]));  // no options table == an empty one
+  CHECK(same_instance(b.sensors[1], a.sensors[1]));
+  CHECK(same_instance(a.routes[0], b.routes[0]));
+  CHECK_FALSE(same_instance(a.sensors[0], a.sensors[1]));
 
   auto sensor = [](const std::string& body) {
     return load("[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"1s\"\n" + body)
@@ -316,35 +316,35 @@ path = "/a"
   // Each entry's options point into its Config's documents: keep the configs alive.
   Config base = load("[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"1s\"\n");
   const PluginEntry& e = base.sensors[0];
-  CHECK(same_settings(e, sensor("")));
+  CHECK(same_instance(e, sensor("")));
   Config c1 = load("[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\n");
-  CHECK_FALSE(same_settings(e, c1.sensors[0]));  // timeout: set vs the default
+  CHECK(same_instance(e, c1.sensors[0]));  // timeout: the schedule, not the instance
   Config c2 = load("[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"2s\"\n");
-  CHECK_FALSE(same_settings(e, c2.sensors[0]));
+  CHECK(same_instance(e, c2.sensors[0]));
   Config c3 = load("[[sensor]]\nplugin = \"cpu\"\ntimeout = \"1s\"\n");
-  CHECK_FALSE(same_settings(e, c3.sensors[0]));  // interval
+  CHECK(same_instance(e, c3.sensors[0]));  // interval: the schedule too
   Config c4 =
       load("[[sensor]]\nplugin = \"cpu\"\nname = \"c\"\ninterval = \"2s\"\ntimeout = \"1s\"\n");
-  CHECK_FALSE(same_settings(e, c4.sensors[0]));
+  CHECK_FALSE(same_instance(e, c4.sensors[0]));
   // The plugin as written: the same file under another spelling is another setting.
   Config c5 = load(
       "[[sensor]]\nplugin = \"kiwi-sensor-cpu.so\"\nname = \"cpu\"\ninterval = \"2s\"\ntimeout = "
       "\"1s\"\n");
-  CHECK_FALSE(same_settings(e, c5.sensors[0]));
+  CHECK_FALSE(same_instance(e, c5.sensors[0]));
   Config c6 = load(
       "[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"1s\"\n[sensor.options]\nx = "
       "1\n");
-  CHECK_FALSE(same_settings(e, c6.sensors[0]));
+  CHECK_FALSE(same_instance(e, c6.sensors[0]));
   Config c7 = load(
       "[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"1s\"\n[sensor.options]\nx = "
       "2\n");
-  CHECK_FALSE(same_settings(c6.sensors[0], c7.sensors[0]));  // option values
+  CHECK_FALSE(same_instance(c6.sensors[0], c7.sensors[0]));  // option values
   Config c8 = load(
       "[[sensor]]\nplugin = \"cpu\"\ninterval = \"2s\"\ntimeout = \"1s\"\n[sensor.options]\nx = "
       "1.0\n");
-  CHECK_FALSE(same_settings(c6.sensors[0], c8.sensors[0]));  // and types
+  CHECK_FALSE(same_instance(c6.sensors[0], c8.sensors[0]));  // and types
   Config r = load("[[route]]\npath = \"/b\"\nhandler = \"current\"\n");
-  CHECK_FALSE(same_settings(a.routes[0], r.routes[0]));
+  CHECK_FALSE(same_instance(a.routes[0], r.routes[0]));
 }
 
 TEST_CASE("config: a reload refuses a new data_dir, procfs, sysfs or snapshot_path") {
