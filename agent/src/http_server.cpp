@@ -27,24 +27,35 @@ namespace kiwi::agent {
 
 namespace detail {
 
-// One MHD daemon, its settings and what is in flight on it. The callbacks get it as their closure.
-// It owns no socket: the Acceptor hands it connections. A daemon that a reconfigure() replaced
-// drains on its own thread (`retirer`).
+// One worker: an MHD daemon with a thread of its own (MHD_USE_INTERNAL_POLLING_THREAD, no MHD
+// thread pool) and no listening socket. The acceptor hands it connections, never more than
+// `limit` open at once: that keeps libmicrohttpd 0.9.75 off its own limit check in the worker,
+// whose failure path returns with a mutex held (new_connection_process_) and deadlocks the
+// worker. MHD's pool could not be kept off it: it picks the worker itself, by a count that
+// leaves out connections still queued for the worker. Counting ours: a connection is open from
+// its hand-over to MHD's NOTIFY_CLOSED, which the worker sends before it takes up the next ones.
+struct HttpWorker {
+  MHD_Daemon* mhd = nullptr;
+  std::uint64_t limit = 0;               // its share of max_connections
+  std::atomic<std::uint64_t> handed{0};  // MHD_add_connection said yes; under the acceptor's lock
+  std::atomic<std::uint64_t> closed{0};  // NOTIFY_CLOSED, on the worker's thread
+  std::uint64_t open() const {
+    return handed.load(std::memory_order_relaxed) - closed.load(std::memory_order_acquire);
+  }
+};
+
+// One set of workers with its settings and what is in flight on it; on_request gets it as its
+// closure. It owns no socket: the Acceptor hands it connections. A set that a reconfigure()
+// replaced drains on its own thread (`retirer`).
 struct HttpDaemon {
   const std::atomic<std::shared_ptr<const HttpServer::Published>>* published = nullptr;
   Logger* log = nullptr;
   HttpSettings settings;  // cors_origins unused: requests read them from `published`
-  MHD_Daemon* mhd = nullptr;
+  std::vector<std::unique_ptr<HttpWorker>> workers;
   std::atomic<bool> draining{false};  // replaced: answer with "Connection: close"
   std::atomic<int> in_flight{0};      // requests between their first and completion callbacks
-  std::atomic<int> connections{0};    // open connections
-  // Connections the acceptor handed over (MHD_add_connection said yes), and those of them a
-  // worker has taken up (MHD_CONNECTION_NOTIFY_STARTED): a handed connection waits in its
-  // worker's queue until the worker wakes, and is counted in `connections` only from then on.
-  std::atomic<std::uint64_t> handed{0};
-  std::atomic<std::uint64_t> started{0};
-  std::atomic<bool> hurry{false};  // stop(): wait for requests in flight only, not connections
-  std::atomic<bool> done{false};   // the retirer has stopped it
+  std::atomic<bool> hurry{false};     // stop(): wait for requests in flight only, not connections
+  std::atomic<bool> done{false};      // the retirer has stopped it
   std::thread retirer;
 
   HttpDaemon() = default;
@@ -57,10 +68,18 @@ struct HttpDaemon {
     }
     shut_down();
   }
+  // Whether a connection handed over is still open (or waiting for its worker).
+  bool has_connections() const {
+    for (auto& w : workers)
+      if (w->open() != 0) return true;
+    return false;
+  }
   // Joins the workers after closing every connection (the acceptor must no longer hand it any).
   void shut_down() {
-    if (mhd) MHD_stop_daemon(mhd);
-    mhd = nullptr;
+    for (auto& w : workers) {
+      if (w->mhd) MHD_stop_daemon(w->mhd);
+      w->mhd = nullptr;
+    }
   }
 };
 
@@ -73,8 +92,9 @@ struct HttpDaemon {
 //
 // `mutex_` is taken by the thread for each batch of accepts and by switch_to(), so a switch
 // happens between batches: once switch_to() returns, no connection goes to the old daemon, and
-// the old listener is closed. Requests never take it; a new connection costs one accept4() and
-// one MHD_add_connection() (a lock of MHD's and a write to the worker's eventfd).
+// the old listener is closed. Requests never take it; a new connection costs one accept4(), a
+// look at each worker's count and one MHD_add_connection() (a lock of MHD's and a write to the
+// worker's eventfd).
 class Acceptor {
  public:
   explicit Acceptor(Logger& log) : log_(log) {
@@ -206,7 +226,7 @@ class Acceptor {
 
   // Accepts up to `max` connections from `listener` and hands them to `target`. `err`: accept4's
   // errno on `starved` and `failed`.
-  static Outcome accept_batch(int listener, HttpDaemon& target, int max, int& err) {
+  Outcome accept_batch(int listener, HttpDaemon& target, int max, int& err) {
     for (int i = 0; i < max; ++i) {
       sockaddr_storage addr{};
       socklen_t len = sizeof addr;
@@ -238,11 +258,34 @@ class Acceptor {
             return Outcome::failed;
         }
       }
-      // On failure MHD has closed the socket, and logged why (at the connection limit: refused).
-      if (MHD_add_connection(target.mhd, fd, reinterpret_cast<sockaddr*>(&addr), len) == MHD_YES)
-        target.handed.fetch_add(1, std::memory_order_relaxed);
+      HttpWorker* w = pick(target);
+      if (!w) {  // at max_connections: refused (closed unanswered)
+        ::close(fd);
+        continue;
+      }
+      // On failure MHD has closed the socket, and logged why.
+      if (MHD_add_connection(w->mhd, fd, reinterpret_cast<sockaddr*>(&addr), len) == MHD_YES)
+        w->handed.fetch_add(1, std::memory_order_relaxed);
     }
     return Outcome::more;
+  }
+
+  // The worker with the fewest open connections among those below their limit (ties taken in
+  // turn), or null.
+  HttpWorker* pick(HttpDaemon& d) {
+    const std::size_t n = d.workers.size();
+    HttpWorker* best = nullptr;
+    std::uint64_t fewest = 0;
+    ++turn_;
+    for (std::size_t i = 0; i < n; ++i) {
+      HttpWorker* w = d.workers[(turn_ + i) % n].get();
+      const std::uint64_t open = w->open();
+      if (open < w->limit && (!best || open < fewest)) {
+        best = w;
+        fewest = open;
+      }
+    }
+    return best;
   }
 
   void close_fds() {
@@ -258,6 +301,7 @@ class Acceptor {
   int listener_ = -1;             // guarded by mutex_ while the thread runs
   HttpDaemon* target_ = nullptr;  // guarded by mutex_
   bool stopping_ = false;         // guarded by mutex_
+  std::size_t turn_ = 0;          // guarded by mutex_: where pick() starts
   std::thread thread_;
 };
 
@@ -266,6 +310,7 @@ class Acceptor {
 namespace {
 
 using detail::HttpDaemon;
+using detail::HttpWorker;
 
 // Per-request state between MHD's calls. Requests without a body (all GET/HEAD in practice) use
 // the shared marker and allocate nothing; a body allocates a RequestBody.
@@ -516,13 +561,8 @@ void on_completed(void* cls, MHD_Connection*, void** state, MHD_RequestTerminati
 }
 
 void on_connection(void* cls, MHD_Connection*, void**, MHD_ConnectionNotificationCode code) {
-  auto* d = static_cast<HttpDaemon*>(cls);
-  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    d->connections.fetch_add(1, std::memory_order_relaxed);
-    d->started.fetch_add(1, std::memory_order_release);  // after: see the retirer
-  } else {
-    d->connections.fetch_sub(1, std::memory_order_release);
-  }
+  if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+    static_cast<HttpWorker*>(cls)->closed.fetch_add(1, std::memory_order_release);
 }
 
 void on_mhd_log(void* cls, const char* fmt, va_list ap) {
@@ -682,24 +722,28 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
   const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
                          MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
   const auto timeout_s = static_cast<unsigned>(s.keep_alive.count() / 1000);
-  // Per-connection memory: it holds the request's header block (we answer 431 with JSON past
-  // kMaxHeaderBytes, so it must fit that and the read buffer) and the response headers; 32
-  // connections of a busy client hold 32 of these. Above 32 KiB MHD would mmap/munmap every
-  // connection's pool: measured as most of the idle CPU of a client that polls with curl.
-  // The connection limit: MHD closes a connection handed to it beyond it (each worker of a pool
-  // holds its share of it).
-  d->mhd = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-      MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(s.max_connections),
-      MHD_OPTION_NOTIFY_COMPLETED, &on_completed, d.get(), MHD_OPTION_NOTIFY_CONNECTION,
-      &on_connection, d.get(), MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, &log_,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes,
-      // One worker is MHD's own polling thread: a pool of 1 draws a warning, so the list ends here.
-      s.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-      static_cast<unsigned>(s.threads), MHD_OPTION_END);
-  if (!d->mhd)
-    throw std::runtime_error("cannot start the HTTP server on " + s.bind.str() + ": " +
-                             std::strerror(errno));
+  const auto threads = static_cast<std::uint64_t>(s.threads);
+  const auto max_connections = static_cast<std::uint64_t>(s.max_connections);
+  for (std::uint64_t i = 0; i < threads; ++i) {
+    auto& w = *d->workers.emplace_back(std::make_unique<HttpWorker>());
+    // max_connections split as evenly as it goes; a worker whose share is 0 gets nothing. MHD's
+    // own limit is one more: the acceptor may count a connection closed a moment before MHD does
+    // (between NOTIFY_CLOSED and MHD's count), and the limit is the acceptor's.
+    w.limit = max_connections / threads + (i < max_connections % threads ? 1 : 0);
+    // Per-connection memory: it holds the request's header block (we answer 431 with JSON past
+    // kMaxHeaderBytes, so it must fit that and the read buffer) and the response headers; 32
+    // connections of a busy client hold 32 of these. Above 32 KiB MHD would mmap/munmap every
+    // connection's pool: measured as most of the idle CPU of a client that polls with curl.
+    w.mhd = MHD_start_daemon(
+        flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(w.limit + 1),
+        MHD_OPTION_NOTIFY_COMPLETED, &on_completed, d.get(), MHD_OPTION_NOTIFY_CONNECTION,
+        &on_connection, &w, MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, &log_,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes, MHD_OPTION_END);
+    if (!w.mhd)  // `d` stops the workers started so far
+      throw std::runtime_error("cannot start the HTTP server on " + s.bind.str() + ": " +
+                               std::strerror(errno));
+  }
   return d;
 }
 
@@ -764,15 +808,12 @@ void HttpServer::retire(std::unique_ptr<HttpDaemon> old) {
   HttpDaemon* d = old.get();
   d->retirer = std::thread([d] {
     // Stopped once no connection is left (including those handed over but not yet taken up by
-    // a worker), or after kRetireWait, or (stop()) once nothing is in flight. A connection MHD
-    // refused in its worker, past the connection limit, is never taken up: then kRetireWait.
-    const std::uint64_t handed = d->handed.load(std::memory_order_relaxed);
+    // a worker), or after kRetireWait, or (stop()) once nothing is in flight. (A connection MHD
+    // failed to take up, out of memory, never closes in our count: then kRetireWait.)
     const auto begin = std::chrono::steady_clock::now();
     for (auto now = begin; now < begin + kRetireWait; now = std::chrono::steady_clock::now()) {
-      const bool hurry = d->hurry.load();
       if (d->in_flight.load(std::memory_order_acquire) == 0 &&
-          (hurry || (d->started.load(std::memory_order_acquire) >= handed &&
-                     d->connections.load(std::memory_order_acquire) == 0)))
+          (d->hurry.load() || !d->has_connections()))
         break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
