@@ -84,17 +84,17 @@ struct HttpDaemon {
 };
 
 // Accepting, ours rather than MHD's: one thread ("kiwi-accept") waits on the listening socket
-// with epoll, accepts until the backlog is empty and hands each connection to the current daemon
-// with MHD_add_connection. The daemons run with MHD_USE_NO_LISTEN_SOCKET, so a reload moves the
-// listening socket and the target between daemons here, with no MHD_quiesce_daemon (which in
+// with epoll, accepts until the backlog is empty and hands each connection to a worker of the
+// current set with MHD_add_connection. The workers run with MHD_USE_NO_LISTEN_SOCKET, so a reload
+// moves the listening socket and the target between sets here, with no MHD_quiesce_daemon (which in
 // 0.9.75 can abort the process with a thread pool: it and a waking worker both remove the
 // listener from the worker's epoll set, and the loser panics).
 //
 // `mutex_` is taken by the thread for each batch of accepts and by switch_to(), so a switch
-// happens between batches: once switch_to() returns, no connection goes to the old daemon, and
+// happens between batches: once switch_to() returns, no connection goes to the old set, and
 // the old listener is closed. Requests never take it; a new connection costs one accept4(), a
-// look at each worker's count and one MHD_add_connection() (a lock of MHD's and a write to the
-// worker's eventfd).
+// look at each worker's count and one MHD_add_connection() (a lock of MHD's and a wake-up of the
+// worker).
 class Acceptor {
  public:
   explicit Acceptor(Logger& log) : log_(log) {

@@ -1,9 +1,9 @@
-// The HTTP server: libmicrohttpd with an internal epoll thread pool, fed by an acceptor thread of
-// ours ("kiwi-accept") that owns the listening socket and hands each new connection to the current
-// MHD daemon, so a reload can move accepting between daemons without MHD's quiesce. Everything
-// MHD-specific lives here; requests reach handlers through the Router as plain kiwi::Request
-// values. The server also owns what is the same for every route: gzip negotiation, CORS, request
-// limits and counters.
+// The HTTP server: libmicrohttpd workers (one single-threaded epoll daemon each), fed by an
+// acceptor thread of ours ("kiwi-accept") that owns the listening socket and hands each new
+// connection to a worker of the current set, so a reload can move accepting between sets without
+// MHD's quiesce, and max_connections is kept by the acceptor. Everything MHD-specific lives here;
+// requests reach handlers through the Router as plain kiwi::Request values. The server also owns
+// what is the same for every route: gzip negotiation, CORS, request limits and counters.
 #pragma once
 
 #include <atomic>
@@ -27,10 +27,10 @@ struct HttpSettings {
 };
 
 // `[http] threads = "auto"`: one worker per CPU this process may run on (its affinity mask, so
-// taskset and cgroup cpusets count), at most kMaxAutoThreads. MHD binds each connection to one
-// worker for its lifetime (MHD_add_connection picks it by descriptor number), so workers beyond the
-// CPUs only time-slice: a preempted worker stalls all of its connections for a scheduler slice,
-// which shows as p95 latency under load.
+// taskset and cgroup cpusets count), at most kMaxAutoThreads. Each connection belongs to one
+// worker for its lifetime (the acceptor gives it to the one with the fewest), so workers beyond
+// the CPUs only time-slice: a preempted worker stalls all of its connections for a scheduler
+// slice, which shows as p95 latency under load.
 inline constexpr int kMaxAutoThreads = 4;
 int auto_worker_threads();
 
@@ -44,12 +44,12 @@ inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;   // larger: 413 (routes
 inline constexpr std::size_t kConnectionMemoryBytes = 16 * 1024;  // MHD's pool per connection
 
 namespace detail {
-struct HttpDaemon;  // one MHD daemon and its requests in flight (http_server.cpp)
+struct HttpDaemon;  // one set of MHD workers and its requests in flight (http_server.cpp)
 class Acceptor;     // the listening socket and the thread that accepts on it (http_server.cpp)
 }  // namespace detail
 
 // The server's threads: start(), reconfigure() and stop() are called from one thread (the
-// agent's main thread); the acceptor thread accepts connections; requests run on MHD's workers.
+// agent's main thread); the acceptor thread accepts connections; requests run on the workers.
 // port(), router() and request_counts() are safe from any thread (handlers build /api/health and
 // /metrics from them); threads() and settings() belong to the calling thread.
 class HttpServer {
