@@ -1,12 +1,14 @@
 #include "http_server.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,27 +16,44 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace kiwi::agent {
 
 namespace detail {
 
-// One MHD daemon: its listening socket, its settings and what is in flight on it. The callbacks get
-// it as their closure. A daemon that a reconfigure() replaced drains on its own thread (`retirer`).
+// One worker: an MHD daemon with a thread of its own (MHD_USE_INTERNAL_POLLING_THREAD, no MHD
+// thread pool) and no listening socket. The acceptor hands it connections, never more than
+// `limit` open at once: that keeps libmicrohttpd 0.9.75 off its own limit check in the worker,
+// whose failure path returns with a mutex held (new_connection_process_) and deadlocks the
+// worker. MHD's pool could not be kept off it: it picks the worker itself, by a count that
+// leaves out connections still queued for the worker. Counting ours: a connection is open from
+// its hand-over to MHD's NOTIFY_CLOSED, which the worker sends before it takes up the next ones.
+struct HttpWorker {
+  MHD_Daemon* mhd = nullptr;
+  std::uint64_t limit = 0;               // its share of max_connections
+  std::atomic<std::uint64_t> handed{0};  // MHD_add_connection said yes; under the acceptor's lock
+  std::atomic<std::uint64_t> closed{0};  // NOTIFY_CLOSED, on the worker's thread
+  std::uint64_t open() const {
+    return handed.load(std::memory_order_relaxed) - closed.load(std::memory_order_acquire);
+  }
+};
+
+// One set of workers with its settings and what is in flight on it; on_request gets it as its
+// closure. It owns no socket: the Acceptor hands it connections. A set that a reconfigure()
+// replaced drains on its own thread (`retirer`).
 struct HttpDaemon {
   const std::atomic<std::shared_ptr<const HttpServer::Published>>* published = nullptr;
   Logger* log = nullptr;
   HttpSettings settings;  // cors_origins unused: requests read them from `published`
-  MHD_Daemon* mhd = nullptr;
-  int listener = -1;                  // ours; MHD polls a duplicate of it (the same socket)
-  int quiesced_fd = -1;               // MHD's duplicate, handed back by MHD_quiesce_daemon
+  std::vector<std::unique_ptr<HttpWorker>> workers;
   std::atomic<bool> draining{false};  // replaced: answer with "Connection: close"
   std::atomic<int> in_flight{0};      // requests between their first and completion callbacks
-  std::atomic<int> connections{0};    // open connections
   std::atomic<bool> hurry{false};     // stop(): wait for requests in flight only, not connections
   std::atomic<bool> done{false};      // the retirer has stopped it
   std::thread retirer;
@@ -49,16 +68,241 @@ struct HttpDaemon {
     }
     shut_down();
   }
-  // Joins the workers (MHD closes its duplicate of the listener unless it handed it back), then
-  // closes the listener. MHD's documentation: a quiesced socket is closed only after the stop.
-  void shut_down() {
-    if (mhd) MHD_stop_daemon(mhd);
-    mhd = nullptr;
-    if (quiesced_fd >= 0) ::close(quiesced_fd);
-    quiesced_fd = -1;
-    if (listener >= 0) ::close(listener);
-    listener = -1;
+  // Whether a connection handed over is still open (or waiting for its worker).
+  bool has_connections() const {
+    for (auto& w : workers)
+      if (w->open() != 0) return true;
+    return false;
   }
+  // Joins the workers after closing every connection (the acceptor must no longer hand it any).
+  void shut_down() {
+    for (auto& w : workers) {
+      if (w->mhd) MHD_stop_daemon(w->mhd);
+      w->mhd = nullptr;
+    }
+  }
+};
+
+// Accepting, ours rather than MHD's: one thread ("kiwi-accept") waits on the listening socket
+// with epoll, accepts until the backlog is empty and hands each connection to a worker of the
+// current set with MHD_add_connection. The workers run with MHD_USE_NO_LISTEN_SOCKET, so a reload
+// moves the listening socket and the target between sets here, with no MHD_quiesce_daemon (which in
+// 0.9.75 can abort the process with a thread pool: it and a waking worker both remove the
+// listener from the worker's epoll set, and the loser panics).
+//
+// `mutex_` is taken by the thread for each batch of accepts and by switch_to(), so a switch
+// happens between batches: once switch_to() returns, no connection goes to the old set, and
+// the old listener is closed. Requests never take it; a new connection costs one accept4(), a
+// look at each worker's count and one MHD_add_connection() (a lock of MHD's and a wake-up of the
+// worker).
+class Acceptor {
+ public:
+  explicit Acceptor(Logger& log) : log_(log) {
+    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epoll_fd_ < 0 || wake_fd_ < 0) {
+      const int err = errno;
+      close_fds();
+      throw std::runtime_error(std::string("cannot start the HTTP acceptor: ") +
+                               std::strerror(err));
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_fd_;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
+      const int err = errno;
+      close_fds();
+      throw std::runtime_error(std::string("cannot start the HTTP acceptor: ") +
+                               std::strerror(err));
+    }
+  }
+  ~Acceptor() {
+    stop();
+    close_fds();
+  }
+  Acceptor(const Acceptor&) = delete;
+  Acceptor& operator=(const Acceptor&) = delete;
+
+  // Starts accepting on `listener` (ours from here on, also on failure) for `target`.
+  void start(int listener, HttpDaemon* target, const BindAddress& where) {
+    listener_ = listener;
+    add_to_epoll(listener, where);
+    target_ = target;
+    thread_ = std::thread([this] { run(); });
+  }
+
+  // From now on connections go to `target`. `listener` >= 0: a new listening socket (ours from
+  // here on, also on failure) replaces the old one, which is closed once the connections already
+  // in its backlog are handed to `target`, so the old address refuses from then on. Throws
+  // std::runtime_error, having changed nothing, if `listener` cannot be watched.
+  void switch_to(HttpDaemon* target, int listener, const BindAddress& where) {
+    std::lock_guard lock(mutex_);
+    if (listener >= 0) {
+      add_to_epoll(listener, where);  // the only step that fails: first
+      const int old = std::exchange(listener_, listener);
+      int err = 0;
+      accept_batch(old, *target, kMaxBacklog, err);
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, old, nullptr);
+      ::close(old);
+    }
+    target_ = target;
+  }
+
+  // Joins the thread and closes the listener: the address refuses from then on. Idempotent.
+  void stop() {
+    if (thread_.joinable()) {
+      {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+      }
+      const std::uint64_t one = 1;
+      [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+      thread_.join();
+    }
+    if (listener_ >= 0) ::close(listener_);
+    listener_ = -1;
+  }
+
+ private:
+  static constexpr int kBatch = 64;              // accepts per lock, so a switch is never held up
+  static constexpr int kMaxBacklog = SOMAXCONN;  // what a switch hands over from an old listener
+  static constexpr auto kBackoff = std::chrono::milliseconds(100);
+
+  enum class Outcome { drained, more, starved, failed };
+
+  void add_to_epoll(int listener, const BindAddress& where) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;  // level-triggered: a batch that stops early is woken again
+    ev.data.fd = listener;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listener, &ev) != 0) {
+      const int err = errno;
+      if (listener != listener_) ::close(listener);
+      throw std::runtime_error("cannot listen on " + where.str() +
+                               ": epoll_ctl: " + std::strerror(err));
+    }
+  }
+
+  void run() {
+    ::pthread_setname_np(::pthread_self(), "kiwi-accept");
+    bool starved_logged = false;
+    for (;;) {
+      epoll_event events[2];
+      if (::epoll_wait(epoll_fd_, events, 2, -1) < 0 && errno != EINTR) {
+        log_.warn(std::string("http: epoll_wait: ") + std::strerror(errno));
+        pause();
+        continue;
+      }
+      Outcome outcome;
+      int err = 0;
+      {
+        std::lock_guard lock(mutex_);
+        if (stopping_) return;
+        // Whatever woke us (the listener, or an event of a listener replaced meanwhile): accept
+        // from the current one; an empty backlog only costs an EAGAIN.
+        outcome = accept_batch(listener_, *target_, kBatch, err);
+      }
+      if (outcome == Outcome::starved) {
+        // Out of descriptors or memory: the connection stays in the backlog and the listener
+        // stays readable, so retrying at once would spin. Some are freed as connections close.
+        if (!starved_logged)
+          log_.warn(std::string("http: cannot accept connections: ") + std::strerror(err) +
+                    "; retrying every 100 ms");
+        starved_logged = true;
+        pause();
+      } else if (outcome == Outcome::failed) {
+        log_.warn(std::string("http: accept: ") + std::strerror(err));
+        pause();
+      } else {
+        starved_logged = false;
+      }
+    }
+  }
+
+  // Waits kBackoff, or less if stop() wakes us.
+  void pause() {
+    pollfd p{wake_fd_, POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(kBackoff.count()));
+  }
+
+  // Accepts up to `max` connections from `listener` and hands them to `target`. `err`: accept4's
+  // errno on `starved` and `failed`.
+  Outcome accept_batch(int listener, HttpDaemon& target, int max, int& err) {
+    for (int i = 0; i < max; ++i) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof addr;
+      const int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&addr), &len,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        err = errno;
+        switch (err) {
+          case EAGAIN:
+            return Outcome::drained;
+          case EINTR:
+          case ECONNABORTED:  // the client gave up while queued
+          case EPROTO:        // Linux passes on network errors of the new socket: try the next
+          case ENETDOWN:
+          case ENOPROTOOPT:
+          case EHOSTDOWN:
+          case ENONET:
+          case EHOSTUNREACH:
+          case EOPNOTSUPP:
+          case ENETUNREACH:
+          case EPERM:  // a firewall rule
+            continue;
+          case EMFILE:
+          case ENFILE:
+          case ENOBUFS:
+          case ENOMEM:
+            return Outcome::starved;
+          default:
+            return Outcome::failed;
+        }
+      }
+      HttpWorker* w = pick(target);
+      if (!w) {  // at max_connections: refused (closed unanswered)
+        ::close(fd);
+        continue;
+      }
+      // On failure MHD has closed the socket, and logged why.
+      if (MHD_add_connection(w->mhd, fd, reinterpret_cast<sockaddr*>(&addr), len) == MHD_YES)
+        w->handed.fetch_add(1, std::memory_order_relaxed);
+    }
+    return Outcome::more;
+  }
+
+  // The worker with the fewest open connections among those below their limit (ties taken in
+  // turn), or null.
+  HttpWorker* pick(HttpDaemon& d) {
+    const std::size_t n = d.workers.size();
+    HttpWorker* best = nullptr;
+    std::uint64_t fewest = 0;
+    ++turn_;
+    for (std::size_t i = 0; i < n; ++i) {
+      HttpWorker* w = d.workers[(turn_ + i) % n].get();
+      const std::uint64_t open = w->open();
+      if (open < w->limit && (!best || open < fewest)) {
+        best = w;
+        fewest = open;
+      }
+    }
+    return best;
+  }
+
+  void close_fds() {
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    epoll_fd_ = wake_fd_ = -1;
+  }
+
+  Logger& log_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;              // stop() writes it
+  std::mutex mutex_;              // the thread holds it for each batch
+  int listener_ = -1;             // guarded by mutex_ while the thread runs
+  HttpDaemon* target_ = nullptr;  // guarded by mutex_
+  bool stopping_ = false;         // guarded by mutex_
+  std::size_t turn_ = 0;          // guarded by mutex_: where pick() starts
+  std::thread thread_;
 };
 
 }  // namespace detail
@@ -66,6 +310,7 @@ struct HttpDaemon {
 namespace {
 
 using detail::HttpDaemon;
+using detail::HttpWorker;
 
 // Per-request state between MHD's calls. Requests without a body (all GET/HEAD in practice) use
 // the shared marker and allocate nothing; a body allocates a RequestBody.
@@ -316,11 +561,8 @@ void on_completed(void* cls, MHD_Connection*, void** state, MHD_RequestTerminati
 }
 
 void on_connection(void* cls, MHD_Connection*, void**, MHD_ConnectionNotificationCode code) {
-  auto& n = static_cast<HttpDaemon*>(cls)->connections;
-  if (code == MHD_CONNECTION_NOTIFY_STARTED)
-    n.fetch_add(1, std::memory_order_relaxed);
-  else
-    n.fetch_sub(1, std::memory_order_release);
+  if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+    static_cast<HttpWorker*>(cls)->closed.fetch_add(1, std::memory_order_release);
 }
 
 void on_mhd_log(void* cls, const char* fmt, va_list ap) {
@@ -447,15 +689,6 @@ std::uint16_t bound_port(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
-// Whether `fd` still is the socket `listener` is (MHD closes the socket it was given on some of
-// its failure paths and not on others; the number may be in use again by then).
-bool same_socket(int fd, int listener) {
-  struct stat a {
-  }, b{};
-  return ::fstat(fd, &a) == 0 && ::fstat(listener, &b) == 0 && a.st_dev == b.st_dev &&
-         a.st_ino == b.st_ino;
-}
-
 // What takes a new daemon: any of these, or the address.
 bool needs_new_daemon(const HttpSettings& a, const HttpSettings& b) {
   return a.bind.host != b.bind.host || a.bind.port != b.bind.port || a.bind.ipv6 != b.bind.ipv6 ||
@@ -464,46 +697,52 @@ bool needs_new_daemon(const HttpSettings& a, const HttpSettings& b) {
 }
 
 constexpr auto kRetireWait = std::chrono::seconds(2);
-// A worker that saw the listener ready just before the quiesce may still accept a connection,
-// which counts once MHD has added it: the replaced daemon is not stopped sooner than this.
-constexpr auto kRetireGrace = std::chrono::milliseconds(100);
+
+// A descriptor closed unless released.
+struct OwnedFd {
+  int fd = -1;
+  explicit OwnedFd(int f) : fd(f) {}
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
 
 }  // namespace
 
-std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s, int listener) {
+std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
   auto d = std::make_unique<HttpDaemon>();
   d->published = &published_;
   d->log = &log_;
   d->settings = s;
-  d->listener = listener;  // closed by `d` on any failure below
-  const auto& b = s.bind;
-  const int mhd_fd = ::fcntl(listener, F_DUPFD_CLOEXEC, 0);
-  if (mhd_fd < 0)
-    throw std::runtime_error("cannot start the HTTP server on " + b.str() + ": " +
-                             std::strerror(errno));
-  // MHD_USE_ITC: MHD_quiesce_daemon needs it with internal threads.
-  unsigned flags =
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
-  if (b.ipv6) flags |= MHD_USE_IPv6;
+  // No listening socket: the Acceptor hands connections over. MHD_USE_ITC wakes the worker a
+  // connection is added to (MHD would add it for MHD_USE_NO_LISTEN_SOCKET anyway).
+  const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                         MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
   const auto timeout_s = static_cast<unsigned>(s.keep_alive.count() / 1000);
-  // Per-connection memory: it holds the request's header block (we answer 431 with JSON past
-  // kMaxHeaderBytes, so it must fit that and the read buffer) and the response headers; 32
-  // connections of a busy client hold 32 of these. Above 32 KiB MHD would mmap/munmap every
-  // connection's pool: measured as most of the idle CPU of a client that polls with curl.
-  d->mhd = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_LISTEN_SOCKET, mhd_fd,
-      MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-      static_cast<unsigned>(s.max_connections), MHD_OPTION_NOTIFY_COMPLETED, &on_completed, d.get(),
-      MHD_OPTION_NOTIFY_CONNECTION, &on_connection, d.get(), MHD_OPTION_EXTERNAL_LOGGER,
-      &on_mhd_log, &log_, MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes,
-      // One worker is MHD's own polling thread: a pool of 1 draws a warning, so the list ends here.
-      s.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-      static_cast<unsigned>(s.threads), MHD_OPTION_END);
-  if (!d->mhd) {
-    const int err = errno;
-    if (same_socket(mhd_fd, listener)) ::close(mhd_fd);
-    throw std::runtime_error("cannot start the HTTP server on " + b.str() + ": " +
-                             std::strerror(err));
+  const auto threads = static_cast<std::uint64_t>(s.threads);
+  const auto max_connections = static_cast<std::uint64_t>(s.max_connections);
+  for (std::uint64_t i = 0; i < threads; ++i) {
+    auto& w = *d->workers.emplace_back(std::make_unique<HttpWorker>());
+    // max_connections split as evenly as it goes; a worker whose share is 0 gets nothing. MHD's
+    // own limit is one more: the acceptor may count a connection closed a moment before MHD does
+    // (between NOTIFY_CLOSED and MHD's count), and the limit is the acceptor's.
+    w.limit = max_connections / threads + (i < max_connections % threads ? 1 : 0);
+    // Per-connection memory: it holds the request's header block (we answer 431 with JSON past
+    // kMaxHeaderBytes, so it must fit that and the read buffer) and the response headers; 32
+    // connections of a busy client hold 32 of these. Above 32 KiB MHD would mmap/munmap every
+    // connection's pool: measured as most of the idle CPU of a client that polls with curl.
+    w.mhd = MHD_start_daemon(
+        flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(w.limit + 1),
+        MHD_OPTION_NOTIFY_COMPLETED, &on_completed, d.get(), MHD_OPTION_NOTIFY_CONNECTION,
+        &on_connection, &w, MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, &log_,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes, MHD_OPTION_END);
+    if (!w.mhd)  // `d` stops the workers started so far
+      throw std::runtime_error("cannot start the HTTP server on " + s.bind.str() + ": " +
+                               std::strerror(errno));
   }
   return d;
 }
@@ -514,36 +753,40 @@ HttpServer::~HttpServer() {
 
 void HttpServer::start() {
   if (daemon_) return;
-  daemon_ = start_daemon(settings_, open_listener(settings_.bind));
-  port_.store(bound_port(daemon_->listener), std::memory_order_release);
+  OwnedFd listener(open_listener(settings_.bind));
+  const std::uint16_t port = bound_port(listener.fd);
+  auto daemon = start_daemon(settings_);
+  auto acceptor = std::make_unique<detail::Acceptor>(log_);
+  acceptor->start(listener.release(), daemon.get(), settings_.bind);
+  daemon_ = std::move(daemon);
+  acceptor_ = std::move(acceptor);
+  port_.store(port, std::memory_order_release);
 }
 
 void HttpServer::reconfigure(HttpSettings settings, std::shared_ptr<const Router> router) {
   if (settings.threads <= 0) settings.threads = auto_worker_threads();
   reap_retired(false);
-  // Everything that can fail comes first; the old daemon, settings and routes are untouched
-  // until the commit below.
+  // Everything that can fail comes first; the old daemon, listener, settings and routes are
+  // untouched until the commit below.
   auto next_published =
       std::make_shared<const Published>(Published{std::move(router), settings.cors_origins});
   std::unique_ptr<HttpDaemon> next;
-  bool same_address = false;
+  OwnedFd listener(-1);  // a new listening socket, for a new address
   if (daemon_ && needs_new_daemon(settings_, settings)) {
     BindAddress own = settings_.bind;
     own.port = port();
-    same_address = same_host(settings.bind, own) && settings.bind.ipv6 == own.ipv6 &&
-                   (settings.bind.port == settings_.bind.port || settings.bind.port == own.port);
-    int listener = -1;
-    if (same_address) {
-      // The same socket: both daemons accept from it until the old one is quiesced, so no
-      // connection attempt finds the port closed.
-      listener = ::fcntl(daemon_->listener, F_DUPFD_CLOEXEC, 0);
-      if (listener < 0)
-        throw std::runtime_error("cannot start the HTTP server on " + settings.bind.str() + ": " +
-                                 std::strerror(errno));
-    } else {
-      listener = open_listener(settings.bind, &own);  // the new address listens first
-    }
-    next = start_daemon(settings, listener);
+    const bool same_address =
+        same_host(settings.bind, own) && settings.bind.ipv6 == own.ipv6 &&
+        (settings.bind.port == settings_.bind.port || settings.bind.port == own.port);
+    // The same address keeps its socket, so no connection attempt finds the port closed; a new
+    // one listens before the old one closes.
+    if (!same_address) listener.fd = open_listener(settings.bind, &own);
+    const std::uint16_t new_port = same_address ? port() : bound_port(listener.fd);
+    next = start_daemon(settings);
+    // The switch: new connections go to `next` from here on, and a new address replaces the old
+    // one. Fails (before any change) only if the new listener cannot be watched.
+    acceptor_->switch_to(next.get(), listener.release(), settings.bind);
+    port_.store(new_port, std::memory_order_release);
   }
 
   // Commit: nothing below fails.
@@ -551,42 +794,26 @@ void HttpServer::reconfigure(HttpSettings settings, std::shared_ptr<const Router
   if (next) {
     std::unique_ptr<HttpDaemon> old = std::move(daemon_);
     daemon_ = std::move(next);
-    port_.store(bound_port(daemon_->listener), std::memory_order_release);
     log_.debug("http: " + std::to_string(daemon_->settings.threads) + " workers on " +
                daemon_->settings.bind.str() + " took over from " + old->settings.bind.str());
-    retire(std::move(old), same_address);
+    retire(std::move(old));
   }
   settings_ = std::move(settings);
 }
 
-void HttpServer::retire(std::unique_ptr<HttpDaemon> old, bool shares_listener) {
+void HttpServer::retire(std::unique_ptr<HttpDaemon> old) {
+  // The acceptor hands it nothing from now on (switch_to() returned). Connections it holds get
+  // "Connection: close" with their next answer and go.
   old->draining.store(true, std::memory_order_relaxed);
-  // Known libmicrohttpd race (0.9.75 and its master as of this writing): with a thread pool,
-  // MHD_quiesce_daemon removes the listener from each worker's epoll set and panics on ENOENT,
-  // while a worker that wakes meanwhile and sees the quiesce flag removes it too (tolerating
-  // ENOENT). Only a busy pool can hit it, in a window of a syscall; a single worker cannot.
-  const MHD_socket fd = MHD_quiesce_daemon(old->mhd);
-  if (fd != MHD_INVALID_SOCKET) {
-    old->quiesced_fd = fd;
-    // A socket nobody shares stops listening now, so the old address refuses connections at
-    // once (shutdown() acts on the socket; the descriptors stay valid until the workers stop).
-    if (!shares_listener) ::shutdown(old->listener, SHUT_RD);
-  } else {
-    // Cannot happen with MHD_USE_ITC; were it so, the old daemon still accepts: stop it as soon
-    // as its requests are answered.
-    log_.warn("http: the replaced server could not stop accepting; stopping it now");
-    old->hurry.store(true);
-  }
   HttpDaemon* d = old.get();
   d->retirer = std::thread([d] {
-    // Connections the old daemon holds get "Connection: close" with their next answer and go; it
-    // is stopped once none is left, or after kRetireWait, or (stop()) once nothing is in flight.
+    // Stopped once no connection is left (including those handed over but not yet taken up by
+    // a worker), or after kRetireWait, or (stop()) once nothing is in flight. (A connection MHD
+    // failed to take up, out of memory, never closes in our count: then kRetireWait.)
     const auto begin = std::chrono::steady_clock::now();
     for (auto now = begin; now < begin + kRetireWait; now = std::chrono::steady_clock::now()) {
-      const bool hurry = d->hurry.load();
-      if ((hurry || now >= begin + kRetireGrace) &&
-          d->in_flight.load(std::memory_order_acquire) == 0 &&
-          (hurry || d->connections.load(std::memory_order_acquire) == 0))
+      if (d->in_flight.load(std::memory_order_acquire) == 0 &&
+          (d->hurry.load() || !d->has_connections()))
         break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -609,9 +836,12 @@ void HttpServer::reap_retired(bool all) {
 }
 
 void HttpServer::stop() {
+  // No new connections first (the address refuses from here on), then the daemons, whose
+  // in-flight requests finish.
+  acceptor_.reset();
+  port_.store(0, std::memory_order_release);
   if (daemon_) daemon_->shut_down();
   daemon_.reset();
-  port_.store(0, std::memory_order_release);
   reap_retired(true);
 }
 

@@ -1,6 +1,9 @@
-// The HTTP server: libmicrohttpd with an internal epoll thread pool. Everything MHD-specific lives
-// here; requests reach handlers through the Router as plain kiwi::Request values. The server also
-// owns what is the same for every route: gzip negotiation, CORS, request limits and counters.
+// The HTTP server: libmicrohttpd workers (one single-threaded epoll daemon each), fed by an
+// acceptor thread of ours ("kiwi-accept") that owns the listening socket and hands each new
+// connection to a worker of the current set, so a reload can move accepting between sets without
+// MHD's quiesce, and max_connections is kept by the acceptor. Everything MHD-specific lives here;
+// requests reach handlers through the Router as plain kiwi::Request values. The server also owns
+// what is the same for every route: gzip negotiation, CORS, request limits and counters.
 #pragma once
 
 #include <atomic>
@@ -24,9 +27,10 @@ struct HttpSettings {
 };
 
 // `[http] threads = "auto"`: one worker per CPU this process may run on (its affinity mask, so
-// taskset and cgroup cpusets count), at most kMaxAutoThreads. MHD binds each connection to one
-// worker for its lifetime, so workers beyond the CPUs only time-slice: a preempted worker stalls
-// all of its connections for a scheduler slice, which shows as p95 latency under load.
+// taskset and cgroup cpusets count), at most kMaxAutoThreads. Each connection belongs to one
+// worker for its lifetime (the acceptor gives it to the one with the fewest), so workers beyond
+// the CPUs only time-slice: a preempted worker stalls all of its connections for a scheduler
+// slice, which shows as p95 latency under load.
 inline constexpr int kMaxAutoThreads = 4;
 int auto_worker_threads();
 
@@ -40,13 +44,14 @@ inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;   // larger: 413 (routes
 inline constexpr std::size_t kConnectionMemoryBytes = 16 * 1024;  // MHD's pool per connection
 
 namespace detail {
-struct HttpDaemon;  // one MHD daemon, its listener and its requests in flight (http_server.cpp)
-}
+struct HttpDaemon;  // one set of MHD workers and its requests in flight (http_server.cpp)
+class Acceptor;     // the listening socket and the thread that accepts on it (http_server.cpp)
+}  // namespace detail
 
 // The server's threads: start(), reconfigure() and stop() are called from one thread (the
-// agent's main thread); requests run on MHD's workers. port(), router() and request_counts() are
-// safe from any thread (handlers build /api/health and /metrics from them); threads() and
-// settings() belong to the calling thread.
+// agent's main thread); the acceptor thread accepts connections; requests run on the workers.
+// port(), router() and request_counts() are safe from any thread (handlers build /api/health and
+// /metrics from them); threads() and settings() belong to the calling thread.
 class HttpServer {
  public:
   HttpServer(HttpSettings settings, std::shared_ptr<const Router> router, Logger& log);
@@ -54,18 +59,23 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds and starts the worker threads. Throws std::runtime_error naming the address and reason.
+  // Binds, starts the worker threads and the acceptor. Throws std::runtime_error naming the address
+  // and reason.
   void start();
   // Applies new settings and routes while serving (a reload). Routes and cors_origins are swapped
   // atomically: a request sees the old or the new set, whole. A change of bind, threads,
   // keep_alive or max_connections starts a new daemon that takes over from the old one without
-  // refusing a connection: a new address is listened on before the old listener closes; the same
-  // address hands the listening socket over. The old daemon answers what it has in flight (with
-  // "Connection: close", so kept-alive clients move over) and stops once it has no connection
-  // left, after 2 s at most. On failure throws std::runtime_error worded as start()'s, and nothing
-  // changed: the old listener, settings and routes serve on. Before start(), only stores them.
+  // refusing a connection: the acceptor sends new connections to it from one moment on (between
+  // two of its batches of accepts); a new address is listened on before the old listener closes
+  // (the connections already queued on the old one go to the new daemon too); the same address
+  // keeps its listening socket. The old daemon gets no connection after that moment, answers what
+  // it has (with "Connection: close", so kept-alive clients move over) and stops once it has no
+  // connection left, after 2 s at most. On failure throws std::runtime_error worded as start()'s,
+  // and nothing changed: the old listener, settings and routes serve on. Before start(), only
+  // stores them.
   void reconfigure(HttpSettings settings, std::shared_ptr<const Router> router);
-  // Stops accepting and joins the workers after in-flight requests. Idempotent.
+  // Stops the acceptor and closes the listener (the address refuses from then on), then joins the
+  // workers after in-flight requests. Idempotent.
   void stop();
   // The bound port (useful when the config asked for port 0); 0 when not serving.
   std::uint16_t port() const { return port_.load(std::memory_order_acquire); }
@@ -84,14 +94,15 @@ class HttpServer {
   };
 
  private:
-  std::unique_ptr<detail::HttpDaemon> start_daemon(const HttpSettings& s, int listener);
-  void retire(std::unique_ptr<detail::HttpDaemon> old, bool shares_listener);
+  std::unique_ptr<detail::HttpDaemon> start_daemon(const HttpSettings& s);
+  void retire(std::unique_ptr<detail::HttpDaemon> old);
   void reap_retired(bool all);
 
   HttpSettings settings_;
   Logger& log_;
   std::atomic<std::shared_ptr<const Published>> published_;
   std::unique_ptr<detail::HttpDaemon> daemon_;
+  std::unique_ptr<detail::Acceptor> acceptor_;  // feeds daemon_; null when not serving
   std::vector<std::unique_ptr<detail::HttpDaemon>> retiring_;  // draining, each with its thread
   std::atomic<std::uint16_t> port_{0};
 };

@@ -337,6 +337,93 @@ TEST_CASE("http: a change of threads on the same address keeps the port and refu
   server.stop();
 }
 
+// The case that aborted the agent while libmicrohttpd accepted itself and a reload quiesced it: a
+// busy thread pool replaced again and again. Two clients open a connection per request, two keep
+// theirs alive until told to close.
+TEST_CASE("http: 20 daemon changes in a row under new and kept-alive connections fail nothing") {
+  TestLogger log;
+  auto router = make_router({route("/a", "A")});
+  HttpServer server(loopback(2), router, log);
+  server.start();
+  const auto port = server.port();
+
+  std::atomic<bool> running{true};
+  std::atomic<int> answered{0};
+  std::mutex failures_mutex;
+  std::vector<std::string> failures;
+  auto client = [&](bool keep_alive) {
+    std::unique_ptr<Conn> conn;
+    while (running.load()) {
+      try {
+        if (!conn) conn = std::make_unique<Conn>("127.0.0.1", port);
+        auto r = conn->get("/a");
+        if (r.status != 200 || r.body != "A") throw std::runtime_error("bad answer");
+        answered.fetch_add(1);
+        if (!keep_alive || r.header("connection") == "close") conn.reset();
+      } catch (const std::exception& e) {
+        std::lock_guard lock(failures_mutex);
+        failures.push_back(e.what());
+        conn.reset();
+      }
+    }
+  };
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) clients.emplace_back(client, i % 2 == 0);
+
+  int threads = 2;
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(15ms);
+    threads = threads % 4 + 1;
+    server.reconfigure(loopback(threads), router);
+    CHECK(server.port() == port);
+    CHECK(server.threads() == threads);
+  }
+  std::this_thread::sleep_for(50ms);
+  running.store(false);
+  for (auto& t : clients) t.join();
+
+  INFO((failures.empty() ? std::string() : failures.front()));
+  CHECK(failures.empty());
+  CHECK(answered.load() > 40);
+  CHECK(count_of(server.request_counts(), "/a", 200) == static_cast<std::uint64_t>(answered));
+  server.stop();
+  CHECK(refuses("127.0.0.1", port));
+}
+
+TEST_CASE("http: max_connections holds: a connection past it is closed, a freed place serves") {
+  for (int threads : {1, 2}) {
+    INFO("threads = " << threads);
+    TestLogger log;
+    auto router = make_router({route("/a", "A")});
+    auto s = loopback(threads);
+    s.max_connections = 2;
+    HttpServer server(s, router, log);
+    server.start();
+    const auto port = server.port();
+    auto first = std::make_unique<Conn>("127.0.0.1", port);
+    Conn second("127.0.0.1", port);
+    CHECK(first->get("/a").status == 200);  // both taken up by a worker, so both count
+    CHECK(second.get("/a").status == 200);
+
+    Conn third("127.0.0.1", port);  // the kernel accepts it; the server closes it unanswered
+    CHECK(third.closed_by_server());
+    CHECK_THROWS_AS(third.get("/a"), Closed);
+    CHECK(second.get("/a").status == 200);  // those within the limit serve on
+
+    first.reset();  // frees a place, once the server has seen the close
+    bool served = false;
+    for (int i = 0; i < 100 && !served; ++i) {
+      try {
+        served = get(port, "/a").status == 200;
+      } catch (const Closed&) {
+        std::this_thread::sleep_for(10ms);
+      }
+    }
+    CHECK(served);
+    server.stop();
+  }
+}
+
 TEST_CASE("http: a bind move to a new port answers there and refuses on the old one") {
   TestLogger log;
   auto router = make_router({route("/a", "A")});
