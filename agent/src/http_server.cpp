@@ -689,10 +689,9 @@ std::uint16_t bound_port(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
-// What takes a new daemon: any of these, or the address.
-bool needs_new_daemon(const HttpSettings& a, const HttpSettings& b) {
-  return a.bind.host != b.bind.host || a.bind.port != b.bind.port || a.bind.ipv6 != b.bind.ipv6 ||
-         a.threads != b.threads || a.keep_alive != b.keep_alive ||
+// What takes a new daemon: another address, or any of these.
+bool needs_new_daemon(const HttpSettings& a, const HttpSettings& b, bool same_address) {
+  return !same_address || a.threads != b.threads || a.keep_alive != b.keep_alive ||
          a.max_connections != b.max_connections;
 }
 
@@ -772,12 +771,13 @@ void HttpServer::reconfigure(HttpSettings settings, std::shared_ptr<const Router
       std::make_shared<const Published>(Published{std::move(router), settings.cors_origins});
   std::unique_ptr<HttpDaemon> next;
   OwnedFd listener(-1);  // a new listening socket, for a new address
-  if (daemon_ && needs_new_daemon(settings_, settings)) {
-    BindAddress own = settings_.bind;
-    own.port = port();
-    const bool same_address =
-        same_host(settings.bind, own) && settings.bind.ipv6 == own.ipv6 &&
-        (settings.bind.port == settings_.bind.port || settings.bind.port == own.port);
+  BindAddress own = settings_.bind;
+  own.port = port();
+  // The address in use: the same host, and the port configured or the one it got for port 0.
+  const bool same_address =
+      same_host(settings.bind, own) && settings.bind.ipv6 == own.ipv6 &&
+      (settings.bind.port == settings_.bind.port || settings.bind.port == own.port);
+  if (daemon_ && needs_new_daemon(settings_, settings, same_address)) {
     // The same address keeps its socket, so no connection attempt finds the port closed; a new
     // one listens before the old one closes.
     if (!same_address) listener.fd = open_listener(settings.bind, &own);
