@@ -4,12 +4,15 @@
 // object is destroyed first: a plugin object never outlives its code.
 #pragma once
 
+#include <sys/stat.h>
 #include <boost/dll/shared_library.hpp>
 #include <kiwi/handler.hpp>
 #include <kiwi/sensor.hpp>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <vector>
 
 #include "config.hpp"
 #include "log.hpp"
@@ -22,11 +25,47 @@ struct PluginError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a file was when it was loaded: a file replaced on disk (a new inode) or rewritten in place
+// (a new size or modification time) is another plugin, and is loaded anew.
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  timespec mtime{};
+  static FileIdentity of(const struct stat& st);
+  bool operator==(const FileIdentity& o) const;
+};
+
+// One loaded shared object. Its destructor unloads the code first, then closes the file
+// descriptor the dynamic loader knows it by, if any (see load_fresh() in plugin_loader.cpp).
 struct LoadedLibrary {
-  std::string file;  // resolved path
+  std::string file;         // resolved path (shown in /api/plugins)
+  std::string loaded_from;  // what dlopen() was given: `file`, or "/proc/self/fd/N" for a reload
+  FileIdentity identity;    // of `file` when it was loaded
   std::uint32_t abi_version = 0;
   const PluginInfo* info = nullptr;
   boost::dll::shared_library library;
+
+  LoadedLibrary() = default;
+  LoadedLibrary(const LoadedLibrary&) = delete;
+  LoadedLibrary& operator=(const LoadedLibrary&) = delete;
+  ~LoadedLibrary();
+};
+
+// The libraries loaded so far, shared by the PluginLoader of the running configuration and the
+// one a reload builds beside it, so an unchanged plugin file is not loaded twice. It holds weak
+// references: a library no plugin instance uses any more is unloaded. Thread-safe.
+class LibraryCache {
+ public:
+  // A live library loaded from `file` when it had `id`; null if none.
+  std::shared_ptr<LoadedLibrary> find(const std::string& file, const FileIdentity& id);
+  // Whether some live library was loaded from `file` (of whatever identity).
+  bool loaded(const std::string& file);
+  void add(const std::shared_ptr<LoadedLibrary>& lib);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::vector<std::weak_ptr<LoadedLibrary>>> libraries_;
 };
 
 // One plugin object and everything it may use during its life, its destructor included: the code
@@ -56,13 +95,17 @@ struct PluginInstance {
 class PluginLoader {
  public:
   // `plugin_dir_pos`: where plugin_dir was set, named when a plugin is not found there.
-  PluginLoader(std::string plugin_dir, Logger& log, SourcePos plugin_dir_pos = {})
-      : plugin_dir_(std::move(plugin_dir)), plugin_dir_pos_(std::move(plugin_dir_pos)), log_(log) {}
+  // `cache`: the libraries to reuse (a reload passes the running loader's cache()); a new, empty
+  // one when null.
+  PluginLoader(std::string plugin_dir, Logger& log, SourcePos plugin_dir_pos = {},
+               std::shared_ptr<LibraryCache> cache = {});
 
   // "cpu" -> <plugin_dir>/kiwi-sensor-cpu.so; a file name ("kiwi-sensor-cpu.so") is looked up in
   // plugin_dir too; anything with a '/' is a path (relative ones to the working directory).
   std::string resolve(PluginKind kind, const std::string& plugin) const;
-  // Opens (once per file) and checks ABI version, descriptor and kind.
+  // Opens and checks ABI version, descriptor and kind. A file still as it was when a live
+  // library in the cache was loaded from it gives that library; a file replaced or rewritten
+  // since is loaded anew, beside the old library, which keeps serving the instances holding it.
   // `kind` nullopt: a file given by path, of either kind (for --describe-plugin).
   std::shared_ptr<LoadedLibrary> open(std::optional<PluginKind> kind, const PluginEntry& entry);
 
@@ -71,11 +114,13 @@ class PluginLoader {
   PluginInstance<Handler> create_handler(const PluginEntry& entry, const DataSource& data,
                                          std::string_view agent_version);
 
+  std::shared_ptr<LibraryCache> cache() const { return cache_; }
+
  private:
   std::string plugin_dir_;
   SourcePos plugin_dir_pos_;
   Logger& log_;
-  std::map<std::string, std::shared_ptr<LoadedLibrary>> libraries_;
+  std::shared_ptr<LibraryCache> cache_;
 };
 
 // Checks a TOML options table against a plugin's option table and fills in the defaults.

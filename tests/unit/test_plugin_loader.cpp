@@ -1,4 +1,7 @@
 // The loader on real shared objects: the built plugins and the deliberately broken test plugins.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
@@ -314,4 +317,163 @@ TEST_CASE(
   CHECK(out[0].name == "uptime_seconds");
   CHECK(out[0].unit == "seconds");
   CHECK(out[0].value > 0);
+}
+
+namespace {
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Writes `bytes` over the existing file `path`, in place: the inode stays. Not truncated first:
+// truncating a file discards even the private (relocated) pages of every mapping of it, so the
+// object loaded from it could not even be unloaded any more; `bytes` must not be shorter.
+void rewrite_in_place(const std::string& path, const std::string& bytes) {
+  struct stat before {};
+  REQUIRE(::stat(path.c_str(), &before) == 0);
+  REQUIRE(bytes.size() >= static_cast<std::size_t>(before.st_size));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  const bool written =
+      ::pwrite(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size());
+  ::close(fd);
+  REQUIRE(written);
+  struct stat after {};
+  REQUIRE(::stat(path.c_str(), &after) == 0);
+  REQUIRE(after.st_ino == before.st_ino);
+}
+
+// Replaces `path` by a new file (a new inode), as `install` or a package manager does.
+void replace_by_rename(const std::string& path, const std::string& bytes) {
+  {
+    std::ofstream out(path + ".new", std::ios::binary);
+    out << bytes;
+    REQUIRE(out.good());
+  }
+  REQUIRE(std::rename((path + ".new").c_str(), path.c_str()) == 0);
+}
+
+// What one sample of `sensor` emits: the metric names; "failed" if it did not succeed.
+std::vector<std::string> sample_names(kiwi::Sensor& sensor) {
+  std::vector<kiwi::MetricValue> out;
+  kiwi::agent::CheckedSink sink(out);
+  if (sensor.sample(sink).status != kiwi::SampleStatus::ok) return {"failed"};
+  std::vector<std::string> names;
+  for (auto& m : out) names.push_back(m.name);
+  return names;
+}
+}  // namespace
+
+TEST_CASE("loader: a plugin file replaced on disk is loaded anew, an unchanged one is not") {
+  CollectorRig::TempDir dir;
+  const std::string so = dir.path + "/probe.so";
+  const std::string uptime = read_bytes(kTestPlugins + "/example-uptime.so");
+  std::string slow = read_bytes(kTestPlugins + "/test-slow_sensor.so");
+  REQUIRE_FALSE(uptime.empty());
+  REQUIRE_FALSE(slow.empty());
+  replace_by_rename(so, uptime);
+  const auto proc = KIWI_FIXTURES_DIR "/rk3588/proc", sys = KIWI_FIXTURES_DIR "/rk3588/sys";
+  const auto kind = kiwi::PluginKind::sensor;
+
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  auto first = loader.create_sensor(entry(so), proc, sys);
+  REQUIRE(first.library->info->name == "uptime");
+  CHECK(first.library->file == so);
+  CHECK(first.library->loaded_from == so);  // a first load is a plain dlopen(path)
+
+  // (a) Unchanged: the same library, also for the loader a reload builds beside this one.
+  CHECK(loader.open(kind, entry(so)) == first.library);
+  PluginLoader reload("/elsewhere", log, {}, loader.cache());
+  CHECK(reload.cache() == loader.cache());
+  CHECK(reload.open(kind, entry(so)) == first.library);
+  {
+    // A loader with a cache of its own gets its own LoadedLibrary, but of the same loaded code.
+    PluginLoader other(KIWI_PLUGIN_DIR, log);
+    CHECK(other.cache() != loader.cache());
+    auto lib = other.open(kind, entry(so));
+    CHECK(lib != first.library);
+    CHECK(lib->info == first.library->info);
+  }
+  CHECK(log.lines.empty());
+
+  // (b) Replaced by another file (a new inode): loaded anew, beside the old one, which still
+  // serves the instance holding it.
+  replace_by_rename(so, slow);
+  auto second = reload.create_sensor(entry(so), proc, sys);
+  CHECK(second.library != first.library);
+  CHECK(second.library->info->name == "slow");
+  CHECK(second.library->file == so);  // shown in /api/plugins: the real path
+  CHECK_THAT(second.library->loaded_from, Catch::StartsWith("/proc/self/fd/"));
+  CHECK(sample_names(*second.object) == std::vector<std::string>{"slow_samples"});
+  CHECK(sample_names(*first.object) == std::vector<std::string>{"uptime_seconds"});
+  CHECK(loader.open(kind, entry(so)) == second.library);  // the cache is shared
+  REQUIRE(log.lines.size() == 1);
+  CHECK_THAT(log.lines[0], Catch::StartsWith(so + ": changed on disk since it was loaded; loaded "
+                                                  "anew from /proc/self/fd/"));
+
+  // (c) Rewritten in place (the same inode, which glibc would take for the loaded object): loaded
+  // anew from a copy. Writing into a mapped file changes the object mapping it, so the library
+  // of `second` is kept loaded but no longer called, and the new file differs from it only in the
+  // descriptor's name (so its unloading runs intact code) and in one byte more at the end (the
+  // size tells the files apart: their mtimes may fall on one clock tick).
+  std::weak_ptr<LoadedLibrary> old_slow = second.library;
+  auto held = second.library;
+  second = {};
+  const std::string name = std::string("\0slow\0", 6);
+  REQUIRE(slow.find(name) != std::string::npos);
+  REQUIRE(slow.find(name, slow.find(name) + 1) == std::string::npos);
+  slow.replace(slow.find(name), name.size(), std::string("\0SLOW\0", 6));
+  rewrite_in_place(so, slow + '\0');
+  auto third = reload.create_sensor(entry(so), proc, sys);
+  CHECK(third.library != held);
+  CHECK(third.library->info != held->info);
+  CHECK(third.library->info->name == "SLOW");
+  CHECK(third.library->file == so);
+  REQUIRE_THAT(third.library->loaded_from, Catch::StartsWith("/proc/self/fd/"));
+  CHECK_THAT(std::filesystem::read_symlink(third.library->loaded_from).string(),
+             Catch::StartsWith("/memfd:kiwi-plugin:probe.so"));
+  CHECK(sample_names(*third.object) == std::vector<std::string>{"slow_samples"});
+  CHECK(sample_names(*first.object) == std::vector<std::string>{"uptime_seconds"});
+  CHECK(loader.open(kind, entry(so)) == third.library);
+
+  // (d) The cache holds no library alive: once its instances are gone, a library is released,
+  // and the next open loads the file again.
+  held.reset();
+  CHECK(old_slow.expired());
+  std::weak_ptr<LoadedLibrary> old_third = third.library;
+  third = {};
+  CHECK(old_third.expired());
+  auto again = loader.create_sensor(entry(so), proc, sys);
+  CHECK(again.library.use_count() == 1);  // only the instance holds it
+  CHECK(again.library->info->name == "SLOW");
+  CHECK(sample_names(*again.object) == std::vector<std::string>{"slow_samples"});
+  std::weak_ptr<LoadedLibrary> old_uptime = first.library;
+  first = {};
+  CHECK(old_uptime.expired());
+  replace_by_rename(so, uptime);
+  auto back = loader.create_sensor(entry(so), proc, sys);
+  CHECK(back.library->info->name == "uptime");
+  CHECK(sample_names(*back.object) == std::vector<std::string>{"uptime_seconds"});
+  CHECK(sample_names(*again.object) == std::vector<std::string>{"slow_samples"});
+
+  // (e) An object glibc keeps loaded after its last dlclose() by the loader (here the test holds
+  // a reference; in life, STB_GNU_UNIQUE symbols do that): its "/proc/self/fd/N" name, and so fd
+  // N, stay taken, and the unchanged file gets that object again. Once it is gone, N is closed.
+  const std::string name_n = back.library->loaded_from;
+  REQUIRE_THAT(name_n, Catch::StartsWith("/proc/self/fd/"));
+  const int n = std::stoi(name_n.substr(14));
+  void* pin = ::dlopen(name_n.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(pin);
+  back = {};
+  CHECK(::fcntl(n, F_GETFD) != -1);
+  auto reuse = loader.create_sensor(entry(so), proc, sys);
+  CHECK(reuse.library->loaded_from == name_n);
+  CHECK(sample_names(*reuse.object) == std::vector<std::string>{"uptime_seconds"});
+  ::dlclose(pin);
+  CHECK(::fcntl(n, F_GETFD) != -1);  // `reuse` uses it
+  reuse = {};
+  CHECK(::fcntl(n, F_GETFD) == -1);
 }
