@@ -2,7 +2,8 @@
 # kiwi-agent benchmark: the lab's method (1, 8 and 32 persistent connections, each route several
 # times with the route order rotated, medians with min-max), run side by side against a ceiling
 # server (tools/bench/ceiling.c: libmicrohttpd with the agent's HTTP settings and a fixed body), plus
-# start-up time, history body size, a soak (memory) and an idle mode (CPU, disk writes).
+# start-up time, history body size, a soak (memory), an idle mode (CPU, disk writes) and a reload
+# mode (SIGHUP: time to apply, the old and new ports, a failed reload).
 #
 # Usage: tools/bench/run.sh [MODE] [OPTIONS]
 #   (no mode)        full matrix: 3 repetitions x 20 s, connections 1 8 32, plus start-up and
@@ -16,7 +17,15 @@
 #                    write_bytes over the whole window, per hour, for a fresh database and for the
 #                    steady state (a second agent with retention 1 min prunes on every commit);
 #                    about 70 s more than SECONDS
-#   --all            full matrix, then --idle, then --soak
+#   --reload [N]     SIGHUP reloads on one agent (default sensors, fresh data dir), N rounds
+#                    (default 10) of: [collector] interval 1s <-> 2s (kill -HUP to the log's
+#                    "reloaded" line, the agent's own "in X ms", and to /api/current showing the new
+#                    interval), http.bind between two free loopback ports (to the first 200 on the
+#                    new port, to the old port refusing) and a TOML error (to the "reload failed"
+#                    line, then /api/current must answer 200); checks that the PID never changes,
+#                    that only the deliberate reloads failed and that the history has no step over
+#                    2 s; exits 1 if one does not hold (about 30 s for N = 10)
+#   --all            full matrix, then --idle, then --soak, then --reload
 #   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 # Options:
 #   --reps N  --duration SECONDS  --conns "1 8 32"
@@ -32,7 +41,8 @@
 #
 # Everything listens on 127.0.0.1 only, every loop is bounded, and the agent, the ceiling and wrk
 # are stopped on exit. Exit status: 0 when every run completed without errors (non-2xx, bad body,
-# socket errors); target misses are reported in the table, not in the exit status.
+# socket errors) and, with --reload, every check of it held; target misses are reported in the
+# table, not in the exit status.
 set -euo pipefail
 { # the whole script is one block: bash reads it completely before running it
 
@@ -41,6 +51,7 @@ here=$root/tools/bench
 invocation="tools/bench/run.sh${*:+ $*}"
 
 mode=full reps=3 duration=20 conns="1 8 32" soak_minutes=5 idle_seconds=120 http_threads=auto
+reload_rounds=10
 build_dir="" no_build=0 out=""
 reps_set=0 duration_set=0 conns_set=0
 while (($#)); do
@@ -54,6 +65,9 @@ while (($#)); do
     --soak)
       mode=soak
       if [[ ${2:-} =~ ^[0-9]+$ ]]; then soak_minutes=$2; shift; fi ;;
+    --reload)
+      mode=reload
+      if [[ ${2:-} =~ ^[0-9]+$ ]]; then reload_rounds=$2; shift; fi ;;
     --reps) reps=$2 reps_set=1; shift ;;
     --duration) duration=$2 duration_set=1; shift ;;
     --conns) conns=$2 conns_set=1; shift ;;
@@ -73,7 +87,7 @@ if [[ $mode == quick ]]; then
 fi
 ((idle_seconds >= 120)) || { echo "run.sh: --idle needs at least 120 s (write_bytes over 2 minutes)" >&2; exit 2; }
 [[ $http_threads == auto || $http_threads =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --threads takes a positive integer or auto" >&2; exit 2; }
-for v in "$reps" "$duration" "$soak_minutes"; do
+for v in "$reps" "$duration" "$soak_minutes" "$reload_rounds"; do
   [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: '$v' is not a positive integer" >&2; exit 2; }
 done
 
@@ -207,14 +221,14 @@ pick_snapdir() {
   say "warning: no writable tmpfs for the snapshot file; it goes to $snapdir and counts in write_bytes"
 }
 
-write_config() { # write_config NAME INTERVAL [RETENTION] -> $run/NAME.toml, data in $run/NAME-data
-  local name=$1 interval=$2 retention=${3:-24h}
+write_config() { # write_config NAME INTERVAL [RETENTION [BIND]] -> $run/NAME.toml, data in $run/NAME-data
+  local name=$1 interval=$2 retention=${3:-24h} bind=${4:-127.0.0.1:0}
   cat >"$run/$name.toml" <<EOF
 [agent]
 data_dir = "$run/$name-data"
 plugin_dir = "$plugin_dir"
 [http]
-bind = "127.0.0.1:0"
+bind = "$bind"
 threads = $( [[ $http_threads == auto ]] && echo '"auto"' || echo "$http_threads")
 [collector]
 interval = "$interval"
@@ -223,12 +237,12 @@ snapshot_path = "$snapdir/$name.json"
 EOF
 }
 
-# start_agent NAME [INTERVAL [keep]]: starts the agent pinned, waits (10 s at most) for its
-# "listening on" line; sets agent_pid and agent_url. A fresh data dir unless "keep".
+# start_agent NAME [INTERVAL [keep|"" [BIND]]]: starts the agent pinned, waits (10 s at most) for
+# its "listening on" line; sets agent_pid and agent_url. A fresh data dir unless "keep".
 start_agent() {
-  local name=$1 interval=${2:-1s} reuse=${3:-} i
+  local name=$1 interval=${2:-1s} reuse=${3:-} bind=${4:-127.0.0.1:0} i
   [[ $reuse == keep ]] || rm -rf "$run/$name-data"
-  write_config "$name" "$interval"
+  write_config "$name" "$interval" 24h "$bind"
   "${pin_server[@]}" "$agent_bin" --config "$run/$name.toml" 2>"$run/$name.log" &
   agent_pid=$!
   pids+=("$agent_pid")
@@ -779,6 +793,229 @@ EOF
 }
 
 # ---------------------------------------------------------------------------------------------
+# Reload: SIGHUP on one agent (default sensors, fresh data dir), rounds of three reloads that each
+# change something: [collector] interval 1s <-> 2s, http.bind between two free loopback ports, and a
+# TOML error. The waits cost no process per step: the log is read through a descriptor held open,
+# /api/current through bash's /dev/tcp, the 1 ms sleeps are a read timeout on a FIFO nobody writes
+# to, the clock is $EPOCHREALTIME (µs). Only the bind probes are curl (a process each, several ms).
+msleep() { read -r -t 0.001 -u "$sleep_fd" _msleep || true; }
+reload_log_poll() { # reload_log_poll T0_US: reads the log's new lines; sets verdict_line/verdict_us at
+  # the first "reloaded" or "reload failed" line (returns 0), else returns 1. A partial last line
+  # is kept for the next call.
+  local line
+  while IFS= read -r line <&"$log_fd"; do
+    line=$log_part$line log_part=""
+    if [[ $line == *"info: reloaded "* || $line == *"error: reload failed"* ]]; then
+      verdict_us=$((${EPOCHREALTIME/[.,]/} - $1)) verdict_line=$line
+      return 0
+    fi
+  done
+  log_part+=$line
+  return 1
+}
+reload_log_next() { # reload_log_next T0_US: waits 10 s at most for the next verdict line
+  local deadline=$(($1 + 10000000))
+  verdict_line="" verdict_us=""
+  while ((${EPOCHREALTIME/[.,]/} < deadline)); do
+    reload_log_poll "$1" && return 0
+    msleep
+  done
+  die "no 'reloaded' or 'reload failed' line within 10 s of the SIGHUP (log: $run/reload.log)"
+}
+current_interval() { # current_interval PORT -> sets cur_interval from /api/current ("" if none)
+  local fd body=""
+  cur_interval=""
+  { exec {fd}<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 0
+  printf 'GET /api/current HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&"$fd"
+  IFS= read -r -d '' -t 2 body <&"$fd" || true
+  exec {fd}>&-
+  if [[ $body =~ \"interval_seconds\":([0-9.]+) ]]; then cur_interval=${BASH_REMATCH[1]}; fi
+}
+proc_starttime() { local s rest f; s=$(<"/proc/$1/stat"); rest=${s##*) }; read -r -a f <<<"$rest"; echo "${f[19]}"; }
+http_status() { curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$1" || true; }
+agent_ms() { [[ $1 =~ \ in\ ([0-9.]+)\ ms ]] && echo "${BASH_REMATCH[1]}" || echo nan; }
+
+run_reload() {
+  local rounds=$reload_rounds load_before cfg=$run/reload.toml tsv=$results/reload.tsv
+  local port_a port_b i t0 deadline now from to from_port to_port t200 trefused rc code start_time
+  local pid_ok=1 refused_ok=0 alive_ok=0 problems=() t_start line
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  port_a=$(free_port)
+  for ((i = 0; i < 20; i++)); do port_b=$(free_port); [[ $port_b != "$port_a" ]] && break; done
+  [[ $port_b != "$port_a" ]] || die "no second free port"
+  t_start=$(date +%s)
+  start_agent reload 1s "" "127.0.0.1:$port_a"
+  wait_for_200 "$agent_url/api/current" 10 || die "no 200 from /api/current"
+  start_time=$(proc_starttime "$agent_pid")
+  local fifo=$run/reload-sleep.fifo
+  rm -f "$fifo"
+  mkfifo "$fifo"
+  exec {sleep_fd}<>"$fifo"
+  rm -f "$fifo"
+  exec {log_fd}<"$run/reload.log"
+  log_part=""
+  while IFS= read -r line <&"$log_fd"; do :; done # skip the start-up lines
+  log_part=$line
+  pid_check() { # the same process answers: alive, same start time, its pid in the snapshot lock
+    if ! kill -0 "$agent_pid" 2>/dev/null || [[ $(proc_starttime "$agent_pid" 2>/dev/null) != "$start_time" ]] ||
+      [[ $(cat "$snapdir/reload.json.lock" 2>/dev/null) != "$agent_pid" ]]; then
+      if ((pid_ok)); then problems+=("the agent's process changed after $1 (pid $agent_pid)"); fi
+      pid_ok=0
+    fi
+  }
+  printf 'round\tkind\tchange\tlog_ms\tagent_ms\teffect_ms\trefused_ms\n' >"$tsv"
+  say "reload: $rounds rounds of interval 1s <-> 2s, bind 127.0.0.1:$port_a <-> 127.0.0.1:$port_b, a TOML error (agent pid $agent_pid)"
+  from=1 to=2 from_port=$port_a to_port=$port_b
+  for ((i = 1; i <= rounds; i++)); do
+    # 1. The interval: the log line, then /api/current (the first tick on the new grid).
+    sed -i "s/^interval = .*/interval = \"${to}s\"/" "$cfg"
+    t0=${EPOCHREALTIME/[.,]/}
+    kill -HUP "$agent_pid"
+    reload_log_next "$t0"
+    [[ $verdict_line == *"info: reloaded "*"collector.interval ${from}s -> ${to}s"* ]] || die "round $i: interval reload: $verdict_line"
+    local log_us=$verdict_us
+    deadline=$((t0 + 5000000)) cur_interval=""
+    while ((${EPOCHREALTIME/[.,]/} < deadline)); do
+      current_interval "$from_port"
+      [[ $cur_interval == "$to" ]] && break
+      msleep
+    done
+    now=${EPOCHREALTIME/[.,]/}
+    [[ $cur_interval == "$to" ]] || die "round $i: /api/current did not show interval_seconds $to within 5 s"
+    printf '%s\tinterval\t%ss->%ss\t%s\t%s\t%s\t\n' "$i" "$from" "$to" "$(calc "$log_us / 1e3")" "$(agent_ms "$verdict_line")" "$(calc "($now - $t0) / 1e3")" >>"$tsv"
+    pid_check "interval reload $i"
+
+    # 2. The bind: first 200 on the new port and the old one refusing (curl exit 7), polled together.
+    sed -i "s/^bind = .*/bind = \"127.0.0.1:$to_port\"/" "$cfg"
+    t200="" trefused="" verdict_line="" verdict_us=""
+    t0=${EPOCHREALTIME/[.,]/}
+    kill -HUP "$agent_pid"
+    deadline=$((t0 + 5000000))
+    while ((${EPOCHREALTIME/[.,]/} < deadline)); do
+      [[ -n $verdict_line ]] || reload_log_poll "$t0" || true
+      if [[ -z $t200 ]]; then
+        code=$(http_status "http://127.0.0.1:$to_port/api/current")
+        [[ $code == 200 ]] && t200=$((${EPOCHREALTIME/[.,]/} - t0))
+      fi
+      if [[ -z $trefused ]]; then
+        rc=0
+        curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$from_port/api/current" || rc=$?
+        ((rc == 7)) && trefused=$((${EPOCHREALTIME/[.,]/} - t0))
+      fi
+      [[ -n $t200 && -n $trefused && -n $verdict_line ]] && break
+      msleep
+    done
+    [[ -n $verdict_line ]] || reload_log_next "$t0"
+    [[ $verdict_line == *"info: reloaded "*"http.bind 127.0.0.1:$from_port -> 127.0.0.1:$to_port"*"now listening on http://127.0.0.1:$to_port/"* ]] ||
+      die "round $i: bind reload: $verdict_line"
+    [[ -n $t200 ]] || die "round $i: no 200 from 127.0.0.1:$to_port within 5 s of the SIGHUP"
+    if [[ -n $trefused ]]; then refused_ok=$((refused_ok + 1)); else problems+=("round $i: 127.0.0.1:$from_port still accepted connections 5 s after the move"); fi
+    printf '%s\tbind\t%s->%s\t%s\t%s\t%s\t%s\n' "$i" "$from_port" "$to_port" "$(calc "$verdict_us / 1e3")" "$(agent_ms "$verdict_line")" \
+      "$(calc "$t200 / 1e3")" "$([[ -n $trefused ]] && calc "$trefused / 1e3" || echo nan)" >>"$tsv"
+    agent_url=http://127.0.0.1:$to_port
+    pid_check "bind reload $i"
+
+    # 3. A TOML error (an unterminated string): the "reload failed" line, then still 200.
+    cp "$cfg" "$cfg.good"
+    sed -i 's/^interval = "\(.*\)"$/interval = "\1/' "$cfg"
+    t0=${EPOCHREALTIME/[.,]/}
+    kill -HUP "$agent_pid"
+    reload_log_next "$t0"
+    [[ $verdict_line == *"error: reload failed"* ]] || die "round $i: a TOML error did not fail the reload: $verdict_line"
+    code=$(http_status "$agent_url/api/current")
+    now=${EPOCHREALTIME/[.,]/}
+    if [[ $code == 200 ]]; then alive_ok=$((alive_ok + 1)); else problems+=("round $i: HTTP $code from /api/current after the failed reload"); fi
+    printf '%s\tfailed\ttoml-error\t%s\t\t%s\t\n' "$i" "$(calc "$verdict_us / 1e3")" "$(calc "($now - $t0) / 1e3")" >>"$tsv"
+    mv "$cfg.good" "$cfg"
+    pid_check "failed reload $i"
+
+    local tmp=$from; from=$to to=$tmp
+    tmp=$from_port; from_port=$to_port to_port=$tmp
+  done
+
+  # After the rounds: reload counts (log and /api/health) and the steps in history.
+  local failed_lines ok_lines health ok_total failed_total hist steps count max_step
+  failed_lines=$(grep -c 'error: reload failed' "$run/reload.log" || true)
+  ok_lines=$(grep -c 'info: reloaded ' "$run/reload.log" || true)
+  health=$(curl -s --max-time 5 "$agent_url/api/health" || true)
+  ok_total=$(grep -o '"ok_total":[0-9]*' <<<"$health" | cut -d: -f2 || true)
+  failed_total=$(grep -o '"failed_total":[0-9]*' <<<"$health" | cut -d: -f2 || true)
+  if [[ $failed_lines != "$rounds" || $failed_total != "$rounds" || $ok_lines != $((2 * rounds)) || $ok_total != $((2 * rounds)) ]]; then
+    problems+=("reloads: $ok_lines 'reloaded' and $failed_lines 'reload failed' lines in the log, /api/health ok_total ${ok_total:-?} failed_total ${failed_total:-?}; expected $((2 * rounds)) and $rounds")
+  fi
+  hist=$(curl -s --max-time 5 "$agent_url/api/history?limit=1000&since=$t_start" || true)
+  steps=$(grep -o '"timestamps":\[[^]]*\]' <<<"$hist" | sed 's/.*\[//; s/\]//' | tr ',' '\n' |
+    awk 'NF { if (n++) { d = $1 - p; if (d > m) m = d } p = $1 } END { printf "%d %s", n, (n > 1 ? m : "nan") }')
+  read -r count max_step <<<"$steps"
+  if ((count < 2)) || ! holds "$max_step <= 2"; then problems+=("history since the start: $count samples, largest step ${max_step} s (over 2 s, or too few samples)"); fi
+  pid_check "the last reload"
+  exec {log_fd}<&- {sleep_fd}>&-
+  stop_pid "$agent_pid"
+
+  # Median and min-max from the tsv: reload_stat KIND CHANGE("" for all) COLUMN.
+  reload_stat() {
+    awk -F'\t' -v k="$1" -v c="$2" -v col="$3" 'NR > 1 && $2 == k && (c == "" || $3 == c) && $col != "" && $col != "nan" { print $col }' "$tsv" |
+      sort -g | awk '{ a[NR] = $1 } END { if (!NR) { print "nan nan nan"; exit } m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.1f %.1f %.1f\n", m, a[1], a[NR] }'
+  }
+  reload_row() { # reload_row LABEL KIND CHANGE COLUMN
+    local m lo hi
+    read -r m lo hi <<<"$(reload_stat "$2" "$3" "$4")"
+    printf '| %s | %s | %s-%s |\n' "$1" "$m" "$lo" "$hi"
+  }
+  local m_int_log m_int_agent m_int_api m_bind_200 m_bind_refused m_bind_agent m_fail_log
+  m_int_log=$(reload_stat interval "" 4 | cut -d' ' -f1)
+  m_int_agent=$(reload_stat interval "" 5 | cut -d' ' -f1)
+  m_int_api=$(reload_stat interval "" 6 | cut -d' ' -f1)
+  m_bind_200=$(reload_stat bind "" 6 | cut -d' ' -f1)
+  m_bind_refused=$(reload_stat bind "" 7 | cut -d' ' -f1)
+  m_bind_agent=$(reload_stat bind "" 5 | cut -d' ' -f1)
+  m_fail_log=$(reload_stat failed "" 4 | cut -d' ' -f1)
+  cat >"$results/reload.env" <<EOF
+reload_rounds=$rounds
+reload_interval_log_ms=$m_int_log
+reload_interval_agent_ms=$m_int_agent
+reload_interval_api_ms=$m_int_api
+reload_bind_200_ms=$m_bind_200
+reload_bind_refused_ms=$m_bind_refused
+reload_bind_agent_ms=$m_bind_agent
+reload_failed_log_ms=$m_fail_log
+reload_max_history_step_s=$max_step
+reload_problems=${#problems[@]}
+EOF
+  local verdict_pid verdict_counts verdict_hist
+  verdict_pid=$( ((pid_ok)) && echo pass || echo '**FAIL**')
+  verdict_counts=$([[ $failed_lines == "$rounds" && $failed_total == "$rounds" && $ok_lines == $((2 * rounds)) && $ok_total == $((2 * rounds)) ]] && echo pass || echo '**FAIL**')
+  verdict_hist=$( ((count >= 2)) && holds "$max_step <= 2" && echo pass || echo '**FAIL**')
+  {
+    section_header "Reload: SIGHUP" "$load_before"
+    printf -- '- machine: %s x %s, %s; %s; one agent (pid %s, %s build), default sensors, fresh data directory; %s rounds of three reloads in turn, each changing something: `[collector] interval` 1s <-> 2s, `http.bind` 127.0.0.1:%s <-> 127.0.0.1:%s, then an unterminated string (a TOML error; the file is put back afterwards)\n' \
+      "$ncpu" "$(grep -m1 '^model name' /proc/cpuinfo | sed 's/.*: //')" "$(uname -sr)" "$pinning" "$agent_pid" "${build_type:-?}" "$rounds" "$port_a" "$port_b"
+    printf -- '- times from `kill -HUP`, median and min-max of %s: the log is read through a descriptor held open and polled in 1 ms steps, `/api/current` through bash'"'"'s `/dev/tcp` in 1 ms steps (no process per try); the bind probes are `curl --max-time 1` (a process each, a few ms per try, which bounds their resolution), the new port and the old one in the same loop; "in X ms" is the agent'"'"'s own figure from its `reloaded` line (from the start of the reload to the new configuration in force)\n' "$rounds"
+    printf -- '- the `/api/current` times are not the reload'"'"'s cost: they include the wait for the first sample taken on the new interval'"'"'s grid (up to 2 s after a change to 2 s, up to 1 s after a change to 1 s)\n\n'
+    printf '| measure | median, ms | min-max, ms |\n|---|---:|---:|\n'
+    reload_row 'interval 1s <-> 2s: to the `reloaded` line in the log' interval "" 4
+    reload_row 'interval: the agent'"'"'s "in X ms"' interval "" 5
+    reload_row 'interval 1s -> 2s: to `interval_seconds` 2 in `/api/current` (includes the wait for the first tick on the 2 s grid)' interval '1s->2s' 6
+    reload_row 'interval 2s -> 1s: to `interval_seconds` 1 in `/api/current` (includes the wait for the next tick on the 1 s grid)' interval '2s->1s' 6
+    reload_row 'bind A <-> B: to the first 200 on the new port' bind "" 6
+    reload_row 'bind: to the old port refusing connections' bind "" 7
+    reload_row 'bind: to the `reloaded` line (`...; now listening on` the new URL; read between the curl probes, so at their resolution)' bind "" 4
+    reload_row 'bind: the agent'"'"'s "in X ms"' bind "" 5
+    reload_row 'TOML error: to the `reload failed` line' failed "" 4
+    printf '\n| check | result | verdict |\n|---|---|---|\n'
+    printf '| same process throughout (pid, start time, pid in the snapshot lock file) | pid %s | %s |\n' "$agent_pid" "$verdict_pid"
+    printf '| only the deliberate reloads failed | log: %s `reloaded`, %s `reload failed`; `/api/health`: ok_total %s, failed_total %s | %s |\n' "$ok_lines" "$failed_lines" "${ok_total:-?}" "${failed_total:-?}" "$verdict_counts"
+    printf '| old port refuses after each bind change | %s of %s | %s |\n' "$refused_ok" "$rounds" "$([[ $refused_ok == "$rounds" ]] && echo pass || echo '**FAIL**')"
+    printf '| `/api/current` 200 right after each failed reload | %s of %s | %s |\n' "$alive_ok" "$rounds" "$([[ $alive_ok == "$rounds" ]] && echo pass || echo '**FAIL**')"
+    printf '| history since the start (`/api/history?limit=1000&since=%s`): largest step between consecutive timestamps, ≤ 2 s | %s s over %s samples | %s |\n\n' "$t_start" "$max_step" "$count" "$verdict_hist"
+    printf 'Raw times: `%s` (round, kind, change, ms to the log line, the agent'"'"'s "in X ms", ms to the effect: `/api/current` showing the new interval, the first 200 on the new port, or the 200 after the failed reload; ms to the old port refusing).\n\n' "${tsv#"$root"/}"
+  } >"$results/reload.md"
+  local p
+  for p in "${problems[@]}"; do check_failures+=("reload: $p"); done
+  say "reload: interval: log line $m_int_log ms (agent $m_int_agent ms), /api/current $m_int_api ms; bind: 200 on the new port $m_bind_200 ms, old port refused $m_bind_refused ms (agent $m_bind_agent ms); TOML error: log line $m_fail_log ms; largest history step $max_step s; ${#problems[@]} problems"
+}
+
+# ---------------------------------------------------------------------------------------------
 # The document: machine, versions, pinning, targets, then each section's latest result.
 target_row() { # target_row NAME TARGET MEASURED PASS(1/0/"") SOURCE
   local verdict
@@ -883,7 +1120,7 @@ assemble() {
     printf 'This is a shared virtual machine: other work may have run at the same time; each section gives the load average around it.\n\n'
     targets_table
     local s
-    for s in matrix startup soak idle; do [[ -f $results/$s.md ]] && cat "$results/$s.md"; done
+    for s in matrix startup soak idle reload; do [[ -f $results/$s.md ]] && cat "$results/$s.md"; done
     if [[ -f $results/bodies.env ]]; then
       # shellcheck disable=SC1091
       (source "$results/bodies.env"
@@ -923,7 +1160,7 @@ NOTES
 }
 
 # ---------------------------------------------------------------------------------------------
-total_errors=0
+total_errors=0 check_failures=()
 [[ $mode == report ]] && no_build=1
 build
 versions
@@ -936,16 +1173,19 @@ case $mode in
   quick | full) run_matrix ;;
   soak) run_soak ;;
   idle) run_idle ;;
-  all) run_matrix; run_idle; run_soak ;;
+  reload) run_reload ;;
+  all) run_matrix; run_idle; run_soak; run_reload ;;
   report) ;;
 esac
 assemble
 cat "$out"
 say "wrote $out"
+for m in "${check_failures[@]}"; do say "FAILED: $m"; done
 if ((total_errors > 0)); then
   say "FAILED: $total_errors errors (non-2xx, bad bodies or socket errors) in agent runs"
   exit 1
 fi
+((${#check_failures[@]} == 0)) || exit 1
 say "no errors"
 exit 0
 }
