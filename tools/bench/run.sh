@@ -24,7 +24,7 @@
 #                    new port, to the old port refusing) and a TOML error (to the "reload failed"
 #                    line, then /api/current must answer 200); checks that the PID never changes,
 #                    that only the deliberate reloads failed and that the history has no step over
-#                    2 s; exits 1 if one does not hold (about 30 s for N = 10)
+#                    2 s; exits 1 if one does not hold (about 15 s for N = 10)
 #   --all            full matrix, then --idle, then --soak, then --reload
 #   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 # Options:
