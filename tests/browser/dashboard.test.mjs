@@ -3,6 +3,7 @@
 //   KIWI_AGENT_BIN=build/bin/kiwi-agent KIWI_PLUGIN_DIR=build/lib/kiwi-agent \
 //   KIWI_TEST_PLUGIN_DIR=build/tests/plugins KIWI_SCREENSHOT_DIR=build/screenshots \
 //   node --test tests/browser/
+import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -465,16 +466,23 @@ test('screenshots: desktop (light and dark) and phone', async () => {
 });
 
 test('a stale snapshot shows the stale banner with the age of the last sample', async () => {
-  // A sensor that takes 2.5 s per sample against stale_after = 1s: the agent answers, the data is old.
+  // The collector thread stopped (as a stuck disk would stop it) against stale_after = 1s: the
+  // agent answers, the data is old. (A slow sensor no longer stalls the collector.)
   staleAgent = new Agent({
     collector: 'stale_after = "1s"',
-    extra: `[[sensor]]\nplugin = "cpu"\n\n[[sensor]]\nplugin = ${JSON.stringify(join(env('KIWI_TEST_PLUGIN_DIR'), 'test-slow_sensor.so'))}\n` +
-      `name = "slow"\n[sensor.options]\nsleep_ms = 2500\n${ROUTES}`,
+    extra: `[[sensor]]\nplugin = "cpu"\n${ROUTES}`,
   });
   await staleAgent.start();
   const p = await context.newPage();
   watch(p, staleAgent.origin);
   await p.goto(`${staleAgent.origin}/`);
+  await waitState(p, 'live', 10000);
+  const freeze = spawn(join(env('KIWI_TEST_PLUGIN_DIR'), 'kiwi-test-freeze-thread'),
+    [String(staleAgent.proc.pid), 'kiwi-collector', '12'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((resolve, reject) => {
+    freeze.stdout.once('data', resolve);
+    freeze.once('exit', (code) => reject(new Error(`kiwi-test-freeze-thread exited with ${code}`)));
+  });
   await waitState(p, 'stale', 15000);
   const banner = await p.evaluate(() => ({ kind: document.getElementById('banner').dataset.kind,
     hidden: document.getElementById('banner').hidden, text: document.getElementById('banner').textContent }));
@@ -482,6 +490,7 @@ test('a stale snapshot shows the stale banner with the age of the last sample', 
   assert.equal(banner.hidden, false);
   assert.match(banner.text, /STALE The last sample is \d+ s old \(\d\d:\d\d:\d\d\)/);
   await p.close();
+  freeze.kill();
   await staleAgent.cleanup();
   staleAgent = null;
 });
