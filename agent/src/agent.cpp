@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -150,8 +150,7 @@ std::vector<SensorSpec> load_sensors(const Config& cfg, PluginLoader& loader) {
 
 std::shared_ptr<PluginInstance<Handler>> load_route(const PluginEntry& e, PluginLoader& loader,
                                                     const DataSource& data) {
-  return std::make_shared<PluginInstance<Handler>>(
-      loader.create_handler(e, data, KIWI_VERSION));
+  return std::make_shared<PluginInstance<Handler>>(loader.create_handler(e, data, KIWI_VERSION));
 }
 
 std::vector<Route> load_routes(const Config& cfg, PluginLoader& loader, const DataSource& data) {
@@ -231,8 +230,8 @@ bool operator==(const BindAddress& a, const BindAddress& b) {
 
 // "1s -> 2s" and friends, for the log line of a reload.
 template <class T>
-void note_change(std::vector<std::string>& out, const std::string& what, const T& from,
-                 const T& to, std::string (*show)(const T&)) {
+void note_change(std::vector<std::string>& out, const std::string& what, const T& from, const T& to,
+                 std::string (*show)(const T&)) {
   if (!(from == to)) out.push_back(what + " " + show(from) + " -> " + show(to));
 }
 std::string show_duration(const Millis& d) {
@@ -369,8 +368,13 @@ class RunningAgent {
     }
     for (auto& r : server_->router()->routes()) {
       auto& lib = r.handler->library;
-      list.push_back({r.path, PluginKind::handler, std::string(lib->info->name), lib->file,
-                      lib->abi_version, {}, lib});
+      list.push_back({r.path,
+                      PluginKind::handler,
+                      std::string(lib->info->name),
+                      lib->file,
+                      lib->abi_version,
+                      {},
+                      lib});
     }
     data_.set_plugins(std::move(list));
   }
@@ -399,11 +403,11 @@ class RunningAgent {
           changes.push_back("sensor " + e.name + " rescheduled");
         sensors.push_back(std::move(spec));
       } else {
-        auto spec = sensor_spec(e, next, loader.create_sensor(e, next.agent.procfs,
-                                                              next.agent.sysfs));
+        auto spec =
+            sensor_spec(e, next, loader.create_sensor(e, next.agent.procfs, next.agent.sysfs));
         spec.plugin = std::string(lib->info->name);
         changes.push_back("sensor " + e.name +
-                          (!old               ? " added"
+                          (!old                     ? " added"
                            : same_instance(*old, e) ? " reloaded (its plugin file changed)"
                                                     : " changed"));
         sensors.push_back(std::move(spec));
@@ -424,7 +428,7 @@ class RunningAgent {
           if (r.path == e.path && r.handler->library == lib) kept = r.handler;
       if (!kept)
         changes.push_back("route " + e.path +
-                          (!old ? " added"
+                          (!old                     ? " added"
                            : same_instance(*old, e) ? " reloaded (its plugin file changed)"
                                                     : " changed"));
       routes.push_back({e.path, kept ? kept : load_route(e, loader, data_)});
@@ -472,16 +476,15 @@ class RunningAgent {
     loader_ = std::move(next_loader);
     publish_plugins();
     data_.config_applied(cfg_.source, true);
-    const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                              began)
-                        .count();
+    const auto ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
     char took[32];
     std::snprintf(took, sizeof took, "%.1f ms", ms);
     std::string summary;
     for (auto& c : changes) summary += (summary.empty() ? "" : "; ") + c;
     log_.info("reloaded " + cfg_.source + " in " + took + " (generation " +
-              std::to_string(data_.generation()) + "): " +
-              (summary.empty() ? "no changes" : summary) +
+              std::to_string(data_.generation()) +
+              "): " + (summary.empty() ? "no changes" : summary) +
               (url() != old_url ? "; now listening on " + url() : ""));
     log_.set_level(level);
   }

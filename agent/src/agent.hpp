@@ -15,9 +15,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntime = 1;  // the machine said no: port in use, unwritable data_dir
 inline constexpr int kExitConfig = 2;   // the configuration or a plugin is wrong
 
-// The signals the agent handles (INT, TERM, QUIT stop it; HUP reloads; USR1, USR2 are logged). main()
-// blocks them in its first statement, so that no thread ever takes one with its default action
-// (which would kill the process and lose the queued samples); run_agent() waits for them.
+// The signals the agent handles (INT, TERM, QUIT stop it; HUP reloads; USR1, USR2 are logged).
+// main() blocks them in its first statement, so that no thread ever takes one with its default
+// action (which would kill the process and lose the queued samples); run_agent() waits for them.
 // Programs the agent starts must unblock them (the mask is inherited across exec).
 sigset_t handled_signals();
 void block_signals();

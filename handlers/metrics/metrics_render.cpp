@@ -153,10 +153,10 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   fams.add(fams.get("kiwi_snapshot_file_write_errors_total",
                     "writes of the snapshot file (collector.snapshot_path) that failed", true),
            "", static_cast<double>(stats.snapshot_file_errors));
-  fams.add(fams.get("kiwi_config_generation",
-                    "configuration generation: 1 at start, +1 for every reload that applied",
-                    false),
-           "", static_cast<double>(stats.config.generation));
+  fams.add(
+      fams.get("kiwi_config_generation",
+               "configuration generation: 1 at start, +1 for every reload that applied", false),
+      "", static_cast<double>(stats.config.generation));
   fams.add(fams.get("kiwi_config_last_reload_successful",
                     "0 if the latest reload (SIGHUP) failed and the previous configuration serves "
                     "on, else 1",

@@ -297,14 +297,13 @@ class Agent {
   void write_config(const std::string& extra_toml, const std::string& collector_lines = "",
                     const std::string& http_lines = "", const std::string& agent_lines = "") {
     const bool sets_bind = http_lines.find("bind") != std::string::npos;
-    write_text(config_path_, "[agent]\ndata_dir = \"" + data_dir_.string() +
-                                 "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n" + agent_lines +
-                                 "[http]\n" +
-                                 (sets_bind ? "" : "bind = \"127.0.0.1:" + std::to_string(port_) +
-                                                       "\"\n") +
-                                 http_lines + "\n[collector]\nsnapshot_path = \"" +
-                                 (dir_.path / "run/current.json").string() + "\"\n" +
-                                 collector_lines + "\n" + extra_toml);
+    write_text(config_path_,
+               "[agent]\ndata_dir = \"" + data_dir_.string() +
+                   "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n" + agent_lines + "[http]\n" +
+                   (sets_bind ? "" : "bind = \"127.0.0.1:" + std::to_string(port_) + "\"\n") +
+                   http_lines + "\n[collector]\nsnapshot_path = \"" +
+                   (dir_.path / "run/current.json").string() + "\"\n" + collector_lines + "\n" +
+                   extra_toml);
   }
   const fs::path& config_path() const { return config_path_; }
 
@@ -393,14 +392,19 @@ class FrozenThread {
       while (!comm.empty() && comm.back() == '\n') comm.pop_back();
       if (comm == name) tid_ = std::stoi(t.path().filename().string());
     }
-    if (tid_ <= 0) throw std::runtime_error("no thread named " + name + " in " + std::to_string(pid));
+    if (tid_ <= 0)
+      throw std::runtime_error("no thread named " + name + " in " + std::to_string(pid));
     if (ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0 ||
         ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0)
       throw std::runtime_error("ptrace " + std::to_string(tid_) + ": " + std::strerror(errno));
     int status = 0;
     waitpid(tid_, &status, __WALL);
   }
-  ~FrozenThread() { ptrace(PTRACE_DETACH, tid_, nullptr, nullptr); }
+  // Lets the thread go on. If it died meanwhile (its process was killed), it waits for its
+  // tracer: reaping it here lets the process be reaped.
+  ~FrozenThread() {
+    if (ptrace(PTRACE_DETACH, tid_, nullptr, nullptr) != 0) waitpid(tid_, nullptr, __WALL);
+  }
   FrozenThread(const FrozenThread&) = delete;
   FrozenThread& operator=(const FrozenThread&) = delete;
 

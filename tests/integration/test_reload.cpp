@@ -161,7 +161,9 @@ TEST_CASE("reload: routes are added, removed and changed while serving") {
   // /metrics kept its request counter across the reload (a new router, the same counts).
   // (/metrics renders once per sample: the next one has generation 2.)
   CHECK(eventually(
-      [&] { return c.get("/metrics").body.find("kiwi_config_generation 2\n") != std::string::npos; },
+      [&] {
+        return c.get("/metrics").body.find("kiwi_config_generation 2\n") != std::string::npos;
+      },
       3s));
   CHECK_THAT(c.get("/metrics").body,
              Catch::Contains("kiwi_http_requests_total{route=\"/api/current\",status=\"200\"}"));
@@ -249,8 +251,8 @@ TEST_CASE("reload: http.bind moves the listener, the new port answers and the ol
        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
   CHECK_THAT(verdict, Catch::Contains("http.bind 127.0.0.1:" + std::to_string(old_port) +
                                       " -> 127.0.0.1:" + std::to_string(new_port)));
-  CHECK_THAT(verdict, Catch::Contains("now listening on http://127.0.0.1:" +
-                                      std::to_string(new_port) + "/"));
+  CHECK_THAT(verdict, Catch::Contains(
+                          "now listening on http://127.0.0.1:" + std::to_string(new_port) + "/"));
   CHECK(HttpClient(new_port).get("/api/current").status == 200);
   CHECK(eventually([&] { return refuses(old_port); }, 5s));
 }
@@ -389,8 +391,8 @@ TEST_CASE("deadline: a sensor that hangs is timed out, the others stay fresh, sh
   CHECK_THAT(d["sensors"]["slow"]["message"].GetString(), Catch::StartsWith("timed out after 1s"));
   // The memory sensor is read every second.
   const double t = d["sensors"]["memory"]["timestamp"].GetDouble();
-  CHECK(eventually([&] { return current(c)["sensors"]["memory"]["timestamp"].GetDouble() > t; },
-                   3s));
+  CHECK(
+      eventually([&] { return current(c)["sensors"]["memory"]["timestamp"].GetDouble() > t; }, 3s));
   auto h = c.get("/api/health");
   CHECK(h.status == 503);
   CHECK_THAT(h.body, Catch::Contains("sensor hang: timed out after 1s"));
@@ -438,10 +440,11 @@ TEST_CASE("start-up: HTTP answers within 1 s while the first sample is slow") {
   HttpClient c(agent.port());
   auto r = c.get("/api/health");
   const auto answered = Clock::now() - t0;
-  INFO("listening after " << std::chrono::duration_cast<std::chrono::milliseconds>(listening).count()
-                          << " ms, first answer after "
-                          << std::chrono::duration_cast<std::chrono::milliseconds>(answered).count()
-                          << " ms");
+  INFO(
+      "listening after " << std::chrono::duration_cast<std::chrono::milliseconds>(listening).count()
+                         << " ms, first answer after "
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(answered).count()
+                         << " ms");
   CHECK(answered < 1s);
   auto first = c.get("/api/current");
   if (first.status == 503) {
@@ -459,11 +462,12 @@ TEST_CASE("start-up: HTTP answers within 1 s while the first sample is slow") {
   CHECK(eventually([&] { return status_of(current(c), "slow") == "ok"; }, 6s));
 }
 
-TEST_CASE("start-up: /api/health and /api/current answer 503 with a reason before the first sample") {
+TEST_CASE(
+    "start-up: /api/health and /api/current answer 503 with a reason before the first sample") {
   // The first tick waits up to half an interval for its sensors: with a 4 s interval, a sensor
   // slower than that leaves about 2 s in which there is no sample yet.
-  Agent agent(slow_sensor("slow", "sleep_ms = 3000\nfirst_only = true"), "interval = \"4s\"", "", "",
-              "", false);
+  Agent agent(slow_sensor("slow", "sleep_ms = 3000\nfirst_only = true"), "interval = \"4s\"", "",
+              "", "", false);
   HttpClient c(agent.port());
   auto cur = c.get("/api/current");
   auto h = c.get("/api/health");

@@ -11,7 +11,7 @@ namespace {
 constexpr kiwi::OptionSpec kOptions[] = {
     {"sleep_ms", kiwi::OptionType::integer, "0",
      "time one sample takes, in milliseconds; -1: it never returns"},
-    {"first_only", kiwi::OptionType::boolean, "false", "only the first sample is slow"},
+    {"first_only", kiwi::OptionType::boolean, "false", "slow in the first sample only"},
     {"fail_after", kiwi::OptionType::integer, "0", "samples after this many throw (0: never)"}};
 
 struct Slow : kiwi::Sensor {

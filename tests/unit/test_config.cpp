@@ -270,7 +270,9 @@ TEST_CASE("config: a sensor's timeout is a duration of 10ms..1h, for sensors onl
         "kiwi.toml:4:1: route.timeout: unknown key; accepted here: path, handler, options");
 }
 
-TEST_CASE("config: same_instance compares what a sensor or route is, not its schedule or where it is written") {
+TEST_CASE(
+    "config: same_instance compares what a sensor or route is, not its schedule or where it is "
+    "written") {
   Config a = load(R"(
 [[sensor]]
 plugin = "cpu"

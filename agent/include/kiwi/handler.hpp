@@ -215,9 +215,9 @@ struct HttpRequestCount {
 
 // The configuration in force, and how the latest reload (SIGHUP) went.
 struct ConfigStatus {
-  std::uint64_t generation = 1;  // 1 at start; +1 for every reload that applied
-  double loaded_at = 0;          // unix seconds the running configuration took effect
-  std::string source;            // its file, or "<built-in default>"
+  std::uint64_t generation = 1;        // 1 at start; +1 for every reload that applied
+  double loaded_at = 0;                // unix seconds the running configuration took effect
+  std::string source;                  // its file, or "<built-in default>"
   std::string reload_status = "none";  // "none" (never reloaded), "ok" or "failed"
   double reload_at = 0;                // unix seconds of the latest reload (0: none)
   std::string reload_message;          // a failed reload's error, as --check-config words it

@@ -39,7 +39,8 @@ kiwi::Snapshot snapshot() {
 TEST_CASE("metrics: families with HELP and TYPE, escaped labels, counters end in _total") {
   kiwi::AgentStats stats;
   stats.version = "0.1.0";
-  stats.plugins.push_back({"thermal", kiwi::PluginKind::sensor, "thermal", "/x.so", 1, kThermal, nullptr});
+  stats.plugins.push_back(
+      {"thermal", kiwi::PluginKind::sensor, "thermal", "/x.so", 1, kThermal, nullptr});
   stats.http_requests.push_back({"/api/current", 200, 5});
   stats.http_requests.push_back({"unmatched", 404, 1});
   std::string text = kiwi_metrics::render(snapshot(), stats);
