@@ -1,5 +1,5 @@
-// Helpers shared by the unit and integration tests: facts read straight from a SQLite file, and a
-// really full filesystem (a tiny tmpfs).
+// Helpers shared by the unit and integration tests: a scratch directory, facts read straight from a
+// SQLite file, and a really full filesystem (a tiny tmpfs).
 #pragma once
 
 #include <sqlite3.h>
@@ -13,6 +13,22 @@
 #include <string>
 
 namespace kiwi_test {
+
+// A fresh directory under /tmp, removed with the object.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/kiwi-test-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 // For a test that cannot run on this machine (no tmpfs without root): it never passes. Under ctest
 // (tests/CMakeLists.txt sets KIWI_CTEST=1 and SKIP_RETURN_CODE 77 on every test case, each in its

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "emulator.hpp"
+#include "test_support.hpp"
 
 extern char** environ;
 
@@ -45,22 +46,6 @@ inline void write_text(const fs::path& p, std::string_view text) {
   std::ofstream out(p, std::ios::binary);
   out << text;
 }
-
-// A fresh directory under /tmp, removed with the object.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/kiwi-test-XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
 
 struct ProcessResult {
   int exit_code = -1;

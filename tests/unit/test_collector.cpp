@@ -11,6 +11,8 @@
 
 #include "collector.hpp"
 
+#include "test_support.hpp"
+
 using namespace kiwi::agent;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -125,17 +127,9 @@ bool eventually(Pred pred, Millis limit = Millis(5000)) {
 }
 
 struct Rig {
-  struct TempDir {
-    std::string path;
-    TempDir() {
-      char tmpl[] = "/tmp/kiwi-collector-XXXXXX";
-      path = mkdtemp(tmpl);
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-  };
   RecordingLogger log;
-  TempDir dir;
-  Store store{dir.path + "/kiwi.db"};
+  kiwi_test::TempDir dir;
+  Store store{(dir.path / "kiwi.db").string()};
   SnapshotHolder holder;
 };
 

@@ -285,6 +285,51 @@ TEST_CASE("http: reconfigure swaps the CORS origins") {
   CHECK(r.header("vary") == "");
 }
 
+// Client threads asking GET /a in a loop until stop(), half of them with a new connection per
+// request, half keeping theirs alive until the server says "Connection: close" (then moving over,
+// as browsers do). Every request must get "A"; anything else is a failure.
+class ClientLoop {
+ public:
+  ClientLoop(std::uint16_t port, int clients) : port_(port) {
+    for (int i = 0; i < clients; ++i) threads_.emplace_back([this, i] { run(i % 2 == 1); });
+  }
+  ~ClientLoop() { stop(); }
+  void stop() {
+    running_.store(false);
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+  int answered() const { return answered_.load(); }
+  std::vector<std::string> failures() {
+    std::lock_guard lock(mutex_);
+    return failures_;
+  }
+
+ private:
+  void run(bool keep_alive) {
+    std::unique_ptr<Conn> conn;
+    while (running_.load()) {
+      try {
+        if (!conn) conn = std::make_unique<Conn>("127.0.0.1", port_);
+        auto r = conn->get("/a");
+        if (r.status != 200 || r.body != "A") throw std::runtime_error("bad answer");
+        answered_.fetch_add(1);
+        if (!keep_alive || r.header("connection") == "close") conn.reset();
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mutex_);
+        failures_.push_back(e.what());
+        conn.reset();
+      }
+    }
+  }
+  std::uint16_t port_;
+  std::atomic<bool> running_{true};
+  std::atomic<int> answered_{0};
+  std::mutex mutex_;
+  std::vector<std::string> failures_;
+  std::vector<std::thread> threads_;
+};
+
 TEST_CASE("http: a change of threads on the same address keeps the port and refuses nothing") {
   TestLogger log;
   auto router = make_router({route("/a", "A")});
@@ -292,28 +337,7 @@ TEST_CASE("http: a change of threads on the same address keeps the port and refu
   server.start();
   const auto port = server.port();
 
-  std::atomic<bool> running{true};
-  std::atomic<int> answered{0};
-  std::mutex failures_mutex;
-  std::vector<std::string> failures;
-  auto client = [&](bool keep_alive) {
-    std::unique_ptr<Conn> conn;
-    while (running.load()) {
-      try {
-        if (!conn) conn = std::make_unique<Conn>("127.0.0.1", port);
-        auto r = conn->get("/a");
-        if (r.status != 200 || r.body != "A") throw std::runtime_error("bad answer");
-        answered.fetch_add(1);
-        // A kept-alive client moves over once told to close, as browsers do.
-        if (!keep_alive || r.header("connection") == "close") conn.reset();
-      } catch (const std::exception& e) {
-        std::lock_guard lock(failures_mutex);
-        failures.push_back(e.what());
-        conn.reset();
-      }
-    }
-  };
-  std::thread fresh(client, false), kept(client, true);
+  ClientLoop clients(port, 2);
 
   int threads = 1;
   for (int i = 0; i < 6; ++i) {
@@ -326,14 +350,14 @@ TEST_CASE("http: a change of threads on the same address keeps the port and refu
     CHECK(server.threads() == threads);
   }
   std::this_thread::sleep_for(60ms);
-  running.store(false);
-  fresh.join();
-  kept.join();
+  clients.stop();
 
+  const auto failures = clients.failures();
   INFO((failures.empty() ? std::string() : failures.front()));
   CHECK(failures.empty());
-  CHECK(answered.load() > 20);
-  CHECK(count_of(server.request_counts(), "/a", 200) == static_cast<std::uint64_t>(answered));
+  CHECK(clients.answered() > 20);
+  CHECK(count_of(server.request_counts(), "/a", 200) ==
+        static_cast<std::uint64_t>(clients.answered()));
   server.stop();
 }
 
@@ -347,28 +371,7 @@ TEST_CASE("http: 20 daemon changes in a row under new and kept-alive connections
   server.start();
   const auto port = server.port();
 
-  std::atomic<bool> running{true};
-  std::atomic<int> answered{0};
-  std::mutex failures_mutex;
-  std::vector<std::string> failures;
-  auto client = [&](bool keep_alive) {
-    std::unique_ptr<Conn> conn;
-    while (running.load()) {
-      try {
-        if (!conn) conn = std::make_unique<Conn>("127.0.0.1", port);
-        auto r = conn->get("/a");
-        if (r.status != 200 || r.body != "A") throw std::runtime_error("bad answer");
-        answered.fetch_add(1);
-        if (!keep_alive || r.header("connection") == "close") conn.reset();
-      } catch (const std::exception& e) {
-        std::lock_guard lock(failures_mutex);
-        failures.push_back(e.what());
-        conn.reset();
-      }
-    }
-  };
-  std::vector<std::thread> clients;
-  for (int i = 0; i < 4; ++i) clients.emplace_back(client, i % 2 == 0);
+  ClientLoop clients(port, 4);
 
   int threads = 2;
   for (int i = 0; i < 20; ++i) {
@@ -379,13 +382,14 @@ TEST_CASE("http: 20 daemon changes in a row under new and kept-alive connections
     CHECK(server.threads() == threads);
   }
   std::this_thread::sleep_for(50ms);
-  running.store(false);
-  for (auto& t : clients) t.join();
+  clients.stop();
 
+  const auto failures = clients.failures();
   INFO((failures.empty() ? std::string() : failures.front()));
   CHECK(failures.empty());
-  CHECK(answered.load() > 40);
-  CHECK(count_of(server.request_counts(), "/a", 200) == static_cast<std::uint64_t>(answered));
+  CHECK(clients.answered() > 40);
+  CHECK(count_of(server.request_counts(), "/a", 200) ==
+        static_cast<std::uint64_t>(clients.answered()));
   server.stop();
   CHECK(refuses("127.0.0.1", port));
 }

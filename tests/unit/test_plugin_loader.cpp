@@ -56,18 +56,10 @@ SensorSpec fixture_sensor(PluginLoader& loader, const std::string& plugin, std::
 // (removed at the end) and the snapshot holder. Members are destroyed in reverse order, so the
 // store closes before its directory goes.
 struct CollectorRig {
-  struct TempDir {
-    std::string path;
-    TempDir() {
-      char tmpl[] = "/tmp/kiwi-collector-XXXXXX";
-      path = mkdtemp(tmpl);
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-  };
   NullLogger log;
   PluginLoader loader{KIWI_PLUGIN_DIR, log};
-  TempDir dir;
-  Store store{dir.path + "/kiwi.db"};
+  kiwi_test::TempDir dir;
+  Store store{(dir.path / "kiwi.db").string()};
   SnapshotHolder holder;
 };
 
@@ -367,8 +359,8 @@ std::vector<std::string> sample_names(kiwi::Sensor& sensor) {
 }  // namespace
 
 TEST_CASE("loader: a plugin file replaced on disk is loaded anew, an unchanged one is not") {
-  CollectorRig::TempDir dir;
-  const std::string so = dir.path + "/probe.so";
+  kiwi_test::TempDir dir;
+  const std::string so = (dir.path / "probe.so").string();
   const std::string uptime = read_bytes(kTestPlugins + "/example-uptime.so");
   std::string slow = read_bytes(kTestPlugins + "/test-slow_sensor.so");
   REQUIRE_FALSE(uptime.empty());
