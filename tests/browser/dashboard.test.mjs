@@ -495,6 +495,30 @@ test('a stale snapshot shows the stale banner with the age of the last sample', 
   staleAgent = null;
 });
 
+test('before the first sample the page says loading, not unreachable, then goes live', async () => {
+  // The port opens before the first sample; with a 10 s interval the first tick waits up to 5 s
+  // for a sensor whose first sample takes 8 s, so /api/current answers 503 for about 5 s.
+  const slow = new Agent({
+    collector: 'interval = "10s"',
+    extra: `[[sensor]]\nplugin = "cpu"\n\n[[sensor]]\nplugin = ${JSON.stringify(join(env('KIWI_TEST_PLUGIN_DIR'), 'test-slow_sensor.so'))}\n` +
+      `name = "slow"\n[sensor.options]\nsleep_ms = 8000\nfirst_only = true\n${ROUTES}`,
+  });
+  try {
+    await slow.start();
+    const p = await context.newPage();  // not watched: the 503s are logged by the browser
+    await p.goto(`${slow.origin}/`);
+    const early = await slow.json('/api/current');
+    assert.equal(early.status, 503, 'the first sample came before the page: the test proves nothing');
+    await new Promise((r) => setTimeout(r, 1500));  // a poll or two answered 503
+    assert.equal(await p.evaluate(() => document.body.dataset.state), 'loading');
+    assert.equal(await p.evaluate(() => document.getElementById('banner').dataset.kind), 'loading');
+    await waitState(p, 'live', 15000);
+    await p.close();
+  } finally {
+    await slow.cleanup();
+  }
+});
+
 test('agent stopped: the unreachable banner; restarted on its port: the page recovers by itself', async () => {
   await waitState(page, 'live', 10000);
   const port = agent.port;
