@@ -397,9 +397,8 @@ class RunningAgent {
       if (old && same_file && same_instance(*old, e)) {
         auto spec = sensor_spec(e, next, {});  // keeps the running instance and its state
         spec.plugin = std::string(lib->info->name);
-        if (every_ticks(*old, cfg_) * cfg_.collector.interval.count() !=
-                every_ticks(e, next) * next.collector.interval.count() ||
-            old->timeout != e.timeout)
+        // Its own schedule; a new collector.interval is logged once, below.
+        if (old->interval != e.interval || old->timeout != e.timeout)
           changes.push_back("sensor " + e.name + " rescheduled");
         sensors.push_back(std::move(spec));
       } else {
