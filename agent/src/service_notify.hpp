@@ -29,7 +29,7 @@ class ServiceNotifier {
   // How often to ping the watchdog: half of WATCHDOG_USEC when it is set for this process, else 0.
   Millis watchdog_every() const { return watchdog_every_; }
 
-  // "READY=1": the agent serves (its first sample is published and its port is open).
+  // "READY=1": the agent serves (its port is open; also the end of a reload).
   void ready(std::string_view status) const;
   // "RELOADING=1" with MONOTONIC_USEC (as Type=notify-reload wants it): a reload has begun; the
   // next ready() ends it, whether the reload succeeded or not.
