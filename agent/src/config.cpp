@@ -1,11 +1,14 @@
 #include "config.hpp"
 
 #include <arpa/inet.h>
+#include <glob.h>
 
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -81,6 +84,8 @@ std::string toml_repr(const toml::node& node) {
   return s.str();
 }
 
+std::shared_ptr<const toml::table> parse_toml(std::string_view text, const std::string& source);
+
 // Reads one TOML document into `cfg`. Used twice: for the embedded defaults, then the user's file.
 class Reader {
  public:
@@ -109,6 +114,18 @@ class Reader {
               [&](auto& n, auto& k) {
                 cfg_.agent.sysfs = path(n, k, false);
                 cfg_.agent.sysfs_pos = user_pos(n);
+              }},
+             {"include",
+              [&](auto& n, auto& k) {
+                const toml::array* arr = n.as_array();
+                if (!arr)
+                  fail(n, k, toml_repr(n) + " is not a list of globs, e.g. [\"conf.d/*.toml\"]");
+                cfg_.agent.include.clear();
+                includes_.clear();
+                for (auto& item : *arr) {
+                  cfg_.agent.include.push_back(string(item, k));
+                  includes_.push_back({cfg_.agent.include.back(), pos_of(file_, item.source())});
+                }
               }},
              {"log_level", [&](auto& n, auto& k) {
                 auto s = string(n, k);
@@ -180,6 +197,59 @@ class Reader {
     if (auto* list = root.get("route")) cfg_.routes = entries(*list, "route");
   }
 
+  // An included file: [[sensor]] and [[route]] entries, appended.
+  void read_included(const toml::table& root) {
+    for (auto& [key, node] : root)
+      if (key.str() != "sensor" && key.str() != "route")
+        throw ConfigError(pos_of(file_, key.source()), std::string(key.str()),
+                          "an included file may hold only [[sensor]] and [[route]] entries; "
+                          "set the other keys in the main configuration file");
+    if (auto* list = root.get("sensor"))
+      for (auto& e : entries(*list, "sensor")) cfg_.sensors.push_back(std::move(e));
+    if (auto* list = root.get("route"))
+      for (auto& e : entries(*list, "route")) cfg_.routes.push_back(std::move(e));
+  }
+
+  // The files `[agent] include` names, in order: each glob relative to this file's directory,
+  // its matches sorted by name (glob(3)); a glob that matches nothing (a missing conf.d) reads
+  // nothing. An included file holds [[sensor]] and [[route]] entries only, appended to the lists.
+  void read_includes(std::vector<std::shared_ptr<const toml::table>>& documents) {
+    const std::filesystem::path dir = std::filesystem::path(file_).parent_path();
+    for (auto& [pattern, pos] : includes_) {
+      const std::string full =
+          pattern.starts_with('/') || dir.empty() ? pattern : (dir / pattern).string();
+      // A directory that is missing matches nothing; one that cannot be read is an error.
+      static thread_local std::string unreadable;
+      unreadable.clear();
+      auto on_error = [](const char* path, int err) {
+        if (err != ENOENT && err != ENOTDIR && unreadable.empty())
+          unreadable = std::string(path) + ": " + std::strerror(err);
+        return 0;
+      };
+      glob_t g{};
+      const int rc = ::glob(full.c_str(), 0, on_error, &g);
+      std::vector<std::string> files(g.gl_pathv, g.gl_pathv + (rc == 0 ? g.gl_pathc : 0));
+      ::globfree(&g);
+      if (!unreadable.empty() || (rc != 0 && rc != GLOB_NOMATCH))
+        throw ConfigError(pos, "agent.include",
+                          quoted(pattern) + ": cannot list " + full +
+                              (unreadable.empty() ? "" : " (" + unreadable + ")"));
+      for (auto& f : files) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(f, ec)) continue;
+        std::ifstream in(f, std::ios::binary);
+        if (!in)
+          throw ConfigError(pos, "agent.include",
+                            f + ": cannot read the included file: " + std::strerror(errno));
+        std::stringstream buf;
+        buf << in.rdbuf();
+        documents.push_back(parse_toml(buf.str(), f));
+        Reader part(cfg_, f, exe_dir_);
+        part.read_included(*documents.back());
+      }
+    }
+  }
+
   // Cross-field checks, once all documents are read.
   void finish() {
     auto& c = cfg_.collector;
@@ -194,23 +264,24 @@ class Reader {
                         quoted(format_duration(c.retention)) +
                             " is shorter than collector.interval (" + format_duration(c.interval) +
                             "); keep at least one interval of history");
-    std::set<std::string> names;
+    std::map<std::string, SourcePos> names;
     for (auto& s : cfg_.sensors) {
       if (s.interval && s.interval->count() % c.interval.count() != 0)
         throw ConfigError(s.pos, "sensor.interval",
                           quoted(format_duration(*s.interval)) +
                               " is not a multiple of collector.interval (" +
                               format_duration(c.interval) + ")");
-      if (!names.insert(s.name).second)
-        throw ConfigError(
-            s.pos, "sensor.name",
-            quoted(s.name) +
-                " is used by two [[sensor]] entries; give each a unique name = \"...\"");
+      if (auto [at, added] = names.emplace(s.name, s.pos); !added)
+        throw ConfigError(s.pos, "sensor.name",
+                          quoted(s.name) + " is used by two [[sensor]] entries (the other at " +
+                              at->second.str() + "); give each a unique name = \"...\"");
     }
-    std::set<std::string> paths;
+    std::map<std::string, SourcePos> paths;
     for (auto& r : cfg_.routes)
-      if (!paths.insert(r.path).second)
-        throw ConfigError(r.pos, "route.path", quoted(r.path) + " is routed twice");
+      if (auto [at, added] = paths.emplace(r.path, r.pos); !added)
+        throw ConfigError(
+            r.pos, "route.path",
+            quoted(r.path) + " is routed twice (the other at " + at->second.str() + ")");
   }
 
  private:
@@ -392,6 +463,7 @@ class Reader {
   Config& cfg_;
   std::string file_;
   std::string exe_dir_;
+  std::vector<std::pair<std::string, SourcePos>> includes_;  // [agent] include, with places
   SourcePos stale_after_pos_;
   SourcePos retention_pos_{"<built-in default>"};
 };
@@ -415,6 +487,7 @@ Config load(std::string_view text, const std::string& source, const std::string&
   if (with_user) {
     cfg.documents.push_back(parse_toml(text, source));
     user.read(*cfg.documents.back());
+    user.read_includes(cfg.documents);
   }
   (with_user ? user : defaults).finish();
   return cfg;

@@ -66,6 +66,7 @@ struct Config {
     std::string sysfs;
     SourcePos sysfs_pos;
     LogLevel log_level = LogLevel::info;
+    std::vector<std::string> include;  // globs of files with more [[sensor]]/[[route]] entries
   } agent;
   struct {
     BindAddress bind;

@@ -486,3 +486,24 @@ TEST_CASE(
   CHECK(h.status == 503);
   CHECK_THAT(parse_json(h.body)["reasons"][0].GetString(), Catch::StartsWith("starting: "));
 }
+
+TEST_CASE("reload: a drop-in file in conf.d adds a sensor, as --check-config reads it") {
+  Agent agent("", "", "", "", "include = [\"conf.d/*.toml\"]\n");
+  HttpClient c(agent.port());
+  const auto dropin = agent.config_path().parent_path() / "conf.d" / "50-slow.toml";
+  fs::create_directories(dropin.parent_path());
+  write_text(dropin, slow_sensor("extra"));
+  auto check = run_agent_command({"--check-config", agent.config_path().string()});
+  CHECK(check.exit_code == 0);
+  CHECK_THAT(check.out, Catch::Contains("ok (7 sensors"));
+  CHECK_THAT(agent.reload(), Catch::Contains("sensor extra added"));
+  CHECK(eventually([&] { return status_of(current(c), "extra") == "ok"; }, 5s));
+  CHECK(status_of(current(c), "cpu") == "ok");  // the six defaults stay
+  // A broken drop-in: the reload fails naming its file and line, nothing changes.
+  write_text(dropin, "[http]\nthreads = 2\n");
+  auto verdict = agent.reload();
+  CHECK_THAT(verdict, Catch::Contains("reload failed"));
+  CHECK_THAT(verdict,
+             Catch::Contains(dropin.string() + ":1:2: http: an included file may hold only"));
+  CHECK(status_of(current(c), "extra") == "ok");
+}

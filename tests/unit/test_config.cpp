@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
+#include <fstream>
 
 #include "config.hpp"
+#include "test_support.hpp"
 
 using namespace kiwi::agent;
 
@@ -173,10 +175,9 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
           "kiwi.toml:1:1: sensor.plugin: missing; name a plugin, e.g. plugin = \"cpu\"");
   }
   SECTION("two sensors with one name") {
-    CHECK(
-        error_of("[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"cpu\"\n") ==
-        "kiwi.toml:3:1: sensor.name: \"cpu\" is used by two [[sensor]] entries; give each a unique "
-        "name = \"...\"");
+    CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"cpu\"\n") ==
+          "kiwi.toml:3:1: sensor.name: \"cpu\" is used by two [[sensor]] entries (the other at "
+          "kiwi.toml:1:1); give each a unique name = \"...\"");
   }
   SECTION("sensor interval not a multiple of the collector's") {
     CHECK(
@@ -194,7 +195,8 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
     CHECK_THAT(error_of("[[route]]\npath = \"/a*b\"\nhandler = \"current\"\n"),
                Catch::StartsWith("kiwi.toml:2:8: route.path: \"/a*b\" is not a route path"));
     CHECK(error_of("[[route]]\npath = \"/a\"\nhandler = \"x\"\n[[route]]\npath = \"/a\"\nhandler = "
-                   "\"y\"\n") == "kiwi.toml:4:1: route.path: \"/a\" is routed twice");
+                   "\"y\"\n") ==
+          "kiwi.toml:4:1: route.path: \"/a\" is routed twice (the other at kiwi.toml:1:1)");
   }
   SECTION("TOML syntax") {
     CHECK_THAT(error_of("[http]\nthreads = = 4\n"), Catch::StartsWith("kiwi.toml:2:11: "));
@@ -234,11 +236,10 @@ TEST_CASE("config: messages a user needs (issue 11, items 7, 9 and 10)") {
     CHECK(c.sensors[0].name == "gpu");
     CHECK(c.sensors[1].name == "my_probe");
     CHECK(c.sensors[2].name == "fan");
-    CHECK(
-        error_of(
-            "[[sensor]]\nplugin = \"/a/kiwi-sensor-gpu.so\"\n[[sensor]]\nplugin = \"gpu\"\n") ==
-        "kiwi.toml:3:1: sensor.name: \"gpu\" is used by two [[sensor]] entries; give each a unique "
-        "name = \"...\"");
+    CHECK(error_of(
+              "[[sensor]]\nplugin = \"/a/kiwi-sensor-gpu.so\"\n[[sensor]]\nplugin = \"gpu\"\n") ==
+          "kiwi.toml:3:1: sensor.name: \"gpu\" is used by two [[sensor]] entries (the other at "
+          "kiwi.toml:1:1); give each a unique name = \"...\"");
   }
   SECTION("plugin_dir remembers where it was set") {
     Config c = load("[agent]\nplugin_dir = \"/nowhere\"\n");
@@ -404,4 +405,70 @@ plugin = "memory"
   CHECK(error_of("[agent]\nprocfs = \"/host/proc\"\n") ==
         "new.toml:0:0: agent.data_dir: changed from \"/a\" to the default "
         "\"kiwi-data\"; that takes a restart (the running configuration stays)");
+}
+
+TEST_CASE("config: include appends the [[sensor]] and [[route]] entries of conf.d files, sorted") {
+  kiwi_test::TempDir dir;
+  namespace fs = std::filesystem;
+  auto write = [&](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  };
+  const std::string main = (dir.path / "kiwi.toml").string();
+  const std::string d = (dir.path / "conf.d").string();
+  SECTION("after the defaults when the main file has no list; by name; relative to the file") {
+    write(main, "[agent]\ninclude = [\"conf.d/*.toml\"]\n");
+    write(dir.path / "conf.d/20-gpu.toml", "[[sensor]]\nplugin = \"gpu\"\n");
+    write(dir.path / "conf.d/10-fan.toml",
+          "[[sensor]]\nplugin = \"fan\"\n[[route]]\npath = \"/fan\"\nhandler = \"current\"\n");
+    write(dir.path / "conf.d/README", "not toml, not matched\n");
+    Config c = load_config_file(main, "/opt/kiwi/bin");
+    REQUIRE(c.sensors.size() == 8);
+    CHECK(c.sensors[5].name == "diskio");  // the six defaults first
+    CHECK(c.sensors[6].name == "fan");
+    CHECK(c.sensors[7].name == "gpu");
+    CHECK(c.sensors[7].pos.str() == d + "/20-gpu.toml:1:1");
+    CHECK(c.routes.back().path == "/fan");
+    CHECK(c.agent.include == std::vector<std::string>{"conf.d/*.toml"});
+  }
+  SECTION("after the main file's own list") {
+    write(main, "[agent]\ninclude = [\"conf.d/*.toml\"]\n[[sensor]]\nplugin = \"memory\"\n");
+    write(dir.path / "conf.d/gpu.toml", "[[sensor]]\nplugin = \"gpu\"\n");
+    Config c = load_config_file(main, "/opt/kiwi/bin");
+    REQUIRE(c.sensors.size() == 2);
+    CHECK(c.sensors[0].name == "memory");
+    CHECK(c.sensors[1].name == "gpu");
+  }
+  SECTION("a missing directory includes nothing") {
+    write(main, "[agent]\ninclude = [\"conf.d/*.toml\", \"" + (dir.path / "none").string() +
+                    "/*.toml\"]\n");
+    CHECK(load_config_file(main, "/opt/kiwi/bin").sensors.size() == 6);
+  }
+  SECTION("an included file holds entries only") {
+    write(main, "[agent]\ninclude = [\"conf.d/*.toml\"]\n");
+    write(dir.path / "conf.d/bad.toml", "[[sensor]]\nplugin = \"gpu\"\n\n[http]\nthreads = 2\n");
+    CHECK_THROWS_WITH(load_config_file(main, "/opt/kiwi/bin"),
+                      d + "/bad.toml:4:2: http: an included file may hold only [[sensor]] and "
+                          "[[route]] entries; set the other keys in the main configuration file");
+  }
+  SECTION("a name twice across files names both places") {
+    write(main, "[agent]\ninclude = [\"conf.d/*.toml\"]\n[[sensor]]\nplugin = \"gpu\"\n");
+    write(dir.path / "conf.d/gpu.toml", "\n[[sensor]]\nplugin = \"gpu\"\n");
+    CHECK_THROWS_WITH(load_config_file(main, "/opt/kiwi/bin"),
+                      d +
+                          "/gpu.toml:2:1: sensor.name: \"gpu\" is used by two [[sensor]] entries "
+                          "(the other at " +
+                          main + ":3:1); give each a unique name = \"...\"");
+  }
+  SECTION("an included file's TOML error names it") {
+    write(main, "[agent]\ninclude = [\"conf.d/*.toml\"]\n");
+    write(dir.path / "conf.d/x.toml", "[[sensor]]\nplugin = = 1\n");
+    CHECK_THROWS_WITH(load_config_file(main, "/opt/kiwi/bin"), Catch::StartsWith(d + "/x.toml:2:"));
+  }
+  SECTION("include must be a list") {
+    write(main, "[agent]\ninclude = \"conf.d/*.toml\"\n");
+    CHECK_THROWS_WITH(
+        load_config_file(main, "/opt/kiwi/bin"),
+        Catch::StartsWith(main + ":2:11: agent.include: \"conf.d/*.toml\" is not a list"));
+  }
 }
