@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -85,6 +86,16 @@ std::string toml_repr(const toml::node& node) {
 }
 
 std::shared_ptr<const toml::table> parse_toml(std::string_view text, const std::string& source);
+
+// The whole of `path`; nullopt (errno set) when it cannot be opened. For the config file and the
+// files it includes.
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
 
 // Reads one TOML document into `cfg`. Used twice: for the embedded defaults, then the user's file.
 class Reader {
@@ -237,13 +248,11 @@ class Reader {
       for (auto& f : files) {
         std::error_code ec;
         if (std::filesystem::is_directory(f, ec)) continue;
-        std::ifstream in(f, std::ios::binary);
-        if (!in)
+        const auto text = read_text(f);
+        if (!text)
           throw ConfigError(pos, "agent.include",
                             f + ": cannot read the included file: " + std::strerror(errno));
-        std::stringstream buf;
-        buf << in.rdbuf();
-        documents.push_back(parse_toml(buf.str(), f));
+        documents.push_back(parse_toml(*text, f));
         Reader part(cfg_, f, exe_dir_);
         part.read_included(*documents.back());
       }
@@ -551,11 +560,9 @@ Config load_config_file(const std::string& path, const std::string& exe_dir) {
     throw ConfigError(
         path +
         ": is a directory; give the path of a TOML file, e.g. /etc/kiwi-agent/kiwi-agent.toml");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot read the config file: " + std::strerror(errno));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return load_config_text(buf.str(), path, exe_dir);
+  const auto text = read_text(path);
+  if (!text) throw ConfigError(path + ": cannot read the config file: " + std::strerror(errno));
+  return load_config_text(*text, path, exe_dir);
 }
 
 }  // namespace kiwi::agent
