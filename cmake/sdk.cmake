@@ -1,0 +1,48 @@
+# The installed plugin SDK: what `cmake --install` adds besides the agent, so a plugin builds with no
+# source tree (docs/plugins.md):
+#   <includedir>/kiwi/                        the headers (agent/CMakeLists.txt installs them)
+#   <libdir>/cmake/KiwiAgent/                 find_package(KiwiAgent): the target KiwiAgent::sdk,
+#                                             add_kiwi_plugin() (the same file the tree uses) and
+#                                             KIWI_AGENT_PLUGIN_DIR, KIWI_AGENT_ABI_VERSION
+#   <libdir>/pkgconfig/kiwi-agent.pc          pkg-config --cflags kiwi-agent; its `plugindir`
+include(CMakePackageConfigHelpers)
+
+# The ABI version, read from the header that defines it, so it is stated once.
+file(STRINGS ${CMAKE_SOURCE_DIR}/agent/include/kiwi/plugin.hpp abi_line
+     REGEX "^#define KIWI_ABI_VERSION [0-9]+u?$")
+string(REGEX REPLACE "^#define KIWI_ABI_VERSION ([0-9]+)u?$" "\\1" KIWI_ABI_VERSION "${abi_line}")
+if(NOT KIWI_ABI_VERSION MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "cannot read KIWI_ABI_VERSION from agent/include/kiwi/plugin.hpp")
+endif()
+
+set(KIWI_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/KiwiAgent)
+set(KIWI_PLUGIN_DIR_REL ${CMAKE_INSTALL_LIBDIR}/kiwi-agent)  # relative to the prefix
+install(TARGETS kiwi_sdk EXPORT KiwiAgentTargets)
+install(EXPORT KiwiAgentTargets NAMESPACE KiwiAgent:: DESTINATION ${KIWI_CMAKE_DIR})
+configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/KiwiAgentConfig.cmake.in
+                              ${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfig.cmake
+                              INSTALL_DESTINATION ${KIWI_CMAKE_DIR}
+                              PATH_VARS KIWI_PLUGIN_DIR_REL)
+# A plugin built against SDK 0.2 loads in agent 0.2.x: the same ABI until the C ABI's own minor
+# versions take over (docs/plugins.md "ABI rules").
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
+install(FILES ${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfig.cmake
+              ${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfigVersion.cmake
+              ${CMAKE_SOURCE_DIR}/cmake/KiwiAgentPlugin.cmake
+        DESTINATION ${KIWI_CMAKE_DIR})
+
+set(KIWI_PC_CFLAGS "-std=c++20 -fPIC -fvisibility=hidden")
+if(CMAKE_SIZEOF_VOID_P EQUAL 4)
+  string(APPEND KIWI_PC_CFLAGS " -D_FILE_OFFSET_BITS=64")
+endif()
+# Its prefix is the one `cmake --install --prefix` is given, so it is written when installing.
+install(CODE "
+  set(PROJECT_VERSION \"${PROJECT_VERSION}\")
+  set(KIWI_ABI_VERSION \"${KIWI_ABI_VERSION}\")
+  set(KIWI_PC_CFLAGS \"${KIWI_PC_CFLAGS}\")
+  set(CMAKE_INSTALL_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
+  set(CMAKE_INSTALL_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
+  configure_file(\"${CMAKE_SOURCE_DIR}/cmake/kiwi-agent.pc.in\" \"${CMAKE_BINARY_DIR}/sdk/kiwi-agent.pc\" @ONLY)
+  file(INSTALL \"${CMAKE_BINARY_DIR}/sdk/kiwi-agent.pc\"
+       DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig\")")
