@@ -2,18 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <kiwi/glob.hpp>
 #include <kiwi/io.hpp>
 #include <kiwi/rates.hpp>
 #include <stdexcept>
 
 namespace kiwi::diskio {
 namespace {
-
-bool matches_any(const std::vector<std::string>& globs, std::string_view name) {
-  return std::any_of(globs.begin(), globs.end(),
-                     [&](const std::string& g) { return kiwi::glob_match(g, name); });
-}
 
 bool exists(const std::string& path) {
   std::error_code ec;
@@ -25,8 +19,7 @@ bool exists(const std::string& path) {
 DiskioSensor::DiskioSensor(const kiwi::SensorContext& ctx)
     : procfs_(ctx.procfs),
       sysfs_(ctx.sysfs),
-      include_(ctx.options.get_strings("include")),
-      exclude_(ctx.options.get_strings("exclude")),
+      filter_(ctx.options.get_strings("include"), ctx.options.get_strings("exclude")),
       partitions_(ctx.options.get_bool("partitions")),
       log_(ctx.log) {}
 
@@ -50,7 +43,7 @@ kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
 
   std::vector<std::string> backwards;
   for (const auto& disk : all) {
-    if (!matches_any(include_, disk.name) || matches_any(exclude_, disk.name)) continue;
+    if (!filter_.passes(disk.name)) continue;
     if (!partitions_ && know_disks &&
         !exists(kiwi::join_path(block_dir, sysfs_block_name(disk.name))))
       continue;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <kiwi/glob.hpp>
 #include <kiwi/sensor.hpp>
 #include <map>
 #include <optional>
@@ -54,8 +55,7 @@ class DiskioSensor final : public kiwi::Sensor {
 
   std::string procfs_;
   std::string sysfs_;
-  std::vector<std::string> include_;
-  std::vector<std::string> exclude_;
+  kiwi::NameFilter filter_;  // the include and exclude options
   bool partitions_;
   kiwi::Logger& log_;
   std::optional<Reading> previous_;  // nullopt before the first sample

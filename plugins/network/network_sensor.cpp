@@ -1,7 +1,6 @@
 #include "network_sensor.hpp"
 
 #include <algorithm>
-#include <kiwi/glob.hpp>
 #include <kiwi/io.hpp>
 #include <kiwi/rates.hpp>
 #include <stdexcept>
@@ -9,11 +8,6 @@
 
 namespace kiwi::network {
 namespace {
-
-bool matches_any(const std::vector<std::string>& globs, std::string_view name) {
-  return std::any_of(globs.begin(), globs.end(),
-                     [&](const std::string& g) { return kiwi::glob_match(g, name); });
-}
 
 // Link speed in bytes per second, or nullopt. The file is absent on some virtual devices and
 // read() fails with EINVAL on Wi-Fi and on links that are down: all of these mean "unknown", which
@@ -28,8 +22,7 @@ std::optional<double> read_speed(const std::string& path) {
 NetworkSensor::NetworkSensor(const kiwi::SensorContext& ctx)
     : procfs_(ctx.procfs),
       sysfs_(ctx.sysfs),
-      include_(ctx.options.get_strings("include")),
-      exclude_(ctx.options.get_strings("exclude")),
+      filter_(ctx.options.get_strings("include"), ctx.options.get_strings("exclude")),
       log_(ctx.log) {}
 
 kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
@@ -45,7 +38,7 @@ kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
 
   std::vector<std::string> backwards;
   for (const auto& iface : all) {
-    if (!matches_any(include_, iface.name) || matches_any(exclude_, iface.name)) continue;
+    if (!filter_.passes(iface.name)) continue;
     now.interfaces.emplace(iface.name, iface.counters);
 
     // Rates: all of an interface's or none (see compute_rates). A counter going back means this

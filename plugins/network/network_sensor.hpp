@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <kiwi/glob.hpp>
 #include <kiwi/sensor.hpp>
 #include <map>
 #include <optional>
@@ -62,8 +63,7 @@ class NetworkSensor final : public kiwi::Sensor {
 
   std::string procfs_;
   std::string sysfs_;
-  std::vector<std::string> include_;
-  std::vector<std::string> exclude_;
+  kiwi::NameFilter filter_;  // the include and exclude options
   kiwi::Logger& log_;
   std::optional<Reading> previous_;  // nullopt before the first sample
 };

@@ -95,18 +95,13 @@ bool statvfs_answers_from_memory(std::string_view fstype) {
 }
 
 std::vector<MountEntry> select_mounts(std::vector<MountEntry> mounts, const MountFilter& filter) {
-  auto type_in = [](const std::vector<std::string>& globs, std::string_view type) {
-    return std::any_of(globs.begin(), globs.end(),
-                       [&](const std::string& g) { return kiwi::glob_match(g, type); });
-  };
-  auto path_in = [](const std::vector<std::string>& prefixes, std::string_view path) {
-    return std::any_of(prefixes.begin(), prefixes.end(),
-                       [&](const std::string& p) { return under_path(path, p); });
-  };
+  const kiwi::NameFilter types(filter.include_types, filter.exclude_types);
+  const kiwi::NameFilter paths(filter.include_mounts, filter.exclude_mounts,
+                               [](std::string_view prefix, std::string_view mount_point) {
+                                 return under_path(mount_point, prefix);
+                               });
   std::erase_if(mounts, [&](const MountEntry& m) {
-    return !type_in(filter.include_types, m.fstype) || type_in(filter.exclude_types, m.fstype) ||
-           !path_in(filter.include_mounts, m.mount_point) ||
-           path_in(filter.exclude_mounts, m.mount_point);
+    return !types.passes(m.fstype) || !paths.passes(m.mount_point);
   });
 
   // statvfs sees only the last filesystem mounted on a path; earlier ones are hidden.

@@ -33,7 +33,7 @@ std::string read_attribute(const std::string& path, std::string_view fallback) {
 }  // namespace
 
 ThermalSensor::ThermalSensor(const kiwi::SensorContext& ctx)
-    : sysfs_(ctx.sysfs), exclude_(ctx.options.get_strings("exclude")), log_(ctx.log) {}
+    : sysfs_(ctx.sysfs), filter_({"*"}, ctx.options.get_strings("exclude")), log_(ctx.log) {}
 
 std::vector<ThermalSensor::Source> ThermalSensor::discover() const {
   std::vector<Source> found;
@@ -93,7 +93,7 @@ kiwi::SampleResult ThermalSensor::sample(kiwi::MetricSink& sink) {
   std::set<std::string> failing_now;
   std::size_t excluded = 0;
   for (const auto& source : discover()) {
-    if (std::find(exclude_.begin(), exclude_.end(), source.name) != exclude_.end()) {
+    if (!filter_.passes(source.name)) {
       ++excluded;
       continue;
     }

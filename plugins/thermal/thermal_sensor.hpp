@@ -2,6 +2,7 @@
 // maximum. See README.md for the metrics and naming rules.
 #pragma once
 
+#include <kiwi/glob.hpp>
 #include <kiwi/sensor.hpp>
 #include <set>
 #include <string>
@@ -13,7 +14,8 @@ namespace kiwi::thermal {
 // host fills in defaults; tests build Options from it).
 inline constexpr kiwi::OptionSpec kOptions[] = {
     {"exclude", kiwi::OptionType::string_list, "[]",
-     "sensor names (as in the sensor label, e.g. \"npu-thermal\") not to report"},
+     "sensor names (as in the sensor label, e.g. \"npu-thermal\", or globs: \"nvme*\") not to "
+     "report"},
 };
 
 // Every metric the sensor may emit: name, unit, counter, labels, help. plugin.cpp registers it
@@ -40,7 +42,7 @@ class ThermalSensor final : public kiwi::Sensor {
   std::vector<Source> discover() const;
 
   std::string sysfs_;
-  std::vector<std::string> exclude_;
+  kiwi::NameFilter filter_;  // everything but the exclude option
   kiwi::Logger& log_;
   std::set<std::string> failing_;  // sensors that failed last time, to log changes only once
 };

@@ -249,6 +249,20 @@ TEST_CASE("glob matching") {
   CHECK_FALSE(kiwi::glob_match("cpu", "cpu_usage_ratio"));
 }
 
+TEST_CASE("name filter: included by a glob and not excluded, exclusion wins") {
+  const kiwi::NameFilter f({"eth*", "wlan0"}, {"eth9*"});
+  CHECK(f.passes("eth0"));
+  CHECK(f.passes("wlan0"));
+  CHECK_FALSE(f.passes("wlan1"));                        // not included
+  CHECK_FALSE(f.passes("eth99"));                        // excluded, though included
+  CHECK_FALSE(kiwi::NameFilter({}, {}).passes("eth0"));  // an empty include list: nothing
+  // Another matcher: path prefixes, as the storage sensor's mount options use.
+  const kiwi::NameFilter paths(
+      {"/"}, {"/proc"}, [](std::string_view p, std::string_view n) { return n.starts_with(p); });
+  CHECK(paths.passes("/home"));
+  CHECK_FALSE(paths.passes("/proc/sys"));
+}
+
 TEST_CASE("store: step folds samples into aligned buckets with mean, max, min or last") {
   TempDb db;
   Store store(db.path());

@@ -160,6 +160,16 @@ TEST_CASE("thermal: excluded sensors are not reported and do not rename the othe
   CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite_2"}}) == 35.85);
 }
 
+TEST_CASE("thermal: exclude takes globs, as every include/exclude option does") {
+  Harness h(fixture("x86"), kiwi_sensor_test::with_strings(defaults(), "exclude", {"nvme*"}));
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  sensor.sample(h.sink);
+  CHECK(h.sink.count("thermal_celsius") == 7);
+  CHECK_FALSE(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite"}}));
+  CHECK_FALSE(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite_2"}}));
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "iwlwifi_1_temp1"}}));
+}
+
 TEST_CASE("thermal: excluding every sensor is no data with a reason") {
   Harness h(fixture("rpi4"),
             kiwi_sensor_test::with_strings(defaults(), "exclude", {"cpu-thermal"}));
