@@ -265,9 +265,17 @@ test('a folded list the user opened stays open while the card updates', async ()
   assert.equal(await page.evaluate(() => document.querySelector('#card-sensor-zones details').open), true);
 });
 
-test('screenshot: generic cards and charts', async () => {
+test('screenshots: generic cards and charts, desktop and phone (no horizontal scrolling)', async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-sensors.png'), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    // Long label values wrap inside their card rather than widen the page.
+    await until(async () => (await page.evaluate(() => document.documentElement.scrollWidth)) <= 390, 5000, 'no horizontal scrolling at 390 px');
+    await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-sensors-phone.png'), fullPage: true });
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 900 });
+  }
 });
 
 test('a sensor added by a reload gets its card and chart without a page reload; removed, both go', async () => {
