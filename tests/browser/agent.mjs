@@ -2,8 +2,26 @@
 // from the test. Every wait polls with a deadline; nothing sleeps for a fixed time.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// playwright-core comes from tools/web (npm ci from its package-lock.json), wherever cwd is.
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const { chromium } = createRequire(join(root, 'tools/web/package.json'))('playwright-core');
+
+// Debian's chromium, headless, in a profile of its own that nothing outside the test shares.
+export function launchChromium(userDataDir) {
+  return chromium.launchPersistentContext(userDataDir, {
+    executablePath: process.env.KIWI_CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run',
+      '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1280, height: 900 },
+    colorScheme: 'light',
+  });
+}
 
 export function env(name) {
   const v = process.env[name];
@@ -55,14 +73,19 @@ export class Agent {
 
   get origin() { return `http://127.0.0.1:${this.port}`; }
 
-  // Starts on `port` (0: the kernel chooses) and resolves once the agent says it is listening.
-  async start(port = 0) {
+  writeConfig(port) {
     const cfg = join(this.dir, 'kiwi.toml');
     writeFileSync(cfg, [
       '[agent]', `data_dir = ${q(join(this.dir, 'data'))}`, `plugin_dir = ${q(env('KIWI_PLUGIN_DIR'))}`, this.agentLines,
       '[http]', `bind = ${q(`127.0.0.1:${port}`)}`,
       '[collector]', `snapshot_path = ${q(join(this.dir, 'current.json'))}`, this.collector,
       this.extra, ''].join('\n'));
+    return cfg;
+  }
+
+  // Starts on `port` (0: the kernel chooses) and resolves once the agent says it is listening.
+  async start(port = 0) {
+    const cfg = this.writeConfig(port);
     this.log = '';
     let exited = null;
     const proc = spawn(env('KIWI_AGENT_BIN'), ['--config', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -74,6 +97,19 @@ export class Agent {
       return /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(this.log);
     }, 20000, `kiwi-agent to listen:\n${this.log}`);
     this.port = Number(m[1]);
+  }
+
+  // Writes the config again with `extra` as it is now (on the port it listens on) and sends
+  // SIGHUP; resolves once the agent logs that the new configuration applies.
+  async reload() {
+    const from = this.log.length;
+    this.writeConfig(this.port);
+    this.proc.kill('SIGHUP');
+    await until(() => {
+      const log = this.log.slice(from);
+      if (/reload failed/.test(log)) throw new Error(`the reload failed:\n${log}`);
+      return / reloaded .* \(generation \d+\)/.test(log);
+    }, 10000, `the reload to apply:\n${this.log.slice(from)}`);
   }
 
   // SIGTERM and wait for the exit code (SIGKILL after 20 s).

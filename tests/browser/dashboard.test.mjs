@@ -6,19 +6,12 @@
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
-import { Agent, env, fakeSysfs, procStatCores, until } from './agent.mjs';
+import { Agent, env, fakeSysfs, launchChromium, procStatCores, until } from './agent.mjs';
 
-// playwright-core comes from tools/web (npm ci from its package-lock.json), wherever cwd is.
-const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const { chromium } = createRequire(join(root, 'tools/web/package.json'))('playwright-core');
-
-const CHROMIUM = process.env.KIWI_CHROMIUM || '/usr/bin/chromium';
 const SCREENSHOTS = process.env.KIWI_SCREENSHOT_DIR || join(tmpdir(), 'kiwi-screenshots');
 
 // Known temperatures (°C) against the thresholds the test configures: warm 65, hot 70.
@@ -112,14 +105,7 @@ before(async () => {
     return ((cur && cur.body.sensors && cur.body.sensors.cpu && cur.body.sensors.cpu.metrics) || [])
       .some((m) => m.name === 'cpu_usage_ratio');
   }, 5000, 'the first CPU usage reading');
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run',
-      '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1280, height: 900 },
-    colorScheme: 'light',
-  });
+  context = await launchChromium(userDataDir);
   page = context.pages()[0] || (await context.newPage());
   watch(page, agent.origin);
 });

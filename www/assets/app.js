@@ -33,6 +33,26 @@
   const fmtHz = (hz) => (!ok(hz) ? DASH : hz >= 1e9 ? `${(hz / 1e9).toFixed(2)} GHz` : `${Math.round(hz / 1e6)} MHz`);
   const fmtC = (c) => (ok(c) ? `${c.toFixed(1)} °C` : DASH);
   const fmtLoad = (l) => (ok(l) ? l.toFixed(2) : DASH);
+  // Any other number: whole ones as they are below a million (a count is exact), others to three
+  // significant digits; from a million on 1.23 M, 4.56 G.
+  function fmtNum(v) {
+    if (!ok(v)) return DASH;
+    if (Math.abs(v) >= 1e6) return scaled(v, 1000, ['', 'k', 'M', 'G', 'T', 'P', 'E']);
+    return Number.isInteger(v) || Math.abs(v) >= 100 ? String(Math.round(v)) : String(Number(v.toPrecision(3)));
+  }
+  function fmtSeconds(s) {
+    if (!ok(s)) return DASH;
+    const a = Math.abs(s);
+    if (a >= 60) return fmtUptime(s);
+    return a && a < 1e-3 ? `${fmtNum(s * 1e6)} µs` : a && a < 1 ? `${fmtNum(s * 1e3)} ms` : `${fmtNum(s)} s`;
+  }
+  // A value of a sensor the page has no card for, by its unit (one of the agent's closed list).
+  const UNIT_FMT = {
+    bytes: fmtBytes, seconds: fmtSeconds, celsius: fmtC, ratio: (r) => fmtPct(r, 1),
+    hertz: (hz) => (Math.abs(hz) >= 1e6 ? fmtHz(hz) : scaled(hz, 1000, ['Hz', 'kHz'])),
+    per_second: (v) => `${fmtNum(v)}/s`, bytes_per_second: fmtRate, count: fmtNum, '': fmtNum,
+  };
+  const fmtUnit = (unit) => UNIT_FMT[unit] || ((v) => `${fmtNum(v)} ${unit}`);
   const pad = (n) => String(n).padStart(2, '0');
   const fmtClock = (ts) => { const d = new Date(ts * 1000); return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`; };
   function fmtDuration(s) {
@@ -73,6 +93,7 @@
   function metrics(sensor) {
     const all = (name) => (sensor.metrics || []).filter((m) => m.name === name);
     return {
+      list: sensor.metrics || [],
       all,
       one: (name) => num((all(name)[0] || {}).value),
       by: (name, label) => new Map(all(name).map((m) => [String((m.labels || {})[label]), num(m.value)])), // label -> value
@@ -177,34 +198,121 @@
       ['diskio_write_bytes_per_second', 'Write']], 'No disks reported.'),
   };
   const OPTIONAL = new Set(['network', 'diskio']); // cards shown only where the agent runs them
+  const KINDS = Object.fromEntries(Object.keys(CARDS).map((p) => [p, $(`h-${p}`).textContent])); // "Storage"
 
-  // Sensor keys are instance names: match the plugin field so a renamed instance still shows.
-  function findSensor(sensors, plugin) {
-    return Object.entries(sensors).find(([, s]) => s && s.plugin === plugin) || (sensors[plugin] ? [plugin, sensors[plugin]] : []);
+  // Metric and label text comes from plugins (an exec script prints it): shown as text only.
+  const labelPairs = (x) => Object.entries(x.labels || {}).map(([k, v]) => `${k}=${v}`).join(', ');
+  const seriesId = (x) => `${x.name}${JSON.stringify(Object.entries(x.labels || {}).sort())}`;
+
+  // A sensor of any other plugin: its metrics by name, one row per label set, each value formatted
+  // by its unit. A counter whose rate the sensor reports beside it (`x_total` and `x_per_second`
+  // with the same labels, as the agent's own sensors turn counters into rates) shows as that rate
+  // only; any other counter shows its value. Past the first ROWS values, whole metrics fold into
+  // a list the user can open.
+  const ROWS = 12;
+  function genericCard(m) {
+    const ids = new Set(m.list.map(seriesId));
+    const shown = m.list.filter((x) => !(x.kind === 'counter' && /_total$/.test(x.name) &&
+      ids.has(seriesId({ name: x.name.replace(/_total$/, '_per_second'), labels: x.labels }))));
+    if (!shown.length) return note('No metrics in the latest sample.');
+    const groups = new Map();
+    for (const x of shown) groups.set(x.name, [...(groups.get(x.name) || []), x]);
+    const rows = [[], []];
+    let count = 0, folded = 0;
+    for (const [name, list] of groups) {
+      const value = (x) => val(name, fmtUnit(x.unit)(num(x.value)), num(x.value), labelPairs(x) || null);
+      const fold = count > 0 && count + list.length > ROWS ? 1 : 0;
+      count += list.length;
+      folded += fold * list.length;
+      if (list.length === 1 && !labelPairs(list[0])) { rows[fold].push(row(name, value(list[0]))); continue; }
+      rows[fold].push(h('div', { class: 'row group' }, h('dt', {}, name), h('dd')));
+      for (const x of list.sort((a, b) => byName(labelPairs(a), labelPairs(b)))) {
+        const r = row(labelPairs(x), value(x));
+        r.classList.add('sub');
+        rows[fold].push(r);
+      }
+    }
+    const dl = (kids) => h('dl', { class: 'kv generic' }, kids);
+    return [dl(rows[0]), folded && h('details', {}, h('summary', {}, `${folded} more`), dl(rows[1]))];
   }
 
-  function renderCards(sensors) {
-    for (const [plugin, render] of Object.entries(CARDS)) {
-      const card = $(`card-${plugin}`);
-      const [key, sensor] = findSensor(sensors, plugin);
-      const status = sensor ? String(sensor.status) : 'missing';
-      card.hidden = OPTIONAL.has(plugin) && !sensor;
-      const msg = sensor && sensor.message && note(sensor.message, 'msg');
-      let content;
-      if (!sensor) content = note('Not configured in this agent.');
-      else if (status === 'error') content = [note('Sensor error', 'error'), msg || note('no message', 'msg')];
-      else if (status === 'no_data') content = [note(plugin === 'thermal' ? 'No sensors on this machine.' : 'No data from this sensor.'), msg];
-      else if (status !== 'ok') content = note(`Unknown status "${status}"`, 'error');
-      else {
-        try { content = [render(metrics(sensor)), msg]; } catch (e) {
-          console.error(e);
-          content = note(`Cannot display this sensor: ${e.message}`, 'error');
-        }
-      }
-      card.dataset.status = status;
-      if (key) card.dataset.instance = key;
-      card.querySelector('.body').replaceChildren(...[content].flat(9).filter(Boolean));
+  // Which sensor each of the page's own cards shows: the first instance of its plugin (for an
+  // agent from before the `plugin` field, the one named after it). Every other sensor gets a card
+  // of its own: a known plugin's next instance drawn as the first one is, any other generic.
+  function placeSensors(sensors) {
+    const fixed = new Map(), extra = [];
+    for (const [key, s] of Object.entries(sensors)) {
+      if (!s || typeof s !== 'object') continue;
+      const plugin = s.plugin === undefined ? key : String(s.plugin);
+      if (CARDS[plugin] && !fixed.has(plugin)) fixed.set(plugin, [key, s]);
+      else extra.push([key, s, plugin]);
     }
+    return { fixed, extra };
+  }
+  // "Storage", "Storage · shm" (a second instance); "backup · exec", "uptime" (named as its plugin).
+  const titleOf = (key, plugin) => {
+    const [first, second] = CARDS[plugin] ? [KINDS[plugin], key] : [key, plugin];
+    return key === plugin ? first : `${first} · ${second}`;
+  };
+
+  function fillCard(card, key, sensor, plugin, render) {
+    const status = sensor ? String(sensor.status) : 'missing';
+    const msg = sensor && sensor.message && note(sensor.message, 'msg');
+    let content;
+    if (!sensor) content = note('Not configured in this agent.');
+    else if (status === 'error') content = [note('Sensor error', 'error'), msg || note('no message', 'msg')];
+    else if (status === 'no_data') content = [note(plugin === 'thermal' ? 'No sensors on this machine.' : 'No data from this sensor.'), msg];
+    else if (status !== 'ok') content = note(`Unknown status "${status}"`, 'error');
+    else {
+      try { content = [render(metrics(sensor)), msg]; } catch (e) {
+        console.error(e);
+        content = note(`Cannot display this sensor: ${e.message}`, 'error');
+      }
+    }
+    card.dataset.status = status;
+    card.dataset.plugin = plugin;
+    if (key) card.dataset.instance = key;
+    else delete card.dataset.instance;
+    card.querySelector('h2').textContent = key ? titleOf(key, plugin) : KINDS[plugin];
+    const open = !!card.querySelector('details[open]'); // a list the user opened stays open
+    card.querySelector('.body').replaceChildren(...[content].flat(9).filter(Boolean));
+    if (open) for (const d of card.querySelectorAll('details')) d.open = true;
+  }
+
+  // Puts `els` into `parent` in this order, moving only what is out of place (each poll).
+  function arrange(parent, els) {
+    let prev = null;
+    for (const el of els) {
+      if ((prev ? prev.nextElementSibling : parent.firstElementChild) !== el) {
+        if (prev) prev.after(el); else parent.prepend(el);
+      }
+      prev = el;
+    }
+  }
+
+  const ownCards = new Map(); // instance name -> the card made for it
+  function renderCards() {
+    const { fixed, extra } = st.placed;
+    const order = new Map(Object.keys(CARDS).map((p) => [p, [$(`card-${p}`)]]));
+    for (const [plugin, render] of Object.entries(CARDS)) {
+      const [key, sensor] = fixed.get(plugin) || [];
+      $(`card-${plugin}`).hidden = OPTIONAL.has(plugin) && !sensor;
+      fillCard($(`card-${plugin}`), key, sensor, plugin, render);
+    }
+    const generic = [];
+    for (const [key, sensor, plugin] of extra) {
+      let card = ownCards.get(key);
+      if (!card) {
+        card = h('section', { class: 'card', id: `card-sensor-${key}`, 'aria-labelledby': `h-sensor-${key}` },
+          h('h2', { id: `h-sensor-${key}` }), h('div', { class: 'body' }));
+        ownCards.set(key, card);
+      }
+      fillCard(card, key, sensor, plugin, CARDS[plugin] || genericCard);
+      (order.get(plugin) || generic).push(card); // next to its plugin's card, others at the end
+    }
+    const keep = new Set(extra.map(([key]) => key));
+    for (const [key, card] of ownCards) if (!keep.has(key)) { card.remove(); ownCards.delete(key); }
+    arrange(document.querySelector('.grid'), [...[...order.values()].flat(), ...generic]);
   }
 
   // ---- history charts (uPlot) ----
@@ -216,13 +324,14 @@
   };
   // Byte axes tick at 1, 2, 4 ... 512 KiB / MiB / GiB, not at 477 MiB.
   const BINARY_STEPS = [0, 1, 2, 3, 4, 5].flatMap((k) => [1, 2, 4, 8, 16, 32, 64, 128, 256, 512].map((m) => m * 1024 ** k));
+  const axisC = (v) => `${Math.round(v)} °C`;
+  const aroundC = (u, min, max) => (ok(min) && ok(max) ? [Math.floor(min - 3), Math.ceil(max + 3)] : [0, 100]);
   const pick = (labels, key, fallback) => String((labels || {})[key] ?? fallback);
   const CHARTS = [
     { id: 'cpu', plugin: 'cpu', names: ['cpu_usage_ratio'], fmt: (v) => fmtPct(v, 1), axis: (v) => fmtPct(v),
       label: () => 'total', y: () => [0, 1], fill: true },
-    { id: 'thermal', plugin: 'thermal', names: ['thermal_celsius'], fmt: fmtC, axis: (v) => `${Math.round(v)} °C`,
-      label: (s) => pick(s.labels, 'sensor', s.key),
-      y: (u, min, max) => (ok(min) && ok(max) ? [Math.floor(min - 3), Math.ceil(max + 3)] : [0, 100]) },
+    { id: 'thermal', plugin: 'thermal', names: ['thermal_celsius'], fmt: fmtC, axis: axisC,
+      label: (s) => pick(s.labels, 'sensor', s.key), y: aroundC },
     { id: 'memory', plugin: 'memory', names: ['memory_used_bytes', 'memory_cached_bytes', 'memory_swap_used_bytes'],
       fmt: fmtBytes, incrs: BINARY_STEPS, label: (s) => ({ memory_used_bytes: 'used', memory_cached_bytes: 'cached' })[s.name] || 'swap used' },
     { id: 'network', plugin: 'network', names: ['network_receive_bytes_per_second', 'network_transmit_bytes_per_second'],
@@ -232,6 +341,65 @@
   ];
   const labelText = (s) => Object.values(s.labels || {}).join(' ');
   const fromZero = (u, min, max) => [0, ok(max) && max > 0 ? max * 1.1 : 1];
+  const withZero = (u, min, max) => { // any sign: a generic gauge may go below zero
+    const lo = ok(min) ? Math.min(0, min) : 0, hi = ok(max) ? Math.max(0, max) : 1;
+    return hi > lo ? [lo * 1.1, hi * 1.1] : [0, 1];
+  };
+  const UNIT_CHART = { ratio: { axis: (v) => fmtPct(v) }, bytes: { incrs: BINARY_STEPS }, celsius: { axis: axisC, y: aroundC } };
+
+  // The generic cards' charts: one per sensor and unit (an axis has one unit), one line per gauge
+  // series the sensor has reported since it appeared (a sample in error has none: the line stays),
+  // at most LINES of them, one per colour; the caption says how many more the card lists.
+  const LINES = 8;
+  const seen = new Map(); // instance name -> { plugin, series: Map(seriesId -> metric) }
+  function sensorCharts() {
+    const defs = [];
+    for (const [key, sensor, plugin] of st.placed.extra) {
+      if (CARDS[plugin]) continue; // a known plugin's next instance: its series are in that plugin's chart
+      if (!seen.has(key) || seen.get(key).plugin !== plugin) seen.set(key, { plugin, series: new Map() });
+      const mine = seen.get(key).series;
+      for (const x of sensor.metrics || []) {
+        if (x.kind !== 'counter' && !mine.has(seriesId(x))) mine.set(seriesId(x), { name: String(x.name), labels: x.labels, unit: String(x.unit ?? '') });
+      }
+      while (mine.size > 256) mine.delete(mine.keys().next().value); // labels that keep changing
+      const units = [...new Set([...mine.values()].map((x) => x.unit))];
+      for (const unit of units) {
+        const all = [...mine.values()].filter((x) => x.unit === unit)
+          .sort((a, b) => byName(a.name, b.name) || byName(labelPairs(a), labelPairs(b)));
+        const ids = new Set(all.slice(0, LINES).map(seriesId));
+        const names = [...new Set(all.slice(0, LINES).map((x) => x.name))];
+        const more = all.length - ids.size;
+        defs.push({
+          id: `sensor-${key}-${unit || 'none'}`, names, match: (x) => ids.has(seriesId(x)), fmt: fmtUnit(unit), y: withZero, ...UNIT_CHART[unit],
+          label: (x) => (names.length > 1 ? [x.name, labelPairs(x)] : [labelPairs(x) || x.name]).filter(Boolean).join(' '),
+          caption: `${titleOf(key, plugin)}${units.length > 1 ? ` (${unit || 'no unit'})` : ''}${more ? `: ${ids.size} of ${all.length} series` : ''}`,
+        });
+      }
+    }
+    const live = new Set(st.placed.extra.map(([key]) => key));
+    for (const key of seen.keys()) if (!live.has(key)) seen.delete(key);
+    return defs;
+  }
+
+  // A figure per generic chart, made and removed as sensors come and go (a reload).
+  function arrangeCharts() {
+    const figs = st.sensorCharts.map((def) => {
+      let fig = $(`chart-${def.id}`);
+      if (!fig) {
+        fig = h('figure', { class: 'chart', id: `chart-${def.id}`, 'data-chart': def.id, 'aria-labelledby': `c-${def.id}` },
+          h('figcaption', { id: `c-${def.id}` }), h('div', { class: 'plot', 'aria-hidden': 'true' },
+            note(typeof uPlot === 'function' ? 'Loading history…' : 'The chart library did not load.', typeof uPlot === 'function' ? null : 'error')),
+          h('p', { class: 'sr-only' }));
+      }
+      fig.querySelector('figcaption').textContent = def.caption;
+      return fig;
+    });
+    const keep = new Set(figs);
+    for (const fig of document.querySelectorAll('.charts .chart')) {
+      if (!CHARTS.some((def) => fig.id === `chart-${def.id}`) && !keep.has(fig)) { dropChart(fig.dataset.chart); fig.remove(); }
+    }
+    arrange(document.querySelector('.charts'), [...CHARTS.map((def) => $(`chart-${def.id}`)), ...figs]);
+  }
   const HEIGHT = 170;
 
   const hist = {
@@ -261,7 +429,8 @@
     for (const s of Object.values(st.data.sensors)) for (const m of (s && s.metrics) || []) present.add(m.name);
     if (hist.last) for (const s of Object.values(hist.last.series)) present.add(s.name);
     const swap = [...Object.values(st.data.sensors)].some((s) => s && metrics(s).one('memory_swap_total_bytes') > 0);
-    return CHARTS.flatMap((def) => def.names).filter((n) => present.has(n) && (n !== 'memory_swap_used_bytes' || swap));
+    return [...new Set([...CHARTS, ...st.sensorCharts].flatMap((def) => def.names))]
+      .filter((n) => present.has(n) && (n !== 'memory_swap_used_bytes' || swap));
   }
 
   // `since`: fetch only from there on (the newest bucket, which may have grown, and any after it).
@@ -276,7 +445,8 @@
       p.set('step', String(r.step));
       p.set('limit', String(Math.max(1, Math.ceil((now - from) / r.step) + 1)));
     }
-    const names = hist.filter === 'list' ? wantedSeries() : ['*'];
+    let names = hist.filter === 'list' ? wantedSeries() : ['*'];
+    if (names.join(',').length > 1500) names = ['*']; // many generic charts: the URL stays under 2 kB
     if (hist.api === 'full' && hist.filter !== 'none' && names.length) p.set('series', names.join(','));
     return `${HISTORY}?${p}`.replace(/%2C/g, ',').replace(/%2A/g, '*');
   }
@@ -364,7 +534,7 @@
     const ts = data.timestamps;
     const to = Math.max(st.data.timestamp, ts.length ? ts[ts.length - 1] : 0);
     hist.window = [to - span, to];
-    for (const def of CHARTS) drawChart(def, data);
+    for (const def of [...CHARTS, ...st.sensorCharts]) drawChart(def, data);
     showHistoryNote();
     $('history').dataset.loadedRange = hist.range; // test hook: the charts show this range now
   }
@@ -377,11 +547,12 @@
   function drawChart(def, data) {
     const fig = $(`chart-${def.id}`);
     const plot = fig.querySelector('.plot');
-    const [, sensor] = findSensor(st.data.sensors, def.plugin);
+    const [, sensor] = st.placed.fixed.get(def.plugin) || [];
     fig.hidden = OPTIONAL.has(def.plugin) && !sensor;
+    const want = def.match || ((x) => def.names.includes(x.name));
     const noSwap = def.id === 'memory' && sensor && !(metrics(sensor).one('memory_swap_total_bytes') > 0);
     const keys = Object.keys(data.series)
-      .filter((k) => def.names.includes(data.series[k].name) && !(noSwap && data.series[k].name === 'memory_swap_used_bytes'))
+      .filter((k) => want(data.series[k]) && !(noSwap && data.series[k].name === 'memory_swap_used_bytes'))
       .sort((a, b) => byName(labelText(data.series[a]), labelText(data.series[b])) ||
         def.names.indexOf(data.series[a].name) - def.names.indexOf(data.series[b].name)); // eth0 in, eth0 out, wlan0 in, ...
     const series = keys.map((k) => ({ key: k, ...data.series[k] }));
@@ -536,6 +707,7 @@
     data: null, etag: null, error: null, inflight: false, state: 'loading',
     lastTs: null, advancedAt: 0, // browser time when the sample timestamp last changed
     skewMs: null, contactAt: 0,  // agent clock minus browser clock (Date header); last good answer
+    placed: { fixed: new Map(), extra: [] }, sensorCharts: [], // which card shows which sensor; generic charts
   };
 
   function accept(data) {
@@ -549,7 +721,10 @@
     $('uptime').textContent = fmtUptime(num(agent.uptime_seconds));
     $('version').textContent = agent.version ? String(agent.version) : DASH;
     body.dataset.sequence = String(data.sequence);
-    renderCards(data.sensors);
+    st.placed = placeSensors(data.sensors);
+    renderCards();
+    st.sensorCharts = sensorCharts();
+    arrangeCharts();
     loadHistory(false);
   }
 
