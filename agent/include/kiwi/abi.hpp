@@ -1,0 +1,114 @@
+// kiwi-agent plugin SDK: the C++ side of the C ABI (kiwi/plugin.h), header-only. This is what
+// KIWI_SENSOR_PLUGIN and KIWI_HANDLER_PLUGIN expand to: the plugin's C++ tables and classes made
+// into a kiwi_plugin descriptor and C functions. Plugin code does not call it.
+//
+// Exceptions never cross the boundary: a constructor that throws is a refusal with its what(), a
+// sample() that throws is KIWI_SAMPLE_ERROR with its what().
+#pragma once
+
+#include <kiwi/plugin.h>
+
+#include <chrono>
+#include <exception>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiwi/plugin.hpp"
+
+namespace kiwi::abi {
+
+inline kiwi_str str(std::string_view s) {
+  return {s.data(), s.size()};
+}
+inline std::string_view view(kiwi_str s) {
+  return s.size ? std::string_view(s.data, s.size) : std::string_view();
+}
+
+// The agent's logger for one instance.
+class HostLogger final : public Logger {
+ public:
+  explicit HostLogger(const kiwi_host* host) : host_(host) {}
+  void log(LogLevel level, std::string_view message) override {
+    host_->log(host_->ctx, static_cast<std::uint32_t>(level), str(message));
+  }
+
+ private:
+  const kiwi_host* host_;
+};
+
+// The agent's validated option rows as kiwi::Options.
+inline Options options_from(const kiwi_option_value* values, std::size_t count) {
+  std::vector<OptionValue> out;
+  out.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto& c = values[i];
+    OptionValue v;
+    v.key = std::string(view(c.key));
+    v.type = static_cast<OptionType>(c.type);
+    v.boolean = c.boolean != 0;
+    v.integer = c.integer;
+    v.number = c.number;
+    v.string = std::string(view(c.string));
+    for (std::size_t j = 0; j < c.string_count; ++j)
+      v.string_list.emplace_back(view(c.strings[j]));
+    v.duration = std::chrono::milliseconds(c.integer);
+    v.size = static_cast<std::uint64_t>(c.integer);
+    out.push_back(std::move(v));
+  }
+  return Options(std::move(out));
+}
+
+// Calls `fn`, turning an exception into a refusal; nullptr then.
+template <class Fn>
+void* refusing(const kiwi_refusal* refusal, Fn&& fn) noexcept {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    refusal->refuse(refusal->ctx, str(e.what()));
+  } catch (...) {
+    refusal->refuse(refusal->ctx, str("an exception that is not a std::exception"));
+  }
+  return nullptr;
+}
+
+// The descriptor of a plugin, built once, on the first call to kiwi_plugin_v1() (at load).
+struct Descriptor {
+  std::vector<kiwi_option_spec> options;
+  std::vector<kiwi_metric_spec> metrics;
+  kiwi_plugin plugin{};
+
+  Descriptor(PluginKind kind, std::string_view name, std::string_view description,
+             std::span<const OptionSpec> option_table, std::span<const MetricSpec> metric_table) {
+    for (const auto& o : option_table)
+      options.push_back({str(o.key), static_cast<std::uint32_t>(o.type), str(o.default_toml),
+                         str(o.description), o.has_range ? 1u : 0u, o.min, o.max});
+    for (const auto& m : metric_table)
+      metrics.push_back({str(m.name), unit_code(m.unit), m.counter ? 1u : 0u, str(m.labels),
+                         str(m.help)});
+    plugin.abi_major = KIWI_ABI_MAJOR;
+    plugin.abi_minor = KIWI_ABI_MINOR;
+    plugin.size = sizeof(kiwi_plugin);
+    plugin.kind = kind == PluginKind::sensor ? KIWI_KIND_SENSOR : KIWI_KIND_HANDLER;
+    plugin.name = str(name);
+    plugin.description = str(description);
+    plugin.options = options.data();
+    plugin.option_count = options.size();
+    plugin.option_spec_size = sizeof(kiwi_option_spec);
+    plugin.metrics = metrics.data();
+    plugin.metric_count = metrics.size();
+    plugin.metric_spec_size = sizeof(kiwi_metric_spec);
+  }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+};
+
+inline std::chrono::steady_clock::time_point deadline_of(std::int64_t ns) {
+  if (ns == std::numeric_limits<std::int64_t>::max())
+    return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
+}
+
+}  // namespace kiwi::abi

@@ -1,0 +1,443 @@
+/* kiwi-agent plugin ABI: the boundary between the agent and a plugin's shared object, in C.
+ *
+ * A plugin is a shared object that exports one function,
+ *
+ *     KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void);
+ *
+ * returning a descriptor in static storage: what the plugin is (kind, name, description), its
+ * option and metric tables, and the functions the agent calls. Nothing but the types below
+ * crosses the boundary: plain C structs, fixed-width integers, doubles, function pointers, and
+ * strings as pointer + length (kiwi_str, not NUL-terminated, UTF-8). No C++ type, allocator or
+ * exception does, so a plugin may be written in C, built by another compiler, or against another
+ * minor version of this header, and the agent (built with another libstdc++) loads it.
+ *
+ * The C++ SDK (kiwi/sensor.hpp, kiwi/handler.hpp) is a header-only wrapper over this file: a C++
+ * plugin gets its descriptor from KIWI_SENSOR_PLUGIN / KIWI_HANDLER_PLUGIN. The agent's own
+ * plugins go through the same path.
+ *
+ * Versions (docs/plugins.md "ABI rules"):
+ *   - KIWI_ABI_MAJOR changes when something here changes incompatibly (a member removed, moved or
+ *     retyped, a meaning changed). The agent refuses a plugin of another major version, naming the
+ *     file, the version it loads and the one it found.
+ *   - KIWI_ABI_MINOR grows when members are added, always at the end of a struct, and each struct
+ *     that grows carries its `size`. Either side reads a member of a struct the other side made
+ *     only if that struct's `size` covers it (KIWI_HAS_MEMBER), so an agent loads a plugin built
+ *     for an older or a newer minor version, and arrays of rows (options, metrics) are stepped
+ *     through by the row size the plugin states.
+ *
+ * Ownership: everything the agent passes in is borrowed and valid only during the call, unless a
+ * comment says otherwise. Strings a plugin passes to a callback are copied before it returns.
+ * What a plugin returns from kiwi_plugin_v1() (the descriptor and its tables) must stay valid
+ * while the shared object is loaded; the agent keeps it loaded while any instance, or any body a
+ * handler returned, is alive.
+ *
+ * Threading: see each function. Callbacks the agent hands out (log, emit, ...) may be called only
+ * during the call they were passed to, except kiwi_host, which is valid until destroy().
+ */
+#ifndef KIWI_PLUGIN_H
+#define KIWI_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KIWI_ABI_MAJOR 1
+#define KIWI_ABI_MINOR 0
+
+#define KIWI_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+/* Whether a struct `s` of declared size `s->size` has `member` (for the other side's structs). */
+#define KIWI_HAS_MEMBER(s, type, member) \
+  ((s)->size >= offsetof(type, member) + sizeof(((type *)0)->member))
+
+/* A string: `size` bytes at `data` (data may be NULL when size is 0). */
+typedef struct kiwi_str {
+  const char *data;
+  size_t size;
+} kiwi_str;
+
+/* ---- What a plugin declares ------------------------------------------------------------------ */
+
+enum { KIWI_KIND_SENSOR = 1, KIWI_KIND_HANDLER = 2 };
+
+/* Option types. The agent parses the TOML value, checks its type and range and fills in the
+ * default, so a plugin reads its options without validation of its own.
+ *   DURATION  a TOML string in the config's syntax ("500ms", "10s", "2m", "1h30m"); milliseconds
+ *   SIZE      a TOML integer of bytes, or a string "512", "64KiB", "1MiB", "10kB"; bytes */
+enum {
+  KIWI_OPTION_BOOLEAN = 0,
+  KIWI_OPTION_INTEGER = 1,
+  KIWI_OPTION_NUMBER = 2,
+  KIWI_OPTION_STRING = 3,
+  KIWI_OPTION_STRING_LIST = 4,
+  KIWI_OPTION_DURATION = 5,
+  KIWI_OPTION_SIZE = 6
+};
+
+/* One row of the option table. It drives validation (an unknown key, a wrong type or a value out
+ * of range is an error naming file:line:col), the default, and `kiwi-agent --describe-plugin`. */
+typedef struct kiwi_option_spec {
+  kiwi_str key;
+  uint32_t type;
+  kiwi_str default_toml; /* the default as a TOML literal: "true", "30", "\"10s\"", "[\"lo\"]" */
+  kiwi_str description;  /* one line: what it does, in which unit */
+  /* An inclusive range for INTEGER, NUMBER, DURATION (milliseconds) and SIZE (bytes), checked
+   * when has_range is non-zero. */
+  uint32_t has_range;
+  double min;
+  double max;
+} kiwi_option_spec;
+
+/* Units: base units only, a closed set (the name of each, as the API writes it, in comments). */
+enum {
+  KIWI_UNIT_NONE = 0,             /* "" (a unitless value) */
+  KIWI_UNIT_BYTES = 1,            /* "bytes" */
+  KIWI_UNIT_SECONDS = 2,          /* "seconds" */
+  KIWI_UNIT_CELSIUS = 3,          /* "celsius" */
+  KIWI_UNIT_HERTZ = 4,            /* "hertz" */
+  KIWI_UNIT_RATIO = 5,            /* "ratio" (0..1) */
+  KIWI_UNIT_COUNT = 6,            /* "count" */
+  KIWI_UNIT_BYTES_PER_SECOND = 7, /* "bytes_per_second" */
+  KIWI_UNIT_PER_SECOND = 8        /* "per_second" */
+};
+
+enum { KIWI_GAUGE = 0, KIWI_COUNTER = 1 };
+
+/* One metric a sensor emits, declared once: the row drives /metrics' HELP and TYPE, the plugin's
+ * README and its tests, and the sensor emits through the same row (kiwi_sink.emit), so name,
+ * unit, kind and help cannot drift apart. */
+typedef struct kiwi_metric_spec {
+  kiwi_str name;   /* e.g. "cpu_core_usage_ratio": [a-zA-Z_][a-zA-Z0-9_]*, unit as suffix */
+  uint32_t unit;   /* KIWI_UNIT_* */
+  uint32_t kind;   /* KIWI_GAUGE or KIWI_COUNTER */
+  kiwi_str labels; /* label names, comma-separated: "core" ("" for none) */
+  kiwi_str help;   /* one line: what it measures and where it comes from */
+} kiwi_metric_spec;
+
+/* ---- What the agent provides ----------------------------------------------------------------- */
+
+enum { KIWI_LOG_ERROR = 0, KIWI_LOG_WARN = 1, KIWI_LOG_INFO = 2, KIWI_LOG_DEBUG = 3 };
+
+/* The agent, for one plugin instance: valid from create until destroy returns. */
+typedef struct kiwi_host {
+  uint32_t size;
+  void *ctx;
+  /* Writes a line to the agent's log, prefixed with the instance. Thread-safe: any thread, any
+   * time during the instance's life (its destroy included). */
+  void (*log)(void *ctx, uint32_t level, kiwi_str message);
+} kiwi_host;
+
+/* One validated option: every key of the table, in table order, with the user's value or the
+ * default. Only the member for `type` is meaningful (DURATION and SIZE use `integer`). */
+typedef struct kiwi_option_value {
+  kiwi_str key;
+  uint32_t type;
+  uint32_t boolean;
+  int64_t integer; /* INTEGER; DURATION in milliseconds; SIZE in bytes */
+  double number;
+  kiwi_str string;
+  const kiwi_str *strings; /* STRING_LIST */
+  size_t string_count;
+} kiwi_option_value;
+
+/* Where create() says why it refuses: the message is copied; start-up or the reload then fails
+ * with it (exit code 2 at start). */
+typedef struct kiwi_refusal {
+  void *ctx;
+  void (*refuse)(void *ctx, kiwi_str why);
+} kiwi_refusal;
+
+/* ---- Sensors --------------------------------------------------------------------------------- */
+
+/* Handed to sensor_create; valid during that call only, except `host`. */
+typedef struct kiwi_sensor_context {
+  uint32_t size;
+  kiwi_str instance_name; /* the [[sensor]] name, unique in the config */
+  kiwi_str procfs;        /* e.g. "/proc" or a fixture tree; no trailing slash. Read only here */
+  kiwi_str sysfs;         /* e.g. "/sys" */
+  const kiwi_option_value *options;
+  size_t option_count;
+  const kiwi_host *host; /* valid until destroy returns */
+} kiwi_sensor_context;
+
+typedef struct kiwi_label {
+  kiwi_str name;
+  kiwi_str value;
+} kiwi_label;
+
+/* Receives one sample; valid during sensor_sample only. */
+typedef struct kiwi_sink {
+  uint32_t size;
+  void *ctx;
+  /* One value of `metric`, a row of the plugin's table or one the plugin made for the occasion
+   * (a sensor whose metrics are not known in advance, such as exec). Everything is copied before
+   * it returns. The agent checks each metric (README "Writing a plugin": names, units, finite
+   * values, one series once per sample); one that fails is dropped and named in the status. */
+  void (*emit)(void *ctx, const kiwi_metric_spec *metric, const kiwi_label *labels,
+               size_t label_count, double value);
+  /* The note of an ok sample, or why there is no data, or the error; copied; the last call wins. */
+  void (*message)(void *ctx, kiwi_str text);
+  /* When this call's time is up, CLOCK_MONOTONIC in nanoseconds (INT64_MAX: none): the sensor's
+   * `timeout` after the call began. The agent reports the sensor `error` then and goes on without
+   * it; a sensor that waits on something (a child process) gives up a little before. */
+  int64_t deadline_ns;
+} kiwi_sink;
+
+enum { KIWI_SAMPLE_OK = 0, KIWI_SAMPLE_NO_DATA = 1, KIWI_SAMPLE_ERROR = 2 };
+
+/* ---- Route handlers -------------------------------------------------------------------------- */
+
+typedef struct kiwi_param {
+  kiwi_str name;
+  kiwi_str value; /* percent-decoded; empty for `?flag` and `?flag=` */
+} kiwi_param;
+
+/* One request; valid during handler_handle only. */
+typedef struct kiwi_request {
+  uint32_t size;
+  kiwi_str method; /* "GET", "HEAD", or another the handler's `methods` lists */
+  kiwi_str path;   /* decoded, without the query string */
+  kiwi_str raw_query; /* as sent, undecoded, without '?' */
+  const kiwi_param *query;
+  size_t query_count;
+  const kiwi_param *headers; /* names as sent; compare case-insensitively */
+  size_t header_count;
+  kiwi_str body;
+  kiwi_str protocol;       /* "HTTP/1.1" or "HTTP/1.0" */
+  kiwi_str remote_address; /* "127.0.0.1", "::1" */
+  kiwi_str local_address;  /* the address the request came in on */
+  uint16_t local_port;
+} kiwi_request;
+
+/* A response body the handler owns and the agent may keep after handle returns (it serves one
+ * body to many clients, and compresses it once, keyed by its identity: the same `data` pointer
+ * means the same bytes while the body lives). The agent calls release(owner) exactly once, from
+ * any thread, when it no longer needs the bytes; the shared object stays loaded until then. */
+typedef struct kiwi_body {
+  const char *data;
+  size_t size;
+  void *owner;
+  void (*release)(void *owner); /* NULL: static storage, nothing to release */
+} kiwi_body;
+
+/* Builds the response; valid during handler_handle only. Status 200 and Content-Type
+ * application/json unless set. */
+typedef struct kiwi_response {
+  uint32_t size;
+  void *ctx;
+  void (*status)(void *ctx, int status);
+  /* Adds a header (Content-Type replaces the default; ETag makes the agent answer a matching
+   * If-None-Match with 304). Copied. */
+  void (*header)(void *ctx, kiwi_str name, kiwi_str value);
+  /* Sets the body; the agent takes ownership even if it is never sent (HEAD, 304). */
+  void (*body)(void *ctx, kiwi_body body);
+} kiwi_response;
+
+/* ---- The agent's data a handler may read ------------------------------------------------------
+ * Read-only views the agent builds; each is acquired with a ticket and released with it, and
+ * stays valid and unchanged until released (a snapshot is immutable once published). Rows of
+ * arrays whose struct has a `size` are stepped through by the `*_size` the agent states. */
+
+enum { KIWI_SENSOR_OK = 0, KIWI_SENSOR_NO_DATA = 1, KIWI_SENSOR_ERROR = 2 };
+
+typedef struct kiwi_metric_value {
+  kiwi_str name;
+  const kiwi_label *labels;
+  size_t label_count;
+  double value; /* in base units */
+  uint32_t unit; /* KIWI_UNIT_* */
+  uint32_t kind; /* KIWI_GAUGE or KIWI_COUNTER */
+} kiwi_metric_value;
+
+typedef struct kiwi_sensor_report {
+  uint32_t size;
+  kiwi_str name;   /* [[sensor]] name */
+  kiwi_str plugin; /* the plugin's name */
+  uint32_t state;  /* KIWI_SENSOR_* */
+  kiwi_str message;
+  double timestamp;        /* unix seconds of its last reading */
+  double duration_seconds; /* how long that reading took */
+  uint64_t errors_total;   /* samples that failed since the agent started */
+  uint64_t invalid_metrics_total;
+  const kiwi_metric_value *metrics;
+  size_t metric_count;
+} kiwi_sensor_report;
+
+/* The latest sample (sequence 0 before the first one). */
+typedef struct kiwi_snapshot {
+  uint32_t size;
+  uint64_t sequence; /* 1 for the first sample */
+  double timestamp;  /* unix seconds of the tick */
+  double interval_seconds;
+  double stale_after_seconds;
+  double started_at; /* unix seconds the agent started */
+  kiwi_str host;
+  kiwi_str agent_version;
+  const kiwi_sensor_report *sensors;
+  size_t sensor_count;
+  uint32_t sensor_report_size;
+} kiwi_snapshot;
+
+typedef struct kiwi_plugin_status {
+  uint32_t size;
+  kiwi_str name; /* sensor instance name, or the route path */
+  uint32_t kind; /* KIWI_KIND_* */
+  kiwi_str plugin;
+  kiwi_str file;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  const kiwi_metric_spec *metrics; /* the plugin's table, rows of metric_spec_size */
+  size_t metric_count;
+  uint32_t metric_spec_size;
+} kiwi_plugin_status;
+
+typedef struct kiwi_request_count {
+  kiwi_str route; /* the route path; "unmatched" for 404s */
+  int status;     /* 0: another status */
+  uint64_t count;
+} kiwi_request_count;
+
+/* The agent's counters and configuration state. */
+typedef struct kiwi_stats {
+  uint32_t size;
+  kiwi_str version;
+  double started_at;
+  uint64_t ticks;
+  uint64_t missed_ticks;
+  uint64_t store_write_errors;
+  uint64_t store_failing_writes; /* commits failed in a row (0: healthy) */
+  kiwi_str store_last_error;
+  kiwi_str snapshot_file; /* "" when off */
+  uint64_t snapshot_file_errors;
+  uint64_t snapshot_file_failing;
+  kiwi_str snapshot_file_last_error;
+  const kiwi_plugin_status *plugins;
+  size_t plugin_count;
+  uint32_t plugin_status_size;
+  const kiwi_request_count *http_requests;
+  size_t http_request_count;
+  /* The configuration in force and how the latest reload went. */
+  uint64_t config_generation;
+  double config_loaded_at;
+  kiwi_str config_source;
+  kiwi_str reload_status; /* "none", "ok" or "failed" */
+  double reload_at;       /* 0: none */
+  kiwi_str reload_message;
+  uint64_t reloads_ok;
+  uint64_t reloads_failed;
+} kiwi_stats;
+
+enum { KIWI_AGGREGATE_MEAN = 0, KIWI_AGGREGATE_MAX = 1, KIWI_AGGREGATE_MIN = 2, KIWI_AGGREGATE_LAST = 3 };
+
+/* A history query; the handler checks its limits, the store trusts them. */
+typedef struct kiwi_history_query {
+  uint32_t size;
+  size_t limit; /* latest N samples (or buckets) within [since, until] */
+  uint32_t has_since;
+  double since; /* unix seconds, inclusive */
+  uint32_t has_until;
+  double until;
+  const kiwi_str *patterns; /* series names or keys, `*` globs; none: all */
+  size_t pattern_count;
+  double step; /* > 0: buckets of `step` seconds */
+  uint32_t aggregate; /* KIWI_AGGREGATE_* */
+} kiwi_history_query;
+
+typedef struct kiwi_history_series {
+  kiwi_str key; /* `name` or `name{label="value",...}`, unique in a result */
+  kiwi_str name;
+  const kiwi_label *labels;
+  size_t label_count;
+  uint32_t unit;
+  uint32_t kind;
+  const double *values; /* one per timestamp; NaN where the series has no value */
+} kiwi_history_series;
+
+typedef struct kiwi_history {
+  uint32_t size;
+  const double *timestamps; /* unix seconds, oldest first */
+  size_t timestamp_count;
+  const kiwi_history_series *series;
+  size_t series_count;
+} kiwi_history;
+
+typedef struct kiwi_str_list {
+  const kiwi_str *items;
+  size_t count;
+} kiwi_str_list;
+
+/* Thread-safe, valid until the handler's destroy returns. Every acquire sets *ticket, which the
+ * matching release takes; a view is valid until then. */
+typedef struct kiwi_data {
+  uint32_t size;
+  void *ctx;
+  const kiwi_snapshot *(*snapshot)(void *ctx, void **ticket); /* never NULL */
+  const kiwi_stats *(*stats)(void *ctx, void **ticket);       /* never NULL */
+  /* Reads through a read-only store connection of the calling thread. NULL when the store
+   * cannot answer (I/O error, corrupt database): the reason went to error->refuse. */
+  const kiwi_history *(*history)(void *ctx, const kiwi_history_query *query, void **ticket,
+                                 const kiwi_refusal *error);
+  /* Names and keys of every series the store holds (to check `series` patterns). */
+  const kiwi_str_list *(*series_names)(void *ctx, void **ticket);
+  void (*release)(void *ctx, void *ticket);
+} kiwi_data;
+
+/* Handed to handler_create; valid during that call only, except `host` and `data`. */
+typedef struct kiwi_handler_context {
+  uint32_t size;
+  kiwi_str route_path; /* as configured, e.g. "/api/current" or a prefix ending in a star */
+  const kiwi_option_value *options;
+  size_t option_count;
+  const kiwi_host *host;
+  const kiwi_data *data; /* valid until destroy returns; thread-safe */
+  kiwi_str agent_version;
+} kiwi_handler_context;
+
+/* ---- The descriptor -------------------------------------------------------------------------- */
+
+typedef struct kiwi_plugin {
+  uint32_t abi_major; /* KIWI_ABI_MAJOR */
+  uint32_t abi_minor; /* KIWI_ABI_MINOR */
+  uint32_t size;      /* sizeof(kiwi_plugin) */
+  uint32_t kind;      /* KIWI_KIND_SENSOR or KIWI_KIND_HANDLER */
+  kiwi_str name;        /* default lookup name: "cpu" -> kiwi-sensor-cpu.so */
+  kiwi_str description; /* one line */
+  const kiwi_option_spec *options;
+  size_t option_count;
+  uint32_t option_spec_size; /* sizeof(kiwi_option_spec) */
+  const kiwi_metric_spec *metrics; /* sensors: everything they may emit (maybe none) */
+  size_t metric_count;
+  uint32_t metric_spec_size; /* sizeof(kiwi_metric_spec) */
+
+  /* Sensors. create: once per [[sensor]] entry, on the agent's main thread, before sampling;
+   * returns the instance, or NULL after refusal->refuse(). sample: at most one call at a time
+   * per instance, possibly from different threads over its life; emits through `sink` and
+   * returns KIWI_SAMPLE_*. Keep state between samples in the instance, never in statics. */
+  void *(*sensor_create)(const kiwi_sensor_context *ctx, const kiwi_refusal *refusal);
+  uint32_t (*sensor_sample)(void *instance, const kiwi_sink *sink);
+
+  /* Handlers. create: once per [[route]] entry on the main thread. handle: CONCURRENTLY from the
+   * HTTP worker threads (thread-safe!); returns 0, or non-zero after writing nothing for a 500.
+   * methods: the methods handle takes, as an Allow header lists them ("GET, HEAD" if empty). */
+  void *(*handler_create)(const kiwi_handler_context *ctx, const kiwi_refusal *refusal);
+  int (*handler_handle)(void *instance, const kiwi_request *request,
+                        const kiwi_response *response);
+  kiwi_str methods;
+
+  /* Both kinds: the instance goes; called once, after its last call, before the shared object is
+   * unloaded. The host's log may still be used. */
+  void (*destroy)(void *instance);
+} kiwi_plugin;
+
+/* The one symbol a plugin exports. */
+typedef const kiwi_plugin *(*kiwi_plugin_entry)(void);
+#define KIWI_PLUGIN_ENTRY "kiwi_plugin_v1"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KIWI_PLUGIN_H */

@@ -1,0 +1,182 @@
+#include "c_abi.hpp"
+
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+
+namespace kiwi::agent {
+
+namespace {
+
+// Row `i` of a table whose rows are `row_size` bytes (the plugin's sizeof, maybe larger than ours).
+template <class Row>
+const Row& row(const Row* table, std::uint32_t row_size, std::size_t i) {
+  return *reinterpret_cast<const Row*>(reinterpret_cast<const unsigned char*>(table) +
+                                       i * row_size);
+}
+
+std::string str(kiwi_str s) {
+  return std::string(from_c(s));
+}
+
+}  // namespace
+
+Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
+  if (!p) throw std::runtime_error("kiwi_plugin_v1() returned no descriptor");
+  if (p->abi_major != KIWI_ABI_MAJOR)
+    throw std::runtime_error("plugin ABI " + std::to_string(p->abi_major) + "." +
+                             std::to_string(p->abi_minor) + ", this agent loads ABI " +
+                             std::to_string(KIWI_ABI_MAJOR) + ".x (up to " +
+                             std::to_string(KIWI_ABI_MAJOR) + "." + std::to_string(KIWI_ABI_MINOR) +
+                             " and newer minor versions); rebuild the plugin against this " +
+                             "agent's SDK");
+  // Every member of ABI 1.0 must be there; a newer minor version may add more after them.
+  if (p->size < sizeof(kiwi_plugin))
+    throw std::runtime_error("descriptor of " + std::to_string(p->size) +
+                             " bytes, ABI 1.0 has " + std::to_string(sizeof(kiwi_plugin)));
+  if (p->kind != KIWI_KIND_SENSOR && p->kind != KIWI_KIND_HANDLER)
+    throw std::runtime_error("unknown plugin kind " + std::to_string(p->kind));
+  const bool sensor = p->kind == KIWI_KIND_SENSOR;
+  if (sensor ? !p->sensor_create || !p->sensor_sample : !p->handler_create || !p->handler_handle)
+    throw std::runtime_error(std::string("a ") + (sensor ? "sensor" : "handler") +
+                             " descriptor without its create and " +
+                             (sensor ? "sample" : "handle") + " functions");
+  if (!p->destroy) throw std::runtime_error("a descriptor without destroy()");
+  if (p->name.size == 0) throw std::runtime_error("a descriptor without a name");
+  if (p->option_count && (!p->options || p->option_spec_size < sizeof(kiwi_option_spec)))
+    throw std::runtime_error("option rows of " + std::to_string(p->option_spec_size) +
+                             " bytes, ABI 1.0 has " + std::to_string(sizeof(kiwi_option_spec)));
+  if (p->metric_count && (!p->metrics || p->metric_spec_size < sizeof(kiwi_metric_spec)))
+    throw std::runtime_error("metric rows of " + std::to_string(p->metric_spec_size) +
+                             " bytes, ABI 1.0 has " + std::to_string(sizeof(kiwi_metric_spec)));
+
+  for (std::size_t i = 0; i < p->option_count; ++i) {
+    const auto& o = row(p->options, p->option_spec_size, i);
+    if (o.type > KIWI_OPTION_SIZE)
+      throw std::runtime_error("option '" + str(o.key) + "' has unknown type " +
+                               std::to_string(o.type));
+    options.push_back({from_c(o.key), static_cast<OptionType>(o.type), from_c(o.default_toml),
+                       from_c(o.description), o.has_range != 0, o.min, o.max});
+  }
+  for (std::size_t i = 0; i < p->metric_count; ++i) {
+    const auto& m = row(p->metrics, p->metric_spec_size, i);
+    metrics.push_back({from_c(m.name), unit_name(m.unit), m.kind == KIWI_COUNTER, from_c(m.labels),
+                       from_c(m.help)});
+  }
+  info.kind = sensor ? PluginKind::sensor : PluginKind::handler;
+  info.name = from_c(p->name);
+  info.description = from_c(p->description);
+  info.options = options;
+  info.metrics = metrics;
+}
+
+CHost::CHost(Logger& l) : log(l) {
+  host.size = sizeof host;
+  host.ctx = this;
+  host.log = [](void* ctx, std::uint32_t level, kiwi_str message) {
+    const auto lvl = level > KIWI_LOG_DEBUG ? LogLevel::debug : static_cast<LogLevel>(level);
+    static_cast<CHost*>(ctx)->log.log(lvl, from_c(message));
+  };
+}
+
+COptions::COptions(const Options& options) {
+  values.reserve(options.values().size());
+  lists.reserve(options.values().size());
+  for (const auto& v : options.values()) {
+    kiwi_option_value c{};
+    c.key = to_c(v.key);
+    c.type = static_cast<std::uint32_t>(v.type);
+    c.boolean = v.boolean;
+    c.integer = v.type == OptionType::duration ? static_cast<std::int64_t>(v.duration.count())
+                : v.type == OptionType::size   ? static_cast<std::int64_t>(v.size)
+                                               : v.integer;
+    c.number = v.number;
+    c.string = to_c(v.string);
+    auto& list = lists.emplace_back();
+    for (const auto& s : v.string_list) list.push_back(to_c(s));
+    c.strings = list.data();
+    c.string_count = list.size();
+    values.push_back(c);
+  }
+}
+
+CRefusal::CRefusal() {
+  c.ctx = this;
+  c.refuse = [](void* ctx, kiwi_str why) {
+    static_cast<CRefusal*>(ctx)->message = std::string(from_c(why));
+  };
+}
+
+CSensor::CSensor(const kiwi_plugin& plugin, std::string_view instance_name,
+                 std::string_view procfs, std::string_view sysfs, const Options& options,
+                 Logger& log)
+    : plugin_(plugin), host_(log), options_(options) {
+  kiwi_sensor_context ctx{};
+  ctx.size = sizeof ctx;
+  ctx.instance_name = to_c(instance_name);
+  ctx.procfs = to_c(procfs);
+  ctx.sysfs = to_c(sysfs);
+  ctx.options = options_.values.data();
+  ctx.option_count = options_.values.size();
+  ctx.host = &host_.host;
+  CRefusal refusal;
+  instance_ = plugin_.sensor_create(&ctx, &refusal.c);
+  if (!instance_)
+    throw std::runtime_error(refusal.message.empty() ? "create failed without a reason"
+                                                     : refusal.message);
+}
+
+CSensor::~CSensor() {
+  if (instance_) plugin_.destroy(instance_);
+}
+
+SampleResult CSensor::sample(MetricSink& sink) {
+  struct Call {
+    MetricSink& sink;
+    std::string message;
+    std::vector<Label> labels;
+  } call{sink, {}, {}};
+  kiwi_sink s{};
+  s.size = sizeof s;
+  s.ctx = &call;
+  s.emit = [](void* ctx, const kiwi_metric_spec* m, const kiwi_label* labels, std::size_t n,
+              double value) {
+    auto& c = *static_cast<Call*>(ctx);
+    if (!m) return;
+    c.labels.clear();
+    for (std::size_t i = 0; i < n; ++i)
+      c.labels.push_back({from_c(labels[i].name), from_c(labels[i].value)});
+    // A unit code this agent does not know is passed on as text the check refuses and names.
+    std::string unknown;
+    std::string_view unit = unit_name(m->unit);
+    if (m->unit != KIWI_UNIT_NONE && unit.empty()) {
+      unknown = "<unit " + std::to_string(m->unit) + ">";
+      unit = unknown;
+    }
+    c.sink.emit(from_c(m->name), c.labels, value, unit,
+                m->kind == KIWI_COUNTER ? MetricKind::counter : MetricKind::gauge);
+  };
+  s.message = [](void* ctx, kiwi_str text) {
+    static_cast<Call*>(ctx)->message = std::string(from_c(text));
+  };
+  const auto deadline = sink.deadline();
+  s.deadline_ns = deadline == std::chrono::steady_clock::time_point::max()
+                      ? std::numeric_limits<std::int64_t>::max()
+                      : std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            deadline.time_since_epoch())
+                            .count();
+  const std::uint32_t status = plugin_.sensor_sample(instance_, &s);
+  switch (status) {
+    case KIWI_SAMPLE_OK:
+      return SampleResult::ok(std::move(call.message));
+    case KIWI_SAMPLE_NO_DATA:
+      return SampleResult::no_data(std::move(call.message));
+    case KIWI_SAMPLE_ERROR:
+      throw std::runtime_error(call.message.empty() ? "the sample failed without a reason"
+                                                    : call.message);
+    default:
+      throw std::runtime_error("sample returned unknown status " + std::to_string(status));
+  }
+}
+
+}  // namespace kiwi::agent

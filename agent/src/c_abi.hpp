@@ -1,0 +1,79 @@
+// The host's side of the C plugin ABI (kiwi/plugin.h): checking a descriptor, the C views of
+// options and of the logger it hands to a plugin, and the adapter that makes a C sensor a
+// kiwi::Sensor for the collector. The handler adapter is in c_handler.hpp.
+//
+// Everything the host passes in is built here and lives in the adapter next to the instance, so
+// it outlives every call the plugin may make.
+#pragma once
+
+#include <kiwi/plugin.h>
+
+#include <kiwi/plugin.hpp>
+#include <kiwi/sensor.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiwi::agent {
+
+inline kiwi_str to_c(std::string_view s) {
+  return {s.data(), s.size()};
+}
+inline std::string_view from_c(kiwi_str s) {
+  return s.size ? std::string_view(s.data, s.size) : std::string_view();
+}
+
+// What a descriptor says, read as this agent knows it (rows stepped through by the plugin's row
+// sizes, members beyond what this agent knows ignored), as host types that point into the
+// plugin's static tables. Throws std::runtime_error with the reason the descriptor is unusable.
+struct Descriptor {
+  const kiwi_plugin* c = nullptr;
+  PluginInfo info{};
+  std::vector<OptionSpec> options;
+  std::vector<MetricSpec> metrics;
+
+  explicit Descriptor(const kiwi_plugin* plugin);
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+};
+
+// A logger as a kiwi_host. Lives as long as the instance it is handed to.
+struct CHost {
+  explicit CHost(Logger& log);
+  Logger& log;
+  kiwi_host host{};
+};
+
+// The validated options as kiwi_option_value rows; points into `options`, which must outlive it.
+struct COptions {
+  explicit COptions(const Options& options);
+  std::vector<kiwi_option_value> values;
+  std::vector<std::vector<kiwi_str>> lists;
+};
+
+// A C refusal that keeps the message.
+struct CRefusal {
+  CRefusal();
+  std::string message;
+  kiwi_refusal c{};
+};
+
+// A sensor instance of a C-ABI plugin, as the collector sees sensors. Its destructor calls the
+// plugin's destroy().
+class CSensor final : public Sensor {
+ public:
+  // Calls sensor_create; throws std::runtime_error with the plugin's refusal.
+  CSensor(const kiwi_plugin& plugin, std::string_view instance_name, std::string_view procfs,
+          std::string_view sysfs, const Options& options, Logger& log);
+  ~CSensor() override;
+  SampleResult sample(MetricSink& sink) override;
+
+ private:
+  const kiwi_plugin& plugin_;
+  CHost host_;
+  COptions options_;
+  void* instance_ = nullptr;
+};
+
+}  // namespace kiwi::agent
