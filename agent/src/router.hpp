@@ -16,6 +16,10 @@
 
 namespace kiwi::agent {
 
+// Whether `method` is one of the comma-separated tokens of `methods` (an Allow header value),
+// compared whole and case-sensitively: "GET, HEAD" lists "HEAD" but not "HEA" or "get".
+bool method_listed(std::string_view methods, std::string_view method);
+
 struct Route {
   std::string path;  // as configured
   // Shared: a handler a reload keeps serves in the old and the new router at once, and lives until
