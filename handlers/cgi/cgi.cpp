@@ -98,6 +98,8 @@ class CgiHandler final : public kiwi::Handler {
     const kiwi::process::Result result = kiwi::process::run(spec);
 
     const std::string who = "CGI program '" + target.name + "'";
+    const std::string stderr_note =
+        result.stderr_head.empty() ? "" : "; stderr: " + result.stderr_head;
     using End = kiwi::process::End;
     if (result.end == End::timed_out || result.end == End::output_exceeded ||
         result.end == End::spawn_failed) {
@@ -106,17 +108,23 @@ class CgiHandler final : public kiwi::Handler {
       return kiwi::Response::error(result.end == End::timed_out ? 504 : 502, why);
     }
     auto parsed = kiwi::cgi::parse_response(result.output);
-    const bool failed = result.end != End::exited || result.exit_status != 0;
-    if (failed) {
+    if (result.end != End::exited || result.exit_status != 0) {
+      // How it ended, in process::describe's words, and the stderr line after what we add.
+      kiwi::process::Result end_only = result;
+      end_only.stderr_head.clear();
+      const std::string ended = who + " " + kiwi::process::describe(end_only, timeout_);
+      if (!parsed.response) {
+        const std::string why = ended + " without a complete response" + stderr_note;
+        log_.warn(why);
+        return kiwi::Response::error(502, why);
+      }
       // A complete response is served even so (a shell script whose last command failed); the
-      // failure is logged either way.
-      const std::string why = who + " " + kiwi::process::describe(result, timeout_);
-      log_.warn(why);
-      if (!parsed.response) return kiwi::Response::error(502, why + " without a complete response");
+      // failure is logged.
+      log_.warn(ended + " after a complete response, which was served" + stderr_note);
     }
     if (!parsed.response) {
       const std::string why = who + ": " + parsed.error;
-      log_.warn(why + (result.stderr_head.empty() ? "" : "; stderr: " + result.stderr_head));
+      log_.warn(why + stderr_note);
       return kiwi::Response::error(502, why);
     }
     kiwi::Response res;
