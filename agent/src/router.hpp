@@ -28,10 +28,11 @@ struct Route {
 };
 
 // Request counts of one route by status, lock-free; statuses outside the table count as "other".
+// 302, 502 and 504 are what a cgi route answers for a redirect, a failed and a hung program.
 class RequestCounters {
  public:
-  static constexpr std::array<int, 12> kStatuses = {200, 204, 304, 400, 404, 405,
-                                                    413, 414, 431, 500, 503, 0 /* other */};
+  static constexpr std::array<int, 15> kStatuses = {200, 204, 302, 304, 400, 404, 405, 413,
+                                                    414, 431, 500, 502, 503, 504, 0 /* other */};
   void add(int status);
   std::uint64_t count(std::size_t column) const {
     return counts_[column].load(std::memory_order_relaxed);

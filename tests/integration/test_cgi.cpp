@@ -54,6 +54,7 @@ struct CgiSetup {
     program(dir, "slow",
             "#!/bin/sh\ntouch " + (tmp.path / "started.").string() +
                 "$$\nsleep 2\nprintf 'Content-Type: text/plain\\n\\nslow\\n'\n");
+    program(dir, "noshebang", "printf 'Content-Type: text/plain\\n\\nran\\n'\n");
     program(dir, "notes.txt", "just text\n", fs::perms::owner_read | fs::perms::owner_write);
     program(dir, ".hidden", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nhidden\\n'\n");
     fs::create_symlink("/bin/sh", dir / "shell");
@@ -232,6 +233,12 @@ TEST_CASE("cgi: programs that fail: hanging (504, group killed), crashing, chatt
   CHECK(error_message(malformed) ==
         "CGI program 'malformed': malformed CGI response: header line 1 is not 'Name: value': "
         "'hello world'");
+
+  // No "#!": no shell fallback, the exec fails.
+  auto noshebang = c.get("/cgi/noshebang");
+  CHECK(noshebang.status == 502);
+  CHECK(error_message(noshebang) == "CGI program 'noshebang' cannot execute " +
+                                        (s.dir / "noshebang").string() + ": Exec format error");
 
   // Each failure is in the log, at warn, with the first line of stderr where there is one.
   CHECK(eventually([&] {
