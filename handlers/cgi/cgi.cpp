@@ -95,7 +95,7 @@ class CgiHandler final : public kiwi::Handler {
     spec.input = request.body;
     spec.max_output = static_cast<std::size_t>(max_output_);
     spec.deadline = std::chrono::steady_clock::now() + timeout_;
-    const kiwi::process::Result result = kiwi::process::run(spec);
+    kiwi::process::Result result = kiwi::process::run(spec);
 
     const std::string who = "CGI program '" + target.name + "'";
     const std::string stderr_note =
@@ -110,8 +110,10 @@ class CgiHandler final : public kiwi::Handler {
     auto parsed = kiwi::cgi::parse_response(result.output);
     if (result.end != End::exited || result.exit_status != 0) {
       // How it ended, in process::describe's words, and the stderr line after what we add.
-      kiwi::process::Result end_only = result;
-      end_only.stderr_head.clear();
+      kiwi::process::Result end_only;
+      end_only.end = result.end;
+      end_only.exit_status = result.exit_status;
+      end_only.signal = result.signal;
       const std::string ended = who + " " + kiwi::process::describe(end_only, timeout_);
       if (!parsed.response) {
         const std::string why = ended + " without a complete response" + stderr_note;
@@ -131,8 +133,14 @@ class CgiHandler final : public kiwi::Handler {
     res.status = parsed.response->status;
     res.content_type = std::move(parsed.response->content_type);
     res.headers = std::move(parsed.response->headers);
-    if (!parsed.response->body.empty())
-      res.body = std::make_shared<const std::string>(parsed.response->body);
+    if (!parsed.response->body.empty()) {
+      // The body is the output's tail: the output itself, its header block cut off, not a copy.
+      const auto header_bytes =
+          static_cast<std::size_t>(parsed.response->body.data() - result.output.data());
+      std::string body = std::move(result.output);
+      body.erase(0, header_bytes);
+      res.body = std::make_shared<const std::string>(std::move(body));
+    }
     return res;
   }
 

@@ -55,6 +55,7 @@ struct CgiSetup {
             "#!/bin/sh\ntouch " + (tmp.path / "started.").string() +
                 "$$\nsleep 2\nprintf 'Content-Type: text/plain\\n\\nslow\\n'\n");
     program(dir, "noshebang", "printf 'Content-Type: text/plain\\n\\nran\\n'\n");
+    program(dir, "lastfails", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\ndone\\n'\nfalse\n");
     program(dir, "notes.txt", "just text\n", fs::perms::owner_read | fs::perms::owner_write);
     program(dir, ".hidden", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nhidden\\n'\n");
     fs::create_symlink("/bin/sh", dir / "shell");
@@ -240,6 +241,16 @@ TEST_CASE("cgi: programs that fail: hanging (504, group killed), crashing, chatt
   CHECK(error_message(noshebang) == "CGI program 'noshebang' cannot execute " +
                                         (s.dir / "noshebang").string() + ": Exec format error");
 
+  // A complete response and then a failed exit: served as printed, and logged.
+  auto lastfails = c.get("/cgi/lastfails");
+  CHECK(lastfails.status == 200);
+  CHECK(lastfails.body == "done\n");
+  CHECK(eventually([&] {
+    return agent.stderr_text().find(
+               "warn: route /cgi/*: CGI program 'lastfails' exited with status 1 after a "
+               "complete response, which was served") != std::string::npos;
+  }));
+
   // Each failure is in the log, at warn, with the first line of stderr where there is one.
   CHECK(eventually([&] {
     const std::string log = agent.stderr_text();
@@ -340,25 +351,45 @@ TEST_CASE("cgi: max_concurrent programs run, the next request gets 503 at once, 
   CHECK(c.get("/cgi/hello").status == 200);  // the places are free again
 }
 
-TEST_CASE("cgi: a directory that is missing or not a directory stops the start with exit 2") {
+TEST_CASE("cgi: a missing directory or a bad option stops the start with exit 2, named") {
   TempDir tmp;
+  fs::create_directory(tmp.path / "cgi");
   write_text(tmp.path / "file", "x");
-  for (const auto& [dir, why] : {std::pair<std::string, std::string>{
-                                     (tmp.path / "nope").string(), "\": No such file or directory"},
-                                 {(tmp.path / "file").string(), "\" is not a directory"}}) {
-    INFO(dir);
-    write_text(
-        tmp.path / "kiwi.toml",
-        "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
-            "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
-            "\"\n[http]\nbind = \"127.0.0.1:0\"\n"
-            "[collector]\nsnapshot_path = \"" +
-            (tmp.path / "current.json").string() +
-            "\"\n[[route]]\npath = \"/cgi/*\"\nhandler = \"cgi\"\noptions = { directory = \"" +
-            dir + "\" }\n");
+  const std::string nope = (tmp.path / "nope").string(), file = (tmp.path / "file").string(),
+                    good = (tmp.path / "cgi").string();
+  struct Case {
+    std::string path, options, error;
+  };
+  const Case cases[] = {
+      {"/cgi/*", "directory = \"" + nope + "\"",
+       "handler for '/cgi/*' refused to start: directory \"" + nope +
+           "\": No such file or directory"},
+      {"/cgi/*", "directory = \"" + file + "\"",
+       "handler for '/cgi/*' refused to start: directory \"" + file + "\" is not a directory"},
+      {"/cgi/*", "directory = \"" + good + "\", max_concurrent = 0",
+       "handler for '/cgi/*' refused to start: max_concurrent must be from 1 to 256, not 0"},
+      {"/cgi/*", "directory = \"" + good + "\", timeout = \"0ms\"",
+       "handler for '/cgi/*' refused to start: timeout must be longer than 0ms"},
+      {"/cgi/*", "directory = \"" + good + "\", max_output = 0",
+       "handler for '/cgi/*' refused to start: max_output must be at least 1 byte"},
+      {"/cgi/*", "directory = \"" + good + "\", timeout = \"ten\"",
+       "route.options.timeout: expected a duration as a string, e.g. \"500ms\", \"10s\", "
+       "\"2m\", \"1h30m\", not \"ten\""},
+      {"/run", "directory = \"" + good + "\"",
+       "handler for '/run' refused to start: the cgi route's path must end in /* (e.g. "
+       "\"/cgi/*\"), not \"/run\""},
+  };
+  for (const auto& c : cases) {
+    INFO(c.options);
+    write_text(tmp.path / "kiwi.toml",
+               "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
+                   "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                   "\"\n[http]\nbind = \"127.0.0.1:0\"\n"
+                   "[collector]\nsnapshot_path = \"" +
+                   (tmp.path / "current.json").string() + "\"\n[[route]]\npath = \"" + c.path +
+                   "\"\nhandler = \"cgi\"\noptions = { " + c.options + " }\n");
     auto r = run_agent_command({"--config", (tmp.path / "kiwi.toml").string()});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err,
-               Catch::Contains("handler for '/cgi/*' refused to start: directory \"" + dir + why));
+    CHECK_THAT(r.err, Catch::Contains(c.error));
   }
 }
