@@ -485,16 +485,18 @@ void add_cors_headers(const std::vector<std::string>& s, const Request& req, Res
     res.headers.push_back({"Access-Control-Allow-Origin", std::string(*req.header("Origin"))});
 }
 
-// A browser's preflight (OPTIONS with Access-Control-Request-Method) from an allowed origin: 204.
-std::optional<Response> cors_preflight(const std::vector<std::string>& s, const Request& req) {
+// A browser's preflight (OPTIONS with Access-Control-Request-Method) from an allowed origin: 204,
+// with the methods the route's handler takes.
+std::optional<Response> cors_preflight(const std::vector<std::string>& s, const Request& req,
+                                       const Router& router) {
   if (req.method != "OPTIONS" || !req.header("Access-Control-Request-Method") ||
       !origin_allowed(s, req))
     return std::nullopt;
   Response res;
   res.status = 204;
   res.content_type.clear();
-  res.headers = {{"Access-Control-Allow-Methods", "GET, HEAD"},
-                 {"Access-Control-Allow-Headers", "If-None-Match, Accept-Encoding"},
+  res.headers = {{"Access-Control-Allow-Methods", std::string(router.methods(req.path))},
+                 {"Access-Control-Allow-Headers", "If-None-Match, Accept-Encoding, Content-Type"},
                  {"Access-Control-Max-Age", "600"}};
   return res;
 }
@@ -606,7 +608,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   else if (st && st->too_large)
     res = Response::error(413,
                           "request body larger than " + std::to_string(kMaxBodyBytes) + " bytes");
-  else if (auto preflight = cors_preflight(cors, req))
+  else if (auto preflight = cors_preflight(cors, req, router))
     res = std::move(*preflight);
   else
     res = router.dispatch(req, &route);

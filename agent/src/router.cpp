@@ -81,6 +81,12 @@ Response Router::dispatch(const Request& request, int* route_index) const {
   return Response::error(404, "no route for " + std::string(request.path));
 }
 
+std::string_view Router::methods(std::string_view path) const {
+  for (std::size_t i : order_)
+    if (matches(routes_[i].path, path)) return routes_[i].handler->object->methods();
+  return "GET, HEAD";
+}
+
 std::vector<HttpRequestCount> Router::request_counts() const {
   std::vector<HttpRequestCount> out;
   for (std::size_t r = 0; r < counters_.size(); ++r)

@@ -53,6 +53,10 @@ class Router {
   // `route_index` receives the index of the matching route in routes(), or -1 for none.
   Response dispatch(const Request& request, int* route_index = nullptr) const;
 
+  // The methods the route `path` would dispatch to takes (its handler's methods()), for a CORS
+  // preflight; "GET, HEAD" when no route matches.
+  std::string_view methods(std::string_view path) const;
+
   const std::vector<Route>& routes() const { return routes_; }
 
   // Counts one answered request; `route_index` as dispatch() gave it (-1: unmatched). Safe from

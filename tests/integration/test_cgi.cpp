@@ -313,6 +313,28 @@ TEST_CASE("cgi: traversal corpus over HTTP: nothing outside the directory runs")
   CHECK(put.status == 200);
 }
 
+TEST_CASE("cgi: a CORS preflight from an allowed origin lists the route's methods") {
+  CgiSetup s;
+  Agent agent(s.routes(), "", "cors_origins = [\"http://192.168.1.20:3000\"]\n");
+  HttpClient c(agent.port());
+  auto pre = c.request("OPTIONS", "/cgi/hello",
+                       {{"Origin", "http://192.168.1.20:3000"},
+                        {"Access-Control-Request-Method", "POST"},
+                        {"Access-Control-Request-Headers", "content-type"}});
+  CHECK(pre.status == 204);
+  CHECK(pre.header("access-control-allow-methods") == "GET, HEAD, POST, PUT, PATCH, DELETE");
+  CHECK(pre.header("access-control-allow-headers") ==
+        "If-None-Match, Accept-Encoding, Content-Type");
+  auto api =
+      c.request("OPTIONS", "/api/health",
+                {{"Origin", "http://192.168.1.20:3000"}, {"Access-Control-Request-Method", "GET"}});
+  CHECK(api.status == 204);
+  CHECK(api.header("access-control-allow-methods") == "GET, HEAD");
+  auto post = c.request("POST", "/cgi/hello", {{"Origin", "http://192.168.1.20:3000"}}, "x");
+  CHECK(post.status == 200);
+  CHECK(post.header("access-control-allow-origin") == "http://192.168.1.20:3000");
+}
+
 TEST_CASE("cgi: max_concurrent programs run, the next request gets 503 at once, the API answers") {
   CgiSetup s;
   // Two programs may block two of the four workers; the other two serve the rest of the API.
