@@ -22,8 +22,9 @@ target_libraries=(libmicrohttpd-dev libsqlite3-dev zlib1g-dev libboost-dev libbo
 # tests, clang-format (14) for the formatting check of the sources, systemd for systemd-analyze
 # (the install test verifies the unit and rates its hardening). A minimal Debian 12
 # (mmdebstrap, a container image) has none of them but gzip and util-linux; tools/fresh-check.sh
-# runs the tests on one. python3 for the programs the cgi handler tests run. Node.js, npm and
-# chromium come from tools/setup-web.sh.
+# runs the tests on one. python3 runs the exec sensor's test programs written in Python (the
+# README's example script is one), as a user's would. Node.js, npm and chromium come from
+# tools/setup-web.sh.
 test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-format systemd python3)
 
 # A cross build (--arch): Debian's cross compiler (crossbuild-essential-ARCH), the target's
