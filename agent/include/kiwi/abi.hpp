@@ -74,6 +74,16 @@ void* refusing(const kiwi_refusal* refusal, Fn&& fn) noexcept {
   return nullptr;
 }
 
+// The functions of a descriptor, for its kind.
+struct Functions {
+  decltype(kiwi_plugin::sensor_create) sensor_create = nullptr;
+  decltype(kiwi_plugin::sensor_sample) sensor_sample = nullptr;
+  decltype(kiwi_plugin::handler_create) handler_create = nullptr;
+  decltype(kiwi_plugin::handler_handle) handler_handle = nullptr;
+  std::string_view methods;
+  decltype(kiwi_plugin::destroy) destroy = nullptr;
+};
+
 // The descriptor of a plugin, built once, on the first call to kiwi_plugin_v1() (at load).
 struct Descriptor {
   std::vector<kiwi_option_spec> options;
@@ -81,7 +91,8 @@ struct Descriptor {
   kiwi_plugin plugin{};
 
   Descriptor(PluginKind kind, std::string_view name, std::string_view description,
-             std::span<const OptionSpec> option_table, std::span<const MetricSpec> metric_table) {
+             std::span<const OptionSpec> option_table, std::span<const MetricSpec> metric_table,
+             const Functions& fn) {
     for (const auto& o : option_table)
       options.push_back({str(o.key), static_cast<std::uint32_t>(o.type), str(o.default_toml),
                          str(o.description), o.has_range ? 1u : 0u, o.min, o.max});
@@ -100,6 +111,12 @@ struct Descriptor {
     plugin.metrics = metrics.data();
     plugin.metric_count = metrics.size();
     plugin.metric_spec_size = sizeof(kiwi_metric_spec);
+    plugin.sensor_create = fn.sensor_create;
+    plugin.sensor_sample = fn.sensor_sample;
+    plugin.handler_create = fn.handler_create;
+    plugin.handler_handle = fn.handler_handle;
+    plugin.methods = str(fn.methods);
+    plugin.destroy = fn.destroy;
   }
   Descriptor(const Descriptor&) = delete;
   Descriptor& operator=(const Descriptor&) = delete;

@@ -1,14 +1,12 @@
-// kiwi-agent plugin SDK: what every plugin shares (ABI version, options, logging, descriptor).
+// kiwi-agent plugin SDK (C++): what every plugin shares: options, logging, the option and metric
+// tables, units.
 //
-// A plugin is a shared object that includes only headers from agent/include/kiwi/ and exports,
-// through KIWI_SENSOR_PLUGIN or KIWI_HANDLER_PLUGIN (sensor.hpp, handler.hpp):
-//   kiwi_abi_version   extern "C" const std::uint32_t   checked by the loader before anything else
-//   kiwi_plugin_info   Boost.DLL alias, const PluginInfo& ()  name, kind, option table
-//   kiwi_create        Boost.DLL alias, the factory          called once per [[sensor]] / [[route]]
-//
-// ABI rule: SDK types are plain (string_view, string, vector, span, small structs). No toml++,
-// RapidJSON or libmicrohttpd type crosses the boundary. Any change to a type in this directory
-// that changes its layout or a virtual table bumps KIWI_ABI_VERSION.
+// The boundary between the agent and a plugin is the C ABI in kiwi/plugin.h; this C++ SDK is a
+// header-only wrapper over it. A C++ plugin writes classes against sensor.hpp or handler.hpp and
+// declares itself with KIWI_SENSOR_PLUGIN or KIWI_HANDLER_PLUGIN, which export the one C entry
+// point (kiwi_plugin_v1) with a descriptor made from these tables (kiwi/abi.hpp). None of the
+// types below crosses the boundary itself, so the agent and a plugin may be built with different
+// compilers, standard libraries or SDK minor versions (docs/plugins.md "ABI rules").
 #pragma once
 
 #include <chrono>
@@ -19,9 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#define KIWI_ABI_VERSION 4u
-
-#define KIWI_EXPORT __attribute__((visibility("default")))
+#include "kiwi/plugin.h"
 
 namespace kiwi {
 
@@ -54,6 +50,11 @@ struct OptionSpec {
   std::string_view
       default_toml;              // the default as a TOML literal: "true", "30", "\"/\"", "[\"lo\"]"
   std::string_view description;  // one line, what it does and in which unit
+  // An inclusive range, checked when has_range: for integer, number, duration (in milliseconds)
+  // and size (in bytes). {"timeout", OptionType::duration, "\"2s\"", "...", true, 10, 60000}
+  bool has_range = false;
+  double min = 0;
+  double max = 0;
 };
 
 // A validated option value. Only the member matching `type` is meaningful.
@@ -124,12 +125,37 @@ class Logger {
 // For plugins without options: KIWI_SENSOR_PLUGIN(X, "x", "...", kiwi::no_options, kMetrics)
 inline constexpr std::span<const OptionSpec> no_options{};
 
+// The units a metric may have: base units only (README "Plugins"), a closed set; "" is a unitless
+// value. In the C ABI a unit is its code, KIWI_UNIT_<NAME> (kiwi/plugin.h): kUnits[code - 1], and
+// 0 for "".
+inline constexpr std::string_view kUnits[] = {
+    "bytes", "seconds", "celsius", "hertz", "ratio", "count", "bytes_per_second", "per_second", ""};
+
+inline constexpr bool is_known_unit(std::string_view unit) {
+  for (auto u : kUnits)
+    if (u == unit) return true;
+  return false;
+}
+
+// A unit's C ABI code; UINT32_MAX for a name not in kUnits (the agent then drops the metric).
+inline constexpr std::uint32_t unit_code(std::string_view unit) {
+  if (unit.empty()) return KIWI_UNIT_NONE;
+  for (std::uint32_t i = 0; i + 1 < std::size(kUnits); ++i)
+    if (kUnits[i] == unit) return i + 1;
+  return UINT32_MAX;
+}
+
+// A code's unit name; "" for KIWI_UNIT_NONE and for a code this SDK does not know.
+inline constexpr std::string_view unit_name(std::uint32_t code) {
+  return code >= 1 && code < std::size(kUnits) ? kUnits[code - 1] : std::string_view();
+}
+
 // One metric a sensor emits: its stable name, unit, labels and meaning. The table drives the
 // Prometheus HELP/TYPE lines and the plugin's README; emitting a name not in it is allowed (it gets
 // a generic HELP) but is a bug worth a test.
 struct MetricSpec {
   std::string_view name;    // e.g. "cpu_core_usage_ratio"
-  std::string_view unit;    // one of kiwi::kUnits (sensor.hpp): bytes, seconds, ..., ""
+  std::string_view unit;    // one of kiwi::kUnits: bytes, seconds, ..., ""
   bool counter;             // false: gauge
   std::string_view labels;  // comma list, e.g. "core" ("" for none)
   std::string_view help;    // one line: what it measures and where it comes from
@@ -138,7 +164,7 @@ struct MetricSpec {
 // For handlers, and sensors whose metrics are not known in advance.
 inline constexpr std::span<const MetricSpec> no_metrics{};
 
-// What a plugin says about itself. Returned by reference from static storage inside the plugin.
+// What a plugin says about itself (the agent reads it from the plugin's descriptor).
 struct PluginInfo {
   PluginKind kind;
   std::string_view name;         // default lookup name, e.g. "cpu" -> kiwi-sensor-cpu.so
@@ -148,13 +174,3 @@ struct PluginInfo {
 };
 
 }  // namespace kiwi
-
-// Internal to the two plugin macros: the ABI version symbol and the descriptor alias.
-#define KIWI_DETAIL_EXPORT_COMMON(info_var)                                       \
-  extern "C" KIWI_EXPORT const std::uint32_t kiwi_abi_version = KIWI_ABI_VERSION; \
-  namespace kiwi_plugin_detail {                                                  \
-  const ::kiwi::PluginInfo& plugin_info() {                                       \
-    return info_var;                                                              \
-  }                                                                               \
-  }                                                                               \
-  BOOST_DLL_ALIAS(kiwi_plugin_detail::plugin_info, kiwi_plugin_info)

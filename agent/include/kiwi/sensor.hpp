@@ -11,17 +11,19 @@
 //     spans samples (previous counters) in members, never in file-level statics: two [[sensor]]
 //     entries of one plugin are two independent objects.
 //   - The object is destroyed before its shared object is unloaded.
+//   - KIWI_SENSOR_PLUGIN makes the class a plugin through the C ABI (kiwi/plugin.h, kiwi/abi.hpp):
+//     the agent sees C functions and tables, never these classes.
 //
 // Errors: "no data" (a VM without thermal zones) is a normal result: return
 // SampleResult::no_data("why"). A real failure throws std::exception: the collector catches it,
 // marks this sensor `error` with e.what() in the snapshot, and the other sensors go on.
 #pragma once
 
-#include <boost/dll/alias.hpp>
 #include <chrono>
 #include <initializer_list>
 #include <memory>
 
+#include "kiwi/abi.hpp"
 #include "kiwi/plugin.hpp"
 
 namespace kiwi {
@@ -32,17 +34,6 @@ struct Label {
   std::string_view name;
   std::string_view value;
 };
-
-// The units a metric may have: base units only (README "Plugins"). "" is a unitless value. The
-// host drops a metric whose unit is not one of these (MetricSink).
-inline constexpr std::string_view kUnits[] = {
-    "bytes", "seconds", "celsius", "hertz", "ratio", "count", "bytes_per_second", "per_second", ""};
-
-inline constexpr bool is_known_unit(std::string_view unit) {
-  for (auto u : kUnits)
-    if (u == unit) return true;
-  return false;
-}
 
 // Receives the metrics of one sample. Strings are copied before emit() returns, so temporaries are
 // fine. Names are stable API (snake_case, unit suffix: `_bytes`, `_ratio`, `_celsius`, `_hertz`);
@@ -109,17 +100,96 @@ using SensorFactory = std::unique_ptr<Sensor>(const SensorContext&);
 
 }  // namespace kiwi
 
+namespace kiwi::abi {
+
+// The plugin side of kiwi_sink: a MetricSink whose emit() goes to the agent.
+class CSink final : public MetricSink {
+ public:
+  explicit CSink(const kiwi_sink* sink) : sink_(sink) {}
+  void emit(std::string_view name, std::span<const Label> labels, double value,
+            std::string_view unit, MetricKind kind) override {
+    kiwi_label stack[8];
+    std::vector<kiwi_label> heap;
+    kiwi_label* c = stack;
+    if (labels.size() > std::size(stack)) {
+      heap.resize(labels.size());
+      c = heap.data();
+    }
+    for (std::size_t i = 0; i < labels.size(); ++i) c[i] = {str(labels[i].name), str(labels[i].value)};
+    const kiwi_metric_spec metric{str(name), unit_code(unit), static_cast<std::uint32_t>(kind), {}, {}};
+    sink_->emit(sink_->ctx, &metric, c, labels.size(), value);
+  }
+  std::chrono::steady_clock::time_point deadline() const override {
+    return deadline_of(sink_->deadline_ns);
+  }
+
+ private:
+  const kiwi_sink* sink_;
+};
+
+// One sensor instance behind the C ABI, with what it holds on to.
+struct SensorBox {
+  explicit SensorBox(const kiwi_sensor_context* c)
+      : log(c->host), options(options_from(c->options, c->option_count)) {}
+  HostLogger log;
+  Options options;
+  std::unique_ptr<Sensor> sensor;  // goes first: it may log in its destructor
+  ~SensorBox() { sensor.reset(); }
+};
+
+template <class Class>
+void* create_sensor(const kiwi_sensor_context* c, const kiwi_refusal* refusal) noexcept {
+  return refusing(refusal, [&]() -> void* {
+    auto box = std::make_unique<SensorBox>(c);
+    const SensorContext ctx{view(c->instance_name), view(c->procfs), view(c->sysfs), box->options,
+                            box->log};
+    box->sensor = std::make_unique<Class>(ctx);
+    return box.release();
+  });
+}
+
+inline std::uint32_t sample_sensor(void* instance, const kiwi_sink* sink) noexcept {
+  auto message = [&](std::string_view text) {
+    if (!text.empty()) sink->message(sink->ctx, str(text));
+  };
+  try {
+    CSink out(sink);
+    SampleResult r = static_cast<SensorBox*>(instance)->sensor->sample(out);
+    message(r.message);
+    return r.status == SampleStatus::no_data ? KIWI_SAMPLE_NO_DATA : KIWI_SAMPLE_OK;
+  } catch (const std::exception& e) {
+    message(e.what());
+  } catch (...) {
+    message("an exception that is not a std::exception");
+  }
+  return KIWI_SAMPLE_ERROR;
+}
+
+inline void destroy_sensor(void* instance) noexcept {
+  delete static_cast<SensorBox*>(instance);
+}
+
+template <class Class>
+const kiwi_plugin* sensor_descriptor(std::string_view name, std::string_view description,
+                                     std::span<const OptionSpec> options,
+                                     std::span<const MetricSpec> metrics) {
+  Functions fn;
+  fn.sensor_create = &create_sensor<Class>;
+  fn.sensor_sample = &sample_sensor;
+  fn.destroy = &destroy_sensor;
+  static const Descriptor d(PluginKind::sensor, name, description, options, metrics, fn);
+  return &d.plugin;
+}
+
+}  // namespace kiwi::abi
+
 // Declares a sensor plugin. Use once, in one source file of the plugin:
 //   KIWI_SENSOR_PLUGIN(CpuSensor, "cpu", "CPU usage, frequency and load", kOptions, kMetrics)
-// CLASS must be constructible from (const kiwi::SensorContext&).
-#define KIWI_SENSOR_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS, METRICS)         \
-  namespace kiwi_plugin_detail {                                               \
-  const ::kiwi::PluginInfo info{::kiwi::PluginKind::sensor, NAME, DESCRIPTION, \
-                                std::span<const ::kiwi::OptionSpec>(OPTIONS),  \
-                                std::span<const ::kiwi::MetricSpec>(METRICS)}; \
-  std::unique_ptr<::kiwi::Sensor> create(const ::kiwi::SensorContext& ctx) {   \
-    return std::make_unique<CLASS>(ctx);                                       \
-  }                                                                            \
-  }                                                                            \
-  KIWI_DETAIL_EXPORT_COMMON(kiwi_plugin_detail::info)                          \
-  BOOST_DLL_ALIAS(kiwi_plugin_detail::create, kiwi_create)
+// CLASS must be constructible from (const kiwi::SensorContext&). It defines the plugin's one
+// exported symbol, kiwi_plugin_v1 (kiwi/plugin.h).
+#define KIWI_SENSOR_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS, METRICS)                        \
+  extern "C" KIWI_PLUGIN_EXPORT const kiwi_plugin* kiwi_plugin_v1(void) {                     \
+    return ::kiwi::abi::sensor_descriptor<CLASS>(NAME, DESCRIPTION,                           \
+                                                 std::span<const ::kiwi::OptionSpec>(OPTIONS), \
+                                                 std::span<const ::kiwi::MetricSpec>(METRICS)); \
+  }
