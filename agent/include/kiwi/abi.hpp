@@ -80,7 +80,7 @@ struct Functions {
   decltype(kiwi_plugin::sensor_sample) sensor_sample = nullptr;
   decltype(kiwi_plugin::handler_create) handler_create = nullptr;
   decltype(kiwi_plugin::handler_handle) handler_handle = nullptr;
-  std::string_view methods;
+  decltype(kiwi_plugin::handler_methods) handler_methods = nullptr;
   decltype(kiwi_plugin::destroy) destroy = nullptr;
 };
 
@@ -115,7 +115,7 @@ struct Descriptor {
     plugin.sensor_sample = fn.sensor_sample;
     plugin.handler_create = fn.handler_create;
     plugin.handler_handle = fn.handler_handle;
-    plugin.methods = str(fn.methods);
+    plugin.handler_methods = fn.handler_methods;
     plugin.destroy = fn.destroy;
   }
   Descriptor(const Descriptor&) = delete;

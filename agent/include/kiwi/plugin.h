@@ -234,6 +234,8 @@ typedef struct kiwi_response {
   void (*header)(void *ctx, kiwi_str name, kiwi_str value);
   /* Sets the body; the agent takes ownership even if it is never sent (HEAD, 304). */
   void (*body)(void *ctx, kiwi_body body);
+  /* Why handle failed (with a non-zero return): the agent answers 500 with it. Copied. */
+  void (*error)(void *ctx, kiwi_str message);
 } kiwi_response;
 
 /* ---- The agent's data a handler may read ------------------------------------------------------
@@ -420,12 +422,14 @@ typedef struct kiwi_plugin {
   uint32_t (*sensor_sample)(void *instance, const kiwi_sink *sink);
 
   /* Handlers. create: once per [[route]] entry on the main thread. handle: CONCURRENTLY from the
-   * HTTP worker threads (thread-safe!); returns 0, or non-zero after writing nothing for a 500.
-   * methods: the methods handle takes, as an Allow header lists them ("GET, HEAD" if empty). */
+   * HTTP worker threads (thread-safe!); returns 0, or non-zero for a 500 with the message given
+   * to response->error (what was set before is dropped). methods: the methods the instance's
+   * handle takes, as an Allow header lists them, valid while the instance lives; NULL (or an
+   * empty result): "GET, HEAD". The agent answers any other method with 405. */
   void *(*handler_create)(const kiwi_handler_context *ctx, const kiwi_refusal *refusal);
   int (*handler_handle)(void *instance, const kiwi_request *request,
                         const kiwi_response *response);
-  kiwi_str methods;
+  kiwi_str (*handler_methods)(void *instance);
 
   /* Both kinds: the instance goes; called once, after its last call, before the shared object is
    * unloaded. The host's log may still be used. */
