@@ -138,8 +138,39 @@ struct Header {
   std::string value;
 };
 
-// A shared immutable body: a pre-rendered body is served without a copy.
-using Body = std::shared_ptr<const std::string>;
+// A shared immutable response body: bytes and what keeps them alive. A body built once (per
+// snapshot, say) is served to every client without a copy, also across the C ABI (kiwi_body), and
+// the server compresses it once, keyed by its identity (the address of its bytes: the same
+// address means the same bytes while any copy of the Body lives).
+//   res.body = std::make_shared<const std::string>(text);   // the usual way
+//   res.body->size(), *res.body (a std::string_view)
+class Body {
+ public:
+  Body() = default;
+  Body(std::nullptr_t) {}
+  // NOLINTNEXTLINE(google-explicit-constructor): a string body is the common case
+  Body(std::shared_ptr<const std::string> s)
+      : bytes_(s ? std::string_view(*s) : std::string_view()), keep_(std::move(s)) {}
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  Body(std::shared_ptr<std::string> s) : Body(std::shared_ptr<const std::string>(std::move(s))) {}
+  // Bytes kept alive by `keep` (static storage: keep may be null).
+  Body(std::shared_ptr<const void> keep, std::string_view bytes)
+      : bytes_(bytes), keep_(std::move(keep)), set_(true) {}
+
+  explicit operator bool() const { return keep_ != nullptr || set_; }
+  const std::string_view& operator*() const { return bytes_; }
+  const std::string_view* operator->() const { return &bytes_; }
+  std::string_view view() const { return bytes_; }
+  const void* identity() const { return bytes_.data(); }
+  const std::shared_ptr<const void>& keep() const { return keep_; }
+  void reset() { *this = Body(); }
+  bool operator==(std::nullptr_t) const { return !*this; }
+
+ private:
+  std::string_view bytes_;
+  std::shared_ptr<const void> keep_;
+  bool set_ = false;  // a body of static bytes, which has no keep
+};
 class LazyGzip;  // kiwi/gzip.hpp
 
 struct Response {

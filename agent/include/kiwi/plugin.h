@@ -358,13 +358,13 @@ typedef struct kiwi_history_series {
   const double *values; /* one per timestamp; NaN where the series has no value */
 } kiwi_history_series;
 
-typedef struct kiwi_history {
+typedef struct kiwi_history_result {
   uint32_t size;
   const double *timestamps; /* unix seconds, oldest first */
   size_t timestamp_count;
   const kiwi_history_series *series;
   size_t series_count;
-} kiwi_history;
+} kiwi_history_result;
 
 typedef struct kiwi_str_list {
   const kiwi_str *items;
@@ -380,7 +380,7 @@ typedef struct kiwi_data {
   const kiwi_stats *(*stats)(void *ctx, void **ticket);       /* never NULL */
   /* Reads through a read-only store connection of the calling thread. NULL when the store
    * cannot answer (I/O error, corrupt database): the reason went to error->refuse. */
-  const kiwi_history *(*history)(void *ctx, const kiwi_history_query *query, void **ticket,
+  const kiwi_history_result *(*history)(void *ctx, const kiwi_history_query *query, void **ticket,
                                  const kiwi_refusal *error);
   /* Names and keys of every series the store holds (to check `series` patterns). */
   const kiwi_str_list *(*series_names)(void *ctx, void **ticket);
