@@ -24,12 +24,10 @@ std::string str(kiwi_str s) {
 Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
   if (!p) throw std::runtime_error("kiwi_plugin_v1() returned no descriptor");
   if (p->abi_major != KIWI_ABI_MAJOR)
-    throw std::runtime_error("plugin ABI " + std::to_string(p->abi_major) + "." +
-                             std::to_string(p->abi_minor) + ", this agent loads ABI " +
-                             std::to_string(KIWI_ABI_MAJOR) + ".x (up to " +
-                             std::to_string(KIWI_ABI_MAJOR) + "." + std::to_string(KIWI_ABI_MINOR) +
-                             " and newer minor versions); rebuild the plugin against this " +
-                             "agent's SDK");
+    throw std::runtime_error("plugin built for ABI " + std::to_string(p->abi_major) + "." +
+                             std::to_string(p->abi_minor) + "; this agent loads ABI " +
+                             std::to_string(KIWI_ABI_MAJOR) +
+                             ".x; rebuild the plugin against this agent's SDK");
   // Every member of ABI 1.0 must be there; a newer minor version may add more after them.
   if (p->size < sizeof(kiwi_plugin))
     throw std::runtime_error("descriptor of " + std::to_string(p->size) +

@@ -239,7 +239,8 @@ struct PluginStatus {
   PluginKind kind = PluginKind::sensor;
   std::string plugin;  // the plugin's own name
   std::string file;
-  std::uint32_t abi_version = 0;
+  std::uint32_t abi_major = 0;  // the C ABI (kiwi/plugin.h) it was built for
+  std::uint32_t abi_minor = 0;
   std::span<const MetricSpec> metrics;  // the plugin's metric table (valid while it is loaded)
   std::shared_ptr<const void> library;  // keeps the plugin loaded while this copy lives
 };

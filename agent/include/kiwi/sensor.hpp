@@ -108,7 +108,7 @@ class CSink final : public MetricSink {
   explicit CSink(const kiwi_sink* sink) : sink_(sink) {}
   void emit(std::string_view name, std::span<const Label> labels, double value,
             std::string_view unit, MetricKind kind) override {
-    kiwi_label stack[8];
+    kiwi_label stack[8] = {};
     std::vector<kiwi_label> heap;
     kiwi_label* c = stack;
     if (labels.size() > std::size(stack)) {
