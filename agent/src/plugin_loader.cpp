@@ -502,6 +502,8 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(std::optional<PluginKind> kind
     throw PluginError(at + e.what());
   }
   lib->info = &lib->descriptor->info;
+  lib->abi_major = lib->descriptor->c->abi_major;
+  lib->abi_minor = lib->descriptor->c->abi_minor;
   cache_->add(lib);
   check_kind(*lib);
   return lib;
@@ -546,9 +548,8 @@ PluginInstance<Handler> PluginLoader::create_handler(const PluginEntry& entry,
 
 std::string describe_plugin(const LoadedLibrary& lib) {
   std::ostringstream out;
-  const kiwi_plugin& c = *lib.descriptor->c;
-  out << lib.info->name << " (" << to_string(lib.info->kind) << " plugin, ABI " << c.abi_major
-      << "." << c.abi_minor << ")\n  " << lib.info->description << "\n  file: " << lib.file << "\n";
+  out << lib.info->name << " (" << to_string(lib.info->kind) << " plugin, ABI " << lib.abi_major
+      << "." << lib.abi_minor << ")\n  " << lib.info->description << "\n  file: " << lib.file << "\n";
   if (lib.info->options.empty()) out << "  options: none\n";
   if (!lib.info->options.empty()) out << "  options:\n";
   for (auto& o : lib.info->options)

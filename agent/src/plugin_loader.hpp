@@ -48,6 +48,8 @@ struct LoadedLibrary {
   // What kiwi_plugin_v1() returned, as this agent reads it; points into the library.
   std::unique_ptr<Descriptor> descriptor;
   const PluginInfo* info = nullptr;  // &descriptor->info
+  std::uint32_t abi_major = 0;       // the C ABI version it was built for
+  std::uint32_t abi_minor = 0;
 
   LoadedLibrary() = default;
   LoadedLibrary(const LoadedLibrary&) = delete;

@@ -8,7 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#define S(literal) {literal, sizeof(literal) - 1}
+#define S(literal) \
+  { literal, sizeof(literal) - 1 }
 
 static const kiwi_option_spec options[] = {
     {S("mode"), KIWI_OPTION_STRING, S("\"ok\""), S("ok, no_data, error or refuse"), 0, 0, 0},
@@ -16,7 +17,8 @@ static const kiwi_option_spec options[] = {
     {S("count"), KIWI_OPTION_INTEGER, S("2"), S("how many labelled values"), 1, 0, 16},
     {S("loud"), KIWI_OPTION_BOOLEAN, S("false"), S("log every sample"), 0, 0, 0},
     {S("names"), KIWI_OPTION_STRING_LIST, S("[\"a\", \"b\"]"), S("label values"), 0, 0, 0},
-    {S("period"), KIWI_OPTION_DURATION, S("\"1500ms\""), S("reported as c_period_seconds"), 0, 0, 0},
+    {S("period"), KIWI_OPTION_DURATION, S("\"1500ms\""), S("reported as c_period_seconds"), 0, 0,
+     0},
     {S("buffer"), KIWI_OPTION_SIZE, S("\"2KiB\""), S("reported as c_buffer_bytes"), 0, 0, 0},
 };
 
@@ -26,7 +28,8 @@ static const kiwi_metric_spec metrics[] = {
     {S("c_samples_total"), KIWI_UNIT_COUNT, KIWI_COUNTER, S(""), S("samples taken")},
     {S("c_period_seconds"), KIWI_UNIT_SECONDS, KIWI_GAUGE, S(""), S("the period option")},
     {S("c_buffer_bytes"), KIWI_UNIT_BYTES, KIWI_GAUGE, S(""), S("the buffer option")},
-    {S("c_deadline_seconds"), KIWI_UNIT_SECONDS, KIWI_GAUGE, S(""), S("time left until the deadline")},
+    {S("c_deadline_seconds"), KIWI_UNIT_SECONDS, KIWI_GAUGE, S(""),
+     S("time left until the deadline")},
 };
 
 typedef struct sensor {
@@ -134,11 +137,25 @@ static void destroy(void *instance) {
   free(s);
 }
 
-static const kiwi_plugin descriptor = {
-    KIWI_ABI_MAJOR, KIWI_ABI_MINOR, sizeof(kiwi_plugin), KIWI_KIND_SENSOR,
-    S("c_sensor"), S("a sensor written in C against kiwi/plugin.h"),
-    options, sizeof options / sizeof options[0], sizeof(kiwi_option_spec),
-    metrics, sizeof metrics / sizeof metrics[0], sizeof(kiwi_metric_spec),
-    create, sample, NULL, NULL, NULL, destroy};
+static const kiwi_plugin descriptor = {KIWI_ABI_MAJOR,
+                                       KIWI_ABI_MINOR,
+                                       sizeof(kiwi_plugin),
+                                       KIWI_KIND_SENSOR,
+                                       S("c_sensor"),
+                                       S("a sensor written in C against kiwi/plugin.h"),
+                                       options,
+                                       sizeof options / sizeof options[0],
+                                       sizeof(kiwi_option_spec),
+                                       metrics,
+                                       sizeof metrics / sizeof metrics[0],
+                                       sizeof(kiwi_metric_spec),
+                                       create,
+                                       sample,
+                                       NULL,
+                                       NULL,
+                                       NULL,
+                                       destroy};
 
-KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void) { return &descriptor; }
+KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void) {
+  return &descriptor;
+}

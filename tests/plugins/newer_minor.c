@@ -5,7 +5,8 @@
 #include <kiwi/plugin.h>
 #include <stdlib.h>
 
-#define S(literal) {literal, sizeof(literal) - 1}
+#define S(literal) \
+  { literal, sizeof(literal) - 1 }
 
 typedef struct option_spec_1_7 {
   kiwi_option_spec v1_0;
@@ -55,7 +56,9 @@ static uint32_t sample(void *instance, const kiwi_sink *sink) {
   return KIWI_SAMPLE_OK;
 }
 
-static void destroy(void *instance) { free(instance); }
+static void destroy(void *instance) {
+  free(instance);
+}
 
 static const plugin_1_7 descriptor = {
     {KIWI_ABI_MAJOR, KIWI_ABI_MINOR + 7, sizeof(plugin_1_7), KIWI_KIND_SENSOR, S("newer_minor"),
@@ -64,4 +67,6 @@ static const plugin_1_7 descriptor = {
     NULL,
     S("unknown to this agent")};
 
-KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void) { return &descriptor.v1_0; }
+KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void) {
+  return &descriptor.v1_0;
+}

@@ -5,4 +5,6 @@
 static const kiwi_plugin descriptor = {
     .abi_major = KIWI_ABI_MAJOR + 1, .abi_minor = 0, .size = sizeof(kiwi_plugin)};
 
-KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void) { return &descriptor; }
+KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void) {
+  return &descriptor;
+}

@@ -115,8 +115,10 @@ class CSink final : public MetricSink {
       heap.resize(labels.size());
       c = heap.data();
     }
-    for (std::size_t i = 0; i < labels.size(); ++i) c[i] = {str(labels[i].name), str(labels[i].value)};
-    const kiwi_metric_spec metric{str(name), unit_code(unit), static_cast<std::uint32_t>(kind), {}, {}};
+    for (std::size_t i = 0; i < labels.size(); ++i)
+      c[i] = {str(labels[i].name), str(labels[i].value)};
+    const kiwi_metric_spec metric{
+        str(name), unit_code(unit), static_cast<std::uint32_t>(kind), {}, {}};
     sink_->emit(sink_->ctx, &metric, c, labels.size(), value);
   }
   std::chrono::steady_clock::time_point deadline() const override {
@@ -187,9 +189,9 @@ const kiwi_plugin* sensor_descriptor(std::string_view name, std::string_view des
 //   KIWI_SENSOR_PLUGIN(CpuSensor, "cpu", "CPU usage, frequency and load", kOptions, kMetrics)
 // CLASS must be constructible from (const kiwi::SensorContext&). It defines the plugin's one
 // exported symbol, kiwi_plugin_v1 (kiwi/plugin.h).
-#define KIWI_SENSOR_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS, METRICS)                        \
-  extern "C" KIWI_PLUGIN_EXPORT const kiwi_plugin* kiwi_plugin_v1(void) {                     \
-    return ::kiwi::abi::sensor_descriptor<CLASS>(NAME, DESCRIPTION,                           \
-                                                 std::span<const ::kiwi::OptionSpec>(OPTIONS), \
+#define KIWI_SENSOR_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS, METRICS)                          \
+  extern "C" KIWI_PLUGIN_EXPORT const kiwi_plugin* kiwi_plugin_v1(void) {                       \
+    return ::kiwi::abi::sensor_descriptor<CLASS>(NAME, DESCRIPTION,                             \
+                                                 std::span<const ::kiwi::OptionSpec>(OPTIONS),  \
                                                  std::span<const ::kiwi::MetricSpec>(METRICS)); \
   }
