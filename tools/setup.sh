@@ -23,8 +23,11 @@ target_libraries=(libmicrohttpd-dev libsqlite3-dev zlib1g-dev libboost-dev libbo
 # (the install test verifies the unit and rates its hardening), clang (14) for the SDK test, which
 # builds an example plugin with another compiler than the agent's. A minimal Debian 12
 # (mmdebstrap, a container image) has none of them but gzip and util-linux; tools/fresh-check.sh
-# runs the tests on one. Node.js, npm and chromium come from tools/setup-web.sh.
-test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-format systemd clang)
+# runs the tests on one. python3 runs the exec sensor's and the cgi handler's test programs
+# written in Python (the README's example script is one), as a user's would. Node.js, npm and
+# chromium come from tools/setup-web.sh.
+test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-format systemd clang
+  python3)
 
 # A cross build (--arch): Debian's cross compiler (crossbuild-essential-ARCH), the target's
 # libraries through multiarch (libsqlite3-dev:arm64, ...), qemu-user-static to run the tests,

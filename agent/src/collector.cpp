@@ -93,6 +93,7 @@ struct Collector::Worker {
   bool abandoned = false;  // stop() gave up on it; it has its instance no more
   bool exited = false;     // the thread is about to return (its instance is gone)
   steady_clock::time_point posted;
+  steady_clock::time_point deadline;  // posted + the sensor's timeout: the sink hands it on
   Outcome outcome;
 
   bool busy() const { return requested || in_call; }
@@ -108,8 +109,9 @@ struct Collector::Worker {
       Sensor& sensor = *instance.object;
       Outcome out;
       out.posted = posted;
+      const steady_clock::time_point until = deadline;
       lock.unlock();
-      call(sensor, out);
+      call(sensor, out, until);
       lock.lock();
       in_call = false;
       if (abandoned) return;  // stop() keeps the instance: this thread must not touch it
@@ -136,8 +138,9 @@ struct Collector::Worker {
   }
 
   // The metric check (CheckedSink) only touches `out`, so it runs here, on the worker.
-  static void call(Sensor& sensor, Outcome& out) {
-    CheckedSink sink(out.metrics);
+  // `deadline` is the instant the collector times this call out at (MetricSink::deadline()).
+  static void call(Sensor& sensor, Outcome& out, steady_clock::time_point deadline) {
+    CheckedSink sink(out.metrics, deadline);
     out.started = steady_clock::now();
     try {
       SampleResult result = sensor.sample(sink);
@@ -536,6 +539,7 @@ void Collector::tick(std::int64_t tick_index) {
     } else if (tick_index % s.every_ticks == 0 || !s.read_before) {
       w.requested = true;
       w.posted = started;
+      w.deadline = started + timeout_of(s);
       w.awaited = true;
       ++awaited;
       w.wake.notify_one();

@@ -3,6 +3,7 @@
 // scrape or the JSON API: a metric that fails a rule is dropped, counted and named.
 #pragma once
 
+#include <chrono>
 #include <kiwi/handler.hpp>
 #include <optional>
 #include <string>
@@ -22,18 +23,24 @@ std::optional<std::string> check_metric(std::string_view name, std::span<const L
 
 // Collects one sensor's sample into `out`, keeping what passes check_metric(). finish() then drops
 // repeats of a series (same name and labels; the first is kept) and returns the status note that
-// names what was dropped ("" when nothing was).
+// names what was dropped ("" when nothing was). `deadline` is what deadline() returns: the instant
+// the collector times the sample() call out at.
 class CheckedSink final : public MetricSink {
  public:
-  explicit CheckedSink(std::vector<MetricValue>& out) : out_(out) {}
+  explicit CheckedSink(
+      std::vector<MetricValue>& out,
+      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max())
+      : out_(out), deadline_(deadline) {}
   void emit(std::string_view name, std::span<const Label> labels, double value,
             std::string_view unit, MetricKind kind) override;
+  std::chrono::steady_clock::time_point deadline() const override { return deadline_; }
   std::string finish();
   std::uint64_t dropped() const { return dropped_; }
 
  private:
   void note(std::string problem);
   std::vector<MetricValue>& out_;
+  std::chrono::steady_clock::time_point deadline_;
   std::uint64_t dropped_ = 0;
   std::vector<std::string> problems_;  // the first few, for the status message
 };

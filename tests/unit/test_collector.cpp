@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "collector.hpp"
+#include "metric_check.hpp"
 
 #include "test_support.hpp"
 
@@ -43,6 +44,7 @@ struct Probe {
   std::atomic<bool> destroyed{false};
   std::atomic<const void*> object{nullptr};
   std::thread::id sample_thread, destroy_thread;  // under mutex
+  Clock::time_point deadline;                     // under mutex: the sink's, in the last call
 
   void release() {
     {
@@ -76,6 +78,7 @@ struct TestSensor final : kiwi::Sensor {
     {
       std::unique_lock lock(probe->mutex);
       probe->sample_thread = std::this_thread::get_id();
+      probe->deadline = sink.deadline();
       probe->cv.wait(lock, [&] { return !probe->hold; });
     }
     if (probe->sleep.count()) std::this_thread::sleep_for(probe->sleep);
@@ -223,6 +226,34 @@ TEST_CASE("collector: a hung sensor times out, the tick publishes on time and it
   }
   CHECK(hung->destroyed);
   CHECK(fast->destroyed);
+}
+
+TEST_CASE("collector: the sink's deadline is the call's start plus the sensor's timeout") {
+  // An exec sensor ends its child by then: it must be the instant the collector times it out at.
+  Rig rig;
+  auto own = std::make_shared<Probe>();
+  auto by_interval = std::make_shared<Probe>();
+  auto every_2 = std::make_shared<Probe>();
+  Collector collector(every(400ms),
+                      list(spec("own", own, 1, Millis(250)), spec("by_interval", by_interval),
+                           spec("every_2", every_2, 2)),
+                      rig.store, rig.holder, rig.log);
+  const auto t0 = Clock::now();
+  collector.tick(0);
+  const auto t1 = Clock::now();
+  auto deadline_of = [](Probe& p) {
+    std::lock_guard lock(p.mutex);
+    return p.deadline;
+  };
+  CHECK(deadline_of(*own) >= t0 + 250ms);
+  CHECK(deadline_of(*own) <= t1 + 250ms);
+  CHECK(deadline_of(*by_interval) >= t0 + 400ms);
+  CHECK(deadline_of(*by_interval) <= t1 + 400ms);
+  CHECK(deadline_of(*every_2) >= t0 + 800ms);  // its default timeout is its own interval
+  CHECK(deadline_of(*every_2) <= t1 + 800ms);
+  // A sink made outside the collector has none.
+  std::vector<kiwi::MetricValue> out;
+  CHECK(CheckedSink(out).deadline() == Clock::time_point::max());
 }
 
 TEST_CASE("collector: a sensor three intervals slow times out at its default timeout, then again") {

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#define KIWI_ABI_VERSION 3u
+#define KIWI_ABI_VERSION 4u
 
 #define KIWI_EXPORT __attribute__((visibility("default")))
 

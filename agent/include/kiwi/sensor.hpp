@@ -18,6 +18,7 @@
 #pragma once
 
 #include <boost/dll/alias.hpp>
+#include <chrono>
 #include <initializer_list>
 #include <memory>
 
@@ -57,6 +58,13 @@ class MetricSink {
  public:
   virtual void emit(std::string_view name, std::span<const Label> labels, double value,
                     std::string_view unit, MetricKind kind) = 0;
+
+  // The end of the time this sample() call has: its start plus the sensor's `timeout`. A sensor
+  // that waits on something (a child process) gives up by then. time_point::max() when there is
+  // none.
+  virtual std::chrono::steady_clock::time_point deadline() const {
+    return std::chrono::steady_clock::time_point::max();
+  }
 
   void gauge(std::string_view name, double value, std::string_view unit) {
     emit(name, {}, value, unit, MetricKind::gauge);

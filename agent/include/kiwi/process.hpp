@@ -1,0 +1,434 @@
+// kiwi-agent plugin SDK: running a program as a child process (header-only).
+//
+// The exec sensor and the cgi handler both run a user's program, so how that is done lives here,
+// once: no shell and no PATH search, a scrubbed environment, stdin fed from memory, stdout captured
+// up to a cap, the first line of stderr kept for the error message, and a deadline after which the
+// program's whole process group is killed. run() blocks the calling thread and keeps no state
+// outside the call, so it is thread-safe and reentrant (the collector calls it from a sensor's own
+// thread, the HTTP server from several workers at once).
+//
+// How a run ends (the rule that keeps it from hanging past its deadline):
+//   - The child is spawned with posix_spawn (safe in a multi-threaded process: no fork of the
+//     agent's heap and locks) as the leader of a new process group, with default signal
+//     dispositions and an empty signal mask (the agent blocks SIGHUP/SIGTERM in its threads and
+//     ignores SIGPIPE; the child must not inherit either), and with every inherited descriptor
+//     >= 3 closed (the agent's sockets and database files are not the program's business).
+//   - One poll() loop feeds stdin, reads stdout and stderr, and watches the child's exit (a pidfd;
+//     without one, a 5 ms check).
+//   - At the deadline, or when stdout passes max_output, the group is killed (SIGKILL to -pgid).
+//   - When the child exits, the rest of its group is killed at once (a background grandchild must
+//     not outlive the call or keep the pipes open), then what is left in the pipes is read until
+//     EOF, or 20 ms without data, or 100 ms after the exit (a process that left the group still
+//     holding the pipe), and never past the deadline. The result is the child's own exit.
+//   - The child is always reaped (waitpid), so no zombie is left behind.
+//   - A child that does not read its stdin (EPIPE) is not an error: its input is dropped. SIGPIPE
+//   is
+//     blocked on the calling thread during the call and a SIGPIPE raised by it is consumed, so it
+//     cannot kill a process that has not ignored it.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiwi::process {
+
+struct Spec {
+  std::vector<std::string> argv;  // argv[0] is the program's path: no PATH search, no shell
+  std::vector<std::string> env;   // "NAME=value", the child's whole environment
+  std::string cwd;                // "" = the agent's
+  std::string_view input;         // written to the child's stdin, which is then closed
+  std::size_t max_output =
+      1 << 20;  // stdout bytes; more: the group is killed, End::output_exceeded
+  // Then the group is killed, End::timed_out. The default, max(), is no deadline.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+enum class End { exited, signaled, timed_out, output_exceeded, spawn_failed };
+
+struct Result {
+  End end = End::spawn_failed;
+  int exit_status = 0;      // End::exited
+  int signal = 0;           // End::signaled
+  std::string output;       // stdout (at most max_output bytes)
+  std::string stderr_head;  // the first line of stderr (without the newline), at most 512 bytes
+  std::string error;        // End::spawn_failed: why (e.g. "cannot execute /x: Permission denied")
+  std::chrono::nanoseconds elapsed{};
+};
+
+// The small fixed environment everything else is scrubbed to: PATH=/usr/local/bin:/usr/bin:/bin,
+// LANG=C.UTF-8, and TZ when the agent has it. Nothing else of the agent's environment (tokens,
+// credentials, systemd's variables) reaches a program.
+inline std::vector<std::string> safe_environment() {
+  std::vector<std::string> env{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
+  if (const char* tz = std::getenv("TZ")) env.push_back(std::string("TZ=") + tz);
+  return env;
+}
+
+namespace detail {
+
+inline constexpr std::size_t kStderrHeadMax = 512;
+inline constexpr auto kDrainSilence = std::chrono::milliseconds(20);
+inline constexpr auto kDrainMax = std::chrono::milliseconds(100);
+inline constexpr auto kExitCheckTick = std::chrono::milliseconds(5);
+
+// Closes on scope exit; -1 is "none".
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+// A pipe whose ends are both close-on-exec and >= 3: an end that landed on 0, 1 or 2 (an agent
+// started with a closed stdin) would be clobbered by the child's own dup2 onto those numbers.
+inline bool make_pipe(Fd& read_end, Fd& write_end) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return false;
+  for (int& f : p)
+    if (f < 3) {
+      const int moved = ::fcntl(f, F_DUPFD_CLOEXEC, 3);
+      ::close(f);
+      f = moved;
+    }
+  read_end.fd = p[0];
+  write_end.fd = p[1];
+  return p[0] >= 0 && p[1] >= 0;
+}
+
+inline void set_nonblocking(int fd) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+inline std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+// Blocks SIGPIPE on this thread for the object's life; a SIGPIPE that our own writes raised (it
+// was not pending before) is consumed before the old mask comes back, so it is never delivered.
+class SigpipeGuard {
+ public:
+  SigpipeGuard() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeGuard() {
+    if (!was_pending_) {
+      sigset_t pending;
+      sigpending(&pending);
+      if (sigismember(&pending, SIGPIPE) == 1) {
+        const timespec zero{0, 0};
+        while (sigtimedwait(&pipe_, nullptr, &zero) == -1 && errno == EINTR) {
+        }
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeGuard(const SigpipeGuard&) = delete;
+  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+ private:
+  sigset_t pipe_;
+  sigset_t old_;
+  bool was_pending_ = false;
+};
+
+inline std::vector<char*> c_strings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Milliseconds poll() may wait until `until` (rounded up, so it never wakes just before it).
+inline int poll_timeout(std::chrono::steady_clock::time_point now,
+                        std::chrono::steady_clock::time_point until) {
+  if (until == std::chrono::steady_clock::time_point::max()) return -1;
+  if (until <= now) return 0;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+  return static_cast<int>(std::min<long long>(ms, INT_MAX));
+}
+
+// Keeps the first line of stderr (up to kStderrHeadMax bytes); the rest is read and dropped so the
+// child never blocks on a full stderr pipe.
+struct StderrHead {
+  std::string text;
+  bool complete = false;
+  void add(const char* data, std::size_t n) {
+    if (complete) return;
+    std::string_view chunk(data, n);
+    const auto nl = chunk.find('\n');
+    if (nl != std::string_view::npos) {
+      chunk = chunk.substr(0, nl);
+      complete = true;
+    }
+    const std::size_t room = kStderrHeadMax - text.size();
+    if (chunk.size() >= room) {
+      chunk = chunk.substr(0, room);
+      complete = true;
+    }
+    text.append(chunk);
+  }
+  std::string finish() {
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    return std::move(text);
+  }
+};
+
+}  // namespace detail
+
+// Runs spec.argv with spec.env in spec.cwd and waits for it, as the header comment describes.
+inline Result run(const Spec& spec) {
+  using Clock = std::chrono::steady_clock;
+  using namespace detail;
+  const auto started = Clock::now();
+  Result r;
+  auto fail = [&](std::string why) {
+    r.end = End::spawn_failed;
+    r.error = std::move(why);
+    r.elapsed = Clock::now() - started;
+    return r;
+  };
+  if (spec.argv.empty() || spec.argv[0].empty()) return fail("no program given");
+  const std::string& program = spec.argv[0];
+  if (!spec.cwd.empty()) {
+    // posix_spawn reports a failed chdir with the same errno as a failed exec; saying which one
+    // failed is worth a stat.
+    struct stat st {};
+    if (::stat(spec.cwd.c_str(), &st) != 0)
+      return fail("cannot change to directory " + spec.cwd + ": " + errno_text(errno));
+    if (!S_ISDIR(st.st_mode))
+      return fail("cannot change to directory " + spec.cwd + ": " + errno_text(ENOTDIR));
+  }
+
+  Fd in_r, in_w, out_r, out_w, err_r, err_w;
+  if (!make_pipe(in_r, in_w) || !make_pipe(out_r, out_w) || !make_pipe(err_r, err_w))
+    return fail("cannot create a pipe: " + errno_text(errno));
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_r.fd, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_w.fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, err_w.fd, 2);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+
+  auto argv = c_strings(spec.argv);
+  auto envp = c_strings(spec.env);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return fail("cannot execute " + program + ": " + errno_text(rc));
+  in_r.reset();
+  out_w.reset();
+  err_w.reset();
+
+  SigpipeGuard sigpipe_guard;
+  set_nonblocking(in_w.fd);
+  set_nonblocking(out_r.fd);
+  set_nonblocking(err_r.fd);
+  // The child's exit as a readable descriptor; where pidfd_open is missing (kernel < 5.3, a
+  // seccomp filter), the loop checks every kExitCheckTick instead.
+  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+
+  std::size_t input_done = 0;
+  if (spec.input.empty()) in_w.reset();
+  StderrHead head;
+  bool exited = false;  // the child is a zombie (not reaped yet: its pid stays ours)
+  bool killed = false;  // the group was killed
+  Clock::time_point exit_seen;
+  Clock::time_point last_data;
+  char buf[65536];
+
+  auto kill_group = [&] {
+    if (!killed) ::kill(-pid, SIGKILL);
+    killed = true;
+  };
+  auto child_exited = [&] {
+    siginfo_t info{};
+    return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == pid;
+  };
+  // Reads what is there; false at EOF or a read error (the end is closed then).
+  auto drain = [&](Fd& fd, bool is_stdout) {
+    for (;;) {
+      const ssize_t n = ::read(fd.fd, buf, sizeof buf);
+      if (n > 0) {
+        last_data = Clock::now();
+        if (is_stdout) {
+          const std::size_t room = spec.max_output - r.output.size();
+          if (static_cast<std::size_t>(n) > room) {
+            r.output.append(buf, room);
+            r.end = End::output_exceeded;
+            return;
+          }
+          r.output.append(buf, static_cast<std::size_t>(n));
+        } else {
+          head.add(buf, static_cast<std::size_t>(n));
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      fd.reset();  // EOF, or an error that more reading will not cure
+      return;
+    }
+  };
+
+  r.end = End::exited;  // until something else is found
+  for (;;) {
+    auto now = Clock::now();
+    if (!exited && child_exited()) {
+      exited = true;
+      exit_seen = now;
+      last_data = now;
+      kill_group();  // the rest of its group: nothing outlives the call
+      in_w.reset();
+    }
+    if (out_r.fd < 0 && err_r.fd < 0 && exited) break;
+    if (now >= spec.deadline) {
+      if (!exited) r.end = End::timed_out;
+      break;
+    }
+    Clock::time_point until = spec.deadline;
+    if (exited) {
+      const auto drain_end = std::min(last_data + kDrainSilence, exit_seen + kDrainMax);
+      if (now >= drain_end) break;
+      until = std::min(until, drain_end);
+    } else if (pidfd.fd < 0 &&
+               (until == Clock::time_point::max() || until - now > kExitCheckTick)) {
+      until = now + kExitCheckTick;
+    }
+
+    pollfd fds[4];
+    nfds_t n = 0;
+    int i_in = -1, i_out = -1, i_err = -1, i_pid = -1;
+    if (in_w.fd >= 0) fds[i_in = static_cast<int>(n++)] = {in_w.fd, POLLOUT, 0};
+    if (out_r.fd >= 0) fds[i_out = static_cast<int>(n++)] = {out_r.fd, POLLIN, 0};
+    if (err_r.fd >= 0) fds[i_err = static_cast<int>(n++)] = {err_r.fd, POLLIN, 0};
+    if (pidfd.fd >= 0 && !exited) fds[i_pid = static_cast<int>(n++)] = {pidfd.fd, POLLIN, 0};
+    const int ready = ::poll(fds, n, poll_timeout(now, until));
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      kill_group();  // poll itself failing is not something to wait out
+      r.end = End::timed_out;
+      break;
+    }
+    if (i_in >= 0 && fds[i_in].revents) {
+      if (fds[i_in].revents & (POLLERR | POLLHUP)) {
+        in_w.reset();  // the child closed its stdin: the rest of the input is not wanted
+      } else {
+        const ssize_t w =
+            ::write(in_w.fd, spec.input.data() + input_done, spec.input.size() - input_done);
+        if (w > 0) input_done += static_cast<std::size_t>(w);
+        if ((w < 0 && errno != EAGAIN && errno != EINTR) || input_done == spec.input.size())
+          in_w.reset();  // EPIPE included: a program that ignores its input is not an error
+      }
+    }
+    if (i_out >= 0 && fds[i_out].revents) drain(out_r, true);
+    if (r.end == End::output_exceeded) break;
+    if (i_err >= 0 && fds[i_err].revents) drain(err_r, false);
+  }
+
+  // Whatever ended the loop, nothing of the group is left running, and the child is reaped.
+  if (!exited || r.end != End::exited) kill_group();
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (r.end == End::exited) {
+    if (WIFSIGNALED(status)) {
+      r.end = End::signaled;
+      r.signal = WTERMSIG(status);
+    } else {
+      r.exit_status = WEXITSTATUS(status);
+    }
+  }
+  r.stderr_head = head.finish();
+  r.elapsed = Clock::now() - started;
+  return r;
+}
+
+namespace detail {
+// "2s", "500ms", "1m": the largest unit that divides the time exactly, as the TOML writes it.
+inline std::string format_timeout(std::chrono::nanoseconds t) {
+  const long long ms = std::chrono::round<std::chrono::milliseconds>(t).count();
+  struct Unit {
+    const char* suffix;
+    long long ms;
+  };
+  static constexpr Unit kUnits[] = {
+      {"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1000}, {"ms", 1}};
+  for (const auto& u : kUnits)
+    if (ms != 0 && ms % u.ms == 0) return std::to_string(ms / u.ms) + u.suffix;
+  return std::to_string(ms) + "ms";
+}
+}  // namespace detail
+
+// The one wording of how a run ended, for error messages: "exited with status 3", "killed by
+// signal 11 (SIGSEGV)", "timed out after 2s", "printed more than 1048576 bytes" (the cap, which is
+// what r.output holds then), or the spawn error; "; stderr: <first line>" is appended when the
+// program wrote one. `timeout` is the time the run had, for the timed-out wording.
+inline std::string describe(const Result& r, std::chrono::nanoseconds timeout) {
+  std::string s;
+  switch (r.end) {
+    case End::exited:
+      s = "exited with status " + std::to_string(r.exit_status);
+      break;
+    case End::signaled: {
+      s = "killed by signal " + std::to_string(r.signal);
+      if (const char* abbrev = ::sigabbrev_np(r.signal)) s += std::string(" (SIG") + abbrev + ")";
+      break;
+    }
+    case End::timed_out:
+      s = "timed out after " + detail::format_timeout(timeout);
+      break;
+    case End::output_exceeded:
+      s = "printed more than " + std::to_string(r.output.size()) + " bytes";
+      break;
+    case End::spawn_failed:
+      s = r.error;
+      break;
+  }
+  if (!r.stderr_head.empty()) s += "; stderr: " + r.stderr_head;
+  return s;
+}
+
+}  // namespace kiwi::process

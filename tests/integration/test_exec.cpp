@@ -1,0 +1,318 @@
+// The exec sensor in the real agent: programs written at test time (sh and Python), their metrics
+// in /api/current, /metrics and /api/history, and every way a program can fail.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+
+#include "checks.hpp"
+
+using namespace kiwi_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Writes an executable program into `dir`; returns its path.
+std::string program(const TempDir& dir, const std::string& name, const std::string& text) {
+  const auto path = dir.path / name;
+  write_text(path, text);
+  ::chmod(path.c_str(), 0755);
+  return path.string();
+}
+
+// A [[sensor]] entry for the exec plugin; `more` goes into [sensor.options] after `command`.
+std::string exec_sensor(const std::string& name, const std::string& command,
+                        const std::string& more = "", const std::string& sensor_lines = "") {
+  return "[[sensor]]\nplugin = \"exec\"\nname = \"" + name + "\"\n" + sensor_lines +
+         "[sensor.options]\ncommand = [\"" + command + "\"]\n" + more + "\n";
+}
+
+// The sensor's entry in /api/current once `pred` holds for it (at most 10 s).
+template <class Pred>
+rapidjson::Document wait_sensor(HttpClient& c, const std::string& name, Pred pred) {
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  std::string last;
+  while (std::chrono::steady_clock::now() < until) {
+    auto r = c.get("/api/current");
+    if (r.status == 200) {
+      rapidjson::Document d;
+      d.Parse(r.body.c_str(), r.body.size());
+      last = r.body;
+      if (!d.HasParseError() && d["sensors"].HasMember(name.c_str()) &&
+          pred(d["sensors"][name.c_str()]))
+        return d;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  FAIL("sensor " << name << " never got there; last /api/current: " << last);
+  throw;
+}
+
+std::string status_of(const rapidjson::Value& s) {
+  return s["status"].GetString();
+}
+std::string message_of(const rapidjson::Value& s) {
+  return s.HasMember("message") ? s["message"].GetString() : "";
+}
+
+// The sensor's error message, once it is in error.
+std::string error_of(const std::string& name, const std::string& command,
+                     const std::string& sensor_lines = "") {
+  Agent agent(exec_sensor(name, command, "", sensor_lines));
+  HttpClient c(agent.port());
+  auto d = wait_sensor(c, name, [](const rapidjson::Value& s) { return status_of(s) == "error"; });
+  return message_of(d["sensors"][name.c_str()]);
+}
+
+const rapidjson::Value* metric(const rapidjson::Value& sensor, const std::string& name) {
+  for (const auto& m : sensor["metrics"].GetArray())
+    if (m["name"].GetString() == name) return &m;
+  return nullptr;
+}
+
+// A process is gone once /proc has no entry for it or it is a zombie (waiting for whoever
+// inherited it to reap it). Waits at most 2 s.
+bool process_gone(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat) return true;
+    std::string line;
+    std::getline(stat, line);
+    const auto paren = line.rfind(')');
+    if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z')
+      return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("exec: a prometheus program's metrics in /api/current, /metrics and /api/history") {
+  TempDir dir;
+  const auto probe = program(dir, "probe.sh", R"(#!/bin/sh
+# HELP is optional; TYPE decides the kind.
+cat <<'EOF'
+# HELP probe_temperature_celsius Board temperature.
+# TYPE probe_temperature_celsius gauge
+probe_temperature_celsius{sensor="a b"} 41.5
+# TYPE probe_reads_total counter
+probe_reads_total 12 1395066363000
+probe_free_bytes 4096
+EOF
+)");
+  Agent agent(exec_sensor("probe", probe));
+  HttpClient c(agent.port());
+  auto d = wait_sensor(c, "probe", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+  const auto& s = d["sensors"]["probe"];
+  CHECK(s["plugin"].GetString() == std::string("exec"));
+  const auto* temp = metric(s, "probe_temperature_celsius");
+  REQUIRE(temp);
+  CHECK((*temp)["value"].GetDouble() == 41.5);
+  CHECK((*temp)["unit"].GetString() == std::string("celsius"));
+  CHECK((*temp)["labels"]["sensor"].GetString() == std::string("a b"));
+  CHECK_FALSE(temp->HasMember("kind"));
+  const auto* reads = metric(s, "probe_reads_total");
+  REQUIRE(reads);
+  CHECK((*reads)["value"].GetDouble() == 12);
+  CHECK((*reads)["kind"].GetString() == std::string("counter"));
+  const auto* free = metric(s, "probe_free_bytes");
+  REQUIRE(free);
+  CHECK((*free)["unit"].GetString() == std::string("bytes"));
+
+  // /metrics puts every sensor metric under the agent's kiwi_ prefix (handlers/metrics).
+  const auto prom = c.get("/metrics").body;
+  CHECK_THAT(prom, Catch::Contains("kiwi_probe_temperature_celsius{sensor=\"a b\"} 41.5"));
+  CHECK_THAT(prom, Catch::Contains("# TYPE kiwi_probe_reads_total counter"));
+  CHECK_THAT(prom, Catch::Contains("\nkiwi_probe_reads_total 12\n"));
+
+  auto h = parse_json(c.get("/api/history?limit=5&series=probe_*").body);
+  REQUIRE(h["series"].HasMember("probe_temperature_celsius{sensor=\"a b\"}"));
+  const auto& series = h["series"]["probe_temperature_celsius{sensor=\"a b\"}"];
+  CHECK(series["unit"].GetString() == std::string("celsius"));
+  CHECK(series["values"][series["values"].Size() - 1].GetDouble() == 41.5);
+}
+
+TEST_CASE("exec: a json program in Python, and the env option") {
+  if (std::system("command -v /usr/bin/python3 >/dev/null 2>&1") != 0)
+    skip_test("python3 is not installed (tools/setup.sh --test installs it)");
+  TempDir dir;
+  const auto probe = program(dir, "probe.py", R"(#!/usr/bin/env python3
+import json, os
+print(json.dumps([
+    {"name": "probe_level", "value": float(os.environ["PROBE_LEVEL"]), "unit": ""},
+    {"name": "probe_packets_total", "labels": {"port": "eth0"}, "value": 7, "unit": "",
+     "kind": "counter"},
+    {"name": "probe_uptime_seconds", "value": 3.5, "unit": "seconds"},
+]))
+)");
+  Agent agent(exec_sensor("py", probe, "format = \"json\"\nenv = [\"PROBE_LEVEL=7.25\"]"));
+  HttpClient c(agent.port());
+  auto d = wait_sensor(c, "py", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+  const auto& s = d["sensors"]["py"];
+  REQUIRE(metric(s, "probe_level"));
+  CHECK((*metric(s, "probe_level"))["value"].GetDouble() == 7.25);
+  const auto* packets = metric(s, "probe_packets_total");
+  REQUIRE(packets);
+  CHECK((*packets)["kind"].GetString() == std::string("counter"));
+  CHECK((*packets)["labels"]["port"].GetString() == std::string("eth0"));
+  CHECK((*metric(s, "probe_uptime_seconds"))["unit"].GetString() == std::string("seconds"));
+  CHECK_THAT(c.get("/metrics").body, Catch::Contains("kiwi_probe_packets_total{port=\"eth0\"} 7"));
+}
+
+TEST_CASE("exec: the program's environment is scrubbed to the safe set, KIWI_* and env") {
+  TempDir dir;
+  const auto probe = program(dir, "env.sh", R"SH(#!/bin/sh
+[ -n "$SECRET" ] && seen=1 || seen=0
+echo "probe_secret_seen $seen"
+echo "probe_env{path=\"$PATH\",lang=\"$LANG\",procfs=\"$KIWI_PROCFS\",sysfs=\"$KIWI_SYSFS\",sensor=\"$KIWI_SENSOR\",extra=\"$EXTRA\"} 1"
+echo "probe_vars $(env | wc -l)"
+)SH");
+  ::setenv("SECRET", "x", 1);
+  ::unsetenv("TZ");
+  Agent agent(exec_sensor("envy", probe, "env = [\"EXTRA=two words\"]"));
+  ::unsetenv("SECRET");
+  HttpClient c(agent.port());
+  auto d = wait_sensor(c, "envy", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+  const auto& s = d["sensors"]["envy"];
+  REQUIRE(metric(s, "probe_secret_seen"));
+  CHECK((*metric(s, "probe_secret_seen"))["value"].GetDouble() == 0);
+  const auto& labels = (*metric(s, "probe_env"))["labels"];
+  CHECK(labels["path"].GetString() == std::string("/usr/local/bin:/usr/bin:/bin"));
+  CHECK(labels["lang"].GetString() == std::string("C.UTF-8"));
+  CHECK(labels["procfs"].GetString() == std::string("/proc"));
+  CHECK(labels["sysfs"].GetString() == std::string("/sys"));
+  CHECK(labels["sensor"].GetString() == std::string("envy"));
+  CHECK(labels["extra"].GetString() == std::string("two words"));
+  // PATH, LANG, EXTRA, the three KIWI_* and what sh itself sets (PWD)
+  CHECK((*metric(s, "probe_vars"))["value"].GetDouble() == 7);
+}
+
+TEST_CASE("exec: a program that exits non-zero: its status and first stderr line") {
+  TempDir dir;
+  const auto p = program(dir, "fail.sh",
+                         "#!/bin/sh\necho 'probe_x 1'\necho 'cannot open /dev/i2c-1' >&2\n"
+                         "echo 'second line' >&2\nexit 3\n");
+  CHECK(error_of("failing", p) == "exited with status 3; stderr: cannot open /dev/i2c-1");
+}
+
+TEST_CASE("exec: a program killed by a signal") {
+  TempDir dir;
+  const auto p = program(dir, "crash.sh", "#!/bin/sh\nkill -SEGV $$\n");
+  CHECK(error_of("crashing", p) == "killed by signal 11 (SIGSEGV)");
+}
+
+TEST_CASE("exec: garbage output is an error naming line and column") {
+  TempDir dir;
+  const auto p = program(dir, "garbage.sh",
+                         "#!/bin/sh\necho 'probe_ok 1'\necho 'probe_bad{x=\"1\" 2'\n"
+                         "echo 'this is not it' >&2\n");
+  CHECK(error_of("garbage", p) ==
+        "output line 2, column 17: expected ',' or '}' after the value of label x; stderr: this "
+        "is not it");
+}
+
+TEST_CASE("exec: a program that prints more than 1 MiB is killed") {
+  TempDir dir;
+  const auto p = program(dir, "chatty.sh", "#!/bin/sh\nexec yes probe_x 1\n");
+  CHECK(error_of("chatty", p) == "printed more than 1048576 bytes");
+}
+
+TEST_CASE("exec: a program that exits 0 and prints nothing is no data") {
+  TempDir dir;
+  const auto p = program(dir, "quiet.sh", "#!/bin/sh\necho '# nothing today'\n");
+  Agent agent(exec_sensor("quiet", p));
+  HttpClient c(agent.port());
+  auto d =
+      wait_sensor(c, "quiet", [](const rapidjson::Value& s) { return status_of(s) == "no_data"; });
+  CHECK(message_of(d["sensors"]["quiet"]) == "the program printed no metrics");
+}
+
+TEST_CASE("exec: a program not there yet fails each sample, and the agent starts") {
+  TempDir dir;
+  const std::string missing = (dir.path / "later.sh").string();
+  Agent agent(exec_sensor("later", missing));
+  CHECK_THAT(agent.stderr_text(),
+             Catch::Contains("sensor later: cannot execute " + missing +
+                             " (yet): No such file or directory; each sample fails until it can"));
+  HttpClient c(agent.port());
+  auto d =
+      wait_sensor(c, "later", [](const rapidjson::Value& s) { return status_of(s) == "error"; });
+  CHECK(message_of(d["sensors"]["later"]) ==
+        "cannot execute " + missing + ": No such file or directory");
+  // Installed later: the next samples read it.
+  program(dir, "later.sh", "#!/bin/sh\necho 'probe_late 1'\n");
+  wait_sensor(c, "later", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+}
+
+TEST_CASE("exec: a hang is killed at its timeout with its whole group, and a fast sensor goes on") {
+  TempDir dir;
+  const auto pids = dir.path / "pids";
+  const auto p = program(dir, "hang.sh",
+                         "#!/bin/sh\nsleep 100 &\necho $$ $! >> " + pids.string() +
+                             "\necho 'stuck on the bus' >&2\nsleep 100\n");
+  Agent agent(exec_sensor("hang", p, "", "timeout = \"500ms\"\n") +
+              "[[sensor]]\nplugin = \"memory\"\n");
+  HttpClient c(agent.port());
+  auto d =
+      wait_sensor(c, "hang", [](const rapidjson::Value& s) { return status_of(s) == "error"; });
+  CHECK(message_of(d["sensors"]["hang"]) == "timed out after 500ms; stderr: stuck on the bus");
+  // The call took about its timeout, less the margin the sensor keeps for itself.
+  const double took = d["sensors"]["hang"]["duration_seconds"].GetDouble();
+  CHECK(took >= 0.4);
+  CHECK(took < 0.5);
+  // No process of its group is left: the script and its background sleep.
+  std::ifstream in(pids);
+  pid_t script = 0, background = 0;
+  REQUIRE(in >> script >> background);
+  CHECK(process_gone(script));
+  CHECK(process_gone(background));
+
+  // The memory sensor is read every second all along, hang or not.
+  const auto first = d["sequence"].GetUint64();
+  const auto ts = d["sensors"]["memory"]["timestamp"].GetInt64();
+  auto later = wait_sensor(
+      c, "memory", [&](const rapidjson::Value& m) { return m["timestamp"].GetInt64() >= ts + 3; });
+  CHECK(later["sequence"].GetUint64() >= first + 3);
+  CHECK(later["sensors"]["memory"]["status"].GetString() == std::string("ok"));
+  CHECK(later["sensors"]["memory"]["timestamp"].GetInt64() == later["timestamp"].GetInt64());
+  CHECK(later["sensors"]["hang"]["status"].GetString() == std::string("error"));
+}
+
+TEST_CASE("exec: bad options stop start-up with exit 2, naming the place and the option") {
+  TempDir dir;
+  const auto file = (dir.path / "kiwi.toml").string();
+  const auto ok = program(dir, "ok.sh", "#!/bin/sh\necho 'probe_x 1'\n");
+  const std::pair<std::string, std::string> cases[] = {
+      {"command = []",
+       "option 'command' is required: the program and its arguments, e.g. command = "
+       "[\"/usr/local/bin/probe\", \"--fast\"]"},
+      {"command = [\"probe.sh\"]",
+       "option 'command': the program must be an absolute path (there is no PATH search and no "
+       "shell), not \"probe.sh\""},
+      {"command = [\"" + ok + "\"]\nformat = \"xml\"",
+       "option 'format': \"xml\" is not one of \"prometheus\", \"json\""},
+      {"command = [\"" + ok + "\"]\nenv = [\"NOEQUALS\"]",
+       "option 'env': \"NOEQUALS\" is not NAME=value (NAME letters, digits and _)"},
+      {"command = [\"" + ok + "\"]\nenv = [\"KIWI_SENSOR=x\"]",
+       "option 'env': KIWI_SENSOR is set by the agent (KIWI_PROCFS, KIWI_SYSFS, KIWI_SENSOR)"},
+      {"command = [\"" + ok + "\"]\nenv = [\"A=1\", \"A=2\"]", "option 'env': A is given twice"},
+  };
+  for (const auto& [options, error] : cases) {
+    INFO(options);
+    write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                     "\"\n[[sensor]]\nplugin = \"exec\"\nname = \"probe\"\n[sensor.options]\n" +
+                         options + "\n");
+    auto r = run_agent_command({"--check-config", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(file + ":4:10: "));
+    CHECK_THAT(r.err, Catch::Contains("sensor 'probe' refused to start: " + error));
+  }
+  // A type the option table does not allow is the host's error, at the value.
+  write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                   "\"\n[[sensor]]\nplugin = \"exec\"\n[sensor.options]\ncommand = \"/bin/x\"\n");
+  auto r = run_agent_command({"--check-config", file});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(file + ":6:"));
+}
