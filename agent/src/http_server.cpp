@@ -312,14 +312,35 @@ namespace {
 using detail::HttpDaemon;
 using detail::HttpWorker;
 
-// Per-request state between MHD's calls. Requests without a body (all GET/HEAD in practice) use
-// the shared marker and allocate nothing; a body allocates a RequestBody.
-char first_call_marker;
+// Per-request state between MHD's calls, from the request line (on_uri) to on_completed. A request
+// whose target has no '%' and no '?' and that has no body (nearly every GET/HEAD) uses the shared
+// markers and allocates nothing; any other allocates a RequestState.
+char uri_marker;         // the request line was read; on_request has not run yet
+char first_call_marker;  // on_request has run: the request is in flight
 
-struct RequestBody {
-  std::string data;
+struct RequestState {
+  // The request-target as sent, kept when MHD's decoding changes it (a '%' or a '?' in it): MHD
+  // decodes the path and the query in place after on_uri, and CGI wants the raw query.
+  std::string target;
+  std::string data;  // the body
   bool too_large = false;
+  bool started = false;  // on_request has run
 };
+
+RequestState* state_of(void* state) {
+  return state == nullptr || state == &uri_marker || state == &first_call_marker
+             ? nullptr
+             : static_cast<RequestState*>(state);
+}
+
+// MHD_OPTION_URI_LOG_CALLBACK: the request-target before MHD decodes it; the value returned is the
+// request's first *state.
+void* on_uri(void*, const char* uri, MHD_Connection*) {
+  if (!std::strpbrk(uri, "%?")) return &uri_marker;
+  auto* st = new RequestState;
+  st->target = uri;
+  return st;
+}
 
 MHD_Result collect(void* cls, MHD_ValueKind, const char* key, const char* value) {
   auto* out = static_cast<std::vector<Param>*>(cls);
@@ -427,6 +448,27 @@ std::string client_address(MHD_Connection* c) {
   return buf;
 }
 
+// The address and port the connection came in on ("127.0.0.1", "::1"); {"", 0} if unknown.
+std::pair<std::string, std::uint16_t> local_address(MHD_Connection* c) {
+  const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (!info || ::getsockname(info->connect_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return {};
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+    return {buf, ntohs(a->sin_port)};
+  }
+  if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+    return {buf, ntohs(a->sin6_port)};
+  }
+  return {};
+}
+
 // CORS is off unless [http] cors_origins lists the exact origin; there is no wildcard.
 bool origin_allowed(const std::vector<std::string>& cors_origins, const Request& req) {
   auto origin = req.header("Origin");
@@ -443,16 +485,18 @@ void add_cors_headers(const std::vector<std::string>& s, const Request& req, Res
     res.headers.push_back({"Access-Control-Allow-Origin", std::string(*req.header("Origin"))});
 }
 
-// A browser's preflight (OPTIONS with Access-Control-Request-Method) from an allowed origin: 204.
-std::optional<Response> cors_preflight(const std::vector<std::string>& s, const Request& req) {
+// A browser's preflight (OPTIONS with Access-Control-Request-Method) from an allowed origin: 204,
+// with the methods the route's handler takes.
+std::optional<Response> cors_preflight(const std::vector<std::string>& s, const Request& req,
+                                       const Router& router) {
   if (req.method != "OPTIONS" || !req.header("Access-Control-Request-Method") ||
       !origin_allowed(s, req))
     return std::nullopt;
   Response res;
   res.status = 204;
   res.content_type.clear();
-  res.headers = {{"Access-Control-Allow-Methods", "GET, HEAD"},
-                 {"Access-Control-Allow-Headers", "If-None-Match, Accept-Encoding"},
+  res.headers = {{"Access-Control-Allow-Methods", std::string(router.methods(req.path))},
+                 {"Access-Control-Allow-Headers", "If-None-Match, Accept-Encoding, Content-Type"},
                  {"Access-Control-Max-Age", "600"}};
   return res;
 }
@@ -475,28 +519,41 @@ void not_modified_if_matching(const Request& req, Response& res) {
     }
 }
 
+// Whether a raw (undecoded) path has "%00" in it.
+bool encoded_nul(std::string_view raw) {
+  for (std::size_t i = raw.find('%'); i != std::string_view::npos; i = raw.find('%', i + 1))
+    if (i + 2 < raw.size() && raw[i + 1] == '0' && raw[i + 2] == '0') return true;
+  return false;
+}
+
 MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
-                      const char*, const char* upload_data, size_t* upload_size, void** state) {
+                      const char* version, const char* upload_data, size_t* upload_size,
+                      void** state) {
   auto* daemon = static_cast<HttpDaemon*>(cls);
   // First call: headers only. Answering now would count as an early response in MHD 0.9.75 and
   // close kept-alive connections, so answer on a later call. From here to on_completed the
   // request is in flight: a replaced daemon is not stopped under it.
-  if (*state == nullptr) {
-    *state = &first_call_marker;
+  RequestState* st = state_of(*state);
+  if (*state == nullptr || *state == &uri_marker || (st && !st->started)) {
+    if (st)
+      st->started = true;
+    else
+      *state = &first_call_marker;
     daemon->in_flight.fetch_add(1, std::memory_order_relaxed);
     return MHD_YES;
   }
   if (*upload_size != 0) {
-    if (*state == &first_call_marker) *state = new RequestBody;
-    auto* body = static_cast<RequestBody*>(*state);
-    if (body->data.size() + *upload_size > kMaxBodyBytes)
-      body->too_large = true;
+    if (!st) {
+      *state = st = new RequestState;
+      st->started = true;
+    }
+    if (st->data.size() + *upload_size > kMaxBodyBytes)
+      st->too_large = true;
     else
-      body->data.append(upload_data, *upload_size);
+      st->data.append(upload_data, *upload_size);
     *upload_size = 0;
     return MHD_YES;
   }
-  auto* body = *state == &first_call_marker ? nullptr : static_cast<RequestBody*>(*state);
 
   thread_local std::vector<Param> query, headers;
   query.clear();
@@ -504,6 +561,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, &collect, &query);
   MHD_get_connection_values(c, MHD_HEADER_KIND, &collect, &headers);
   std::string remote = client_address(c);
+  auto [local, local_port] = local_address(c);
 
   Request req;
   req.method = method;
@@ -511,7 +569,17 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   req.query = query;
   req.headers = headers;
   req.remote_address = remote;
-  if (body) req.body = body->data;
+  req.protocol = version ? version : "";
+  req.local_address = local;
+  req.local_port = local_port;
+  std::string_view raw_path = req.path;
+  if (st) {
+    req.body = st->data;
+    const std::string_view target = st->target;
+    const std::size_t q = target.find('?');
+    raw_path = target.substr(0, q);
+    if (q != std::string_view::npos) req.raw_query = target.substr(q + 1);
+  }
 
   std::size_t header_bytes = 0;
   for (auto& h : headers) header_bytes += h.name.size() + h.value.size() + 4;
@@ -533,10 +601,14 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   else if (header_bytes > kMaxHeaderBytes)
     res = Response::error(
         431, "request headers larger than " + std::to_string(kMaxHeaderBytes) + " bytes");
-  else if (body && body->too_large)
+  else if (encoded_nul(raw_path))
+    // MHD decodes it into the path, which ends there for everyone reading it as a C string:
+    // "/cgi/a%00.txt" would be served as "/cgi/a".
+    res = Response::error(400, "request path contains an encoded NUL byte (%00)");
+  else if (st && st->too_large)
     res = Response::error(413,
                           "request body larger than " + std::to_string(kMaxBodyBytes) + " bytes");
-  else if (auto preflight = cors_preflight(cors, req))
+  else if (auto preflight = cors_preflight(cors, req, router))
     res = std::move(*preflight);
   else
     res = router.dispatch(req, &route);
@@ -553,11 +625,16 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
 }
 
 // Once per request whose first callback ran (MHD 0.9.75 calls it only for those).
+// Since on_uri is set, MHD calls it for every request whose request line it read, also those it
+// answered (or dropped) before on_request ran: those were never in flight.
 void on_completed(void* cls, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
-  if (!*state) return;
-  if (*state != &first_call_marker) delete static_cast<RequestBody*>(*state);
+  bool started = *state == &first_call_marker;
+  if (RequestState* st = state_of(*state)) {
+    started = st->started;
+    delete st;
+  }
   *state = nullptr;
-  static_cast<HttpDaemon*>(cls)->in_flight.fetch_sub(1, std::memory_order_release);
+  if (started) static_cast<HttpDaemon*>(cls)->in_flight.fetch_sub(1, std::memory_order_release);
 }
 
 void on_connection(void* cls, MHD_Connection*, void**, MHD_ConnectionNotificationCode code) {
@@ -736,9 +813,10 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
     w.mhd = MHD_start_daemon(
         flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(w.limit + 1),
-        MHD_OPTION_NOTIFY_COMPLETED, &on_completed, d.get(), MHD_OPTION_NOTIFY_CONNECTION,
-        &on_connection, &w, MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, &log_,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, &on_completed, d.get(), MHD_OPTION_URI_LOG_CALLBACK, &on_uri,
+        nullptr, MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &w, MHD_OPTION_EXTERNAL_LOGGER,
+        &on_mhd_log, &log_, MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes,
+        MHD_OPTION_END);
     if (!w.mhd)  // `d` stops the workers started so far
       throw std::runtime_error("cannot start the HTTP server on " + s.bind.str() + ": " +
                                std::strerror(errno));

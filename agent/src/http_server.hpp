@@ -38,9 +38,9 @@ int auto_worker_threads();
 std::string http_library_version();
 
 // Limits on a request, answered with a JSON error before any handler runs.
-inline constexpr std::size_t kMaxUriBytes = 2048;         // longer: 414
-inline constexpr std::size_t kMaxHeaderBytes = 8 * 1024;  // whole header block larger: 431
-inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;   // larger: 413 (routes ignore bodies)
+inline constexpr std::size_t kMaxUriBytes = 2048;                 // longer: 414
+inline constexpr std::size_t kMaxHeaderBytes = 8 * 1024;          // whole header block larger: 431
+inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;           // larger: 413 (cgi reads bodies)
 inline constexpr std::size_t kConnectionMemoryBytes = 16 * 1024;  // MHD's pool per connection
 
 namespace detail {

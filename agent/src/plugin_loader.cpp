@@ -14,7 +14,9 @@
 #include <set>
 #include <sstream>
 
+#include "duration.hpp"
 #include "log.hpp"
+#include "size.hpp"
 
 namespace kiwi::agent {
 
@@ -32,6 +34,10 @@ std::string_view type_name(OptionType t) {
       return "string";
     case OptionType::string_list:
       return "list of strings";
+    case OptionType::duration:
+      return "duration";
+    case OptionType::size:
+      return "size";
   }
   return "?";
 }
@@ -48,6 +54,11 @@ std::string_view expected(OptionType t) {
       return "a string";
     case OptionType::string_list:
       return "a list of strings, e.g. [\"a\", \"b\"]";
+    case OptionType::duration:
+      return "a duration as a string, e.g. \"500ms\", \"10s\", \"2m\", \"1h30m\"";
+    case OptionType::size:
+      return "a size in bytes: an integer, or a string with a unit, e.g. \"512\", \"64KiB\", "
+             "\"1MiB\", \"10MB\"";
   }
   return "?";
 }
@@ -80,6 +91,25 @@ std::optional<OptionValue> convert(const OptionSpec& spec, const toml::node& nod
       }
       for (auto& item : *node.as_array()) v.string_list.push_back(*item.value<std::string>());
       break;
+    case OptionType::duration: {
+      // The config's own parser ([collector] interval etc.), so "5s" means one thing everywhere.
+      auto d = node.is_string() ? parse_duration(*node.value<std::string>()) : std::nullopt;
+      if (!d) return std::nullopt;
+      v.duration = *d;
+      break;
+    }
+    case OptionType::size: {
+      std::optional<std::uint64_t> n;
+      if (node.is_integer()) {
+        if (const auto i = *node.value<std::int64_t>(); i >= 0)
+          n = parse_size(std::to_string(i));  // the same 2^53 ceiling as a string
+      } else if (node.is_string()) {
+        n = parse_size(*node.value<std::string>());
+      }
+      if (!n) return std::nullopt;
+      v.size = *n;
+      break;
+    }
   }
   return v;
 }
@@ -108,10 +138,16 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
   for (auto& spec : info.options) {
     if (const toml::node* node = given.get(spec.key)) {
       auto v = convert(spec, *node);
-      if (!v)
+      if (!v) {
+        // A string of the wrong form is named, as the config does for its own durations.
+        std::string given;
+        if ((spec.type == OptionType::duration || spec.type == OptionType::size) &&
+            node->is_string())
+          given = ", not \"" + *node->value<std::string>() + "\"";
         throw ConfigError(SourcePos{file, node->source().begin.line, node->source().begin.column},
                           where + ".options." + std::string(spec.key),
-                          "expected " + std::string(expected(spec.type)));
+                          "expected " + std::string(expected(spec.type)) + given);
+      }
       values.push_back(std::move(*v));
       continue;
     }

@@ -16,6 +16,20 @@ bool matches(const std::string& route, std::string_view path) {
 }
 }  // namespace
 
+bool method_listed(std::string_view methods, std::string_view method) {
+  while (!methods.empty()) {
+    const std::size_t comma = methods.find(',');
+    std::string_view token = methods.substr(0, comma);
+    while (!token.empty() && (token.front() == ' ' || token.front() == '\t'))
+      token.remove_prefix(1);
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+    if (!token.empty() && token == method) return true;
+    if (comma == std::string_view::npos) break;
+    methods.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 void RequestCounters::add(int status) {
   std::size_t col = kStatuses.size() - 1;
   for (std::size_t i = 0; i + 1 < kStatuses.size(); ++i)
@@ -45,10 +59,14 @@ Response Router::dispatch(const Request& request, int* route_index) const {
     const Route& r = routes_[i];
     if (!matches(r.path, request.path)) continue;
     if (route_index) *route_index = static_cast<int>(i);
-    if (request.method != "GET" && request.method != "HEAD") {
+    const std::string_view allowed = r.handler->object->methods();
+    if (!method_listed(allowed, request.method)) {
+      // "GET, HEAD" reads "use GET or HEAD".
+      std::string list(allowed);
+      if (auto last = list.rfind(", "); last != std::string::npos) list.replace(last, 2, " or ");
       Response res = Response::error(
-          405, "method " + std::string(request.method) + " is not allowed here; use GET or HEAD");
-      res.headers.push_back({"Allow", "GET, HEAD"});
+          405, "method " + std::string(request.method) + " is not allowed here; use " + list);
+      res.headers.push_back({"Allow", std::string(allowed)});
       return res;
     }
     try {
@@ -61,6 +79,12 @@ Response Router::dispatch(const Request& request, int* route_index) const {
   }
   if (route_index) *route_index = -1;
   return Response::error(404, "no route for " + std::string(request.path));
+}
+
+std::string_view Router::methods(std::string_view path) const {
+  for (std::size_t i : order_)
+    if (matches(routes_[i].path, path)) return routes_[i].handler->object->methods();
+  return "GET, HEAD";
 }
 
 std::vector<HttpRequestCount> Router::request_counts() const {

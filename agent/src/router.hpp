@@ -16,6 +16,10 @@
 
 namespace kiwi::agent {
 
+// Whether `method` is one of the comma-separated tokens of `methods` (an Allow header value),
+// compared whole and case-sensitively: "GET, HEAD" lists "HEAD" but not "HEA" or "get".
+bool method_listed(std::string_view methods, std::string_view method);
+
 struct Route {
   std::string path;  // as configured
   // Shared: a handler a reload keeps serves in the old and the new router at once, and lives until
@@ -24,10 +28,11 @@ struct Route {
 };
 
 // Request counts of one route by status, lock-free; statuses outside the table count as "other".
+// 302, 502 and 504 are what a cgi route answers for a redirect, a failed and a hung program.
 class RequestCounters {
  public:
-  static constexpr std::array<int, 12> kStatuses = {200, 204, 304, 400, 404, 405,
-                                                    413, 414, 431, 500, 503, 0 /* other */};
+  static constexpr std::array<int, 15> kStatuses = {200, 204, 302, 304, 400, 404, 405, 413,
+                                                    414, 431, 500, 502, 503, 504, 0 /* other */};
   void add(int status);
   std::uint64_t count(std::size_t column) const {
     return counts_[column].load(std::memory_order_relaxed);
@@ -47,6 +52,10 @@ class Router {
   // Answers one request: the handler's response, or the JSON 404/405 of the API.
   // `route_index` receives the index of the matching route in routes(), or -1 for none.
   Response dispatch(const Request& request, int* route_index = nullptr) const;
+
+  // The methods the route `path` would dispatch to takes (its handler's methods()), for a CORS
+  // preflight; "GET, HEAD" when no route matches.
+  std::string_view methods(std::string_view path) const;
 
   const std::vector<Route>& routes() const { return routes_; }
 

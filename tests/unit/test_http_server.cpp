@@ -640,3 +640,90 @@ TEST_CASE("http: stop after reconfigure is clean and idempotent") {
   CHECK(idle.threads() == 2);
   idle.stop();
 }
+
+namespace {
+
+// Answers with what it was given of the request, one fact a line.
+class EchoHandler final : public Handler {
+ public:
+  Response handle(const Request& r) override {
+    std::string out = "method=" + std::string(r.method) + "\npath=" + std::string(r.path) +
+                      "\nraw_query=" + std::string(r.raw_query) +
+                      "\nprotocol=" + std::string(r.protocol) +
+                      "\nlocal=" + std::string(r.local_address) + ":" +
+                      std::to_string(r.local_port) + "\nbody=" + std::string(r.body) + "\n";
+    for (auto& q : r.query)
+      out += "param " + std::string(q.name) + "=" + std::string(q.value) + "\n";
+    Response res;
+    res.content_type = "text/plain";
+    res.body = std::make_shared<const std::string>(std::move(out));
+    return res;
+  }
+  std::string_view methods() const override { return "GET, HEAD, POST"; }
+};
+
+// Sends `request` as it is on a new connection and returns everything the server sent until it
+// closed the connection (the request asks it to).
+std::string exchange(std::uint16_t port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
+    char chunk[4096];
+    for (ssize_t n; (n = ::recv(fd, chunk, sizeof chunk, 0)) > 0;)
+      out.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+Route echo_route(const std::string& path) {
+  auto instance = std::make_shared<PluginInstance<Handler>>();
+  instance->object = std::make_unique<EchoHandler>();
+  return {path, std::move(instance)};
+}
+
+}  // namespace
+
+TEST_CASE("http: a handler sees the raw query, the protocol and the local address and port") {
+  TestLogger log;
+  HttpServer server(loopback(1), make_router({echo_route("/e/*")}), log);
+  server.start();
+  const auto port = server.port();
+  const std::string local = "local=127.0.0.1:" + std::to_string(port) + "\n";
+
+  SECTION("a query: decoded into params, as sent in raw_query") {
+    auto out = exchange(port,
+                        "GET /e/a%20b?x=1+2&y=%2F%26&flag HTTP/1.1\r\nHost: h\r\n"
+                        "Connection: close\r\n\r\n");
+    CHECK_THAT(out, Catch::StartsWith("HTTP/1.1 200"));
+    CHECK_THAT(out, Catch::Contains("path=/e/a b\nraw_query=x=1+2&y=%2F%26&flag\n"
+                                    "protocol=HTTP/1.1\n" +
+                                    local));
+    CHECK_THAT(out, Catch::Contains("param x=1 2\nparam y=/&\nparam flag=\n"));
+  }
+  SECTION("no query, HTTP/1.0, a body") {
+    auto out = exchange(port, "POST /e/p HTTP/1.0\r\nContent-Length: 5\r\n\r\nhello");
+    CHECK_THAT(out, Catch::StartsWith("HTTP/1.1 200"));  // a server answers in its own version
+    CHECK_THAT(out, Catch::Contains("method=POST\npath=/e/p\nraw_query=\nprotocol=HTTP/1.0\n" +
+                                    local + "body=hello\n"));
+  }
+  SECTION("an encoded NUL in the path is refused, not cut short") {
+    auto out = exchange(port, "GET /e/a%00.txt HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    CHECK_THAT(out, Catch::StartsWith("HTTP/1.1 400"));
+    CHECK_THAT(out, Catch::Contains("{\"error\":{\"status\":400,\"message\":\"request path "
+                                    "contains an encoded NUL byte (%00)\"}}"));
+    // In the query it is only data.
+    out = exchange(port, "GET /e/a?v=%00 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    CHECK_THAT(out, Catch::StartsWith("HTTP/1.1 200"));
+    CHECK_THAT(out, Catch::Contains("raw_query=v=%00\n"));
+  }
+  server.stop();
+}

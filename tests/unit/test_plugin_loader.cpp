@@ -143,6 +143,96 @@ TEST_CASE("loader: options are checked against the plugin's table and defaults f
         "sleep_ms, first_only, fail_after");
 }
 
+namespace {
+// A handler's option table with the typed kinds, as a plugin declares it.
+constexpr kiwi::OptionSpec kTypedOptions[] = {
+    {"timeout", kiwi::OptionType::duration, "\"10s\"", "how long a program may run"},
+    {"max_output", kiwi::OptionType::size, "\"1MiB\"", "stdout bytes at most"},
+    {"max_input", kiwi::OptionType::size, "4096", "stdin bytes at most"},
+};
+const kiwi::PluginInfo kTypedInfo{kiwi::PluginKind::handler, "typed", "typed options",
+                                  kTypedOptions, kiwi::no_metrics};
+
+// validate_options on `toml` (the body of an [options] table at line 2); the error text if it
+// throws.
+std::string typed_error(const std::string& toml) {
+  auto doc = toml::parse("[options]\n" + toml, std::string("kiwi.toml"));
+  try {
+    validate_options(kTypedInfo, doc["options"].as_table(), "kiwi.toml", "route");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+kiwi::Options typed(const std::string& toml) {
+  auto doc = toml::parse("[options]\n" + toml, std::string("kiwi.toml"));
+  return validate_options(kTypedInfo, doc["options"].as_table(), "kiwi.toml", "route");
+}
+}  // namespace
+
+TEST_CASE("loader: duration and size options are parsed by the host, defaults included") {
+  using namespace std::chrono_literals;
+  auto defaults = typed("");
+  CHECK(defaults.get_duration("timeout") == 10s);
+  CHECK(defaults.get_size("max_output") == 1'048'576u);
+  CHECK(defaults.get_size("max_input") == 4096u);
+
+  auto given = typed("timeout = \"1m30s\"\nmax_output = \"64KiB\"\nmax_input = 10\n");
+  CHECK(given.get_duration("timeout") == 90s);
+  CHECK(given.get_size("max_output") == 65'536u);
+  CHECK(given.get_size("max_input") == 10u);
+  CHECK(typed("max_output = \"10MB\"").get_size("max_output") == 10'000'000u);
+  CHECK(typed("max_output = \"512\"").get_size("max_output") == 512u);
+
+  // Read with another type: a programming error of the plugin.
+  CHECK_THROWS_AS(given.get_int("timeout"), std::logic_error);
+  CHECK_THROWS_AS(given.get_duration("max_output"), std::logic_error);
+}
+
+TEST_CASE("loader: a bad duration or size names file:line:col and what it got") {
+  const std::string duration_help =
+      "expected a duration as a string, e.g. \"500ms\", \"10s\", \"2m\", \"1h30m\"";
+  const std::string size_help =
+      "expected a size in bytes: an integer, or a string with a unit, e.g. \"512\", \"64KiB\", "
+      "\"1MiB\", \"10MB\"";
+  CHECK(typed_error("timeout = \"10 s\"") ==
+        "kiwi.toml:2:11: route.options.timeout: " + duration_help + ", not \"10 s\"");
+  CHECK(typed_error("timeout = 10") == "kiwi.toml:2:11: route.options.timeout: " + duration_help);
+  CHECK(typed_error("timeout = \"-1s\"") ==
+        "kiwi.toml:2:11: route.options.timeout: " + duration_help + ", not \"-1s\"");
+  CHECK(typed_error("max_output = \"1mb\"") ==
+        "kiwi.toml:2:14: route.options.max_output: " + size_help + ", not \"1mb\"");
+  CHECK(typed_error("max_output = -1") == "kiwi.toml:2:14: route.options.max_output: " + size_help);
+  CHECK(typed_error("max_output = 1.5") ==
+        "kiwi.toml:2:14: route.options.max_output: " + size_help);
+  CHECK(typed_error("max_output = true") ==
+        "kiwi.toml:2:14: route.options.max_output: " + size_help);
+}
+
+TEST_CASE("loader: an invalid typed default is the plugin's error, named") {
+  constexpr kiwi::OptionSpec bad[] = {
+      {"timeout", kiwi::OptionType::duration, "\"10\"", "a duration without a unit"}};
+  const kiwi::PluginInfo info{kiwi::PluginKind::handler, "bad", "", bad, kiwi::no_metrics};
+  try {
+    validate_options(info, nullptr, "kiwi.toml", "route");
+    FAIL("no error");
+  } catch (const PluginError& e) {
+    CHECK(std::string(e.what()) == "plugin bad: option 'timeout' has an invalid default '\"10\"'");
+  }
+}
+
+TEST_CASE("loader: --describe-plugin names the duration and size types with their defaults") {
+  LoadedLibrary lib;
+  lib.info = &kTypedInfo;
+  lib.file = "/x/kiwi-handler-typed.so";
+  lib.abi_version = KIWI_ABI_VERSION;
+  const std::string text = describe_plugin(lib);
+  CHECK_THAT(text, Catch::Contains("    timeout (duration, default \"10s\")\n"
+                                   "      how long a program may run\n"));
+  CHECK_THAT(text, Catch::Contains("    max_output (size, default \"1MiB\")\n"));
+  CHECK_THAT(text, Catch::Contains("    max_input (size, default 4096)\n"));
+}
+
 TEST_CASE("loader: a sensor's destructor may log: its logger outlives it (issue 11, item 3)") {
   NullLogger log;
   {

@@ -6,8 +6,9 @@
 //   - handle() is called CONCURRENTLY from the HTTP worker threads: it must be thread-safe. Prefer
 //     immutable state built in the constructor, and the read-only DataSource below.
 //   - Everything in a Request is borrowed from the server and valid only during handle().
-//   - The server answers HEAD with the GET headers and no body, 404 for unknown paths and 405 for
-//     methods other than GET/HEAD; a handler only sees GET and HEAD.
+//   - The server answers HEAD with the GET headers and no body, 404 for unknown paths, and 405
+//     (with `Allow: <methods()>`) for a method the handler does not list in methods(): by
+//     default a handler only sees GET and HEAD. CORS preflights (OPTIONS) are the server's.
 //   - The object is destroyed (after the server has stopped) before its shared object is unloaded.
 #pragma once
 
@@ -27,12 +28,17 @@ struct Param {
 };
 
 struct Request {
-  std::string_view method;  // "GET" or "HEAD"
+  std::string_view method;  // "GET", "HEAD", or another one the handler lists in methods()
   std::string_view path;    // decoded path without the query string
   std::span<const Param> query;
   std::span<const Param> headers;
   std::string_view remote_address;  // "127.0.0.1" or "::1"
   std::string_view body;            // empty for GET/HEAD unless a client sent one
+  // The query string as the client sent it, undecoded, without the '?' ("" when there is none).
+  std::string_view raw_query;
+  std::string_view protocol;       // "HTTP/1.1" or "HTTP/1.0", as the request line says
+  std::string_view local_address;  // the address the request came in on: "127.0.0.1", "::1"
+  std::uint16_t local_port = 0;    // and its port
 
   // Number of times a query parameter occurs (to reject `?limit=1&limit=2`).
   std::size_t count(std::string_view name) const {
@@ -294,6 +300,9 @@ class Handler {
  public:
   virtual ~Handler() = default;
   virtual Response handle(const Request& request) = 0;
+  // The methods handle() takes, as the Allow header lists them. The router answers any other
+  // method with 405 and this list, comparing whole, case-sensitive tokens (RFC 9110 section 9.1).
+  virtual std::string_view methods() const { return "GET, HEAD"; }
 };
 
 // Handed to the factory; valid only during the factory call, except `data` and `log`, which

@@ -11,6 +11,7 @@
 // that changes its layout or a virtual table bumps KIWI_ABI_VERSION.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -32,7 +33,18 @@ inline std::string_view to_string(PluginKind kind) {
 
 // Option types a plugin may declare. The host parses the TOML value, checks its type and fills in
 // the default, so a plugin reads its options without any validation of its own.
-enum class OptionType : std::uint32_t { boolean, integer, number, string, string_list };
+//   duration  a TOML string in the config's duration syntax: "500ms", "10s", "2m", "1h30m", "7d"
+//   size      bytes: a TOML integer (65536), or a string with a unit: "512", "64KiB", "1MiB",
+//             "2GiB", "10kB", "5MB" (binary units are powers of 1024, decimal ones of 1000)
+enum class OptionType : std::uint32_t {
+  boolean,
+  integer,
+  number,
+  string,
+  string_list,
+  duration,
+  size
+};
 
 // One row of a plugin's option table: declared once, it drives validation (unknown keys and wrong
 // types are errors naming file:line:col), defaults, `kiwi-agent --describe-plugin` and the README.
@@ -53,6 +65,8 @@ struct OptionValue {
   double number = 0;
   std::string string;
   std::vector<std::string> string_list;
+  std::chrono::milliseconds duration{0};
+  std::uint64_t size = 0;  // bytes
 };
 
 // The options of one plugin instance: every key of the plugin's table, in table order, with the
@@ -74,6 +88,10 @@ class Options {
   const std::vector<std::string>& get_strings(std::string_view key) const {
     return find(key, OptionType::string_list).string_list;
   }
+  std::chrono::milliseconds get_duration(std::string_view key) const {
+    return find(key, OptionType::duration).duration;
+  }
+  std::uint64_t get_size(std::string_view key) const { return find(key, OptionType::size).size; }
   const std::vector<OptionValue>& values() const { return values_; }
 
  private:

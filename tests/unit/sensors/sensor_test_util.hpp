@@ -18,6 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "duration.hpp"
+#include "size.hpp"
+
 #ifndef KIWI_FIXTURES_DIR
 #error "the test build defines KIWI_FIXTURES_DIR as the absolute path of tests/fixtures"
 #endif
@@ -155,6 +158,16 @@ inline kiwi::OptionValue default_value(const kiwi::OptionSpec& spec) {
         detail::skip_space(text);
         if (!text.empty() && text.front() == ',') text.remove_prefix(1);
       }
+      break;
+    case kiwi::OptionType::duration:  // the host's parsers, as the loader uses them
+      v.duration =
+          kiwi::agent::parse_duration(detail::take_string(text, spec.default_toml)).value();
+      break;
+    case kiwi::OptionType::size:
+      v.size = kiwi::agent::parse_size(text.starts_with('"')
+                                           ? detail::take_string(text, spec.default_toml)
+                                           : std::string(text))
+                   .value();
       break;
   }
   return v;

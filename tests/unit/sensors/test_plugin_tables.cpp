@@ -80,6 +80,10 @@ std::string_view type_word(kiwi::OptionType type) {
       return "string";
     case kiwi::OptionType::string_list:
       return "string list";
+    case kiwi::OptionType::duration:
+      return "duration";
+    case kiwi::OptionType::size:
+      return "size";
   }
   return "?";
 }

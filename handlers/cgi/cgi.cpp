@@ -1,0 +1,172 @@
+// cgi: runs CGI/1.1 programs (RFC 3875) from one directory, one process per request.
+#include <limits.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <kiwi/handler.hpp>
+#include <kiwi/process.hpp>
+#include <stdexcept>
+
+#include "cgi_logic.hpp"
+
+namespace {
+
+constexpr kiwi::OptionSpec kOptions[] = {
+    {"directory", kiwi::OptionType::string, "\"/usr/lib/kiwi-agent/cgi\"",
+     "the programs' directory: the first path segment after the route names a file directly in it"},
+    {"timeout", kiwi::OptionType::duration, "\"10s\"",
+     "how long a program may run; then its process group is killed and the client gets 504"},
+    {"max_output", kiwi::OptionType::size, "\"1MiB\"",
+     "most bytes a program may print (headers and body); more: killed, 502"},
+    {"max_concurrent", kiwi::OptionType::integer, "2",
+     "programs running at once on this route (1-256); a request beyond that gets 503 at once"},
+    {"pass_authorization", kiwi::OptionType::boolean, "false",
+     "give programs the Authorization and Proxy-Authorization headers (HTTP_AUTHORIZATION)"},
+};
+
+// The directory's realpath; throws (a factory error, exit 2) if it is not a directory.
+std::string program_directory(const std::string& dir) {
+  if (dir.empty())
+    throw std::runtime_error("option directory is empty; name the programs' directory");
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    throw std::runtime_error("directory \"" + dir + "\": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    throw std::runtime_error("directory \"" + dir + "\" is not a directory");
+  char real[PATH_MAX];
+  if (!::realpath(dir.c_str(), real))
+    throw std::runtime_error("directory \"" + dir + "\": " + std::strerror(errno));
+  return real;
+}
+
+class CgiHandler final : public kiwi::Handler {
+ public:
+  explicit CgiHandler(const kiwi::HandlerContext& ctx)
+      : log_(ctx.log),
+        // "/cgi/*" -> "/cgi/": what SCRIPT_NAME starts with.
+        prefix_(ctx.route_path.ends_with("/*") ? ctx.route_path.substr(0, ctx.route_path.size() - 1)
+                                               : ctx.route_path),
+        directory_(program_directory(ctx.options.get_string("directory"))),
+        timeout_(ctx.options.get_duration("timeout")),
+        max_output_(ctx.options.get_size("max_output")),
+        max_concurrent_(ctx.options.get_int("max_concurrent")),
+        pass_authorization_(ctx.options.get_bool("pass_authorization")),
+        server_software_("kiwi-agent/" + std::string(ctx.agent_version)) {
+    if (!ctx.route_path.ends_with("/*"))
+      throw std::runtime_error("the cgi route's path must end in /* (e.g. \"/cgi/*\"), not \"" +
+                               std::string(ctx.route_path) + "\"");
+    if (max_concurrent_ < 1 || max_concurrent_ > 256)
+      throw std::runtime_error("max_concurrent must be from 1 to 256, not " +
+                               std::to_string(max_concurrent_));
+    if (timeout_.count() <= 0) throw std::runtime_error("timeout must be longer than 0ms");
+    if (max_output_ == 0) throw std::runtime_error("max_output must be at least 1 byte");
+  }
+
+  std::string_view methods() const override { return "GET, HEAD, POST, PUT, PATCH, DELETE"; }
+
+  kiwi::Response handle(const kiwi::Request& request) override {
+    auto split = kiwi::cgi::split_target(prefix_, request.path);
+    if (!split.target) return kiwi::Response::error(404, split.error);
+    const auto& target = *split.target;
+    auto program = kiwi::cgi::resolve_program(directory_, target.name);
+    if (!program.error.empty()) return kiwi::Response::error(404, program.error);
+
+    // The one piece of shared state: the count of programs running.
+    Slot slot(running_);
+    if (slot.count > max_concurrent_) {
+      auto r = kiwi::Response::error(503, std::to_string(max_concurrent_) +
+                                              " CGI programs are running already (" +
+                                              "max_concurrent); try again shortly");
+      r.headers.push_back({"Retry-After", "1"});
+      return r;
+    }
+
+    const std::string script_name = std::string(prefix_) + target.name;
+    kiwi::process::Spec spec;
+    spec.argv = {program.path};
+    spec.env = kiwi::process::safe_environment();
+    for (auto& v : kiwi::cgi::meta_variables(
+             request, {script_name, target.path_info, server_software_, pass_authorization_}))
+      spec.env.push_back(std::move(v));
+    spec.cwd = directory_;
+    spec.input = request.body;
+    spec.max_output = static_cast<std::size_t>(max_output_);
+    spec.deadline = std::chrono::steady_clock::now() + timeout_;
+    kiwi::process::Result result = kiwi::process::run(spec);
+
+    const std::string who = "CGI program '" + target.name + "'";
+    const std::string stderr_note =
+        result.stderr_head.empty() ? "" : "; stderr: " + result.stderr_head;
+    using End = kiwi::process::End;
+    if (result.end == End::timed_out || result.end == End::output_exceeded ||
+        result.end == End::spawn_failed) {
+      const std::string why = who + " " + kiwi::process::describe(result, timeout_);
+      log_.warn(why);
+      return kiwi::Response::error(result.end == End::timed_out ? 504 : 502, why);
+    }
+    auto parsed = kiwi::cgi::parse_response(result.output);
+    if (result.end != End::exited || result.exit_status != 0) {
+      // How it ended, in process::describe's words, and the stderr line after what we add.
+      kiwi::process::Result end_only;
+      end_only.end = result.end;
+      end_only.exit_status = result.exit_status;
+      end_only.signal = result.signal;
+      const std::string ended = who + " " + kiwi::process::describe(end_only, timeout_);
+      if (!parsed.response) {
+        const std::string why = ended + " without a complete response" + stderr_note;
+        log_.warn(why);
+        return kiwi::Response::error(502, why);
+      }
+      // A complete response is served even so (a shell script whose last command failed); the
+      // failure is logged.
+      log_.warn(ended + " after a complete response, which was served" + stderr_note);
+    }
+    if (!parsed.response) {
+      const std::string why = who + ": " + parsed.error;
+      log_.warn(why + stderr_note);
+      return kiwi::Response::error(502, why);
+    }
+    kiwi::Response res;
+    res.status = parsed.response->status;
+    res.content_type = std::move(parsed.response->content_type);
+    res.headers = std::move(parsed.response->headers);
+    if (!parsed.response->body.empty()) {
+      // The body is the output's tail: the output itself, its header block cut off, not a copy.
+      const auto header_bytes =
+          static_cast<std::size_t>(parsed.response->body.data() - result.output.data());
+      std::string body = std::move(result.output);
+      body.erase(0, header_bytes);
+      res.body = std::make_shared<const std::string>(std::move(body));
+    }
+    return res;
+  }
+
+ private:
+  // Holds one place in the count for the life of a request; `count` includes this one.
+  struct Slot {
+    std::atomic<std::int64_t>& counter;
+    std::int64_t count;
+    explicit Slot(std::atomic<std::int64_t>& c) : counter(c), count(c.fetch_add(1) + 1) {}
+    ~Slot() { counter.fetch_sub(1); }
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+  };
+
+  kiwi::Logger& log_;
+  std::string prefix_;
+  std::string directory_;
+  std::chrono::milliseconds timeout_;
+  std::uint64_t max_output_;
+  std::int64_t max_concurrent_;
+  bool pass_authorization_;
+  std::string server_software_;
+  std::atomic<std::int64_t> running_{0};
+};
+
+}  // namespace
+
+KIWI_HANDLER_PLUGIN(CgiHandler, "cgi", "runs CGI/1.1 programs (RFC 3875) from one directory",
+                    kOptions)

@@ -1,0 +1,417 @@
+// The cgi handler in the real agent: sh and python3 programs written into a temporary directory,
+// requests over loopback, the process group checked in /proc.
+#include <rapidjson/document.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+#include "checks.hpp"
+
+using namespace kiwi_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+void program(const fs::path& dir, const std::string& name, const std::string& text,
+             fs::perms perms = fs::perms::owner_all | fs::perms::group_read |
+                               fs::perms::group_exec) {
+  write_text(dir / name, text);
+  fs::permissions(dir / name, perms);
+}
+
+// A program directory with the test programs, and the routes an Agent needs around a cgi route.
+struct CgiSetup {
+  TempDir tmp;
+  fs::path dir;
+  explicit CgiSetup() {
+    dir = fs::canonical(tmp.path) / "cgi";
+    fs::create_directories(dir / "sub");
+    program(dir, "hello", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nhello from cgi\\n'\n");
+    program(
+        dir, "missing",
+        "#!/bin/sh\nprintf 'Status: 404 Not Found\\nContent-Type: text/plain\\n\\nnot here\\n'\n");
+    program(dir, "redirect", "#!/bin/sh\nprintf 'Location: /api/health\\n\\n'\n");
+    program(dir, "headers",
+            "#!/bin/sh\nprintf 'Content-Type: text/plain\\nX-Kiwi-Test: yes\\nCache-Control: "
+            "no-store\\nConnection: keep-alive\\nContent-Length: 999\\nX-Method: %s\\n\\nok' "
+            "\"$REQUEST_METHOD\"\n");
+    program(dir, "echo",
+            "#!/usr/bin/python3\nimport json, os, sys\nbody = sys.stdin.read()\n"
+            "print('Content-Type: application/json\\n')\n"
+            "print(json.dumps({'env': dict(os.environ), 'body': body, 'cwd': os.getcwd()}))\n");
+    program(dir, "hang",
+            "#!/bin/sh\necho $$ > " + (tmp.path / "hang.pid").string() +
+                "\nsleep 60 &\necho $! > " + (tmp.path / "sleep.pid").string() + "\nwait\n");
+    program(dir, "crash", "#!/bin/sh\necho 'about to crash' >&2\nkill -SEGV $$\n");
+    program(dir, "fail", "#!/bin/sh\necho 'no config found' >&2\nexit 3\n");
+    program(dir, "chatty",
+            "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nhead -c 200000 /dev/zero\n");
+    program(dir, "malformed", "#!/bin/sh\necho 'hello world'\necho\necho body\n");
+    program(dir, "slow",
+            "#!/bin/sh\ntouch " + (tmp.path / "started.").string() +
+                "$$\nsleep 2\nprintf 'Content-Type: text/plain\\n\\nslow\\n'\n");
+    program(dir, "noshebang", "printf 'Content-Type: text/plain\\n\\nran\\n'\n");
+    program(dir, "lastfails", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\ndone\\n'\nfalse\n");
+    program(dir, "notes.txt", "just text\n", fs::perms::owner_read | fs::perms::owner_write);
+    program(dir, ".hidden", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nhidden\\n'\n");
+    fs::create_symlink("/bin/sh", dir / "shell");
+    fs::create_symlink("hello", dir / "alias");
+  }
+  // The routes: /api/current (the harness waits for it), /api/health and the cgi route.
+  std::string routes(const std::string& options = "", const std::string& timeout = "1s") const {
+    return "[[route]]\npath = \"/api/current\"\nhandler = \"current\"\n"
+           "[[route]]\npath = \"/api/health\"\nhandler = \"health\"\n"
+           "[[route]]\npath = \"/cgi/*\"\nhandler = \"cgi\"\n"
+           "options = { directory = \"" +
+           dir.string() + "\", timeout = \"" + timeout + "\", max_output = \"64KiB\"" + options +
+           " }\n";
+  }
+};
+
+std::string error_message(const HttpResponse& r) {
+  auto d = parse_json(r.body);
+  REQUIRE(d.HasMember("error"));
+  CHECK(d["error"]["status"].GetInt() == r.status);
+  return d["error"]["message"].GetString();
+}
+
+bool process_gone(const std::string& pid_file) {
+  std::string pid = read_text(pid_file);
+  while (!pid.empty() && pid.back() == '\n') pid.pop_back();
+  if (pid.empty()) return false;
+  // A zombie waiting for its (foreign) parent is gone for our purpose: it runs no more.
+  const std::string stat = read_text("/proc/" + pid + "/stat");
+  if (stat.empty()) return true;
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+}
+
+void need_python() {
+  if (::access("/usr/bin/python3", X_OK) != 0)
+    skip_test("/usr/bin/python3 is missing (tools/setup.sh --test installs it)");
+}
+
+}  // namespace
+
+TEST_CASE("cgi: documents, Status, Location, headers passed on and HEAD") {
+  CgiSetup s;
+  Agent agent(s.routes());
+  HttpClient c(agent.port());
+
+  auto hello = c.get("/cgi/hello");
+  CHECK(hello.status == 200);
+  CHECK(hello.header("content-type") == "text/plain");
+  CHECK(hello.body == "hello from cgi\n");
+
+  auto missing = c.get("/cgi/missing");
+  CHECK(missing.status == 404);
+  CHECK(missing.body == "not here\n");
+
+  auto redirect = c.get("/cgi/redirect");
+  CHECK(redirect.status == 302);
+  CHECK(redirect.header("location") == "/api/health");
+
+  auto headers = c.get("/cgi/headers");
+  CHECK(headers.status == 200);
+  CHECK(headers.header("x-kiwi-test") == "yes");
+  CHECK(headers.header("cache-control") == "no-store");
+  CHECK(headers.header("x-method") == "GET");
+  CHECK(headers.header("content-length") == "2");  // the server's, not the program's 999
+  CHECK(headers.header("connection") != "keep-alive");
+  CHECK(headers.body == "ok");
+
+  auto head = c.request("HEAD", "/cgi/headers");
+  CHECK(head.status == 200);
+  CHECK(head.header("x-method") == "HEAD");
+  CHECK(head.body.empty());
+
+  // The kept-alive connection still serves after all of them.
+  CHECK(c.get("/api/health").status == 200);
+}
+
+TEST_CASE(
+    "cgi: a POST body on stdin, the meta-variables, and an environment scrubbed of the agent's") {
+  need_python();
+  CgiSetup s;
+  ::setenv("KIWI_TEST_SECRET", "x", 1);  // the agent inherits it; no program may see it
+  Agent agent(s.routes());
+  ::unsetenv("KIWI_TEST_SECRET");
+  HttpClient c(agent.port());
+
+  auto r = c.request("POST", "/cgi/echo/some/path?x=1+2&y=%2F&flag",
+                     {{"Content-Type", "application/x-www-form-urlencoded"},
+                      {"X-Custom", "abc"},
+                      {"Authorization", "Bearer s3cret"},
+                      {"Proxy", "http://evil.example:1"}},
+                     "hello=world");
+  REQUIRE(r.status == 200);
+  CHECK(r.header("content-type") == "application/json");
+  auto d = parse_json(r.body);
+  CHECK(std::string(d["body"].GetString()) == "hello=world");
+  CHECK(std::string(d["cwd"].GetString()) == s.dir.string());
+  const auto& env = d["env"];
+  auto var = [&](const char* name) {
+    return env.HasMember(name) ? std::string(env[name].GetString()) : std::string("(unset)");
+  };
+  CHECK(var("GATEWAY_INTERFACE") == "CGI/1.1");
+  CHECK(var("REQUEST_METHOD") == "POST");
+  CHECK(var("CONTENT_LENGTH") == "11");
+  CHECK(var("CONTENT_TYPE") == "application/x-www-form-urlencoded");
+  CHECK(var("QUERY_STRING") == "x=1+2&y=%2F&flag");  // raw, as sent
+  CHECK(var("PATH_INFO") == "/some/path");
+  CHECK(var("SCRIPT_NAME") == "/cgi/echo");
+  CHECK(var("SERVER_NAME") == "127.0.0.1");
+  CHECK(var("SERVER_PORT") == std::to_string(agent.port()));
+  CHECK(var("SERVER_PROTOCOL") == "HTTP/1.1");
+  CHECK_THAT(var("SERVER_SOFTWARE"), Catch::StartsWith("kiwi-agent/"));
+  CHECK(var("REMOTE_ADDR") == "127.0.0.1");
+  CHECK(var("HTTP_X_CUSTOM") == "abc");
+  CHECK(var("HTTP_HOST") == "127.0.0.1");
+  CHECK(var("HTTP_AUTHORIZATION") == "(unset)");
+  CHECK(var("HTTP_PROXY") == "(unset)");
+  CHECK(var("HTTP_CONTENT_LENGTH") == "(unset)");
+  CHECK(var("PATH") == "/usr/local/bin:/usr/bin:/bin");
+  // Nothing else: the agent's environment (KIWI_TEST_SECRET, ctest's KIWI_CTEST, HOME, ...)
+  // stays out.
+  const std::set<std::string> allowed = {
+      "PATH",        "LANG",        "TZ",           "GATEWAY_INTERFACE", "REQUEST_METHOD",
+      "SCRIPT_NAME", "PATH_INFO",   "QUERY_STRING", "SERVER_PROTOCOL",   "SERVER_SOFTWARE",
+      "SERVER_PORT", "REMOTE_ADDR", "SERVER_NAME",  "CONTENT_TYPE",      "CONTENT_LENGTH"};
+  for (auto it = env.MemberBegin(); it != env.MemberEnd(); ++it) {
+    const std::string name = it->name.GetString();
+    INFO(name);
+    CHECK((allowed.count(name) == 1 || name.starts_with("HTTP_")));
+  }
+  CHECK(var("KIWI_TEST_SECRET") == "(unset)");
+
+  // GET: no body, no CONTENT_LENGTH; an empty QUERY_STRING all the same.
+  auto g = c.get("/cgi/echo");
+  REQUIRE(g.status == 200);
+  auto gd = parse_json(g.body);
+  CHECK_FALSE(gd["env"].HasMember("CONTENT_LENGTH"));
+  CHECK(std::string(gd["env"]["QUERY_STRING"].GetString()).empty());
+  CHECK(std::string(gd["env"]["PATH_INFO"].GetString()).empty());
+}
+
+TEST_CASE("cgi: programs that fail: hanging (504, group killed), crashing, chatty, malformed") {
+  CgiSetup s;
+  Agent agent(s.routes());
+  HttpClient c(agent.port());
+
+  const auto before = Clock::now();
+  auto hang = c.get("/cgi/hang");
+  const auto took = Clock::now() - before;
+  CHECK(hang.status == 504);
+  CHECK(error_message(hang) == "CGI program 'hang' timed out after 1s");
+  CHECK(took >= 900ms);
+  CHECK(took < 5s);
+  // The program and the sleep it left in the background: both killed with the group.
+  CHECK(eventually([&] { return process_gone((s.tmp.path / "hang.pid").string()); }, 2s));
+  CHECK(eventually([&] { return process_gone((s.tmp.path / "sleep.pid").string()); }, 2s));
+
+  auto crash = c.get("/cgi/crash");
+  CHECK(crash.status == 502);
+  CHECK(error_message(crash) ==
+        "CGI program 'crash' killed by signal 11 (SIGSEGV) without a complete response; stderr: "
+        "about to crash");
+
+  auto fail = c.get("/cgi/fail");
+  CHECK(fail.status == 502);
+  CHECK(error_message(fail) ==
+        "CGI program 'fail' exited with status 3 without a complete response; stderr: no config "
+        "found");
+
+  auto chatty = c.get("/cgi/chatty");
+  CHECK(chatty.status == 502);
+  CHECK(error_message(chatty) == "CGI program 'chatty' printed more than 65536 bytes");
+
+  auto malformed = c.get("/cgi/malformed");
+  CHECK(malformed.status == 502);
+  CHECK(error_message(malformed) ==
+        "CGI program 'malformed': malformed CGI response: header line 1 is not 'Name: value': "
+        "'hello world'");
+
+  // No "#!": no shell fallback, the exec fails.
+  auto noshebang = c.get("/cgi/noshebang");
+  CHECK(noshebang.status == 502);
+  CHECK(error_message(noshebang) == "CGI program 'noshebang' cannot execute " +
+                                        (s.dir / "noshebang").string() + ": Exec format error");
+
+  // A complete response and then a failed exit: served as printed, and logged.
+  auto lastfails = c.get("/cgi/lastfails");
+  CHECK(lastfails.status == 200);
+  CHECK(lastfails.body == "done\n");
+  CHECK(eventually([&] {
+    return agent.stderr_text().find(
+               "warn: route /cgi/*: CGI program 'lastfails' exited with status 1 after a "
+               "complete response, which was served") != std::string::npos;
+  }));
+
+  // Each failure is in the log, at warn, with the first line of stderr where there is one.
+  CHECK(eventually([&] {
+    const std::string log = agent.stderr_text();
+    return log.find(
+               "warn: route /cgi/*: CGI program 'fail' exited with status 3 without a "
+               "complete response; stderr: no config found") != std::string::npos &&
+           log.find("warn: route /cgi/*: CGI program 'hang' timed out after 1s") !=
+               std::string::npos;
+  }));
+  CHECK(c.get("/api/health").status == 200);
+}
+
+TEST_CASE("cgi: traversal corpus over HTTP: nothing outside the directory runs") {
+  CgiSetup s;
+  Agent agent(s.routes());
+  auto raw = [&](const std::string& target) {
+    HttpClient c(agent.port());
+    c.send_raw("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    return c.read_response();
+  };
+  const std::string dot = "names starting with '.' are refused";
+  const std::pair<std::string, std::string> corpus[] = {
+      {"/cgi/../api/health", "no CGI program '..': " + dot},
+      {"/cgi/%2e%2e/api/health", "no CGI program '..': " + dot},
+      {"/cgi/%2E%2E%2Fapi%2Fhealth", "no CGI program '..': " + dot},
+      {"/cgi/..%2fetc%2fpasswd", "no CGI program '..': " + dot},
+      {"/cgi/..%2f..%2f..%2fbin%2fsh", "no CGI program '..': " + dot},
+      {"/cgi//etc/passwd", "no CGI program named: the path needs one after /cgi/"},
+      {"/cgi/", "no route for /cgi/"},  // a prefix route needs something after its '/'
+
+      {"/cgi/..\\..\\etc\\passwd", "no CGI program '..\\..\\etc\\passwd': " + dot},
+      {"/cgi/x%5c..%5c..%5cetc%5cpasswd", "no CGI program 'x\\..\\..\\etc\\passwd' here"},
+      {"/cgi/.hidden", "no CGI program '.hidden': " + dot},
+      {"/cgi/%2ehidden", "no CGI program '.hidden': " + dot},
+      {"/cgi/shell", "CGI program 'shell' links outside the program directory"},
+      {"/cgi/sub", "CGI program 'sub' is not a regular file"},
+      {"/cgi/notes.txt", "CGI program 'notes.txt' is not executable"},
+      {"/cgi/nosuch", "no CGI program 'nosuch' here"},
+  };
+  for (const auto& [target, message] : corpus) {
+    INFO(target);
+    auto r = raw(target);
+    CHECK(r.status == 404);
+    CHECK(error_message(r) == message);
+  }
+  // An encoded NUL never reaches a handler (the path would end there: "hello").
+  auto nul = raw("/cgi/hello%00.txt");
+  CHECK(nul.status == 400);
+  CHECK(error_message(nul) == "request path contains an encoded NUL byte (%00)");
+  // A symlink to a file inside the directory runs that file.
+  auto alias = raw("/cgi/alias");
+  CHECK(alias.status == 200);
+  CHECK(alias.body == "hello from cgi\n");
+  // Other methods than the handler's: 405 with its list.
+  HttpClient c(agent.port());
+  auto options = c.request("OPTIONS", "/cgi/hello");
+  CHECK(options.status == 405);
+  CHECK(options.header("allow") == "GET, HEAD, POST, PUT, PATCH, DELETE");
+  auto put = c.request("PUT", "/cgi/hello", {}, "x");
+  CHECK(put.status == 200);
+}
+
+TEST_CASE("cgi: a CORS preflight from an allowed origin lists the route's methods") {
+  CgiSetup s;
+  Agent agent(s.routes(), "", "cors_origins = [\"http://192.168.1.20:3000\"]\n");
+  HttpClient c(agent.port());
+  auto pre = c.request("OPTIONS", "/cgi/hello",
+                       {{"Origin", "http://192.168.1.20:3000"},
+                        {"Access-Control-Request-Method", "POST"},
+                        {"Access-Control-Request-Headers", "content-type"}});
+  CHECK(pre.status == 204);
+  CHECK(pre.header("access-control-allow-methods") == "GET, HEAD, POST, PUT, PATCH, DELETE");
+  CHECK(pre.header("access-control-allow-headers") ==
+        "If-None-Match, Accept-Encoding, Content-Type");
+  auto api =
+      c.request("OPTIONS", "/api/health",
+                {{"Origin", "http://192.168.1.20:3000"}, {"Access-Control-Request-Method", "GET"}});
+  CHECK(api.status == 204);
+  CHECK(api.header("access-control-allow-methods") == "GET, HEAD");
+  auto post = c.request("POST", "/cgi/hello", {{"Origin", "http://192.168.1.20:3000"}}, "x");
+  CHECK(post.status == 200);
+  CHECK(post.header("access-control-allow-origin") == "http://192.168.1.20:3000");
+}
+
+TEST_CASE("cgi: max_concurrent programs run, the next request gets 503 at once, the API answers") {
+  CgiSetup s;
+  // Two programs may block two of the four workers; the other two serve the rest of the API.
+  Agent agent(s.routes(", max_concurrent = 2", "10s"), "", "threads = 4\n");
+  std::atomic<int> ok{0};
+  std::vector<std::thread> slow;
+  for (int i = 0; i < 2; ++i)
+    slow.emplace_back([&] {
+      HttpClient c(agent.port());
+      auto r = c.get("/cgi/slow");
+      if (r.status == 200 && r.body == "slow\n") ok.fetch_add(1);
+    });
+  auto started = [&] {
+    int n = 0;
+    for (auto& e : fs::directory_iterator(s.tmp.path))
+      n += e.path().filename().string().starts_with("started.");
+    return n;
+  };
+  REQUIRE(eventually([&] { return started() == 2; }, 5s));
+
+  HttpClient c(agent.port());
+  auto t0 = Clock::now();
+  auto full = c.get("/cgi/hello");
+  CHECK(Clock::now() - t0 < 1s);
+  CHECK(full.status == 503);
+  CHECK(full.header("retry-after") == "1");
+  CHECK(error_message(full) ==
+        "2 CGI programs are running already (max_concurrent); try again shortly");
+  t0 = Clock::now();
+  auto health = c.get("/api/health");
+  CHECK(health.status == 200);
+  CHECK(Clock::now() - t0 < 1s);  // the programs sleep 2 s: it did not wait for them
+
+  for (auto& t : slow) t.join();
+  CHECK(ok.load() == 2);
+  CHECK(c.get("/cgi/hello").status == 200);  // the places are free again
+}
+
+TEST_CASE("cgi: a missing directory or a bad option stops the start with exit 2, named") {
+  TempDir tmp;
+  fs::create_directory(tmp.path / "cgi");
+  write_text(tmp.path / "file", "x");
+  const std::string nope = (tmp.path / "nope").string(), file = (tmp.path / "file").string(),
+                    good = (tmp.path / "cgi").string();
+  struct Case {
+    std::string path, options, error;
+  };
+  const Case cases[] = {
+      {"/cgi/*", "directory = \"" + nope + "\"",
+       "handler for '/cgi/*' refused to start: directory \"" + nope +
+           "\": No such file or directory"},
+      {"/cgi/*", "directory = \"" + file + "\"",
+       "handler for '/cgi/*' refused to start: directory \"" + file + "\" is not a directory"},
+      {"/cgi/*", "directory = \"" + good + "\", max_concurrent = 0",
+       "handler for '/cgi/*' refused to start: max_concurrent must be from 1 to 256, not 0"},
+      {"/cgi/*", "directory = \"" + good + "\", timeout = \"0ms\"",
+       "handler for '/cgi/*' refused to start: timeout must be longer than 0ms"},
+      {"/cgi/*", "directory = \"" + good + "\", max_output = 0",
+       "handler for '/cgi/*' refused to start: max_output must be at least 1 byte"},
+      {"/cgi/*", "directory = \"" + good + "\", timeout = \"ten\"",
+       "route.options.timeout: expected a duration as a string, e.g. \"500ms\", \"10s\", "
+       "\"2m\", \"1h30m\", not \"ten\""},
+      {"/run", "directory = \"" + good + "\"",
+       "handler for '/run' refused to start: the cgi route's path must end in /* (e.g. "
+       "\"/cgi/*\"), not \"/run\""},
+  };
+  for (const auto& c : cases) {
+    INFO(c.options);
+    write_text(tmp.path / "kiwi.toml",
+               "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
+                   "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                   "\"\n[http]\nbind = \"127.0.0.1:0\"\n"
+                   "[collector]\nsnapshot_path = \"" +
+                   (tmp.path / "current.json").string() + "\"\n[[route]]\npath = \"" + c.path +
+                   "\"\nhandler = \"cgi\"\noptions = { " + c.options + " }\n");
+    auto r = run_agent_command({"--config", (tmp.path / "kiwi.toml").string()});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(c.error));
+  }
+}
