@@ -7,13 +7,16 @@
 #   <libdir>/pkgconfig/kiwi-agent.pc          pkg-config --cflags kiwi-agent; its `plugindir`
 include(CMakePackageConfigHelpers)
 
-# The ABI version, read from the header that defines it, so it is stated once.
-file(STRINGS ${CMAKE_SOURCE_DIR}/agent/include/kiwi/plugin.hpp abi_line
-     REGEX "^#define KIWI_ABI_VERSION [0-9]+u?$")
-string(REGEX REPLACE "^#define KIWI_ABI_VERSION ([0-9]+)u?$" "\\1" KIWI_ABI_VERSION "${abi_line}")
-if(NOT KIWI_ABI_VERSION MATCHES "^[0-9]+$")
-  message(FATAL_ERROR "cannot read KIWI_ABI_VERSION from agent/include/kiwi/plugin.hpp")
-endif()
+# The C ABI version, read from the header that defines it (kiwi/plugin.h), so it is stated once.
+foreach(part MAJOR MINOR)
+  file(STRINGS ${CMAKE_SOURCE_DIR}/agent/include/kiwi/plugin.h abi_line
+       REGEX "^#define KIWI_ABI_${part} [0-9]+$")
+  string(REGEX REPLACE "^#define KIWI_ABI_${part} ([0-9]+)$" "\\1" KIWI_ABI_${part} "${abi_line}")
+  if(NOT KIWI_ABI_${part} MATCHES "^[0-9]+$")
+    message(FATAL_ERROR "cannot read KIWI_ABI_${part} from agent/include/kiwi/plugin.h")
+  endif()
+endforeach()
+set(KIWI_ABI_VERSION ${KIWI_ABI_MAJOR}.${KIWI_ABI_MINOR})
 
 set(KIWI_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/KiwiAgent)
 set(KIWI_PLUGIN_DIR_REL ${CMAKE_INSTALL_LIBDIR}/kiwi-agent)  # relative to the prefix
@@ -23,10 +26,10 @@ configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/KiwiAgentConfig.cmake.in
                               ${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfig.cmake
                               INSTALL_DESTINATION ${KIWI_CMAKE_DIR}
                               PATH_VARS KIWI_PLUGIN_DIR_REL)
-# A plugin built against SDK 0.2 loads in agent 0.2.x: the same ABI until the C ABI's own minor
-# versions take over (docs/plugins.md "ABI rules").
+# What loads is decided by the C ABI version (KIWI_AGENT_ABI_VERSION), not by the agent's: a
+# project asking for SDK 0.2 builds against any later 0.x (docs/plugins.md "ABI rules").
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfigVersion.cmake
-                                 COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
+                                 COMPATIBILITY SameMajorVersion ARCH_INDEPENDENT)
 install(FILES ${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfig.cmake
               ${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfigVersion.cmake
               ${CMAKE_SOURCE_DIR}/cmake/KiwiAgentPlugin.cmake

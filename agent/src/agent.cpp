@@ -217,7 +217,7 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
       errors.push_back(what);
     }
   }
-  std::cerr << "kiwi-agent: --describe-plugin " << name << ": no such plugin:\n";
+  std::cerr << "kiwi-agent: --describe-plugin " << name << ": cannot load it:\n";
   for (auto& e : errors) std::cerr << "  " << e << "\n";
   return kExitConfig;
 }
@@ -364,7 +364,8 @@ class RunningAgent {
     for (auto& e : cfg_.sensors) {
       auto& lib = sensor_libraries_.at(e.name);
       list.push_back({e.name, PluginKind::sensor, std::string(lib->info->name), lib->file,
-                      lib->abi_version, lib->info->metrics, lib});
+                      lib->abi_major, lib->abi_minor,
+                      lib->info->metrics, lib});
     }
     for (auto& r : server_->router()->routes()) {
       auto& lib = r.handler->library;
@@ -372,7 +373,7 @@ class RunningAgent {
                       PluginKind::handler,
                       std::string(lib->info->name),
                       lib->file,
-                      lib->abi_version,
+                      lib->abi_major, lib->abi_minor,
                       {},
                       lib});
     }

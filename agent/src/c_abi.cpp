@@ -24,16 +24,14 @@ std::string str(kiwi_str s) {
 Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
   if (!p) throw std::runtime_error("kiwi_plugin_v1() returned no descriptor");
   if (p->abi_major != KIWI_ABI_MAJOR)
-    throw std::runtime_error("plugin ABI " + std::to_string(p->abi_major) + "." +
-                             std::to_string(p->abi_minor) + ", this agent loads ABI " +
-                             std::to_string(KIWI_ABI_MAJOR) + ".x (up to " +
-                             std::to_string(KIWI_ABI_MAJOR) + "." + std::to_string(KIWI_ABI_MINOR) +
-                             " and newer minor versions); rebuild the plugin against this " +
-                             "agent's SDK");
+    throw std::runtime_error("plugin built for ABI " + std::to_string(p->abi_major) + "." +
+                             std::to_string(p->abi_minor) + "; this agent loads ABI " +
+                             std::to_string(KIWI_ABI_MAJOR) +
+                             ".x; rebuild the plugin against this agent's SDK");
   // Every member of ABI 1.0 must be there; a newer minor version may add more after them.
   if (p->size < sizeof(kiwi_plugin))
-    throw std::runtime_error("descriptor of " + std::to_string(p->size) +
-                             " bytes, ABI 1.0 has " + std::to_string(sizeof(kiwi_plugin)));
+    throw std::runtime_error("descriptor of " + std::to_string(p->size) + " bytes, ABI 1.0 has " +
+                             std::to_string(sizeof(kiwi_plugin)));
   if (p->kind != KIWI_KIND_SENSOR && p->kind != KIWI_KIND_HANDLER)
     throw std::runtime_error("unknown plugin kind " + std::to_string(p->kind));
   const bool sensor = p->kind == KIWI_KIND_SENSOR;
@@ -107,9 +105,8 @@ CRefusal::CRefusal() {
   };
 }
 
-CSensor::CSensor(const kiwi_plugin& plugin, std::string_view instance_name,
-                 std::string_view procfs, std::string_view sysfs, const Options& options,
-                 Logger& log)
+CSensor::CSensor(const kiwi_plugin& plugin, std::string_view instance_name, std::string_view procfs,
+                 std::string_view sysfs, const Options& options, Logger& log)
     : plugin_(plugin), host_(log), options_(options) {
   kiwi_sensor_context ctx{};
   ctx.size = sizeof ctx;
@@ -160,11 +157,11 @@ SampleResult CSensor::sample(MetricSink& sink) {
     static_cast<Call*>(ctx)->message = std::string(from_c(text));
   };
   const auto deadline = sink.deadline();
-  s.deadline_ns = deadline == std::chrono::steady_clock::time_point::max()
-                      ? std::numeric_limits<std::int64_t>::max()
-                      : std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            deadline.time_since_epoch())
-                            .count();
+  s.deadline_ns =
+      deadline == std::chrono::steady_clock::time_point::max()
+          ? std::numeric_limits<std::int64_t>::max()
+          : std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
+                .count();
   const std::uint32_t status = plugin_.sensor_sample(instance_, &s);
   switch (status) {
     case KIWI_SAMPLE_OK:

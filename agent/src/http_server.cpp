@@ -364,7 +364,7 @@ void free_body(void* cls) {
 MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip, bool close,
                              const std::shared_ptr<LoadedLibrary>* code) {
   static const std::string empty;
-  const std::string& data = chosen ? *chosen : empty;
+  const std::string_view data = chosen ? *chosen : std::string_view(empty);
   // Zero-copy: MHD reads the shared body in place; the callback drops our reference when done.
   auto* keep = new KeptBody{code ? *code : nullptr, chosen};
   MHD_Response* res = MHD_create_response_from_buffer_with_free_callback_cls(
@@ -395,15 +395,16 @@ MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip, b
 // that is part of the match.
 struct LastResponse {
   MHD_Response* response = nullptr;
-  const std::string* body = nullptr;
+  const void* body = nullptr;  // Body::identity() and size: the same bytes while it is kept
+  std::size_t body_size = 0;
   bool has_gzip = false;
   bool gzip = false;
   bool close = false;
   std::string content_type;
   std::vector<Header> headers;
 
-  bool matches(const std::string* b, const Response& r, bool gz, bool cl) const {
-    if (!response || b != body || (r.body_gzip != nullptr) != has_gzip || gz != gzip ||
+  bool matches(const Body& b, const Response& r, bool gz, bool cl) const {
+    if (!response || b.identity() != body || b->size() != body_size || (r.body_gzip != nullptr) != has_gzip || gz != gzip ||
         cl != close || r.content_type != content_type || r.headers.size() != headers.size())
       return false;
     for (std::size_t i = 0; i < headers.size(); ++i)
@@ -422,12 +423,13 @@ MHD_Response* make_response(const Response& r, bool gzip, bool close,
                             const std::shared_ptr<LoadedLibrary>* code) {
   thread_local LastResponse last;
   const Body& chosen = gzip && r.body_gzip ? r.body_gzip : r.body;
-  if (last.matches(chosen.get(), r, gzip, close)) return last.response;
+  if (last.matches(chosen, r, gzip, close)) return last.response;
   MHD_Response* res = build_response(chosen, r, gzip, close, code);
   if (!res) return nullptr;
   if (last.response) MHD_destroy_response(last.response);  // freed once no connection uses it
   last.response = res;
-  last.body = chosen.get();
+  last.body = chosen.identity();
+  last.body_size = chosen->size();
   last.has_gzip = r.body_gzip != nullptr;
   last.gzip = gzip;
   last.close = close;

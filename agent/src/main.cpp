@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
       return kExitOk;
     } else if (arg == "--version") {
       no_value();
-      std::cout << "kiwi-agent " << KIWI_VERSION << " (plugin ABI " << KIWI_ABI_VERSION << ")\n"
+      std::cout << "kiwi-agent " << KIWI_VERSION << " (plugin ABI " << KIWI_ABI_MAJOR << "."
+                << KIWI_ABI_MINOR << ")\n"
                 << http_library_version() << "\n";
       return kExitOk;
     } else if (arg == "--help" || arg == "-h") {

@@ -8,6 +8,7 @@
 #include <boost/dll/import.hpp>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -114,6 +115,41 @@ std::optional<OptionValue> convert(const OptionSpec& spec, const toml::node& nod
   return v;
 }
 
+// The value of `v` a range applies to: the integer, the number, milliseconds, bytes.
+std::optional<double> ranged(const OptionValue& v) {
+  switch (v.type) {
+    case OptionType::integer:
+      return static_cast<double>(v.integer);
+    case OptionType::number:
+      return v.number;
+    case OptionType::duration:
+      return static_cast<double>(v.duration.count());
+    case OptionType::size:
+      return static_cast<double>(v.size);
+    default:
+      return std::nullopt;
+  }
+}
+
+// A range in the option's own terms: "1..3600", "10ms..1m" (durations in milliseconds), bytes.
+std::string range_text(const OptionSpec& spec) {
+  auto one = [&](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.15g", x);
+    return std::string(buf) + (spec.type == OptionType::duration ? "ms"
+                               : spec.type == OptionType::size   ? " bytes"
+                                                                 : "");
+  };
+  return one(spec.min) + ".." + one(spec.max);
+}
+
+// Why `v` is outside `spec`'s range; nullopt if it is inside or there is none.
+std::optional<std::string> out_of_range(const OptionSpec& spec, const OptionValue& v) {
+  const auto x = ranged(v);
+  if (!spec.has_range || !x || (*x >= spec.min && *x <= spec.max)) return std::nullopt;
+  return "out of range: " + range_text(spec);
+}
+
 }  // namespace
 
 Options validate_options(const PluginInfo& info, const toml::table* given_or_null,
@@ -148,6 +184,9 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
                           where + ".options." + std::string(spec.key),
                           "expected " + std::string(expected(spec.type)) + given);
       }
+      if (auto why = out_of_range(spec, *v))
+        throw ConfigError(SourcePos{file, node->source().begin.line, node->source().begin.column},
+                          where + ".options." + std::string(spec.key), *why);
       values.push_back(std::move(*v));
       continue;
     }
@@ -159,9 +198,11 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
     }
     auto* node = parsed.get("v");
     auto v = node ? convert(spec, *node) : std::nullopt;
-    if (!v)
+    const auto why = v ? out_of_range(spec, *v) : std::nullopt;
+    if (!v || why)
       throw PluginError("plugin " + std::string(info.name) + ": option '" + std::string(spec.key) +
-                        "' has an invalid default '" + std::string(spec.default_toml) + "'");
+                        "' has an invalid default '" + std::string(spec.default_toml) + "'" +
+                        (why ? " (" + *why + ")" : ""));
     values.push_back(std::move(*v));
   }
   return Options(std::move(values));
@@ -444,18 +485,25 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(std::optional<PluginKind> kind
   if (changed)
     log_.debug(file + ": changed on disk since it was loaded; loaded anew from " +
                lib->loaded_from + " (instances of the old copy keep it until they go)");
-  // The ABI version comes first: nothing else in the file is trusted until it matches.
-  if (!lib->library.has("kiwi_abi_version"))
-    throw PluginError(at + "not a kiwi plugin (no kiwi_abi_version symbol)");
-  lib->abi_version = lib->library.get<const std::uint32_t>("kiwi_abi_version");
-  if (lib->abi_version != KIWI_ABI_VERSION)
-    throw PluginError(at + "plugin ABI version " + std::to_string(lib->abi_version) +
-                      ", this agent expects " + std::to_string(KIWI_ABI_VERSION) +
-                      "; rebuild the plugin against this agent's SDK");
-  if (!lib->library.has("kiwi_plugin_info") || !lib->library.has("kiwi_create"))
-    throw PluginError(at + "not a kiwi plugin (no kiwi_plugin_info/kiwi_create; use KIWI_" +
-                      "SENSOR_PLUGIN or KIWI_HANDLER_PLUGIN)");
-  lib->info = &lib->library.get_alias<const PluginInfo&()>("kiwi_plugin_info")();
+  // The entry point first: nothing else in the file is used until its descriptor checks out.
+  if (!lib->library.has(KIWI_PLUGIN_ENTRY)) {
+    if (lib->library.has("kiwi_abi_version"))
+      throw PluginError(at + "built for the C++ plugin ABI of kiwi-agent 0.2 and earlier (it " +
+                        "exports kiwi_abi_version); rebuild it against this agent's SDK, which " +
+                        "loads C ABI " + std::to_string(KIWI_ABI_MAJOR) + ".x");
+    throw PluginError(at + "not a kiwi plugin (no " + KIWI_PLUGIN_ENTRY +
+                      " symbol; use KIWI_SENSOR_PLUGIN or KIWI_HANDLER_PLUGIN, or export it " +
+                      "from C as kiwi/plugin.h says)");
+  }
+  try {
+    const auto entry_point = lib->library.get<const kiwi_plugin*()>(KIWI_PLUGIN_ENTRY);
+    lib->descriptor = std::make_unique<Descriptor>(entry_point());
+  } catch (const std::exception& e) {
+    throw PluginError(at + e.what());
+  }
+  lib->info = &lib->descriptor->info;
+  lib->abi_major = lib->descriptor->c->abi_major;
+  lib->abi_minor = lib->descriptor->c->abi_minor;
   cache_->add(lib);
   check_kind(*lib);
   return lib;
@@ -468,10 +516,9 @@ PluginInstance<Sensor> PluginLoader::create_sensor(const PluginEntry& entry,
   inst.library = open(PluginKind::sensor, entry);
   inst.options = validate_options(*inst.library->info, entry.options, entry.pos.file, "sensor");
   inst.log = std::make_unique<PrefixLogger>(log_, "sensor " + entry.name);
-  SensorContext ctx{entry.name, procfs, sysfs, inst.options, *inst.log};
-  auto& factory = inst.library->library.get_alias<SensorFactory>("kiwi_create");
   try {
-    inst.object = factory(ctx);
+    inst.object = std::make_unique<CSensor>(*inst.library->descriptor->c, entry.name, procfs,
+                                            sysfs, inst.options, *inst.log);
   } catch (const std::exception& e) {
     throw PluginError(entry.plugin_pos.str() + ": " + inst.library->file + ": sensor '" +
                       entry.name + "' refused to start: " + e.what());
@@ -501,16 +548,18 @@ PluginInstance<Handler> PluginLoader::create_handler(const PluginEntry& entry,
 
 std::string describe_plugin(const LoadedLibrary& lib) {
   std::ostringstream out;
-  out << lib.info->name << " (" << to_string(lib.info->kind) << " plugin, ABI " << lib.abi_version
-      << ")\n  " << lib.info->description << "\n  file: " << lib.file << "\n";
-  if (lib.info->options.empty()) {
-    out << "  options: none\n";
-    return out.str();
-  }
-  out << "  options:\n";
+  out << lib.info->name << " (" << to_string(lib.info->kind) << " plugin, ABI " << lib.abi_major
+      << "." << lib.abi_minor << ")\n  " << lib.info->description << "\n  file: " << lib.file << "\n";
+  if (lib.info->options.empty()) out << "  options: none\n";
+  if (!lib.info->options.empty()) out << "  options:\n";
   for (auto& o : lib.info->options)
     out << "    " << o.key << " (" << type_name(o.type) << ", default " << o.default_toml
-        << ")\n      " << o.description << "\n";
+        << (o.has_range ? ", " + range_text(o) : "") << ")\n      " << o.description << "\n";
+  if (!lib.info->metrics.empty()) out << "  metrics:\n";
+  for (auto& m : lib.info->metrics)
+    out << "    " << m.name << (m.labels.empty() ? "" : "{" + std::string(m.labels) + "}") << " ("
+        << (m.counter ? "counter" : "gauge") << (m.unit.empty() ? "" : ", " + std::string(m.unit))
+        << ")\n      " << m.help << "\n";
   return out.str();
 }
 

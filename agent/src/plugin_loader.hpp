@@ -1,4 +1,5 @@
-// Loads plugin shared objects with Boost.DLL and creates plugin instances from config entries.
+// Loads plugin shared objects with Boost.DLL, reads their C ABI descriptor (kiwi/plugin.h,
+// c_abi.hpp) and creates plugin instances from config entries.
 //
 // Every object a plugin creates is held next to a reference to its library, declared so that the
 // object is destroyed first: a plugin object never outlives its code.
@@ -14,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "c_abi.hpp"
 #include "config.hpp"
 #include "log.hpp"
 
@@ -42,9 +44,12 @@ struct LoadedLibrary {
   std::string file;         // resolved path (shown in /api/plugins)
   std::string loaded_from;  // what dlopen() was given: `file`, or "/proc/self/fd/N" for a reload
   FileIdentity identity;    // of `file` when it was loaded
-  std::uint32_t abi_version = 0;
-  const PluginInfo* info = nullptr;
   boost::dll::shared_library library;
+  // What kiwi_plugin_v1() returned, as this agent reads it; points into the library.
+  std::unique_ptr<Descriptor> descriptor;
+  const PluginInfo* info = nullptr;  // &descriptor->info
+  std::uint32_t abi_major = 0;       // the C ABI version it was built for
+  std::uint32_t abi_minor = 0;
 
   LoadedLibrary() = default;
   LoadedLibrary(const LoadedLibrary&) = delete;

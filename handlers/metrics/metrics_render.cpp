@@ -119,7 +119,7 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   auto& build = fams.get("kiwi_build_info", "kiwi-agent version and plugin ABI; always 1", false);
   fams.add(build,
            "{version=\"" + escape_label_value(stats.version) + "\",abi=\"" +
-               std::to_string(KIWI_ABI_VERSION) + "\"}",
+               std::to_string(KIWI_ABI_MAJOR) + "." + std::to_string(KIWI_ABI_MINOR) + "\"}",
            1);
   fams.add(fams.get("kiwi_start_time_seconds", "unix time the agent started", false), "",
            std::floor(stats.started_at));

@@ -28,7 +28,8 @@ class PluginsHandler final : public kiwi::Handler {
       kiwi::append_json_string(body, p.plugin);
       body += ",\"file\":";
       kiwi::append_json_string(body, p.file);
-      body += ",\"abi_version\":" + std::to_string(p.abi_version);
+      body += ",\"abi_version\":" + std::to_string(p.abi_major) +
+              ",\"abi_minor\":" + std::to_string(p.abi_minor);
       auto it = reports.find(p.name);
       if (sensor && it != reports.end()) {
         const kiwi::SensorReport& r = *it->second;

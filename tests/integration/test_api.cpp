@@ -212,7 +212,8 @@ TEST_CASE("api: /api/plugins lists every plugin with its file, kind, ABI and sta
   CHECK(list[0]["name"].GetString() == std::string("memory"));
   CHECK(list[0]["kind"].GetString() == std::string("sensor"));
   CHECK(list[0]["file"].GetString() == std::string(KIWI_PLUGIN_DIR "/kiwi-sensor-memory.so"));
-  CHECK(list[0]["abi_version"].GetUint() == KIWI_ABI_VERSION);
+  CHECK(list[0]["abi_version"].GetUint() == KIWI_ABI_MAJOR);
+  CHECK(list[0]["abi_minor"].GetUint() == KIWI_ABI_MINOR);
   CHECK(list[0]["status"].GetString() == std::string("ok"));
   CHECK(list[0]["last_error"].IsNull());
   CHECK(list[0]["last_sample_duration_seconds"].GetDouble() >= 0);

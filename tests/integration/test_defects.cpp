@@ -281,7 +281,7 @@ TEST_CASE("defect: plugin messages name the real cause and place") {
   SECTION("--describe-plugin of an unknown name names both files it looked for") {
     auto r = run_agent_command({"--describe-plugin", "nosuch", "--config=" + config_file(tmp, "")});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::Contains("no such plugin") &&
+    CHECK_THAT(r.err, Catch::Contains("cannot load it") &&
                           Catch::Contains("kiwi-sensor-nosuch.so") &&
                           Catch::Contains("kiwi-handler-nosuch.so"));
     auto ok = run_agent_command({"--describe-plugin=memory", "--config=" + config_file(tmp, "")});

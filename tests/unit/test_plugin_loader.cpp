@@ -6,10 +6,12 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <kiwi/gzip.hpp>
@@ -85,7 +87,8 @@ TEST_CASE("loader: a plugin named without a path is looked up in plugin_dir") {
   auto inst = loader.create_sensor(entry("memory"), KIWI_FIXTURES_DIR "/rk3588/proc",
                                    KIWI_FIXTURES_DIR "/rk3588/sys");
   CHECK(inst.library->info->name == "memory");
-  CHECK(inst.library->abi_version == KIWI_ABI_VERSION);
+  CHECK(inst.library->abi_major == KIWI_ABI_MAJOR);
+  CHECK(inst.library->abi_minor == KIWI_ABI_MINOR);
 }
 
 TEST_CASE("loader: each refusal names the file and the reason") {
@@ -107,15 +110,22 @@ TEST_CASE("loader: each refusal names the file and the reason") {
   SECTION("a shared object that is not a kiwi plugin") {
     CHECK(error_of(loader, entry(kTestPlugins + "/test-not_kiwi.so")) ==
           "kiwi.toml:3:10: " + kTestPlugins +
-              "/test-not_kiwi.so: not a kiwi plugin (no kiwi_abi_version symbol)");
+              "/test-not_kiwi.so: not a kiwi plugin (no kiwi_plugin_v1 symbol; use "
+              "KIWI_SENSOR_PLUGIN or KIWI_HANDLER_PLUGIN, or export it from C as kiwi/plugin.h "
+              "says)");
   }
-  SECTION("wrong ABI version") {
+  SECTION("another major version of the C ABI") {
     CHECK(error_of(loader, entry(kTestPlugins + "/test-wrong_abi.so")) ==
-          "kiwi.toml:3:10: " + kTestPlugins + "/test-wrong_abi.so: plugin ABI version " +
-              std::to_string(KIWI_ABI_VERSION + 41) +
-              ", this agent "
-              "expects " +
-              std::to_string(KIWI_ABI_VERSION) + "; rebuild the plugin against this agent's SDK");
+          "kiwi.toml:3:10: " + kTestPlugins + "/test-wrong_abi.so: plugin built for ABI " +
+              std::to_string(KIWI_ABI_MAJOR + 1) + ".0; this agent loads ABI " +
+              std::to_string(KIWI_ABI_MAJOR) + ".x; rebuild the plugin against this agent's SDK");
+  }
+  SECTION("a plugin of the C++ ABI of kiwi-agent 0.2") {
+    CHECK(error_of(loader, entry(kTestPlugins + "/test-old_abi.so")) ==
+          "kiwi.toml:3:10: " + kTestPlugins +
+              "/test-old_abi.so: built for the C++ plugin ABI of kiwi-agent 0.2 and earlier (it "
+              "exports kiwi_abi_version); rebuild it against this agent's SDK, which loads C ABI " +
+              std::to_string(KIWI_ABI_MAJOR) + ".x");
   }
   SECTION("a factory that throws") {
     CHECK(
@@ -225,7 +235,7 @@ TEST_CASE("loader: --describe-plugin names the duration and size types with thei
   LoadedLibrary lib;
   lib.info = &kTypedInfo;
   lib.file = "/x/kiwi-handler-typed.so";
-  lib.abi_version = KIWI_ABI_VERSION;
+  lib.abi_major = 1;
   const std::string text = describe_plugin(lib);
   CHECK_THAT(text, Catch::Contains("    timeout (duration, default \"10s\")\n"
                                    "      how long a program may run\n"));
@@ -558,4 +568,104 @@ TEST_CASE("loader: a plugin file replaced on disk is loaded anew, an unchanged o
   CHECK(::fcntl(n, F_GETFD) != -1);  // `reuse` uses it
   reuse = {};
   CHECK(::fcntl(n, F_GETFD) == -1);
+}
+
+namespace {
+// Samples `inst` once into a CheckedSink; the metrics by name (with labels as name{k=v}).
+std::map<std::string, kiwi::MetricValue> sample_once(PluginInstance<kiwi::Sensor>& inst,
+                                                     kiwi::SampleResult* result = nullptr) {
+  std::vector<kiwi::MetricValue> out;
+  CheckedSink sink(out, std::chrono::steady_clock::now() + std::chrono::seconds(2));
+  auto r = inst.object->sample(sink);
+  if (result) *result = r;
+  CHECK(sink.finish().empty());
+  std::map<std::string, kiwi::MetricValue> by;
+  for (auto& m : out) {
+    std::string key = m.name;
+    for (auto& [k, v] : m.labels) key += "{" + k + "=" + v + "}";
+    by[key] = m;
+  }
+  return by;
+}
+}  // namespace
+
+TEST_CASE("C ABI: a sensor written in C gets its options, emits through its table, and logs") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  auto inst = loader.create_sensor(
+      entry(kTestPlugins + "/test-c_sensor.so",
+            "[options]\nscale = 2.5\ncount = 3\nnames = [\"x\", \"y\", \"z\"]\n"
+            "period = \"2m\"\nbuffer = \"1MiB\"\n"),
+      "/proc", "/sys");
+  REQUIRE(inst.library->info->name == "c_sensor");
+  CHECK(inst.library->info->metrics.size() == 6);
+  CHECK(inst.library->info->metrics[1].labels == "name");
+  CHECK(inst.library->info->metrics[2].counter);
+  CHECK(inst.library->info->metrics[2].unit == "count");
+  kiwi::SampleResult result;
+  auto m = sample_once(inst, &result);
+  sample_once(inst);  // the state is the instance's: the second sample counts on
+  m = sample_once(inst, &result);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK(result.message == "written in C");
+  CHECK(m.at("c_value").value == 7.5);  // scale 2.5, third sample
+  CHECK(m.at("c_labelled_ratio{name=z}").value == 0.75);
+  CHECK(m.at("c_labelled_ratio{name=x}").unit == "ratio");
+  CHECK(m.at("c_samples_total").kind == kiwi::MetricKind::counter);
+  CHECK(m.at("c_period_seconds").value == 120);
+  CHECK(m.at("c_buffer_bytes").value == 1048576);
+  CHECK(m.at("c_adhoc_celsius").unit == "celsius");  // not in the table, made for the occasion
+  // The deadline crossed the boundary: about the 2 s the sink was given.
+  CHECK(m.at("c_deadline_seconds").value > 1.5);
+  CHECK(m.at("c_deadline_seconds").value <= 2.0);
+  REQUIRE_FALSE(log.lines.empty());
+  CHECK(log.lines.front() == "created in mode ok for s");
+}
+
+TEST_CASE("C ABI: no_data, an error and a refusal carry the C plugin's own words") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  auto no_data = loader.create_sensor(
+      entry(kTestPlugins + "/test-c_sensor.so", "[options]\nmode = \"no_data\"\n"), "/proc",
+      "/sys");
+  kiwi::SampleResult r;
+  sample_once(no_data, &r);
+  CHECK(r.status == kiwi::SampleStatus::no_data);
+  CHECK(r.message == "nothing to measure in mode no_data");
+  auto failing = loader.create_sensor(
+      entry(kTestPlugins + "/test-c_sensor.so", "[options]\nmode = \"error\"\n"), "/proc", "/sys");
+  std::vector<kiwi::MetricValue> out;
+  CheckedSink sink(out);
+  CHECK_THROWS_WITH(failing.object->sample(sink), "failing as mode error asks");
+  CHECK(error_of(loader,
+                 entry(kTestPlugins + "/test-c_sensor.so", "[options]\nmode = \"refuse\"\n")) ==
+        "kiwi.toml:3:10: " + kTestPlugins +
+            "/test-c_sensor.so: sensor 's' refused to start: mode = \"refuse\": refusing as asked");
+}
+
+TEST_CASE("C ABI: an option out of its declared range is the user's error, at file:line:col") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  CHECK(error_of(loader, entry(kTestPlugins + "/test-c_sensor.so", "[options]\ncount = 17\n")) ==
+        "kiwi.toml:2:9: sensor.options.count: out of range: 0..16");
+  CHECK(error_of(loader, entry(kTestPlugins + "/test-c_sensor.so", "[options]\nscale = -1.0\n")) ==
+        "kiwi.toml:2:9: sensor.options.scale: out of range: 0..1000");
+}
+
+TEST_CASE("C ABI: a plugin of a newer minor version, with larger structs, loads and works") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  auto inst = loader.create_sensor(
+      entry(kTestPlugins + "/test-newer_minor.so", "[options]\nfirst = 41\nsecond = \"four\"\n"),
+      "/proc", "/sys");
+  CHECK(inst.library->abi_minor == KIWI_ABI_MINOR + 7);
+  // Both rows of each table were read, stepped through by the plugin's larger row size.
+  REQUIRE(inst.library->info->options.size() == 2);
+  CHECK(inst.library->info->options[1].key == "second");
+  CHECK(inst.library->info->options[1].description == "the second option");
+  REQUIRE(inst.library->info->metrics.size() == 2);
+  CHECK(inst.library->info->metrics[1].name == "future_second_bytes");
+  auto m = sample_once(inst);
+  CHECK(m.at("future_first").value == 41);
+  CHECK(m.at("future_second_bytes").value == 4);
 }

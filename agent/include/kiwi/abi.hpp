@@ -52,8 +52,7 @@ inline Options options_from(const kiwi_option_value* values, std::size_t count) 
     v.integer = c.integer;
     v.number = c.number;
     v.string = std::string(view(c.string));
-    for (std::size_t j = 0; j < c.string_count; ++j)
-      v.string_list.emplace_back(view(c.strings[j]));
+    for (std::size_t j = 0; j < c.string_count; ++j) v.string_list.emplace_back(view(c.strings[j]));
     v.duration = std::chrono::milliseconds(c.integer);
     v.size = static_cast<std::uint64_t>(c.integer);
     out.push_back(std::move(v));
@@ -97,8 +96,8 @@ struct Descriptor {
       options.push_back({str(o.key), static_cast<std::uint32_t>(o.type), str(o.default_toml),
                          str(o.description), o.has_range ? 1u : 0u, o.min, o.max});
     for (const auto& m : metric_table)
-      metrics.push_back({str(m.name), unit_code(m.unit), m.counter ? 1u : 0u, str(m.labels),
-                         str(m.help)});
+      metrics.push_back(
+          {str(m.name), unit_code(m.unit), m.counter ? 1u : 0u, str(m.labels), str(m.help)});
     plugin.abi_major = KIWI_ABI_MAJOR;
     plugin.abi_minor = KIWI_ABI_MINOR;
     plugin.size = sizeof(kiwi_plugin);

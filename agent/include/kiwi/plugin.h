@@ -198,8 +198,8 @@ typedef struct kiwi_param {
 /* One request; valid during handler_handle only. */
 typedef struct kiwi_request {
   uint32_t size;
-  kiwi_str method; /* "GET", "HEAD", or another the handler's `methods` lists */
-  kiwi_str path;   /* decoded, without the query string */
+  kiwi_str method;    /* "GET", "HEAD", or another the handler's `methods` lists */
+  kiwi_str path;      /* decoded, without the query string */
   kiwi_str raw_query; /* as sent, undecoded, without '?' */
   const kiwi_param *query;
   size_t query_count;
@@ -249,7 +249,7 @@ typedef struct kiwi_metric_value {
   kiwi_str name;
   const kiwi_label *labels;
   size_t label_count;
-  double value; /* in base units */
+  double value;  /* in base units */
   uint32_t unit; /* KIWI_UNIT_* */
   uint32_t kind; /* KIWI_GAUGE or KIWI_COUNTER */
 } kiwi_metric_value;
@@ -332,7 +332,12 @@ typedef struct kiwi_stats {
   uint64_t reloads_failed;
 } kiwi_stats;
 
-enum { KIWI_AGGREGATE_MEAN = 0, KIWI_AGGREGATE_MAX = 1, KIWI_AGGREGATE_MIN = 2, KIWI_AGGREGATE_LAST = 3 };
+enum {
+  KIWI_AGGREGATE_MEAN = 0,
+  KIWI_AGGREGATE_MAX = 1,
+  KIWI_AGGREGATE_MIN = 2,
+  KIWI_AGGREGATE_LAST = 3
+};
 
 /* A history query; the handler checks its limits, the store trusts them. */
 typedef struct kiwi_history_query {
@@ -344,7 +349,7 @@ typedef struct kiwi_history_query {
   double until;
   const kiwi_str *patterns; /* series names or keys, `*` globs; none: all */
   size_t pattern_count;
-  double step; /* > 0: buckets of `step` seconds */
+  double step;        /* > 0: buckets of `step` seconds */
   uint32_t aggregate; /* KIWI_AGGREGATE_* */
 } kiwi_history_query;
 
@@ -381,7 +386,7 @@ typedef struct kiwi_data {
   /* Reads through a read-only store connection of the calling thread. NULL when the store
    * cannot answer (I/O error, corrupt database): the reason went to error->refuse. */
   const kiwi_history_result *(*history)(void *ctx, const kiwi_history_query *query, void **ticket,
-                                 const kiwi_refusal *error);
+                                        const kiwi_refusal *error);
   /* Names and keys of every series the store holds (to check `series` patterns). */
   const kiwi_str_list *(*series_names)(void *ctx, void **ticket);
   void (*release)(void *ctx, void *ticket);
@@ -401,15 +406,15 @@ typedef struct kiwi_handler_context {
 /* ---- The descriptor -------------------------------------------------------------------------- */
 
 typedef struct kiwi_plugin {
-  uint32_t abi_major; /* KIWI_ABI_MAJOR */
-  uint32_t abi_minor; /* KIWI_ABI_MINOR */
-  uint32_t size;      /* sizeof(kiwi_plugin) */
-  uint32_t kind;      /* KIWI_KIND_SENSOR or KIWI_KIND_HANDLER */
+  uint32_t abi_major;   /* KIWI_ABI_MAJOR */
+  uint32_t abi_minor;   /* KIWI_ABI_MINOR */
+  uint32_t size;        /* sizeof(kiwi_plugin) */
+  uint32_t kind;        /* KIWI_KIND_SENSOR or KIWI_KIND_HANDLER */
   kiwi_str name;        /* default lookup name: "cpu" -> kiwi-sensor-cpu.so */
   kiwi_str description; /* one line */
   const kiwi_option_spec *options;
   size_t option_count;
-  uint32_t option_spec_size; /* sizeof(kiwi_option_spec) */
+  uint32_t option_spec_size;       /* sizeof(kiwi_option_spec) */
   const kiwi_metric_spec *metrics; /* sensors: everything they may emit (maybe none) */
   size_t metric_count;
   uint32_t metric_spec_size; /* sizeof(kiwi_metric_spec) */
@@ -427,8 +432,7 @@ typedef struct kiwi_plugin {
    * handle takes, as an Allow header lists them, valid while the instance lives; NULL (or an
    * empty result): "GET, HEAD". The agent answers any other method with 405. */
   void *(*handler_create)(const kiwi_handler_context *ctx, const kiwi_refusal *refusal);
-  int (*handler_handle)(void *instance, const kiwi_request *request,
-                        const kiwi_response *response);
+  int (*handler_handle)(void *instance, const kiwi_request *request, const kiwi_response *response);
   kiwi_str (*handler_methods)(void *instance);
 
   /* Both kinds: the instance goes; called once, after its last call, before the shared object is

@@ -108,15 +108,17 @@ class CSink final : public MetricSink {
   explicit CSink(const kiwi_sink* sink) : sink_(sink) {}
   void emit(std::string_view name, std::span<const Label> labels, double value,
             std::string_view unit, MetricKind kind) override {
-    kiwi_label stack[8];
+    kiwi_label stack[8] = {};
     std::vector<kiwi_label> heap;
     kiwi_label* c = stack;
     if (labels.size() > std::size(stack)) {
       heap.resize(labels.size());
       c = heap.data();
     }
-    for (std::size_t i = 0; i < labels.size(); ++i) c[i] = {str(labels[i].name), str(labels[i].value)};
-    const kiwi_metric_spec metric{str(name), unit_code(unit), static_cast<std::uint32_t>(kind), {}, {}};
+    for (std::size_t i = 0; i < labels.size(); ++i)
+      c[i] = {str(labels[i].name), str(labels[i].value)};
+    const kiwi_metric_spec metric{
+        str(name), unit_code(unit), static_cast<std::uint32_t>(kind), {}, {}};
     sink_->emit(sink_->ctx, &metric, c, labels.size(), value);
   }
   std::chrono::steady_clock::time_point deadline() const override {
@@ -187,9 +189,9 @@ const kiwi_plugin* sensor_descriptor(std::string_view name, std::string_view des
 //   KIWI_SENSOR_PLUGIN(CpuSensor, "cpu", "CPU usage, frequency and load", kOptions, kMetrics)
 // CLASS must be constructible from (const kiwi::SensorContext&). It defines the plugin's one
 // exported symbol, kiwi_plugin_v1 (kiwi/plugin.h).
-#define KIWI_SENSOR_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS, METRICS)                        \
-  extern "C" KIWI_PLUGIN_EXPORT const kiwi_plugin* kiwi_plugin_v1(void) {                     \
-    return ::kiwi::abi::sensor_descriptor<CLASS>(NAME, DESCRIPTION,                           \
-                                                 std::span<const ::kiwi::OptionSpec>(OPTIONS), \
+#define KIWI_SENSOR_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS, METRICS)                          \
+  extern "C" KIWI_PLUGIN_EXPORT const kiwi_plugin* kiwi_plugin_v1(void) {                       \
+    return ::kiwi::abi::sensor_descriptor<CLASS>(NAME, DESCRIPTION,                             \
+                                                 std::span<const ::kiwi::OptionSpec>(OPTIONS),  \
                                                  std::span<const ::kiwi::MetricSpec>(METRICS)); \
   }

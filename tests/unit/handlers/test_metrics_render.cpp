@@ -54,7 +54,8 @@ TEST_CASE("metrics: families with HELP and TYPE, escaped labels, counters end in
   // The duplicate series (same name and labels) is kept once.
   CHECK(text.find("46\n") == std::string::npos);
   CHECK_THAT(text, Catch::Contains("kiwi_build_info{version=\"0.1.0\",abi=\"" +
-                                   std::to_string(KIWI_ABI_VERSION) + "\"} 1\n"));
+                                   std::to_string(KIWI_ABI_MAJOR) + "." +
+                                   std::to_string(KIWI_ABI_MINOR) + "\"} 1\n"));
   CHECK_THAT(text, Catch::Contains("kiwi_sensor_success{sensor=\"gpu\"} 0\n"));
   CHECK_THAT(text, Catch::Contains("kiwi_sensor_errors_total{sensor=\"gpu\"} 3\n"));
   CHECK_THAT(text,

@@ -1,0 +1,161 @@
+/* A sensor plugin in C99 against kiwi/plugin.h alone: what docs/plugins.md calls a C sensor, with
+ * an option of every type, a declared metric table emitted through its rows, a metric made for
+ * the occasion, labels, a note, no_data and an error chosen by option, a refusal, and the log.
+ * The unit and integration tests check each against what the agent reports. */
+#include <kiwi/plugin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define S(literal) \
+  { literal, sizeof(literal) - 1 }
+
+static const kiwi_option_spec options[] = {
+    {S("mode"), KIWI_OPTION_STRING, S("\"ok\""), S("ok, no_data, error or refuse"), 0, 0, 0},
+    {S("scale"), KIWI_OPTION_NUMBER, S("1.0"), S("factor on the value"), 1, 0, 1000},
+    {S("count"), KIWI_OPTION_INTEGER, S("2"), S("how many labelled values"), 1, 0, 16},
+    {S("loud"), KIWI_OPTION_BOOLEAN, S("false"), S("log every sample"), 0, 0, 0},
+    {S("names"), KIWI_OPTION_STRING_LIST, S("[\"a\", \"b\"]"), S("label values"), 0, 0, 0},
+    {S("period"), KIWI_OPTION_DURATION, S("\"1500ms\""), S("reported as c_period_seconds"), 0, 0,
+     0},
+    {S("buffer"), KIWI_OPTION_SIZE, S("\"2KiB\""), S("reported as c_buffer_bytes"), 0, 0, 0},
+};
+
+static const kiwi_metric_spec metrics[] = {
+    {S("c_value"), KIWI_UNIT_NONE, KIWI_GAUGE, S(""), S("scale times the sample number")},
+    {S("c_labelled_ratio"), KIWI_UNIT_RATIO, KIWI_GAUGE, S("name"), S("one per names entry")},
+    {S("c_samples_total"), KIWI_UNIT_COUNT, KIWI_COUNTER, S(""), S("samples taken")},
+    {S("c_period_seconds"), KIWI_UNIT_SECONDS, KIWI_GAUGE, S(""), S("the period option")},
+    {S("c_buffer_bytes"), KIWI_UNIT_BYTES, KIWI_GAUGE, S(""), S("the buffer option")},
+    {S("c_deadline_seconds"), KIWI_UNIT_SECONDS, KIWI_GAUGE, S(""),
+     S("time left until the deadline")},
+};
+
+typedef struct sensor {
+  const kiwi_host *host;
+  char mode[16];
+  double scale;
+  int64_t count, period_ms, buffer;
+  int loud;
+  kiwi_str names[16];
+  size_t name_count;
+  char *name_storage;
+  uint64_t samples;
+} sensor;
+
+static int is(kiwi_str s, const char *text) {
+  return s.size == strlen(text) && memcmp(s.data, text, s.size) == 0;
+}
+
+static const kiwi_option_value *option(const kiwi_sensor_context *c, const char *key) {
+  for (size_t i = 0; i < c->option_count; ++i)
+    if (is(c->options[i].key, key)) return &c->options[i];
+  return NULL;
+}
+
+static void *create(const kiwi_sensor_context *c, const kiwi_refusal *refusal) {
+  const kiwi_option_value *mode = option(c, "mode");
+  if (!mode || mode->string.size >= sizeof(((sensor *)0)->mode) || is(mode->string, "refuse")) {
+    kiwi_str why = S("mode = \"refuse\": refusing as asked");
+    refusal->refuse(refusal->ctx, why);
+    return NULL;
+  }
+  sensor *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->host = c->host;
+  memcpy(s->mode, mode->string.data, mode->string.size);
+  s->scale = option(c, "scale")->number;
+  s->count = option(c, "count")->integer;
+  s->loud = option(c, "loud")->boolean != 0;
+  s->period_ms = option(c, "period")->integer;
+  s->buffer = option(c, "buffer")->integer;
+  /* The option rows are the agent's and valid during create only: copy what is kept. */
+  const kiwi_option_value *names = option(c, "names");
+  size_t total = 0;
+  for (size_t i = 0; i < names->string_count && i < 16; ++i) total += names->strings[i].size;
+  s->name_storage = malloc(total + 1);
+  for (size_t i = 0, at = 0; i < names->string_count && i < 16; ++i) {
+    memcpy(s->name_storage + at, names->strings[i].data, names->strings[i].size);
+    s->names[i].data = s->name_storage + at;
+    s->names[i].size = names->strings[i].size;
+    at += names->strings[i].size;
+    s->name_count = i + 1;
+  }
+  char line[96];
+  int n = snprintf(line, sizeof line, "created in mode %s for %.*s", s->mode,
+                   (int)c->instance_name.size, c->instance_name.data);
+  kiwi_str text = {line, (size_t)n};
+  s->host->log(s->host->ctx, KIWI_LOG_INFO, text);
+  return s;
+}
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static uint32_t sample(void *instance, const kiwi_sink *sink) {
+  sensor *s = instance;
+  ++s->samples;
+  if (strcmp(s->mode, "no_data") == 0) {
+    kiwi_str why = S("nothing to measure in mode no_data");
+    sink->message(sink->ctx, why);
+    return KIWI_SAMPLE_NO_DATA;
+  }
+  if (strcmp(s->mode, "error") == 0) {
+    kiwi_str why = S("failing as mode error asks");
+    sink->message(sink->ctx, why);
+    return KIWI_SAMPLE_ERROR;
+  }
+  sink->emit(sink->ctx, &metrics[0], NULL, 0, s->scale * (double)s->samples);
+  for (int64_t i = 0; i < s->count && (size_t)i < s->name_count; ++i) {
+    kiwi_label label = {S("name"), s->names[i]};
+    sink->emit(sink->ctx, &metrics[1], &label, 1, 0.25 * (double)(i + 1));
+  }
+  sink->emit(sink->ctx, &metrics[2], NULL, 0, (double)s->samples);
+  sink->emit(sink->ctx, &metrics[3], NULL, 0, (double)s->period_ms / 1000.0);
+  sink->emit(sink->ctx, &metrics[4], NULL, 0, (double)s->buffer);
+  if (sink->deadline_ns != INT64_MAX)
+    sink->emit(sink->ctx, &metrics[5], NULL, 0, (double)(sink->deadline_ns - now_ns()) / 1e9);
+  /* A metric not in the table, made for the occasion (as the exec sensor does). */
+  kiwi_metric_spec adhoc = {S("c_adhoc_celsius"), KIWI_UNIT_CELSIUS, KIWI_GAUGE, S(""), S("")};
+  sink->emit(sink->ctx, &adhoc, NULL, 0, 21.5);
+  if (s->loud) {
+    kiwi_str text = S("sampled");
+    s->host->log(s->host->ctx, KIWI_LOG_DEBUG, text);
+  }
+  kiwi_str note = S("written in C");
+  sink->message(sink->ctx, note);
+  return KIWI_SAMPLE_OK;
+}
+
+static void destroy(void *instance) {
+  sensor *s = instance;
+  free(s->name_storage);
+  free(s);
+}
+
+static const kiwi_plugin descriptor = {KIWI_ABI_MAJOR,
+                                       KIWI_ABI_MINOR,
+                                       sizeof(kiwi_plugin),
+                                       KIWI_KIND_SENSOR,
+                                       S("c_sensor"),
+                                       S("a sensor written in C against kiwi/plugin.h"),
+                                       options,
+                                       sizeof options / sizeof options[0],
+                                       sizeof(kiwi_option_spec),
+                                       metrics,
+                                       sizeof metrics / sizeof metrics[0],
+                                       sizeof(kiwi_metric_spec),
+                                       create,
+                                       sample,
+                                       NULL,
+                                       NULL,
+                                       NULL,
+                                       destroy};
+
+KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void) {
+  return &descriptor;
+}
