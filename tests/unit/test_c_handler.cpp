@@ -155,7 +155,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("c abi handler: request in, status, headers and body out") {
+TEST_CASE("C ABI handler: request in, status, headers and body out") {
   Fixture f;
   const Options options = greeting("hi");
   auto h = f.make(options);
@@ -217,7 +217,7 @@ TEST_CASE(
   CHECK(code.expired());  // released through the plugin, then the code let go
 }
 
-TEST_CASE("c abi handler: failures are a 500 naming the reason, a store error a 503, a refusal") {
+TEST_CASE("C ABI handler: failures are a 500 naming the reason, a store error a 503, a refusal") {
   Fixture f;
   const Options options = greeting("hello");
   auto h = f.make(options);
@@ -240,7 +240,7 @@ TEST_CASE("c abi handler: failures are a 500 naming the reason, a store error a 
   CHECK_THROWS_WITH(f.make(refuse), "greeting must not be \"refuse\"");
 }
 
-TEST_CASE("c abi data: snapshot, stats, history and series names cross the C ABI whole") {
+TEST_CASE("C ABI data: snapshot, stats, history and series names cross the C ABI whole") {
   Lines log;
   FakeData fake;
   fake.publish(sample_snapshot(7));

@@ -40,7 +40,7 @@ TEST_CASE("metrics: families with HELP and TYPE, escaped labels, counters end in
   kiwi::AgentStats stats;
   stats.version = "0.1.0";
   stats.plugins.push_back(
-      {"thermal", kiwi::PluginKind::sensor, "thermal", "/x.so", 1, kThermal, nullptr});
+      {"thermal", kiwi::PluginKind::sensor, "thermal", "/x.so", 1, 0, kThermal, nullptr});
   stats.http_requests.push_back({"/api/current", 200, 5});
   stats.http_requests.push_back({"unmatched", 404, 1});
   std::string text = kiwi_metrics::render(snapshot(), stats);
