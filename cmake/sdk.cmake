@@ -27,7 +27,7 @@ configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/KiwiAgentConfig.cmake.in
                               INSTALL_DESTINATION ${KIWI_CMAKE_DIR}
                               PATH_VARS KIWI_PLUGIN_DIR_REL)
 # What loads is decided by the C ABI version (KIWI_AGENT_ABI_VERSION), not by the agent's: a
-# project asking for SDK 0.2 builds against any later 0.x (docs/plugins.md "ABI rules").
+# project asking for SDK 0.3 builds against any later 0.x (docs/plugins.md "ABI rules").
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfigVersion.cmake
                                  COMPATIBILITY SameMajorVersion ARCH_INDEPENDENT)
 install(FILES ${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfig.cmake

@@ -105,7 +105,9 @@ kiwi::SampleResult ExecSensor::sample(kiwi::MetricSink& sink) {
   spec.env = env_;
   std::chrono::nanoseconds timeout{0};
   if (deadline != Clock::time_point::max()) {
-    const auto left = deadline - now;
+    // A call that starts late (a loaded machine) may find its deadline passed already.
+    const auto left =
+        std::max<std::chrono::nanoseconds>(deadline - now, std::chrono::nanoseconds(0));
     timeout = shown_timeout(left);
     spec.deadline = deadline - kill_margin(left);
   }

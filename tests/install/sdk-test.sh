@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The installed plugin SDK (docs/plugins.md): `cmake --install` of the build tree into a temporary
 # prefix, then every project under examples/ built out of tree against that prefix with
-# find_package(KiwiAgent) and add_kiwi_plugin(), and installed with no --prefix (it defaults to the
+# find_package(KiwiAgent) and add_kiwi_plugin() (a C++ sensor, a C sensor, a C++ route), and
+# installed with no --prefix (it defaults to the
 # agent's, so the plugin lands in the agent's plugin directory); the sensor example also
 # with clang (the boundary does not depend on the compiler) and with nothing but
 # `pkg-config --cflags kiwi-agent`. The installed agent then loads each result (the installed ones
@@ -49,7 +50,7 @@ for list in "$src"/examples/*/CMakeLists.txt; do
   run "install-$name" cmake --install "$tmp/build-$name"
   echo "ok: examples/$name built out of tree with find_package(KiwiAgent) and installed"
 done
-((${#examples[@]} >= 2)) || fail "expected at least 2 examples, found: ${examples[*]}"
+((${#examples[@]} >= 3)) || fail "expected at least 3 examples (a C++ and a C sensor, a route), found: ${examples[*]}"
 
 # The same sensor with clang, and with only pkg-config's flags.
 command -v clang++ >/dev/null || fail "clang++ is missing (tools/setup.sh --test installs clang)"
@@ -93,6 +94,9 @@ options = { scale = 2.0 }
 [[sensor]]
 name = "uptime_pc"
 plugin = "$pc_so"
+[[sensor]]
+name = "files"
+plugin = "files"
 [[route]]
 path = "/status.txt"
 handler = "status"
@@ -120,17 +124,22 @@ for _ in $(seq 100); do
   grep -q '"sequence":[1-9]' <<<"$current" && break
   sleep 0.05
 done
-for s in uptime uptime_clang uptime_pc; do
-  grep -q "\"$s\":{\"plugin\":\"uptime\",\"status\":\"ok\"" <<<"$current" ||
+for s in uptime uptime_clang uptime_pc files; do
+  grep -q "\"$s\":{\"plugin\":\"${s%%_*}\",\"status\":\"ok\"" <<<"$current" ||
     fail "/api/current has no ok sensor $s: $current"
 done
 grep -q '"name":"uptime_seconds"' <<<"$current" || fail "/api/current has no uptime_seconds"
+grep -q '"name":"files_open_ratio","value":[0-9.e-]*,"unit":"ratio"' <<<"$current" ||
+  fail "/api/current has no files_open_ratio from the C sensor: $current"
 metrics=$(curl -sf "$base/metrics") || fail "/metrics failed"
 grep -q '^# TYPE kiwi_uptime_seconds gauge$' <<<"$metrics" || fail "/metrics has no kiwi_uptime_seconds"
+grep -q '^# HELP kiwi_files_max the kernel.s limit (fs.file-max)$' <<<"$metrics" ||
+  fail "/metrics has no kiwi_files_max with the C sensor's HELP"
 status=$(curl -sf "$base/status.txt") || fail "/status.txt failed"
 for s in uptime uptime_clang uptime_pc; do
   grep -qx "$s ok 1 metrics" <<<"$status" || fail "/status.txt has no line for $s: $status"
 done
+grep -qx "files ok 3 metrics" <<<"$status" || fail "/status.txt has no line for files: $status"
 kill -TERM "$pid"
 code=0
 wait "$pid" || code=$?

@@ -279,7 +279,7 @@ TEST_CASE("collector: a sensor that throws is reported as error, the others go o
     CHECK(snap->sensors[0].metrics.empty());  // the half-written reading is dropped
     CHECK(snap->sensors[1].state == kiwi::SensorState::ok);
     CHECK_FALSE(snap->sensors[1].metrics.empty());
-    CHECK_THAT(*snap->json->body(),
+    CHECK_THAT(std::string(*snap->json->body()),
                Catch::Contains("\"throws\":{\"plugin\":\"throws\",\"status\":\"error\","
                                "\"message\":\"read /sys/bus/i2c/devices/1-0048/temp: "
                                "Input/output error\""));
@@ -619,7 +619,7 @@ TEST_CASE("C ABI: a sensor written in C gets its options, emits through its tabl
   CHECK(m.at("c_deadline_seconds").value > 1.5);
   CHECK(m.at("c_deadline_seconds").value <= 2.0);
   REQUIRE_FALSE(log.lines.empty());
-  CHECK(log.lines.front() == "created in mode ok for s");
+  CHECK(log.lines.front() == "sensor s: created in mode ok for s");
 }
 
 TEST_CASE("C ABI: no_data, an error and a refusal carry the C plugin's own words") {
