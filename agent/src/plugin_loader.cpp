@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "c_handler.hpp"
 #include "duration.hpp"
 #include "log.hpp"
 #include "size.hpp"
@@ -517,8 +518,8 @@ PluginInstance<Sensor> PluginLoader::create_sensor(const PluginEntry& entry,
   inst.options = validate_options(*inst.library->info, entry.options, entry.pos.file, "sensor");
   inst.log = std::make_unique<PrefixLogger>(log_, "sensor " + entry.name);
   try {
-    inst.object = std::make_unique<CSensor>(*inst.library->descriptor->c, entry.name, procfs,
-                                            sysfs, inst.options, *inst.log);
+    inst.object = std::make_unique<CSensor>(*inst.library->descriptor->c, entry.name, procfs, sysfs,
+                                            inst.options, *inst.log);
   } catch (const std::exception& e) {
     throw PluginError(entry.plugin_pos.str() + ": " + inst.library->file + ": sensor '" +
                       entry.name + "' refused to start: " + e.what());
@@ -534,22 +535,23 @@ PluginInstance<Handler> PluginLoader::create_handler(const PluginEntry& entry,
   inst.library = open(PluginKind::handler, entry);
   inst.options = validate_options(*inst.library->info, entry.options, entry.pos.file, "route");
   inst.log = std::make_unique<PrefixLogger>(log_, "route " + entry.path);
-  HandlerContext ctx{entry.path, inst.options, *inst.log, data, agent_version};
-  auto& factory = inst.library->library.get_alias<HandlerFactory>("kiwi_create");
   try {
-    inst.object = factory(ctx);
+    // The handler holds the library too: every body it returns keeps it, so the plugin's
+    // release() can run after the instance, the route and the router are gone.
+    inst.object = std::make_unique<CHandler>(*inst.library->descriptor->c, inst.library, entry.path,
+                                             inst.options, *inst.log, data, agent_version);
   } catch (const std::exception& e) {
     throw PluginError(entry.plugin_pos.str() + ": " + inst.library->file + ": handler for '" +
                       entry.path + "' refused to start: " + e.what());
   }
-  if (!inst.object) throw PluginError(inst.library->file + ": factory returned no object");
   return inst;
 }
 
 std::string describe_plugin(const LoadedLibrary& lib) {
   std::ostringstream out;
   out << lib.info->name << " (" << to_string(lib.info->kind) << " plugin, ABI " << lib.abi_major
-      << "." << lib.abi_minor << ")\n  " << lib.info->description << "\n  file: " << lib.file << "\n";
+      << "." << lib.abi_minor << ")\n  " << lib.info->description << "\n  file: " << lib.file
+      << "\n";
   if (lib.info->options.empty()) out << "  options: none\n";
   if (!lib.info->options.empty()) out << "  options:\n";
   for (auto& o : lib.info->options)

@@ -4,6 +4,7 @@
 // Built with the tests (tools/test.sh, or tools/build.sh -DKIWI_BUILD_TESTS=ON):
 //   build/bin/kiwi-bench-history
 // Writes a ~40 MB database under /tmp/kiwi-history-bench and removes it at the end.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>

@@ -10,11 +10,15 @@
 //     (with `Allow: <methods()>`) for a method the handler does not list in methods(): by
 //     default a handler only sees GET and HEAD. CORS preflights (OPTIONS) are the server's.
 //   - The object is destroyed (after the server has stopped) before its shared object is unloaded.
+//   - KIWI_HANDLER_PLUGIN makes the class a plugin through the C ABI (kiwi/plugin.h, kiwi/abi.hpp):
+//     the agent sees C functions and views, never these classes. The glue (namespace kiwi::abi at
+//     the end of this file) turns the C request into a kiwi::Request, the Response into C calls,
+//     and the agent's C views of its data into the DataSource below.
 #pragma once
 
-#include <boost/dll/alias.hpp>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "kiwi/plugin.hpp"
@@ -409,16 +413,346 @@ inline Response Response::error(int status, std::string_view message, std::strin
 
 }  // namespace kiwi
 
+namespace kiwi::abi {
+
+// Row `i` of a C array whose rows are `row_size` bytes (the agent's sizeof, maybe larger than
+// this SDK's: members it added at the end are skipped).
+template <class Row>
+const Row& row_at(const Row* rows, std::size_t row_size, std::size_t i) {
+  return *reinterpret_cast<const Row*>(reinterpret_cast<const unsigned char*>(rows) + i * row_size);
+}
+
+inline std::vector<std::pair<std::string, std::string>> labels_from(const kiwi_label* labels,
+                                                                    std::size_t count) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(count);
+  for (std::size_t i = 0; i < count; ++i)
+    out.emplace_back(view(labels[i].name), view(labels[i].value));
+  return out;
+}
+
+inline MetricKind kind_from(std::uint32_t kind) {
+  return kind == KIWI_COUNTER ? MetricKind::counter : MetricKind::gauge;
+}
+
+// The agent's snapshot view as a Snapshot the plugin owns (copied: the view goes at release).
+// Snapshot::json stays null: the agent's rendering does not cross the C ABI.
+inline std::shared_ptr<const Snapshot> snapshot_from(const kiwi_snapshot& c) {
+  auto s = std::make_shared<Snapshot>();
+  s->sequence = c.sequence;
+  s->timestamp = c.timestamp;
+  s->interval_seconds = c.interval_seconds;
+  s->stale_after_seconds = c.stale_after_seconds;
+  s->started_at = c.started_at;
+  s->host = std::string(view(c.host));
+  s->agent_version = std::string(view(c.agent_version));
+  s->sensors.reserve(c.sensor_count);
+  for (std::size_t i = 0; i < c.sensor_count; ++i) {
+    const auto& r = row_at(c.sensors, c.sensor_report_size, i);
+    SensorReport& out = s->sensors.emplace_back();
+    out.name = std::string(view(r.name));
+    out.plugin = std::string(view(r.plugin));
+    out.state = r.state == KIWI_SENSOR_OK        ? SensorState::ok
+                : r.state == KIWI_SENSOR_NO_DATA ? SensorState::no_data
+                                                 : SensorState::error;
+    out.message = std::string(view(r.message));
+    out.timestamp = r.timestamp;
+    out.duration_seconds = r.duration_seconds;
+    out.errors_total = r.errors_total;
+    out.invalid_metrics_total = r.invalid_metrics_total;
+    out.metrics.reserve(r.metric_count);
+    for (std::size_t j = 0; j < r.metric_count; ++j) {
+      const auto& m = r.metrics[j];
+      out.metrics.push_back({std::string(view(m.name)), labels_from(m.labels, m.label_count),
+                             m.value, std::string(unit_name(m.unit)), kind_from(m.kind)});
+    }
+  }
+  return s;
+}
+
+// A plugin's metric table copied out of a stats view: PluginStatus::metrics points into it, and
+// PluginStatus::library keeps it as long as any copy of that status lives.
+struct MetricTable {
+  std::vector<std::string> text;  // reserved up front: `specs` points into these strings
+  std::vector<MetricSpec> specs;
+};
+
+inline AgentStats stats_from(const kiwi_stats& c) {
+  AgentStats s;
+  s.version = std::string(view(c.version));
+  s.started_at = c.started_at;
+  s.ticks = c.ticks;
+  s.missed_ticks = c.missed_ticks;
+  s.store_write_errors = c.store_write_errors;
+  s.store_failing_writes = c.store_failing_writes;
+  s.store_last_error = std::string(view(c.store_last_error));
+  s.snapshot_file = std::string(view(c.snapshot_file));
+  s.snapshot_file_errors = c.snapshot_file_errors;
+  s.snapshot_file_failing = c.snapshot_file_failing;
+  s.snapshot_file_last_error = std::string(view(c.snapshot_file_last_error));
+  s.plugins.reserve(c.plugin_count);
+  for (std::size_t i = 0; i < c.plugin_count; ++i) {
+    const auto& p = row_at(c.plugins, c.plugin_status_size, i);
+    PluginStatus& out = s.plugins.emplace_back();
+    out.name = std::string(view(p.name));
+    out.kind = p.kind == KIWI_KIND_SENSOR ? PluginKind::sensor : PluginKind::handler;
+    out.plugin = std::string(view(p.plugin));
+    out.file = std::string(view(p.file));
+    out.abi_major = p.abi_major;
+    out.abi_minor = p.abi_minor;
+    if (p.metric_count == 0) continue;
+    auto table = std::make_shared<MetricTable>();
+    table->text.reserve(3 * p.metric_count);
+    table->specs.reserve(p.metric_count);
+    auto keep = [&](kiwi_str t) -> std::string_view { return table->text.emplace_back(view(t)); };
+    for (std::size_t j = 0; j < p.metric_count; ++j) {
+      const auto& m = row_at(p.metrics, p.metric_spec_size, j);
+      const std::string_view name = keep(m.name), labels = keep(m.labels), help = keep(m.help);
+      table->specs.push_back({name, unit_name(m.unit), m.kind == KIWI_COUNTER, labels, help});
+    }
+    out.metrics = table->specs;
+    out.library = std::move(table);
+  }
+  s.http_requests.reserve(c.http_request_count);
+  for (std::size_t i = 0; i < c.http_request_count; ++i) {
+    const auto& r = c.http_requests[i];
+    s.http_requests.push_back({std::string(view(r.route)), r.status, r.count});
+  }
+  s.config.generation = c.config_generation;
+  s.config.loaded_at = c.config_loaded_at;
+  s.config.source = std::string(view(c.config_source));
+  s.config.reload_status = std::string(view(c.reload_status));
+  s.config.reload_at = c.reload_at;
+  s.config.reload_message = std::string(view(c.reload_message));
+  s.config.reloads_ok = c.reloads_ok;
+  s.config.reloads_failed = c.reloads_failed;
+  return s;
+}
+
+inline HistoryResult history_from(const kiwi_history_result& c) {
+  HistoryResult h;
+  h.timestamps.assign(c.timestamps, c.timestamps + c.timestamp_count);
+  h.series.reserve(c.series_count);
+  for (std::size_t i = 0; i < c.series_count; ++i) {
+    const auto& s = c.series[i];
+    HistorySeries& out = h.series.emplace_back();
+    out.key = std::string(view(s.key));
+    out.name = std::string(view(s.name));
+    out.labels = labels_from(s.labels, s.label_count);
+    out.unit = std::string(unit_name(s.unit));
+    out.kind = kind_from(s.kind);
+    if (c.timestamp_count) out.values.assign(s.values, s.values + c.timestamp_count);
+  }
+  return h;
+}
+
+// The agent's data (kiwi_data) as the DataSource a handler reads. Thread-safe, as kiwi_data is.
+// Every call acquires a view, copies what it needs out of it and releases it before returning, so
+// what a handler holds is its own. The snapshot is copied once per published snapshot and shared
+// by the requests until the next one (a request then costs a view's acquire and release, a lock
+// and a shared_ptr copy); stats, history and series names are copied per call.
+class HostData final : public DataSource {
+ public:
+  explicit HostData(const kiwi_data* data) : data_(data) {}
+
+  std::shared_ptr<const Snapshot> snapshot() const override {
+    Ticket t(data_);
+    const kiwi_snapshot* c = data_->snapshot(data_->ctx, &t.ticket);
+    std::lock_guard lock(mutex_);
+    // The sequence names a tick; the timestamp tells a tick of a collector that started over
+    // (a new sequence 1) from the one cached.
+    if (!cached_ || cached_->sequence != c->sequence || cached_->timestamp != c->timestamp)
+      cached_ = snapshot_from(*c);
+    return cached_;
+  }
+
+  HistoryResult history(const HistoryQuery& q) const override {
+    std::vector<kiwi_str> patterns;
+    patterns.reserve(q.patterns.size());
+    for (const auto& p : q.patterns) patterns.push_back(str(p));
+    kiwi_history_query c{};
+    c.size = sizeof c;
+    c.limit = q.limit;
+    c.has_since = q.since.has_value();
+    c.since = q.since.value_or(0);
+    c.has_until = q.until.has_value();
+    c.until = q.until.value_or(0);
+    c.patterns = patterns.data();
+    c.pattern_count = patterns.size();
+    c.step = q.step;
+    c.aggregate = static_cast<std::uint32_t>(q.aggregate);
+    struct Refusal {
+      std::string message;
+      kiwi_refusal c{this, [](void* ctx, kiwi_str why) {
+                       static_cast<Refusal*>(ctx)->message = std::string(view(why));
+                     }};
+    } refusal;
+    Ticket t(data_);
+    const kiwi_history_result* r = data_->history(data_->ctx, &c, &t.ticket, &refusal.c);
+    if (!r)
+      throw StoreError(refusal.message.empty() ? "the history store did not answer"
+                                               : refusal.message);
+    return history_from(*r);
+  }
+
+  AgentStats stats() const override {
+    Ticket t(data_);
+    return stats_from(*data_->stats(data_->ctx, &t.ticket));
+  }
+
+  std::vector<std::string> series_names() const override {
+    Ticket t(data_);
+    const kiwi_str_list* list = data_->series_names(data_->ctx, &t.ticket);
+    std::vector<std::string> out;
+    out.reserve(list->count);
+    for (std::size_t i = 0; i < list->count; ++i) out.emplace_back(view(list->items[i]));
+    return out;
+  }
+
+ private:
+  // An acquired view's ticket, released when the call is done with the view.
+  struct Ticket {
+    explicit Ticket(const kiwi_data* d) : data(d) {}
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+    ~Ticket() { data->release(data->ctx, ticket); }
+    const kiwi_data* data;
+    void* ticket = nullptr;
+  };
+
+  const kiwi_data* data_;
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<const Snapshot> cached_;  // guarded by mutex_
+};
+
+// One handler instance behind the C ABI, with what it holds on to.
+struct HandlerBox {
+  explicit HandlerBox(const kiwi_handler_context* c)
+      : log(c->host), options(options_from(c->options, c->option_count)), data(c->data) {}
+  HostLogger log;
+  Options options;
+  HostData data;
+  std::unique_ptr<Handler> handler;  // goes first: it may log or read data in its destructor
+  ~HandlerBox() { handler.reset(); }
+};
+
+template <class Class>
+void* create_handler(const kiwi_handler_context* c, const kiwi_refusal* refusal) noexcept {
+  return refusing(refusal, [&]() -> void* {
+    auto box = std::make_unique<HandlerBox>(c);
+    const HandlerContext ctx{view(c->route_path), box->options, box->log, box->data,
+                             view(c->agent_version)};
+    box->handler = std::make_unique<Class>(ctx);
+    return box.release();
+  });
+}
+
+// kiwi_body.release for a body handed to the agent: the agent holds a copy of the Body (its
+// bytes and what keeps them) until it calls this, from any thread.
+inline void release_body(void* owner) noexcept {
+  delete static_cast<Body*>(owner);
+}
+
+// Params of a request as kiwi::Params: in `stack` when they fit (nearly every request), else in
+// `heap`. Not a thread_local vector: a thread_local with a destructor in a shared object keeps
+// glibc from unloading it while any thread that touched it lives.
+struct Params {
+  Param stack[48];
+  std::vector<Param> heap;
+  std::span<const Param> from(const kiwi_param* c, std::size_t n) {
+    Param* out = stack;
+    if (n > std::size(stack)) {
+      heap.resize(n);
+      out = heap.data();
+    }
+    for (std::size_t i = 0; i < n; ++i) out[i] = {view(c[i].name), view(c[i].value)};
+    return {out, n};
+  }
+};
+
+// The Response as calls on kiwi_response: status, Content-Type (also when empty: no such header
+// then), the other headers, and the body as a kiwi_body that owns a copy of the Body, so the
+// agent serves the handler's bytes in place (the same Body gives the same data pointer: the
+// agent's compression cache keys on it). Response::body_gzip does not cross: the agent
+// compresses.
+inline void write_response(const Response& res, const kiwi_response* out) {
+  out->status(out->ctx, res.status);
+  out->header(out->ctx, str("Content-Type"), str(res.content_type));
+  for (const auto& h : res.headers) out->header(out->ctx, str(h.name), str(h.value));
+  if (!res.body) return;
+  auto owner = std::make_unique<Body>(res.body);
+  const kiwi_body body{owner->view().data(), owner->view().size(), owner.get(), &release_body};
+  owner.release();  // the agent's from here on, even if it never sends it
+  out->body(out->ctx, body);
+}
+
+inline int handle_request(void* instance, const kiwi_request* c,
+                          const kiwi_response* out) noexcept {
+  auto fail = [&](std::string_view why) {
+    out->error(out->ctx, str(why));
+    return 1;
+  };
+  try {
+    Params query, headers;
+    Request req;
+    req.method = view(c->method);
+    req.path = view(c->path);
+    req.query = query.from(c->query, c->query_count);
+    req.headers = headers.from(c->headers, c->header_count);
+    req.remote_address = view(c->remote_address);
+    req.body = view(c->body);
+    req.raw_query = view(c->raw_query);
+    req.protocol = view(c->protocol);
+    req.local_address = view(c->local_address);
+    req.local_port = c->local_port;
+    Response res;
+    try {
+      res = static_cast<HandlerBox*>(instance)->handler->handle(req);
+    } catch (const StoreError& e) {
+      // The agent's answer when the store cannot read, as before the C ABI: 503, not 500.
+      res = Response::error(503, std::string("history store unavailable: ") + e.what());
+    }
+    write_response(res, out);
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  } catch (...) {
+    return fail("an exception that is not a std::exception");
+  }
+}
+
+inline kiwi_str handler_methods(void* instance) noexcept {
+  try {
+    return str(static_cast<HandlerBox*>(instance)->handler->methods());
+  } catch (...) {
+    return {};  // the agent's default, "GET, HEAD"
+  }
+}
+
+inline void destroy_handler(void* instance) noexcept {
+  delete static_cast<HandlerBox*>(instance);
+}
+
+template <class Class>
+const kiwi_plugin* handler_descriptor(std::string_view name, std::string_view description,
+                                      std::span<const OptionSpec> options) {
+  Functions fn;
+  fn.handler_create = &create_handler<Class>;
+  fn.handler_handle = &handle_request;
+  fn.handler_methods = &handler_methods;
+  fn.destroy = &destroy_handler;
+  static const Descriptor d(PluginKind::handler, name, description, options, no_metrics, fn);
+  return &d.plugin;
+}
+
+}  // namespace kiwi::abi
+
 // Declares a handler plugin. Use once, in one source file of the plugin:
 //   KIWI_HANDLER_PLUGIN(HistoryHandler, "history", "columnar sample history", kOptions)
-// CLASS must be constructible from (const kiwi::HandlerContext&).
-#define KIWI_HANDLER_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS)                                     \
-  namespace kiwi_plugin_detail {                                                                   \
-  const ::kiwi::PluginInfo info{::kiwi::PluginKind::handler, NAME, DESCRIPTION,                    \
-                                std::span<const ::kiwi::OptionSpec>(OPTIONS), ::kiwi::no_metrics}; \
-  std::unique_ptr<::kiwi::Handler> create(const ::kiwi::HandlerContext& ctx) {                     \
-    return std::make_unique<CLASS>(ctx);                                                           \
-  }                                                                                                \
-  }                                                                                                \
-  KIWI_DETAIL_EXPORT_COMMON(kiwi_plugin_detail::info)                                              \
-  BOOST_DLL_ALIAS(kiwi_plugin_detail::create, kiwi_create)
+// CLASS must be constructible from (const kiwi::HandlerContext&). It defines the plugin's one
+// exported symbol, kiwi_plugin_v1 (kiwi/plugin.h).
+#define KIWI_HANDLER_PLUGIN(CLASS, NAME, DESCRIPTION, OPTIONS)                                   \
+  extern "C" KIWI_PLUGIN_EXPORT const kiwi_plugin* kiwi_plugin_v1(void) {                        \
+    return ::kiwi::abi::handler_descriptor<CLASS>(NAME, DESCRIPTION,                             \
+                                                  std::span<const ::kiwi::OptionSpec>(OPTIONS)); \
+  }

@@ -1,0 +1,402 @@
+// Handlers across the C ABI, both sides in one process: the SDK's glue (kiwi/handler.hpp,
+// kiwi::abi) makes the descriptor a plugin would export, and the host's CHandler and CData
+// (c_handler.hpp) drive it through kiwi/plugin.h only.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <kiwi/handler.hpp>
+#include <mutex>
+#include <stdexcept>
+
+#include "c_handler.hpp"
+
+using namespace kiwi;
+using namespace kiwi::agent;
+
+namespace {
+
+struct Lines final : Logger {
+  void log(LogLevel, std::string_view m) override {
+    std::lock_guard lock(mutex);
+    lines.emplace_back(m);
+  }
+  std::mutex mutex;
+  std::vector<std::string> lines;
+};
+
+// A DataSource with what the test sets.
+class FakeData final : public DataSource {
+ public:
+  std::shared_ptr<const Snapshot> snapshot() const override {
+    std::lock_guard lock(mutex);
+    return snap;
+  }
+  HistoryResult history(const HistoryQuery& q) const override {
+    last_query = q;
+    if (store_error) throw StoreError("database disk image is malformed");
+    return result;
+  }
+  AgentStats stats() const override { return agent_stats; }
+  std::vector<std::string> series_names() const override { return names; }
+
+  void publish(std::shared_ptr<const Snapshot> s) {
+    std::lock_guard lock(mutex);
+    snap = std::move(s);
+  }
+
+  mutable std::mutex mutex;
+  std::shared_ptr<const Snapshot> snap = std::make_shared<Snapshot>();
+  HistoryResult result;
+  bool store_error = false;
+  mutable HistoryQuery last_query;
+  AgentStats agent_stats;
+  std::vector<std::string> names;
+};
+
+std::shared_ptr<const Snapshot> sample_snapshot(std::uint64_t sequence) {
+  auto s = std::make_shared<Snapshot>();
+  s->sequence = sequence;
+  s->timestamp = 1700000000.0 + static_cast<double>(sequence);
+  s->interval_seconds = 1;
+  s->stale_after_seconds = 3;
+  s->started_at = 1699999990.5;
+  s->host = "board";
+  s->agent_version = "0.2.0";
+  SensorReport cpu;
+  cpu.name = "cpu";
+  cpu.plugin = "cpu";
+  cpu.timestamp = s->timestamp;
+  cpu.duration_seconds = 0.0002;
+  cpu.metrics.push_back({"cpu_usage_ratio", {}, 0.25, "ratio", MetricKind::gauge});
+  cpu.metrics.push_back({"cpu_core_usage_ratio", {{"core", "0"}}, 0.5, "ratio", MetricKind::gauge});
+  cpu.metrics.push_back(
+      {"net_rx_bytes", {{"iface", "eth0"}, {"dir", "rx"}}, 1e9, "bytes", MetricKind::counter});
+  SensorReport thermal;
+  thermal.name = "thermal";
+  thermal.plugin = "thermal";
+  thermal.state = SensorState::error;
+  thermal.message = "no zones";
+  thermal.errors_total = 3;
+  thermal.invalid_metrics_total = 2;
+  s->sensors = {cpu, thermal};
+  return s;
+}
+
+// Answers with what it saw, as text; `?fail=1` throws, `?store=1` throws StoreError.
+class EchoHandler final : public Handler {
+ public:
+  explicit EchoHandler(const HandlerContext& ctx)
+      : route_(ctx.route_path),
+        greeting_(ctx.options.get_string("greeting")),
+        version_(ctx.agent_version),
+        body_(std::make_shared<const std::string>("the same bytes for everyone")) {
+    if (greeting_ == "refuse") throw std::invalid_argument("greeting must not be \"refuse\"");
+    ctx.log.info("created for " + route_);
+  }
+  Response handle(const Request& r) override {
+    if (r.param("fail")) throw std::runtime_error("it broke");
+    if (r.param("store")) throw StoreError("disk I/O error");
+    Response res;
+    if (r.param("shared")) {
+      res.body = body_;
+      return res;
+    }
+    std::string text = greeting_ + " " + std::string(r.method) + " " + std::string(r.path) +
+                       " raw=" + std::string(r.raw_query) +
+                       " x=" + std::string(r.param("x").value_or("-")) +
+                       " n=" + std::to_string(r.count("x")) +
+                       " h=" + std::string(r.header("x-test").value_or("-")) + " from " +
+                       std::string(r.remote_address) + " to " + std::string(r.local_address) + ":" +
+                       std::to_string(r.local_port) + " " + std::string(r.protocol) +
+                       " body=" + std::string(r.body) + " route=" + route_ + " v=" + version_;
+    res.status = 201;
+    res.content_type = "text/plain";
+    res.headers = {{"X-Echo", "yes"}, {"Cache-Control", "no-store"}};
+    res.body = std::make_shared<const std::string>(std::move(text));
+    return res;
+  }
+  std::string_view methods() const override { return "GET, HEAD, POST"; }
+
+  std::string route_, greeting_, version_;
+  Body body_;
+};
+
+constexpr OptionSpec kEchoOptions[] = {
+    {"greeting", OptionType::string, "\"hello\"", "what the answer starts with"}};
+
+const kiwi_plugin& echo_plugin() {
+  return *abi::handler_descriptor<EchoHandler>("echo", "echoes the request", kEchoOptions);
+}
+
+Options greeting(std::string g) {
+  OptionValue v;
+  v.key = "greeting";
+  v.type = OptionType::string;
+  v.string = std::move(g);
+  return Options({v});
+}
+
+// Reads the agent's data through the C ABI, as a plugin does.
+class DataReader final : public Handler {
+ public:
+  explicit DataReader(const HandlerContext& ctx) : data(ctx.data) { self = this; }
+  Response handle(const Request&) override { return {}; }
+  const DataSource& data;
+  static inline DataReader* self = nullptr;
+};
+
+struct Fixture {
+  Lines log;
+  FakeData data;
+  std::shared_ptr<int> code = std::make_shared<int>(0);
+  std::unique_ptr<CHandler> make(const Options& options) {
+    return std::make_unique<CHandler>(echo_plugin(), code, "/echo/*", options, log, data, "0.2.0");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("C ABI handler: request in, status, headers and body out") {
+  Fixture f;
+  const Options options = greeting("hi");
+  auto h = f.make(options);
+  CHECK(h->methods() == "GET, HEAD, POST");
+  REQUIRE(f.log.lines == std::vector<std::string>{"created for /echo/*"});
+
+  const Param query[] = {{"x", "1 2"}, {"x", "3"}, {"flag", ""}};
+  const Param headers[] = {{"Host", "localhost"}, {"X-Test", "yes"}};
+  Request r;
+  r.method = "POST";
+  r.path = "/echo/a b";
+  r.query = query;
+  r.headers = headers;
+  r.raw_query = "x=1%202&x=3&flag";
+  r.remote_address = "127.0.0.1";
+  r.local_address = "127.0.0.2";
+  r.local_port = 8080;
+  r.protocol = "HTTP/1.1";
+  r.body = "payload";
+  const Response res = h->handle(r);
+  CHECK(res.status == 201);
+  CHECK(res.content_type == "text/plain");
+  REQUIRE(res.headers.size() == 2);
+  CHECK(res.headers[0].name == "X-Echo");
+  CHECK(res.headers[0].value == "yes");
+  CHECK(res.headers[1].name == "Cache-Control");
+  REQUIRE(res.body);
+  CHECK(*res.body ==
+        "hi POST /echo/a b raw=x=1%202&x=3&flag x=1 2 n=2 h=yes from 127.0.0.1 to 127.0.0.2:8080 "
+        "HTTP/1.1 body=payload route=/echo/* v=0.2.0");
+}
+
+TEST_CASE(
+    "c abi handler: a body crosses without a copy and keeps the plugin's code until it goes") {
+  Fixture f;
+  const Options options = greeting("hello");
+  auto h = f.make(options);
+  const Param shared[] = {{"shared", ""}};
+  Request r;
+  r.method = "GET";
+  r.path = "/echo/x";
+  r.query = shared;
+  Response a = h->handle(r);
+  Response b = h->handle(r);
+  REQUIRE(a.body);
+  CHECK(*a.body == "the same bytes for everyone");
+  CHECK(a.content_type == "application/json");  // the SDK's default, sent as it is
+  // One Body in the plugin: the same bytes in place, so the server's compression cache hits.
+  CHECK(a.body.identity() == b.body.identity());
+
+  std::weak_ptr<int> code = f.code;
+  f.code.reset();
+  h.reset();  // the instance goes (destroy()); its bodies stay valid
+  CHECK(*a.body == "the same bytes for everyone");
+  CHECK_FALSE(code.expired());  // the bodies hold the code
+  a = Response();
+  CHECK_FALSE(code.expired());
+  b = Response();
+  CHECK(code.expired());  // released through the plugin, then the code let go
+}
+
+TEST_CASE("C ABI handler: failures are a 500 naming the reason, a store error a 503, a refusal") {
+  Fixture f;
+  const Options options = greeting("hello");
+  auto h = f.make(options);
+  const Param fail[] = {{"fail", "1"}};
+  const Param store[] = {{"store", "1"}};
+  Request r;
+  r.method = "GET";
+  r.path = "/echo/x";
+  r.query = fail;
+  Response res = h->handle(r);
+  CHECK(res.status == 500);
+  CHECK(*res.body == R"({"error":{"status":500,"message":"handler failed: it broke"}})");
+  r.query = store;
+  res = h->handle(r);
+  CHECK(res.status == 503);
+  CHECK(*res.body ==
+        R"({"error":{"status":503,"message":"history store unavailable: disk I/O error"}})");
+
+  const Options refuse = greeting("refuse");
+  CHECK_THROWS_WITH(f.make(refuse), "greeting must not be \"refuse\"");
+}
+
+TEST_CASE("C ABI data: snapshot, stats, history and series names cross the C ABI whole") {
+  Lines log;
+  FakeData fake;
+  fake.publish(sample_snapshot(7));
+  static constexpr MetricSpec kCpu[] = {
+      {"cpu_usage_ratio", "ratio", false, "", "share of time busy"},
+      {"cpu_context_switches", "count", true, "core", "switches from /proc/stat"}};
+  PluginStatus cpu{"cpu", PluginKind::sensor, "cpu", "/lib/kiwi-sensor-cpu.so", 1, 0, kCpu, {}};
+  PluginStatus route{"/api/x", PluginKind::handler, "x", "/lib/kiwi-handler-x.so", 1, 2, {}, {}};
+  fake.agent_stats.version = "0.2.0";
+  fake.agent_stats.started_at = 12.5;
+  fake.agent_stats.ticks = 40;
+  fake.agent_stats.missed_ticks = 1;
+  fake.agent_stats.store_failing_writes = 2;
+  fake.agent_stats.store_last_error = "disk full";
+  fake.agent_stats.snapshot_file = "/run/kiwi.json";
+  fake.agent_stats.plugins = {cpu, route};
+  fake.agent_stats.http_requests = {{"/api/x", 200, 5}, {"unmatched", 404, 1}};
+  fake.agent_stats.config.generation = 3;
+  fake.agent_stats.config.source = "/etc/kiwi.toml";
+  fake.agent_stats.config.reload_status = "failed";
+  fake.agent_stats.config.reload_message = "bad key";
+  fake.agent_stats.config.reloads_failed = 1;
+  fake.result.timestamps = {1, 2, 3};
+  fake.result.series = {
+      {"temp{zone=\"a\"}", "temp", {{"zone", "a"}}, "celsius", MetricKind::gauge, {20, NAN, 21}},
+      {"rx_total", "rx_total", {}, "bytes", MetricKind::counter, {1, 2, 3}}};
+  fake.names = {"temp{zone=\"a\"}", "rx_total"};
+
+  static constexpr OptionSpec kNone[] = {{"unused", OptionType::boolean, "false", "-"}};
+  const kiwi_plugin& plugin = *abi::handler_descriptor<DataReader>("reader", "reads", kNone);
+  OptionValue unused;
+  unused.key = "unused";
+  unused.type = OptionType::boolean;
+  const Options options({unused});
+  CHandler h(plugin, nullptr, "/r", options, log, fake, "0.2.0");
+  REQUIRE(DataReader::self);
+  const DataSource& data = DataReader::self->data;
+
+  SECTION("the snapshot, converted once per published snapshot") {
+    auto s = data.snapshot();
+    CHECK(s->sequence == 7);
+    CHECK(s->timestamp == 1700000007.0);
+    CHECK(s->stale_after_seconds == 3);
+    CHECK(s->started_at == 1699999990.5);
+    CHECK(s->host == "board");
+    CHECK(s->agent_version == "0.2.0");
+    REQUIRE(s->sensors.size() == 2);
+    const SensorReport& c = s->sensors[0];
+    CHECK(c.name == "cpu");
+    CHECK(c.duration_seconds == 0.0002);
+    REQUIRE(c.metrics.size() == 3);
+    CHECK(c.metrics[1].name == "cpu_core_usage_ratio");
+    CHECK(c.metrics[1].labels == std::vector<std::pair<std::string, std::string>>{{"core", "0"}});
+    CHECK(c.metrics[2].labels.size() == 2);
+    CHECK(c.metrics[2].labels[1].second == "rx");
+    CHECK(c.metrics[2].unit == "bytes");
+    CHECK(c.metrics[2].kind == MetricKind::counter);
+    CHECK(c.metrics[2].value == 1e9);
+    const SensorReport& t = s->sensors[1];
+    CHECK(t.state == SensorState::error);
+    CHECK(t.message == "no zones");
+    CHECK(t.errors_total == 3);
+    CHECK(t.invalid_metrics_total == 2);
+    CHECK(t.metrics.empty());
+
+    CHECK(data.snapshot() == s);  // the same tick: the same copy
+    fake.publish(sample_snapshot(8));
+    auto next = data.snapshot();
+    CHECK(next != s);
+    CHECK(next->sequence == 8);
+  }
+
+  SECTION("the host builds one C view per published snapshot, shared by every handler") {
+    auto shared = CData::of(fake);
+    const kiwi_data* c = shared->c();
+    void* t1 = nullptr;
+    void* t2 = nullptr;
+    const kiwi_snapshot* a = c->snapshot(c->ctx, &t1);
+    const kiwi_snapshot* b = c->snapshot(c->ctx, &t2);
+    CHECK(a == b);
+    CHECK(a->sensor_report_size == sizeof(kiwi_sensor_report));
+    fake.publish(sample_snapshot(9));
+    void* t3 = nullptr;
+    const kiwi_snapshot* d = c->snapshot(c->ctx, &t3);
+    CHECK(d->sequence == 9);
+    CHECK(a->sequence == 7);  // still valid: its ticket holds it
+    c->release(c->ctx, t1);
+    c->release(c->ctx, t2);
+    c->release(c->ctx, t3);
+  }
+
+  SECTION("stats, with each plugin's metric table kept by the copy") {
+    AgentStats s = data.stats();
+    CHECK(s.version == "0.2.0");
+    CHECK(s.started_at == 12.5);
+    CHECK(s.ticks == 40);
+    CHECK(s.missed_ticks == 1);
+    CHECK(s.store_failing_writes == 2);
+    CHECK(s.store_last_error == "disk full");
+    CHECK(s.snapshot_file == "/run/kiwi.json");
+    REQUIRE(s.plugins.size() == 2);
+    CHECK(s.plugins[0].kind == PluginKind::sensor);
+    CHECK(s.plugins[0].file == "/lib/kiwi-sensor-cpu.so");
+    CHECK(s.plugins[1].kind == PluginKind::handler);
+    CHECK(s.plugins[1].name == "/api/x");
+    CHECK(s.plugins[1].abi_major == 1);
+    CHECK(s.plugins[1].abi_minor == 2);
+    CHECK(s.plugins[1].metrics.empty());
+    fake.agent_stats = {};  // nothing of the agent's is left to point into
+    AgentStats copy = s;
+    s = {};
+    REQUIRE(copy.plugins[0].metrics.size() == 2);
+    CHECK(copy.plugins[0].metrics[1].name == "cpu_context_switches");
+    CHECK(copy.plugins[0].metrics[1].unit == "count");
+    CHECK(copy.plugins[0].metrics[1].counter);
+    CHECK(copy.plugins[0].metrics[1].labels == "core");
+    CHECK(copy.plugins[0].metrics[1].help == "switches from /proc/stat");
+    REQUIRE(copy.http_requests.size() == 2);
+    CHECK(copy.http_requests[1].route == "unmatched");
+    CHECK(copy.http_requests[1].status == 404);
+    CHECK(copy.config.generation == 3);
+    CHECK(copy.config.source == "/etc/kiwi.toml");
+    CHECK(copy.config.reload_status == "failed");
+    CHECK(copy.config.reload_message == "bad key");
+    CHECK(copy.config.reloads_failed == 1);
+  }
+
+  SECTION("history: the query goes in whole, the result comes back whole") {
+    HistoryQuery q;
+    q.limit = 60;
+    q.since = 100.5;
+    q.patterns = {"temp*", "rx_total"};
+    q.step = 10;
+    q.aggregate = Aggregate::max;
+    HistoryResult r = data.history(q);
+    CHECK(fake.last_query.limit == 60);
+    CHECK(fake.last_query.since == 100.5);
+    CHECK_FALSE(fake.last_query.until);
+    CHECK(fake.last_query.patterns == std::vector<std::string>{"temp*", "rx_total"});
+    CHECK(fake.last_query.step == 10);
+    CHECK(fake.last_query.aggregate == Aggregate::max);
+    CHECK(r.timestamps == std::vector<double>{1, 2, 3});
+    REQUIRE(r.series.size() == 2);
+    CHECK(r.series[0].key == "temp{zone=\"a\"}");
+    CHECK(r.series[0].labels[0].second == "a");
+    CHECK(r.series[0].unit == "celsius");
+    CHECK(std::isnan(r.series[0].values[1]));
+    CHECK(r.series[1].kind == MetricKind::counter);
+    CHECK(r.series[1].values == std::vector<double>{1, 2, 3});
+
+    fake.store_error = true;
+    CHECK_THROWS_MATCHES(data.history(q), StoreError,
+                         Catch::Matchers::Message("database disk image is malformed"));
+  }
+
+  SECTION("series names") {
+    CHECK(data.series_names() == fake.names);
+  }
+}
