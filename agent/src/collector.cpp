@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
-#include <kiwi/gzip.hpp>
 #include <optional>
 #include <stdexcept>
 
@@ -621,10 +620,10 @@ void Collector::tick(std::int64_t tick_index) {
     }
     s.published_at = static_cast<std::ptrdiff_t>(i);
   }
-  render_body(*snap);
   if (settings_.snapshot_file) {
     try {
-      settings_.snapshot_file->write(*snap->json->body());
+      // Rendered here only for the file: /api/current is rendered by its handler, on request.
+      settings_.snapshot_file->write(render_snapshot_json(*snap));
       if (stats_.snapshot_file_failing.exchange(0) != 0)
         log_.info("snapshot file " + settings_.snapshot_file->path() + ": writing again");
     } catch (const std::exception& e) {

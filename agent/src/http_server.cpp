@@ -50,7 +50,8 @@ struct HttpWorker {
 struct HttpDaemon {
   const std::atomic<std::shared_ptr<const HttpServer::Published>>* published = nullptr;
   Logger* log = nullptr;
-  HttpSettings settings;  // cors_origins unused: requests read them from `published`
+  GzipCache* gzip = nullptr;  // the server's, shared by every set of workers
+  HttpSettings settings;      // cors_origins unused: requests read them from `published`
   std::vector<std::unique_ptr<HttpWorker>> workers;
   std::atomic<bool> draining{false};  // replaced: answer with "Connection: close"
   std::atomic<int> in_flight{0};      // requests between their first and completion callbacks
@@ -361,10 +362,43 @@ void free_body(void* cls) {
   delete static_cast<KeptBody*>(cls);
 }
 
+// Whether `r` has a header named `name` (ASCII case-insensitive).
+bool has_header(const Response& r, std::string_view name) {
+  for (const auto& h : r.headers)
+    if (h.name.size() == name.size() &&
+        std::equal(name.begin(), name.end(), h.name.begin(),
+                   [](char a, char b) { return (a | 0x20) == (b | 0x20); }))
+      return true;
+  return false;
+}
+
+// Whether the server chooses the encoding of `r` (gzip or identity by Accept-Encoding): a textual
+// type, not encoded by the handler itself (a CGI program may send its own Content-Encoding).
+bool negotiates_encoding(const Response& r) {
+  return compressible_type(r.content_type) && !has_header(r, "Content-Encoding");
+}
+
+// Whether `r` goes out gzip-compressed to a client that accepts gzip (unless it does not shrink).
+bool gzip_candidate(const Response& r) {
+  return r.body && r.body->size() >= kGzipMinBytes && negotiates_encoding(r);
+}
+
+// The gzip of r.body, or null (incompressible, or zlib failed: sent plain then). A response with an
+// ETag is a version served again: its gzip is made once and kept by body identity; any other is
+// compressed for this request only, at the fastest level.
+Body gzip_of(const Response& r, GzipCache& cache, const std::shared_ptr<LoadedLibrary>* code) {
+  try {
+    if (has_header(r, "ETag")) return cache.get(r.body, code ? *code : nullptr);
+    auto gz = std::make_shared<const std::string>(gzip(*r.body, kGzipPerRequestLevel));
+    if (gz->size() < r.body->size()) return gz;
+  } catch (const std::exception&) {
+  }
+  return nullptr;
+}
+
 MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip, bool close,
                              const std::shared_ptr<LoadedLibrary>* code) {
-  static const std::string empty;
-  const std::string_view data = chosen ? *chosen : std::string_view(empty);
+  const std::string_view data = chosen ? *chosen : std::string_view();
   // Zero-copy: MHD reads the shared body in place; the callback drops our reference when done.
   auto* keep = new KeptBody{code ? *code : nullptr, chosen};
   MHD_Response* res = MHD_create_response_from_buffer_with_free_callback_cls(
@@ -374,10 +408,10 @@ MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip, b
     return nullptr;
   }
   if (!r.content_type.empty()) MHD_add_response_header(res, "Content-Type", r.content_type.c_str());
-  if (r.body_gzip) {
-    MHD_add_response_header(res, "Vary", "Accept-Encoding");
-    if (gzip) MHD_add_response_header(res, "Content-Encoding", "gzip");
-  }
+  // On the identity response too (and on small bodies of such a type, which may grow past the
+  // threshold in a later version), so that a shared cache keeps the two apart.
+  if (negotiates_encoding(r)) MHD_add_response_header(res, "Vary", "Accept-Encoding");
+  if (gzip) MHD_add_response_header(res, "Content-Encoding", "gzip");
   for (auto& h : r.headers) MHD_add_response_header(res, h.name.c_str(), h.value.c_str());
   // MHD then closes the connection once the response is sent.
   if (close) MHD_add_response_header(res, "Connection", "close");
@@ -385,27 +419,28 @@ MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip, b
 }
 
 // The MHD response a worker made last, reused while its answers stay the same: the same body
-// object (the cached page, snapshot, history window or /metrics text of the current second), type
-// and headers. MHD counts the references to a response, so one object may be queued on many
-// connections at once (the ceiling server serves every request so). Building one costs some 15
-// allocations (the response, each header's name and value); reusing it costs a few comparisons.
-// The cached response keeps its body alive, so a body's address cannot be reused while cached; it
-// keeps the body's plugin code loaded too (KeptBody), so the cache stays valid across routers. A
-// worker belongs to one daemon, whose responses carry "Connection: close" once it is replaced:
-// that is part of the match.
+// (by identity: the cached page, snapshot, history window or /metrics text of the current
+// second), the same choice of gzip, type and headers. MHD counts the references to a response,
+// so one object may be queued on many connections at once (the ceiling server serves every
+// request so). Building one costs some 15 allocations (the response, each header's name and
+// value) and a look into the gzip cache (a lock shared by the workers); reusing it costs a few
+// comparisons. It keeps the handler's body alive, so that body's address cannot be reused while
+// cached, and the body's plugin code loaded (`code`, released after `source`), so the cache stays
+// valid across routers. A worker belongs to one daemon, whose responses carry
+// "Connection: close" once it is replaced: that is part of the match.
 struct LastResponse {
   MHD_Response* response = nullptr;
-  const void* body = nullptr;  // Body::identity() and size: the same bytes while it is kept
-  std::size_t body_size = 0;
-  bool has_gzip = false;
-  bool gzip = false;
+  std::shared_ptr<LoadedLibrary> code;
+  Body source;  // the handler's body, which `response` sends as it is or compressed
+  bool gzip_wanted = false;
   bool close = false;
   std::string content_type;
   std::vector<Header> headers;
 
-  bool matches(const Body& b, const Response& r, bool gz, bool cl) const {
-    if (!response || b.identity() != body || b->size() != body_size || (r.body_gzip != nullptr) != has_gzip || gz != gzip ||
-        cl != close || r.content_type != content_type || r.headers.size() != headers.size())
+  bool matches(const Response& r, bool gz, bool cl) const {
+    if (!response || r.body.identity() != source.identity() || r.body->size() != source->size() ||
+        gz != gzip_wanted || cl != close || r.content_type != content_type ||
+        r.headers.size() != headers.size())
       return false;
     for (std::size_t i = 0; i < headers.size(); ++i)
       if (r.headers[i].name != headers[i].name || r.headers[i].value != headers[i].value)
@@ -419,19 +454,19 @@ struct LastResponse {
 
 // The response for `r`, owned by the calling worker's cache: queue it, do not destroy it. `code`:
 // the library of the handler that made `r` (null for the server's own answers).
-MHD_Response* make_response(const Response& r, bool gzip, bool close,
+MHD_Response* make_response(const Response& r, bool accepts_gzip, bool close, GzipCache& cache,
                             const std::shared_ptr<LoadedLibrary>* code) {
   thread_local LastResponse last;
-  const Body& chosen = gzip && r.body_gzip ? r.body_gzip : r.body;
-  if (last.matches(chosen, r, gzip, close)) return last.response;
-  MHD_Response* res = build_response(chosen, r, gzip, close, code);
+  const bool gzip_wanted = accepts_gzip && gzip_candidate(r);
+  if (last.matches(r, gzip_wanted, close)) return last.response;
+  Body gz = gzip_wanted ? gzip_of(r, cache, code) : nullptr;
+  MHD_Response* res = build_response(gz ? gz : r.body, r, gz != nullptr, close, code);
   if (!res) return nullptr;
   if (last.response) MHD_destroy_response(last.response);  // freed once no connection uses it
   last.response = res;
-  last.body = chosen.identity();
-  last.body_size = chosen->size();
-  last.has_gzip = r.body_gzip != nullptr;
-  last.gzip = gzip;
+  last.source = r.body;  // before `code`: the old body goes while its code is still loaded
+  last.code = code ? *code : nullptr;
+  last.gzip_wanted = gzip_wanted;
   last.close = close;
   last.content_type = r.content_type;
   last.headers = r.headers;
@@ -512,11 +547,10 @@ void not_modified_if_matching(const Request& req, Response& res) {
   if (!inm) return;
   for (auto& h : res.headers)
     if (h.name == "ETag" && etag_matches(*inm, h.value)) {
+      if (negotiates_encoding(res)) res.headers.push_back({"Vary", "Accept-Encoding"});  // as 200
       res.status = 304;
       res.content_type.clear();
       res.body.reset();
-      if (res.body_gzip) res.headers.push_back({"Vary", "Accept-Encoding"});  // as the 200 has
-      res.body_gzip.reset();
       return;
     }
 }
@@ -620,8 +654,9 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
 
   const std::shared_ptr<LoadedLibrary>* code =
       route >= 0 ? &router.routes()[static_cast<std::size_t>(route)].handler->library : nullptr;
-  MHD_Response* response = make_response(res, req.accepts_gzip(),
-                                         daemon->draining.load(std::memory_order_relaxed), code);
+  MHD_Response* response =
+      make_response(res, req.accepts_gzip(), daemon->draining.load(std::memory_order_relaxed),
+                    *daemon->gzip, code);
   if (!response) return MHD_NO;
   return MHD_queue_response(c, static_cast<unsigned>(res.status), response);
 }
@@ -794,6 +829,7 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
   auto d = std::make_unique<HttpDaemon>();
   d->published = &published_;
   d->log = &log_;
+  d->gzip = &gzip_cache_;
   d->settings = s;
   // No listening socket: the Acceptor hands connections over. MHD_USE_ITC wakes the worker a
   // connection is added to (MHD would add it for MHD_USE_NO_LISTEN_SOCKET anyway).

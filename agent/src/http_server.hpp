@@ -3,7 +3,8 @@
 // connection to a worker of the current set, so a reload can move accepting between sets without
 // MHD's quiesce, and max_connections is kept by the acceptor. Everything MHD-specific lives here;
 // requests reach handlers through the Router as plain kiwi::Request values. The server also owns
-// what is the same for every route: gzip negotiation, CORS, request limits and counters.
+// what is the same for every route: compression (gzip.hpp; kiwi::Response says when), CORS,
+// request limits and counters.
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "config.hpp"
+#include "gzip.hpp"
 #include "router.hpp"
 
 struct MHD_Daemon;
@@ -86,6 +88,9 @@ class HttpServer {
   std::shared_ptr<const Router> router() const;
   // Request counts of the current routes and "unmatched", carried over across reloads by path.
   std::vector<HttpRequestCount> request_counts() const;
+  // The gzip of bodies with an ETag, shared by every worker (and kept across reloads: a body of a
+  // handler that a reload kept is still served). Thread-safe.
+  const GzipCache& gzip_cache() const { return gzip_cache_; }
 
   // What a request reads, swapped whole on reconfigure().
   struct Published {
@@ -101,6 +106,7 @@ class HttpServer {
   HttpSettings settings_;
   Logger& log_;
   std::atomic<std::shared_ptr<const Published>> published_;
+  GzipCache gzip_cache_;  // before the daemons: outlives their workers
   std::unique_ptr<detail::HttpDaemon> daemon_;
   std::unique_ptr<detail::Acceptor> acceptor_;  // feeds daemon_; null when not serving
   std::vector<std::unique_ptr<detail::HttpDaemon>> retiring_;  // draining, each with its thread

@@ -1,5 +1,5 @@
-// The latest sample: rendered to JSON once per tick, published for the HTTP workers, and written
-// atomically to a file for scripts.
+// The latest sample: published for the HTTP workers (the current handler renders /api/current
+// from it), and written atomically to a file for scripts (kiwi/json.hpp render_snapshot_json).
 #pragma once
 
 #include <atomic>
@@ -8,13 +8,6 @@
 #include <stdexcept>
 
 namespace kiwi::agent {
-
-// The /api/current body (the shape scripts rely on: extend it, don't reshape it), with
-// "stale":false: the current handler rewrites that one top-level member when the sample is old.
-std::string render_snapshot_json(const Snapshot& s);
-
-// Fills s.json from the rest of `s` (gzip waits for the first client that asks).
-void render_body(Snapshot& s);
 
 // Writes `path` so that a reader sees the old or the new content, never a mix: a temporary file
 // in the same directory, then rename(). Throws std::system_error naming the path.

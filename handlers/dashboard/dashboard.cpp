@@ -1,9 +1,7 @@
-// The dashboard: www/ and the charting library (uPlot) embedded gzip-compressed at build time and
-// served from memory with ETags. Browsers get the gzip bytes as they are; the plain text of a file
-// is inflated the first time a client that does not accept gzip asks for it, and kept. The
-// handler's options are written into index.html (data attributes on <body>) at construction, so
-// the page needs no extra request.
-#include <kiwi/gzip.hpp>
+// The dashboard: www/ and the charting library (uPlot) embedded at build time and served from
+// memory, plain, with ETags (the server gzips each file once for clients that accept it, and keeps
+// the gzip). The handler's options are written into index.html (data attributes on <body>) at
+// construction, so the page needs no extra request.
 #include <kiwi/handler.hpp>
 
 #include <charconv>
@@ -11,7 +9,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <stdexcept>
 
 #include "kiwi_embedded.hpp"
@@ -50,7 +47,7 @@ std::string_view content_type(std::string_view path) {
 }
 
 // FNV-1a: a content hash for the ETag, computed once at start. Weak (W/), because the same tag
-// stands for the plain and the gzip bytes of one file.
+// stands for the plain and the gzip bytes of one file (the server's choice per client).
 std::string etag_of(std::string_view data) {
   std::uint64_t h = 1469598103934665603ull;
   for (unsigned char c : data) h = (h ^ c) * 1099511628211ull;
@@ -122,17 +119,12 @@ class DashboardHandler final : public kiwi::Handler {
       std::string path = "/" + std::string(f.path);
       File& file = files_.try_emplace(path).first->second;
       file.type = content_type(path);
-      if (path == "/index.html") {
-        // Rendered with this handler's options, and kept both ways: it is what plain clients
-        // (scripts, curl) ask for most.
-        auto page =
-            std::make_shared<const std::string>(render_index(kiwi::gunzip(f.data), page_values));
-        file.gzip = std::make_shared<const std::string>(kiwi::gzip(*page, Z_BEST_COMPRESSION));
-        std::call_once(file.once, [&] { file.plain = std::move(page); });
-      } else {
-        file.gzip = std::make_shared<const std::string>(f.data);
-      }
-      file.etag = etag_of(*file.gzip);
+      if (path == "/index.html")  // rendered with this handler's options
+        file.body =
+            std::make_shared<const std::string>(render_index(std::string(f.data), page_values));
+      else  // the embedded bytes themselves (read-only data of this plugin: no copy)
+        file.body = kiwi::Body(nullptr, f.data);
+      file.etag = etag_of(*file.body);
     };
     for (std::size_t i = 0; i < kiwi_www_count; ++i) add(kiwi_www[i]);
     for (std::size_t i = 0; i < kiwi_vendor_count; ++i) add(kiwi_vendor[i]);
@@ -147,24 +139,15 @@ class DashboardHandler final : public kiwi::Handler {
     kiwi::Response res;
     res.content_type = f.type;
     res.headers = {{"ETag", f.etag}, {"Cache-Control", "no-cache"}};
-    res.body_gzip = f.gzip;  // always set, so the server sends Vary: Accept-Encoding
-    if (!req.accepts_gzip()) res.body = f.plain_body();
+    res.body = f.body;
     return res;
   }
 
  private:
   struct File {
-    kiwi::Body gzip;  // the embedded gzip stream
+    kiwi::Body body;
     std::string type;
-    std::string etag;  // of the gzip bytes: they change exactly when the file does
-    mutable std::once_flag once;
-    mutable kiwi::Body plain;  // inflated on first use (index.html: rendered at start)
-
-    const kiwi::Body& plain_body() const {
-      std::call_once(once,
-                     [this] { plain = std::make_shared<const std::string>(kiwi::gunzip(*gzip)); });
-      return plain;
-    }
+    std::string etag;  // of the bytes: they change exactly when the file does
   };
   std::map<std::string, File, std::less<>> files_;
 };

@@ -1,9 +1,8 @@
 // /api/history: samples as columnar JSON, read through the agent's read-only store connections.
-// A response is rendered once per query and sample (and gzipped on the first request that asks):
+// A response is rendered once per query and sample (the server gzips it once, by body identity):
 // repeated requests for a window that cannot change until the next sample are served from a small
 // cache, found by the request's own query string before anything is parsed.
 #include <chrono>
-#include <kiwi/gzip.hpp>
 #include <kiwi/handler.hpp>
 #include <list>
 #include <mutex>
@@ -19,7 +18,7 @@ struct Rendered {
       : etag(std::move(etag)), closed(closed), body(std::move(body)) {}
   std::string etag;
   bool closed;  // the window ends before the latest sample: no later sample changes it
-  kiwi::LazyGzip body;
+  kiwi::Body body;
 };
 
 // A cache slot: one rendering under one key. A rendering has two keys: the request's query string
@@ -82,7 +81,7 @@ class HistoryHandler final : public kiwi::Handler {
     }
     kiwi::Response res;
     res.headers = {{"ETag", r->etag}, {"Cache-Control", r->closed ? "max-age=3600" : "no-cache"}};
-    r->body.serve(res, req);
+    res.body = r->body;
     return res;
   }
 

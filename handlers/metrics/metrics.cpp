@@ -1,6 +1,5 @@
-// /metrics: Prometheus text exposition, rendered at most once per sample and gzipped at most once
-// (on the first scrape that asks: Prometheus does).
-#include <kiwi/gzip.hpp>
+// /metrics: Prometheus text exposition, rendered at most once per sample and served as that one
+// body until the next (the server gzips it once, by the body's identity: Prometheus asks for gzip).
 #include <kiwi/handler.hpp>
 #include <mutex>
 
@@ -12,21 +11,22 @@ class MetricsHandler final : public kiwi::Handler {
  public:
   explicit MetricsHandler(const kiwi::HandlerContext& ctx) : data_(ctx.data) {}
 
-  kiwi::Response handle(const kiwi::Request& req) override {
+  kiwi::Response handle(const kiwi::Request&) override {
     auto snap = data_.snapshot();
     kiwi::Response res;
     res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    res.headers = {{"Cache-Control", "no-cache"}};
-    std::unique_lock lock(mutex_);
+    // The ETag names the sample: it marks the body as a version served again (so its gzip is
+    // kept) and answers a conditional scrape. Weak: a handler made by a reload renders the same
+    // sample with its own request counters.
+    res.headers = {{"ETag", "W/\"m" + std::to_string(snap->sequence) + "\""},
+                   {"Cache-Control", "no-cache"}};
+    std::lock_guard lock(mutex_);
     if (!body_ || sequence_ != snap->sequence) {
       // Counters (HTTP requests, errors) are as of the first scrape after each sample.
-      body_ = std::make_shared<const kiwi::LazyGzip>(
-          std::make_shared<const std::string>(kiwi_metrics::render(*snap, data_.stats())));
+      body_ = std::make_shared<const std::string>(kiwi_metrics::render(*snap, data_.stats()));
       sequence_ = snap->sequence;
     }
-    auto body = body_;
-    lock.unlock();  // gzip, if asked for, outside the lock
-    body->serve(res, req);
+    res.body = body_;
     return res;
   }
 
@@ -34,7 +34,7 @@ class MetricsHandler final : public kiwi::Handler {
   const kiwi::DataSource& data_;
   std::mutex mutex_;
   std::uint64_t sequence_ = 0;
-  std::shared_ptr<const kiwi::LazyGzip> body_;
+  kiwi::Body body_;
 };
 
 }  // namespace

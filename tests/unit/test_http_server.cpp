@@ -12,11 +12,13 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "gzip.hpp"
 #include "http_server.hpp"
 #include "router.hpp"
 
@@ -116,7 +118,12 @@ class Conn {
 
   Reply get(const std::string& path,
             const std::vector<std::pair<std::string, std::string>>& h = {}) {
-    std::string req = "GET " + path + " HTTP/1.1\r\nHost: test\r\n";
+    return request("GET", path, h);
+  }
+  // A HEAD response has the GET's Content-Length and no body.
+  Reply request(const std::string& method, const std::string& path,
+                const std::vector<std::pair<std::string, std::string>>& h = {}) {
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: test\r\n";
     for (auto& [k, v] : h) req += k + ": " + v + "\r\n";
     req += "\r\n";
     for (std::string_view rest = req; !rest.empty();) {
@@ -141,8 +148,9 @@ class Conn {
       for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       r.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
     }
-    const std::size_t length =
-        r.headers.count("content-length") ? std::stoul(r.headers["content-length"]) : 0;
+    const std::size_t length = r.headers.count("content-length") && method != "HEAD"
+                                   ? std::stoul(r.headers["content-length"])
+                                   : 0;
     while (buf_.size() < length) fill();
     r.body = buf_.substr(0, length);
     buf_.erase(0, length);
@@ -282,7 +290,7 @@ TEST_CASE("http: reconfigure swaps the CORS origins") {
   server.reconfigure(settings, router);
   auto r = get(port, "/a", {{"Origin", "http://two.test"}});
   CHECK(r.header("access-control-allow-origin") == "");
-  CHECK(r.header("vary") == "");
+  CHECK(r.header("vary") == "Accept-Encoding");  // the server's compression, no Origin: CORS off
 }
 
 // Client threads asking GET /a in a loop until stop(), half of them with a new connection per
@@ -725,5 +733,145 @@ TEST_CASE("http: a handler sees the raw query, the protocol and the local addres
     CHECK_THAT(out, Catch::StartsWith("HTTP/1.1 200"));
     CHECK_THAT(out, Catch::Contains("raw_query=v=%00\n"));
   }
+  server.stop();
+}
+
+// --- Compression: the server's, by body identity ------------------------------------------------
+
+namespace {
+
+// Answers the same Response every time: the same Body object, so the same identity.
+class FixedHandler final : public Handler {
+ public:
+  explicit FixedHandler(Response r) : response_(std::move(r)) {}
+  Response handle(const Request&) override { return response_; }
+
+ private:
+  Response response_;
+};
+
+Route fixed_route(const std::string& path, Response r) {
+  auto instance = std::make_shared<PluginInstance<Handler>>();
+  instance->object = std::make_unique<FixedHandler>(std::move(r));
+  return {path, std::move(instance)};
+}
+
+std::string json_text(std::size_t bytes) {
+  std::string text = "[";
+  for (int i = 0; text.size() < bytes; ++i) text += std::to_string(1700000000 + i) + ",";
+  text.resize(bytes - 1);
+  return text + "]";
+}
+
+Response json_response(std::string text, std::optional<std::string> etag) {
+  Response r;
+  r.body = std::make_shared<const std::string>(std::move(text));
+  if (etag) r.headers = {{"ETag", *etag}};
+  return r;
+}
+
+const std::vector<std::pair<std::string, std::string>> kGzip = {{"Accept-Encoding", "gzip"}};
+
+}  // namespace
+
+TEST_CASE("http: a body with an ETag is gzipped once for every worker and connection") {
+  TestLogger log;
+  const std::string text = json_text(64 * 1024);
+  HttpServer server(loopback(4), make_router({fixed_route("/v", json_response(text, "\"1\""))}),
+                    log);
+  server.start();
+  const auto port = server.port();
+  std::atomic<int> good{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i)
+    clients.emplace_back([&] {
+      Conn c("127.0.0.1", port);
+      for (int j = 0; j < 10; ++j) {
+        auto r = c.get("/v", kGzip);
+        good += r.status == 200 && r.header("content-encoding") == "gzip" &&
+                r.header("vary") == "Accept-Encoding" && kiwi::agent::gunzip(r.body) == text;
+      }
+    });
+  for (auto& t : clients) t.join();
+  CHECK(good.load() == 80);
+  CHECK(server.gzip_cache().stats().compressions == 1);
+  CHECK(server.gzip_cache().stats().entries == 1);
+
+  // The identity response says it varies too, so a shared cache keeps the two apart.
+  auto plain = get(port, "/v");
+  CHECK(plain.body == text);
+  CHECK(plain.header("content-encoding").empty());
+  CHECK(plain.header("vary") == "Accept-Encoding");
+  // q=0 refuses gzip.
+  CHECK(get(port, "/v", {{"Accept-Encoding", "gzip;q=0"}}).body == text);
+  server.stop();
+}
+
+TEST_CASE("http: a body without an ETag is gzipped per request and not kept") {
+  TestLogger log;
+  const std::string text = json_text(4096);
+  HttpServer server(loopback(1),
+                    make_router({fixed_route("/v", json_response(text, std::nullopt))}), log);
+  server.start();
+  auto r = get(server.port(), "/v", kGzip);
+  CHECK(r.header("content-encoding") == "gzip");
+  CHECK(r.header("vary") == "Accept-Encoding");
+  CHECK(kiwi::agent::gunzip(r.body) == text);
+  CHECK(server.gzip_cache().stats().entries == 0);
+  CHECK(server.gzip_cache().stats().compressions == 0);
+  server.stop();
+}
+
+TEST_CASE("http: small bodies and compressed types go out as they are") {
+  TestLogger log;
+  Response png = json_response(std::string(4096, 'x'), "\"p\"");
+  png.content_type = "image/png";
+  Response own = json_response(std::string(4096, 'y'), std::nullopt);
+  own.headers = {{"Content-Encoding", "identity"}};  // the handler chose (a CGI program may)
+  HttpServer server(loopback(1),
+                    make_router({fixed_route("/small", json_response(json_text(1023), "\"s\"")),
+                                 fixed_route("/png", png), fixed_route("/own", own)}),
+                    log);
+  server.start();
+  const auto port = server.port();
+  auto small = get(port, "/small", kGzip);
+  CHECK(small.body == json_text(1023));
+  CHECK(small.header("content-encoding").empty());
+  CHECK(small.header("vary") == "Accept-Encoding");  // a later version may be larger
+  auto image = get(port, "/png", kGzip);
+  CHECK(image.body.size() == 4096);
+  CHECK(image.header("content-encoding").empty());
+  CHECK(image.header("vary").empty());
+  auto mine = get(port, "/own", kGzip);
+  CHECK(mine.body.size() == 4096);
+  CHECK(mine.header("content-encoding") == "identity");
+  CHECK(mine.header("vary").empty());
+  CHECK(server.gzip_cache().stats().compressions == 0);
+  server.stop();
+}
+
+TEST_CASE("http: HEAD has the GET's encoding and length, and a 304 keeps Vary") {
+  TestLogger log;
+  const std::string text = json_text(8192);
+  HttpServer server(loopback(1), make_router({fixed_route("/v", json_response(text, "\"7\""))}),
+                    log);
+  server.start();
+  Conn c("127.0.0.1", server.port());
+  auto zipped = c.get("/v", kGzip);
+  auto head = c.request("HEAD", "/v", kGzip);
+  CHECK(head.status == 200);
+  CHECK(head.header("content-encoding") == "gzip");
+  CHECK(head.header("content-length") == std::to_string(zipped.body.size()));
+  CHECK(head.header("vary") == "Accept-Encoding");
+  auto plain_head = c.request("HEAD", "/v");
+  CHECK(plain_head.header("content-encoding").empty());
+  CHECK(plain_head.header("content-length") == std::to_string(text.size()));
+  auto not_modified = c.get("/v", {{"Accept-Encoding", "gzip"}, {"If-None-Match", "\"7\""}});
+  CHECK(not_modified.status == 304);
+  CHECK(not_modified.header("vary") == "Accept-Encoding");
+  CHECK(not_modified.header("etag") == "\"7\"");
+  CHECK(not_modified.header("content-encoding").empty());
+  // Still one compression: HEAD and GET share it.
+  CHECK(server.gzip_cache().stats().compressions == 1);
   server.stop();
 }

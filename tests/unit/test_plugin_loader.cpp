@@ -14,7 +14,7 @@
 #include <map>
 #include <sstream>
 
-#include <kiwi/gzip.hpp>
+#include <kiwi/json.hpp>
 
 #include "collector.hpp"
 #include "emulator.hpp"
@@ -279,7 +279,7 @@ TEST_CASE("collector: a sensor that throws is reported as error, the others go o
     CHECK(snap->sensors[0].metrics.empty());  // the half-written reading is dropped
     CHECK(snap->sensors[1].state == kiwi::SensorState::ok);
     CHECK_FALSE(snap->sensors[1].metrics.empty());
-    CHECK_THAT(std::string(*snap->json->body()),
+    CHECK_THAT(kiwi::render_snapshot_json(*snap),
                Catch::Contains("\"throws\":{\"plugin\":\"throws\",\"status\":\"error\","
                                "\"message\":\"read /sys/bus/i2c/devices/1-0048/temp: "
                                "Input/output error\""));

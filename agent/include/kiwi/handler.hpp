@@ -67,8 +67,8 @@ struct Request {
     return std::nullopt;
   }
   // Whether Accept-Encoding allows gzip: "gzip" (any case) as a coding, not refused with a
-  // q-value of 0 (RFC 9110 section 12.5.3). The server only sends Response::body_gzip when it
-  // does, so a handler can skip making one otherwise (kiwi/gzip.hpp LazyGzip does).
+  // q-value of 0 (RFC 9110 section 12.5.3). The server compresses for such clients; handlers
+  // need not look.
   bool accepts_gzip() const;
 };
 
@@ -145,7 +145,8 @@ struct Header {
 // A shared immutable response body: bytes and what keeps them alive. A body built once (per
 // snapshot, say) is served to every client without a copy, also across the C ABI (kiwi_body), and
 // the server compresses it once, keyed by its identity (the address of its bytes: the same
-// address means the same bytes while any copy of the Body lives).
+// address means the same bytes while any copy of the Body lives). So return the same Body for
+// the same bytes, and never change bytes a Body points to.
 //   res.body = std::make_shared<const std::string>(text);   // the usual way
 //   res.body->size(), *res.body (a std::string_view)
 class Body {
@@ -175,17 +176,17 @@ class Body {
   std::shared_ptr<const void> keep_;
   bool set_ = false;  // a body of static bytes, which has no keep
 };
-class LazyGzip;  // kiwi/gzip.hpp
-
+// What a handler answers. Compression is the server's: for a client that accepts gzip, a body of
+// a textual type (text/*, JSON, JavaScript, XML, SVG) of 1 KiB or more goes out gzip-compressed,
+// with "Vary: Accept-Encoding" on every response of such a type. A response with an ETag header
+// stands for a version served again: its gzip is made once per Body (by identity) and kept for
+// a while; any other is compressed per request. A handler that sets Content-Encoding itself
+// (a CGI program's gzip) is sent as it is.
 struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::vector<Header> headers;  // extra headers (ETag, Cache-Control, ...)
   Body body;                    // null means empty
-  // Optional gzip rendering of `body` (kiwi/gzip.hpp), computed once where the body is: the server
-  // sends it, with Content-Encoding and Vary, to clients that accept gzip. `body` is not read
-  // then, so a handler that keeps only the gzip may leave it null when Request::accepts_gzip().
-  Body body_gzip;
 
   // A JSON error body in the API's one error shape:
   //   {"error":{"status":400,"parameter":"limit","message":"..."}}  ("parameter" only if given)
@@ -220,7 +221,8 @@ struct SensorReport {
   std::vector<MetricValue> metrics;
 };
 
-// The latest sample, immutable once published. Rendered once per tick by the host.
+// The latest sample, immutable once published. kiwi/json.hpp render_snapshot_json makes the
+// /api/current body of it.
 struct Snapshot {
   std::uint64_t sequence = 0;  // 1 for the first sample; the ETag of /api/current
   double timestamp = 0;        // unix seconds of the tick
@@ -230,11 +232,6 @@ struct Snapshot {
   std::string agent_version;
   double started_at = 0;  // unix seconds the agent started (uptime = timestamp - started_at)
   std::vector<SensorReport> sensors;
-  // The /api/current body and its gzip, made on the first request that accepts gzip
-  // (kiwi/gzip.hpp). The body says "stale":false, once, as a top-level member (string values are
-  // JSON-escaped, so those exact bytes occur nowhere else); the current handler rewrites it when
-  // the sample is older than stale_after_seconds.
-  std::shared_ptr<const LazyGzip> json;
 };
 
 // A loaded plugin instance, for /api/plugins.
@@ -353,24 +350,12 @@ struct HandlerContext {
 
 using HandlerFactory = std::unique_ptr<Handler>(const HandlerContext&);
 
-// Appends `s` to `out` as a JSON string literal (with quotes), escaping as RFC 8259 requires.
-inline void append_json_string(std::string& out, std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out.push_back('"');
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      out += "\\u00";
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  out.push_back('"');
-}
+}  // namespace kiwi
+
+// append_json_string and render_snapshot_json(const Snapshot&), after the types it renders.
+#include "kiwi/json.hpp"
+
+namespace kiwi {
 
 // Appends `,"config":{...},"reload":{...}` (docs/api.md), shared by /api/health and /api/plugins.
 inline void append_config_status_json(std::string& out, const ConfigStatus& c) {
