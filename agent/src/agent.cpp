@@ -364,8 +364,7 @@ class RunningAgent {
     for (auto& e : cfg_.sensors) {
       auto& lib = sensor_libraries_.at(e.name);
       list.push_back({e.name, PluginKind::sensor, std::string(lib->info->name), lib->file,
-                      lib->abi_major, lib->abi_minor,
-                      lib->info->metrics, lib});
+                      lib->abi_major, lib->abi_minor, lib->info->metrics, lib});
     }
     for (auto& r : server_->router()->routes()) {
       auto& lib = r.handler->library;
@@ -373,7 +372,8 @@ class RunningAgent {
                       PluginKind::handler,
                       std::string(lib->info->name),
                       lib->file,
-                      lib->abi_major, lib->abi_minor,
+                      lib->abi_major,
+                      lib->abi_minor,
                       {},
                       lib});
     }

@@ -239,10 +239,10 @@ TEST_CASE("kiwi-agent --check-config") {
                      "/test-wrong_abi.so\"\nname = \"x\"\n");
     auto r = run_agent_command({"--check-config", file});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::Contains("test-wrong_abi.so: plugin built for ABI " +
-                                      std::to_string(KIWI_ABI_MAJOR + 1) +
-                                      ".0; this agent loads ABI " +
-                                      std::to_string(KIWI_ABI_MAJOR) + ".x"));
+    CHECK_THAT(r.err,
+               Catch::Contains("test-wrong_abi.so: plugin built for ABI " +
+                               std::to_string(KIWI_ABI_MAJOR + 1) + ".0; this agent loads ABI " +
+                               std::to_string(KIWI_ABI_MAJOR) + ".x"));
   }
   SECTION("an unknown plugin option: exit 2 at the option's line") {
     auto file = (tmp.path / "opt.toml").string();

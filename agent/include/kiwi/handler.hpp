@@ -658,8 +658,7 @@ struct Params {
 // The Response as calls on kiwi_response: status, Content-Type (also when empty: no such header
 // then), the other headers, and the body as a kiwi_body that owns a copy of the Body, so the
 // agent serves the handler's bytes in place (the same Body gives the same data pointer: the
-// agent's compression cache keys on it). Response::body_gzip does not cross: the agent
-// compresses.
+// agent's compression cache keys on it).
 inline void write_response(const Response& res, const kiwi_response* out) {
   out->status(out->ctx, res.status);
   out->header(out->ctx, str("Content-Type"), str(res.content_type));
