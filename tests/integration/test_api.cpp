@@ -63,8 +63,8 @@ TEST_CASE("api: gzip when the client accepts it, the same bytes as the plain bod
 }
 
 TEST_CASE("dashboard: every embedded file is served as the bytes of its source, plain or gzip") {
-  // The files are embedded gzip-compressed; plain text is inflated on a plain client's first
-  // request. Both must be exactly the source files (index.html differs: options are written in).
+  // The files are embedded plain and gzipped by the server on the first request that asks. Both
+  // must be exactly the source files (index.html differs: options are written in).
   Agent agent;
   HttpClient c(agent.port());
   const std::string src = KIWI_SOURCE_DIR;
@@ -79,11 +79,11 @@ TEST_CASE("dashboard: every embedded file is served as the bytes of its source, 
     std::ifstream in(path, std::ios::binary);
     REQUIRE(in);
     const std::string want((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto zipped = c.get(target, {{"Accept-Encoding", "gzip"}});  // first: before any plain copy
+    auto zipped = c.get(target, {{"Accept-Encoding", "gzip"}});  // first: the gzip is made now
     REQUIRE(zipped.status == 200);
     CHECK(zipped.header("content-encoding") == "gzip");
     CHECK(gunzip(zipped.body) == want);
-    for (int i = 0; i < 2; ++i) {  // inflated once, then kept
+    for (int i = 0; i < 2; ++i) {
       auto plain = c.get(target);
       REQUIRE(plain.status == 200);
       CHECK(plain.header("content-encoding").empty());
