@@ -150,8 +150,8 @@ SampleResult CSensor::sample(MetricSink& sink) {
       unknown = "<unit " + std::to_string(m->unit) + ">";
       unit = unknown;
     }
-    c.sink.emit(from_c(m->name), c.labels, value, unit,
-                m->kind == KIWI_COUNTER ? MetricKind::counter : MetricKind::gauge);
+    // The kind as given: one that is neither KIWI_GAUGE nor KIWI_COUNTER is the check's to refuse.
+    c.sink.emit(from_c(m->name), c.labels, value, unit, static_cast<MetricKind>(m->kind));
   };
   s.message = [](void* ctx, kiwi_str text) {
     static_cast<Call*>(ctx)->message = std::string(from_c(text));

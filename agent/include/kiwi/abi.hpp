@@ -20,6 +20,16 @@
 
 namespace kiwi::abi {
 
+// The C++ enums are the C ABI's codes, so they cross as they are.
+static_assert(static_cast<std::uint32_t>(OptionType::boolean) == KIWI_OPTION_BOOLEAN &&
+              static_cast<std::uint32_t>(OptionType::string_list) == KIWI_OPTION_STRING_LIST &&
+              static_cast<std::uint32_t>(OptionType::duration) == KIWI_OPTION_DURATION &&
+              static_cast<std::uint32_t>(OptionType::size) == KIWI_OPTION_SIZE);
+static_assert(static_cast<std::uint32_t>(LogLevel::error) == KIWI_LOG_ERROR &&
+              static_cast<std::uint32_t>(LogLevel::debug) == KIWI_LOG_DEBUG);
+static_assert(static_cast<std::uint32_t>(PluginKind::sensor) == KIWI_KIND_SENSOR &&
+              static_cast<std::uint32_t>(PluginKind::handler) == KIWI_KIND_HANDLER);
+
 inline kiwi_str str(std::string_view s) {
   return {s.data(), s.size()};
 }

@@ -102,6 +102,9 @@ using SensorFactory = std::unique_ptr<Sensor>(const SensorContext&);
 
 namespace kiwi::abi {
 
+static_assert(static_cast<std::uint32_t>(MetricKind::gauge) == KIWI_GAUGE &&
+              static_cast<std::uint32_t>(MetricKind::counter) == KIWI_COUNTER);
+
 // The plugin side of kiwi_sink: a MetricSink whose emit() goes to the agent.
 class CSink final : public MetricSink {
  public:
