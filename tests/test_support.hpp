@@ -6,13 +6,35 @@
 
 #include <unistd.h>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace kiwi_test {
+
+// Whether process `pid` has ended, waiting up to `wait` for it: /proc has no entry for it, or it is
+// a zombie (dead, waiting for whoever inherited it to reap it; in a container that may be nobody).
+// For the tests that check a killed program took its whole process group with it.
+inline bool process_gone(long pid,
+                         std::chrono::milliseconds wait = std::chrono::milliseconds(2000)) {
+  const auto until = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat) return true;
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z')
+      return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
 
 // A fresh directory under /tmp, removed with the object.
 struct TempDir {

@@ -79,15 +79,11 @@ std::string error_message(const HttpResponse& r) {
   return d["error"]["message"].GetString();
 }
 
+// The process whose pid a program wrote to `pid_file` has ended (test_support.hpp).
 bool process_gone(const std::string& pid_file) {
   std::string pid = read_text(pid_file);
   while (!pid.empty() && pid.back() == '\n') pid.pop_back();
-  if (pid.empty()) return false;
-  // A zombie waiting for its (foreign) parent is gone for our purpose: it runs no more.
-  const std::string stat = read_text("/proc/" + pid + "/stat");
-  if (stat.empty()) return true;
-  const auto close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+  return !pid.empty() && kiwi_test::process_gone(std::stol(pid), std::chrono::milliseconds(0));
 }
 
 void need_python() {

@@ -71,22 +71,6 @@ const rapidjson::Value* metric(const rapidjson::Value& sensor, const std::string
   return nullptr;
 }
 
-// A process is gone once /proc has no entry for it or it is a zombie (waiting for whoever
-// inherited it to reap it). Waits at most 2 s.
-bool process_gone(pid_t pid) {
-  for (int i = 0; i < 200; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    if (!stat) return true;
-    std::string line;
-    std::getline(stat, line);
-    const auto paren = line.rfind(')');
-    if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z')
-      return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE("exec: a prometheus program's metrics in /api/current, /metrics and /api/history") {

@@ -20,6 +20,7 @@ using namespace std::chrono_literals;
 using kiwi::process::End;
 using kiwi::process::Result;
 using kiwi::process::Spec;
+using kiwi_test::process_gone;
 
 namespace {
 
@@ -29,23 +30,6 @@ Spec sh(const std::string& script, std::chrono::milliseconds timeout = 10s) {
   s.env = kiwi::process::safe_environment();
   s.deadline = std::chrono::steady_clock::now() + timeout;
   return s;
-}
-
-// A process is gone once /proc has no entry for it or it is a zombie (dead, waiting for whoever
-// inherited it to reap it: in a container that may be nobody). Waits at most 2 s.
-bool process_gone(pid_t pid) {
-  for (int i = 0; i < 200; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    if (!stat) return true;
-    std::string line;
-    std::getline(stat, line);
-    const auto close_paren = line.rfind(')');
-    if (close_paren != std::string::npos && close_paren + 2 < line.size() &&
-        line[close_paren + 2] == 'Z')
-      return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
 }
 
 pid_t first_line_pid(const std::string& output) {
