@@ -58,8 +58,8 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
   }
   for (std::size_t i = 0; i < p->metric_count; ++i) {
     const auto& m = row(p->metrics, p->metric_spec_size, i);
-    metrics.push_back({from_c(m.name), unit_name(m.unit), m.kind == KIWI_COUNTER, from_c(m.labels),
-                       from_c(m.help)});
+    metrics.push_back({from_c(m.name), static_cast<Unit>(m.unit), static_cast<MetricKind>(m.kind),
+                       from_c(m.labels), from_c(m.help)});
   }
   info.kind = sensor ? PluginKind::sensor : PluginKind::handler;
   info.name = from_c(p->name);
@@ -143,15 +143,10 @@ SampleResult CSensor::sample(MetricSink& sink) {
     c.labels.clear();
     for (std::size_t i = 0; i < n; ++i)
       c.labels.push_back({from_c(labels[i].name), from_c(labels[i].value)});
-    // A unit code this agent does not know is passed on as text the check refuses and names.
-    std::string unknown;
-    std::string_view unit = unit_name(m->unit);
-    if (m->unit != KIWI_UNIT_NONE && unit.empty()) {
-      unknown = "<unit " + std::to_string(m->unit) + ">";
-      unit = unknown;
-    }
-    // The kind as given: one that is neither KIWI_GAUGE nor KIWI_COUNTER is the check's to refuse.
-    c.sink.emit(from_c(m->name), c.labels, value, unit, static_cast<MetricKind>(m->kind));
+    // Unit and kind as given: a code this agent does not know is the check's to refuse and name.
+    const MetricSpec spec{from_c(m->name), static_cast<Unit>(m->unit),
+                          static_cast<MetricKind>(m->kind), from_c(m->labels), from_c(m->help)};
+    c.sink.emit(spec, c.labels, value);
   };
   s.message = [](void* ctx, kiwi_str text) {
     static_cast<Call*>(ctx)->message = std::string(from_c(text));

@@ -25,6 +25,12 @@ void* ticket_for(std::shared_ptr<const void> view) {
   return new Ticket(std::move(view));
 }
 
+// The C code of a unit the agent stored by name (a name it does not know cannot have been
+// stored: the metric check refused it).
+std::uint32_t unit_code(std::string_view unit) {
+  return static_cast<std::uint32_t>(unit_from_string(unit).value_or(Unit::none));
+}
+
 CData& self(void* ctx) {
   return *static_cast<CData*>(ctx);
 }
@@ -69,9 +75,8 @@ StatsView::StatsView(AgentStats s) : stats(std::move(s)) {
     const std::size_t first = specs.size();
     // The table points into the plugin's descriptor, which `p.library` keeps loaded.
     for (const auto& m : p.metrics)
-      specs.push_back({to_c(m.name), unit_code(m.unit),
-                       m.counter ? std::uint32_t{KIWI_COUNTER} : std::uint32_t{KIWI_GAUGE},
-                       to_c(m.labels), to_c(m.help)});
+      specs.push_back({to_c(m.name), static_cast<std::uint32_t>(m.unit),
+                       static_cast<std::uint32_t>(m.kind), to_c(m.labels), to_c(m.help)});
     kiwi_plugin_status& row = plugins.emplace_back();
     row.size = sizeof row;
     row.name = to_c(p.name);

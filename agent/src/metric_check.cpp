@@ -32,15 +32,6 @@ std::string quoted(std::string_view s) {
   return out;
 }
 
-std::string accepted_units() {
-  std::string out;
-  for (auto u : kUnits) {
-    if (u.empty()) continue;
-    out += (out.empty() ? "" : ", ") + std::string(u);
-  }
-  return out + " or \"\"";
-}
-
 constexpr std::size_t kProblemsShown = 3;
 
 }  // namespace
@@ -56,8 +47,9 @@ bool is_valid_label_name(std::string_view name) {
   return is_valid_metric_name(name) && !name.starts_with("__");
 }
 
-std::optional<std::string> check_metric(std::string_view name, std::span<const Label> labels,
-                                        double value, std::string_view unit, MetricKind kind) {
+std::optional<std::string> check_metric(const MetricSpec& metric, std::span<const Label> labels,
+                                        double value) {
+  const std::string_view name = metric.name;
   if (!is_valid_metric_name(name))
     return quoted(name) +
            ": not a valid metric name (letters, digits and '_', not starting with a digit)";
@@ -70,9 +62,10 @@ std::optional<std::string> check_metric(std::string_view name, std::span<const L
       if (labels[j].name == labels[i].name)
         return quoted(name) + ": label " + quoted(labels[i].name) + " given twice";
   }
-  if (!is_known_unit(unit))
-    return quoted(name) + ": unit " + quoted(unit) + " is not one of " + accepted_units();
-  if (kind != MetricKind::gauge && kind != MetricKind::counter)
+  if (!is_known_unit(metric.unit))
+    return quoted(name) + ": unit code " + std::to_string(static_cast<std::uint32_t>(metric.unit)) +
+           " is not a known unit (" + units_text() + ")";
+  if (metric.kind != MetricKind::gauge && metric.kind != MetricKind::counter)
     return quoted(name) + ": unknown metric kind";
   if (!std::isfinite(value)) return quoted(name) + ": value is not a finite number";
   return std::nullopt;
@@ -83,17 +76,15 @@ void CheckedSink::note(std::string problem) {
   if (problems_.size() < kProblemsShown) problems_.push_back(std::move(problem));
 }
 
-void CheckedSink::emit(std::string_view name, std::span<const Label> labels, double value,
-                       std::string_view unit, MetricKind kind) {
-  if (auto problem = check_metric(name, labels, value, unit, kind))
-    return note(std::move(*problem));
+void CheckedSink::emit(const MetricSpec& metric, std::span<const Label> labels, double value) {
+  if (auto problem = check_metric(metric, labels, value)) return note(std::move(*problem));
   MetricValue& m = out_.emplace_back();
-  m.name = name;
+  m.name = metric.name;
   m.labels.reserve(labels.size());
   for (auto& l : labels) m.labels.emplace_back(l.name, l.value);
   m.value = value;
-  m.unit = unit;
-  m.kind = kind;
+  m.unit = to_string(metric.unit);
+  m.kind = metric.kind;
 }
 
 std::string CheckedSink::finish() {

@@ -18,8 +18,8 @@ bool is_valid_label_name(std::string_view name);
 
 // Why a metric is refused; nullopt when it passes. Does not check duplicates (CheckedSink does,
 // across one sample).
-std::optional<std::string> check_metric(std::string_view name, std::span<const Label> labels,
-                                        double value, std::string_view unit, MetricKind kind);
+std::optional<std::string> check_metric(const MetricSpec& metric, std::span<const Label> labels,
+                                        double value);
 
 // Collects one sensor's sample into `out`, keeping what passes check_metric(). finish() then drops
 // repeats of a series (same name and labels; the first is kept) and returns the status note that
@@ -31,8 +31,8 @@ class CheckedSink final : public MetricSink {
       std::vector<MetricValue>& out,
       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max())
       : out_(out), deadline_(deadline) {}
-  void emit(std::string_view name, std::span<const Label> labels, double value,
-            std::string_view unit, MetricKind kind) override;
+  using MetricSink::emit;
+  void emit(const MetricSpec& metric, std::span<const Label> labels, double value) override;
   std::chrono::steady_clock::time_point deadline() const override { return deadline_; }
   std::string finish();
   std::uint64_t dropped() const { return dropped_; }

@@ -560,8 +560,9 @@ std::string describe_plugin(const LoadedLibrary& lib) {
   if (!lib.info->metrics.empty()) out << "  metrics:\n";
   for (auto& m : lib.info->metrics)
     out << "    " << m.name << (m.labels.empty() ? "" : "{" + std::string(m.labels) + "}") << " ("
-        << (m.counter ? "counter" : "gauge") << (m.unit.empty() ? "" : ", " + std::string(m.unit))
-        << ")\n      " << m.help << "\n";
+        << (m.kind == MetricKind::counter ? "counter" : "gauge")
+        << (m.unit == Unit::none ? "" : ", " + std::string(to_string(m.unit))) << ")\n      "
+        << m.help << "\n";
   return out.str();
 }
 

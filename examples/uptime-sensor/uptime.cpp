@@ -7,8 +7,10 @@ namespace {
 constexpr kiwi::OptionSpec kOptions[] = {
     {"scale", kiwi::OptionType::number, "1.0", "factor applied to the uptime (1.0: seconds)"}};
 
-constexpr kiwi::MetricSpec kMetrics[] = {
-    {"uptime_seconds", "seconds", false, "", "time since boot (first field of /proc/uptime)"}};
+// Each metric is declared once, and emitted through its row.
+constexpr kiwi::MetricSpec kUptime{"uptime_seconds", kiwi::Unit::seconds, kiwi::MetricKind::gauge,
+                                   "", "time since boot (first field of /proc/uptime)"};
+constexpr kiwi::MetricSpec kMetrics[] = {kUptime};
 
 class UptimeSensor final : public kiwi::Sensor {
  public:
@@ -20,7 +22,7 @@ class UptimeSensor final : public kiwi::Sensor {
     std::string_view rest = text;
     auto seconds = kiwi::to_number<double>(kiwi::next_field(rest));
     if (!seconds) throw std::runtime_error(path_ + ": no uptime in '" + text.substr(0, 40) + "'");
-    sink.gauge("uptime_seconds", *seconds * scale_, "seconds");
+    sink.emit(kUptime, *seconds * scale_);
     return kiwi::SampleResult::ok();
   }
 

@@ -25,9 +25,9 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
   } else {
     std::vector<std::string> skipped;
     if (auto r = compute_ratios(*previous_->all, *now.all)) {
-      sink.gauge("cpu_usage_ratio", r->usage, "ratio");
+      sink.emit(kUsage, r->usage);
       for (std::size_t i = 0; i < kModeNames.size(); ++i)
-        sink.gauge("cpu_mode_ratio", {{"mode", kModeNames[i]}}, r->modes[i], "ratio");
+        sink.emit(kModeShare, {kModeNames[i]}, r->modes[i]);
     } else {
       skipped.push_back("cpu");
     }
@@ -37,7 +37,7 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
         if (before == previous_->cores.end()) continue;  // just came online: this is its baseline
         const std::string label = std::to_string(core);
         if (auto r = compute_ratios(before->second, times))
-          sink.gauge("cpu_core_usage_ratio", {{"core", label}}, r->usage, "ratio");
+          sink.emit(kCoreUsage, {label}, r->usage);
         else
           skipped.push_back("cpu" + label);
       }
@@ -59,8 +59,7 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
       try {
         // Absent on VMs and boards without cpufreq: not worth a note.
         if (auto khz = kiwi::read_file(path))
-          if (auto hertz = parse_khz_as_hertz(*khz))
-            sink.gauge("cpu_frequency_hertz", {{"core", label}}, *hertz, "hertz");
+          if (auto hertz = parse_khz_as_hertz(*khz)) sink.emit(kFrequency, {label}, *hertz);
       } catch (const std::system_error& e) {
         notes.push_back(std::string("skipped frequency: ") + e.what());
       }
@@ -70,9 +69,9 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
   const std::string load_path = kiwi::join_path(procfs_, "loadavg");
   const auto load_text = kiwi::read_file(load_path);
   if (auto load = load_text ? parse_loadavg(*load_text) : std::nullopt) {
-    sink.gauge("cpu_load1", load->load1, "");
-    sink.gauge("cpu_load5", load->load5, "");
-    sink.gauge("cpu_load15", load->load15, "");
+    sink.emit(kLoad1, load->load1);
+    sink.emit(kLoad5, load->load5);
+    sink.emit(kLoad15, load->load15);
   } else {
     notes.push_back(load_path + (load_text ? ": not three numbers" : ": not found"));
   }

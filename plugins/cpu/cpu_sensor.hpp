@@ -18,21 +18,30 @@ inline constexpr kiwi::OptionSpec kOptions[] = {
      "emit cpu_core_usage_ratio and cpu_frequency_hertz for every core (false: totals only)"},
 };
 
-// Every metric the sensor may emit: name, unit, counter, labels, help. plugin.cpp registers it
-// (it is the HELP text of /metrics); the unit tests check every emitted metric against it.
-inline constexpr kiwi::MetricSpec kMetricSpecs[] = {
-    {"cpu_usage_ratio", "ratio", false, "",
-     "busy share of all cores since the last sample (/proc/stat)"},
-    {"cpu_core_usage_ratio", "ratio", false, "core",
-     "busy share of one core since the last sample (/proc/stat)"},
-    {"cpu_mode_ratio", "ratio", false, "mode",
-     "share of all CPU time spent in each mode since the last sample (/proc/stat)"},
-    {"cpu_frequency_hertz", "hertz", false, "core",
-     "current core frequency (cpufreq scaling_cur_freq)"},
-    {"cpu_load1", "", false, "", "load average over 1 minute (/proc/loadavg)"},
-    {"cpu_load5", "", false, "", "load average over 5 minutes (/proc/loadavg)"},
-    {"cpu_load15", "", false, "", "load average over 15 minutes (/proc/loadavg)"},
-};
+// Every metric the sensor may emit, each declared once: the sensor emits through these rows, and
+// kMetricSpecs (plugin.cpp registers it) is the HELP text of /metrics and the README table.
+using kiwi::MetricKind;
+using kiwi::Unit;
+inline constexpr kiwi::MetricSpec kUsage{
+    "cpu_usage_ratio", Unit::ratio, MetricKind::gauge, "",
+    "busy share of all cores since the last sample (/proc/stat)"};
+inline constexpr kiwi::MetricSpec kCoreUsage{
+    "cpu_core_usage_ratio", Unit::ratio, MetricKind::gauge, "core",
+    "busy share of one core since the last sample (/proc/stat)"};
+inline constexpr kiwi::MetricSpec kModeShare{
+    "cpu_mode_ratio", Unit::ratio, MetricKind::gauge, "mode",
+    "share of all CPU time spent in each mode since the last sample (/proc/stat)"};
+inline constexpr kiwi::MetricSpec kFrequency{"cpu_frequency_hertz", Unit::hertz, MetricKind::gauge,
+                                             "core",
+                                             "current core frequency (cpufreq scaling_cur_freq)"};
+inline constexpr kiwi::MetricSpec kLoad1{"cpu_load1", Unit::none, MetricKind::gauge, "",
+                                         "load average over 1 minute (/proc/loadavg)"};
+inline constexpr kiwi::MetricSpec kLoad5{"cpu_load5", Unit::none, MetricKind::gauge, "",
+                                         "load average over 5 minutes (/proc/loadavg)"};
+inline constexpr kiwi::MetricSpec kLoad15{"cpu_load15", Unit::none, MetricKind::gauge, "",
+                                          "load average over 15 minutes (/proc/loadavg)"};
+inline constexpr kiwi::MetricSpec kMetricSpecs[] = {kUsage, kCoreUsage, kModeShare, kFrequency,
+                                                    kLoad1, kLoad5,     kLoad15};
 
 class CpuSensor final : public kiwi::Sensor {
  public:

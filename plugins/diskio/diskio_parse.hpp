@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <kiwi/plugin.hpp>
 #include <limits>
 #include <optional>
 #include <string>
@@ -18,28 +19,43 @@ namespace kiwi::diskio {
 // Kernels 4.18+ append 4 discard columns and 5.5+ 2 flush columns, which are not used.
 using Counters = std::array<std::uint64_t, 11>;
 
-// One rate metric per diskstats column we report: the one table the sensor, the tests and the
-// README follow. value = delta(column) * multiplier / (divisor * elapsed seconds), capped at
-// `ceiling`; a multiplier and a divisor rather than one factor so 250 ms of io_ticks over 1 s is
+// One rate metric per diskstats column we report, declared once: the sensor emits through these
+// rows and kMetricSpecs (diskio_sensor.hpp) is made of them. The one table the sensor, the tests
+// and the README follow. value = delta(column) * multiplier / (divisor * elapsed seconds), capped
+// at `ceiling`; a multiplier and a divisor rather than one factor so 250 ms of io_ticks over 1 s is
 // exactly 0.25 and not 250 * 0.001.
 struct RateColumn {
-  std::string_view metric;
-  std::string_view unit;
+  kiwi::MetricSpec metric;
   std::size_t column;  // index into Counters
   double multiplier;
   double divisor;
   double ceiling;
 };
 inline constexpr double kNoCeiling = std::numeric_limits<double>::infinity();
+constexpr kiwi::MetricSpec per_device(std::string_view name, kiwi::Unit unit,
+                                      std::string_view help) {
+  return {name, unit, kiwi::MetricKind::gauge, "device", help};
+}
 inline constexpr RateColumn kRateColumns[] = {
     // diskstats counts 512-byte sectors whatever the device's real sector size.
-    {"diskio_read_bytes_per_second", "bytes_per_second", 2, 512, 1, kNoCeiling},
-    {"diskio_write_bytes_per_second", "bytes_per_second", 6, 512, 1, kNoCeiling},
-    {"diskio_reads_per_second", "per_second", 0, 1, 1, kNoCeiling},
-    {"diskio_writes_per_second", "per_second", 4, 1, 1, kNoCeiling},
+    {per_device("diskio_read_bytes_per_second", kiwi::Unit::bytes_per_second,
+                "bytes read per second since the last sample (/proc/diskstats sectors read x 512)"),
+     2, 512, 1, kNoCeiling},
+    {per_device(
+         "diskio_write_bytes_per_second", kiwi::Unit::bytes_per_second,
+         "bytes written per second since the last sample (/proc/diskstats sectors written x 512)"),
+     6, 512, 1, kNoCeiling},
+    {per_device("diskio_reads_per_second", kiwi::Unit::per_second,
+                "reads completed per second (/proc/diskstats)"),
+     0, 1, 1, kNoCeiling},
+    {per_device("diskio_writes_per_second", kiwi::Unit::per_second,
+                "writes completed per second (/proc/diskstats)"),
+     4, 1, 1, kNoCeiling},
     // io_ticks: milliseconds with at least one I/O in flight. Capped because the counter and the
     // clock are read a little apart, so a saturated disk can show 1.002.
-    {"diskio_busy_ratio", "ratio", 9, 1, 1000, 1.0},
+    {per_device("diskio_busy_ratio", kiwi::Unit::ratio,
+                "share of the time the device had I/O in flight (/proc/diskstats io_ticks)"),
+     9, 1, 1000, 1.0},
 };
 
 struct DiskCounters {

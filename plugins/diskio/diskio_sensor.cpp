@@ -57,8 +57,7 @@ kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
       continue;
     }
     for (std::size_t i = 0; i < rates->size(); ++i)
-      sink.gauge(kRateColumns[i].metric, {{"device", disk.name}}, (*rates)[i],
-                 kRateColumns[i].unit);
+      sink.emit(kRateColumns[i].metric, {disk.name}, (*rates)[i]);
   }
   if (!backwards.empty()) {
     notes.push_back("counters went backwards (device replaced?), no rates for " +

@@ -438,6 +438,9 @@ Parsed parse_json(std::string_view text) {
       } else if (key == "unit") {
         if (!v.IsString()) return fail(at + ".unit", "must be a string");
         m.unit.assign(v.GetString(), v.GetStringLength());
+        if (!kiwi::unit_from_string(m.unit))
+          return fail(at + ".unit",
+                      "\"" + m.unit + "\" is not a unit (" + kiwi::units_text() + " as \"\")");
         has_unit = true;
       } else if (key == "kind") {
         if (!v.IsString()) return fail(at + ".kind", "must be \"counter\" or \"gauge\"");

@@ -15,7 +15,7 @@ struct Metric {
   std::string name;
   std::vector<std::pair<std::string, std::string>> labels;  // in the order the program wrote them
   double value = 0;
-  std::string unit;
+  std::string unit;  // one of kiwi::kUnits
   MetricKind kind = MetricKind::gauge;
 };
 

@@ -126,7 +126,10 @@ kiwi::SampleResult ExecSensor::sample(kiwi::MetricSink& sink) {
   for (const auto& m : parsed.metrics) {
     labels.clear();
     for (const auto& [name, value] : m.labels) labels.push_back({name, value});
-    sink.emit(m.name, labels, m.value, m.unit, m.kind);
+    // The parsers give only units of kiwi::kUnits.
+    const kiwi::MetricSpec spec{
+        m.name, kiwi::unit_from_string(m.unit).value_or(kiwi::Unit::none), m.kind, {}, {}};
+    sink.emit(spec, labels, m.value);
   }
   return kiwi::SampleResult::ok();
 }

@@ -40,21 +40,4 @@ struct MemoryStats {
 MemoryStats compute_memory(const std::map<std::string, std::uint64_t, std::less<>>& meminfo,
                            std::optional<std::uint64_t> min_free_kbytes = std::nullopt);
 
-// Metric name, unit and the MemoryStats field it comes from, in emit order.
-struct MetricField {
-  std::string_view name;
-  std::string_view unit;
-  std::optional<double> MemoryStats::*field;
-};
-inline constexpr MetricField kMetrics[] = {
-    {"memory_total_bytes", "bytes", &MemoryStats::total_bytes},
-    {"memory_available_bytes", "bytes", &MemoryStats::available_bytes},
-    {"memory_used_bytes", "bytes", &MemoryStats::used_bytes},
-    {"memory_used_ratio", "ratio", &MemoryStats::used_ratio},
-    {"memory_cached_bytes", "bytes", &MemoryStats::cached_bytes},
-    {"memory_buffers_bytes", "bytes", &MemoryStats::buffers_bytes},
-    {"memory_swap_total_bytes", "bytes", &MemoryStats::swap_total_bytes},
-    {"memory_swap_used_bytes", "bytes", &MemoryStats::swap_used_bytes},
-};
-
 }  // namespace kiwi::memory

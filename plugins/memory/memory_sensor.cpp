@@ -22,7 +22,7 @@ kiwi::SampleResult MemorySensor::sample(kiwi::MetricSink& sink) {
     return compute_memory(meminfo, min_free_kbytes);
   });
   for (const auto& m : kMetrics)
-    if (const auto& value = stats.*m.field) sink.gauge(m.name, *value, m.unit);
+    if (const auto& value = stats.*m.field) sink.emit(m.metric, *value);
 
   if (!stats.available_estimated) return kiwi::SampleResult::ok();
   const std::string note =

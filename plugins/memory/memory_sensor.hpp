@@ -1,24 +1,50 @@
 // The memory sensor: RAM and swap from /proc/meminfo. See README.md for the metrics.
 #pragma once
 
+#include <array>
 #include <kiwi/sensor.hpp>
+#include <optional>
 #include <string>
+
+#include "memory_parse.hpp"
 
 namespace kiwi::memory {
 
-// Every metric the sensor may emit: name, unit, counter, labels, help. plugin.cpp registers it
-// (it is the HELP text of /metrics); the unit tests check every emitted metric against it.
-inline constexpr kiwi::MetricSpec kMetricSpecs[] = {
-    {"memory_total_bytes", "bytes", false, "", "usable RAM (MemTotal in /proc/meminfo)"},
-    {"memory_available_bytes", "bytes", false, "",
-     "RAM available for new work without swapping (MemAvailable)"},
-    {"memory_used_bytes", "bytes", false, "", "RAM in use: total minus available"},
-    {"memory_used_ratio", "ratio", false, "", "RAM in use as a share of total"},
-    {"memory_cached_bytes", "bytes", false, "", "page cache (Cached in /proc/meminfo)"},
-    {"memory_buffers_bytes", "bytes", false, "", "block device buffers (Buffers in /proc/meminfo)"},
-    {"memory_swap_total_bytes", "bytes", false, "", "swap space (SwapTotal)"},
-    {"memory_swap_used_bytes", "bytes", false, "", "swap in use: SwapTotal minus SwapFree"},
+// The metrics, each declared once with the MemoryStats field it comes from, in emit order: the
+// sensor emits through these rows, and kMetricSpecs (plugin.cpp registers it) is the HELP text of
+// /metrics and the README table.
+struct MetricField {
+  kiwi::MetricSpec metric;
+  std::optional<double> MemoryStats::*field;
 };
+constexpr kiwi::MetricSpec gauge(std::string_view name, kiwi::Unit unit, std::string_view help) {
+  return {name, unit, kiwi::MetricKind::gauge, "", help};
+}
+inline constexpr MetricField kMetrics[] = {
+    {gauge("memory_total_bytes", kiwi::Unit::bytes, "usable RAM (MemTotal in /proc/meminfo)"),
+     &MemoryStats::total_bytes},
+    {gauge("memory_available_bytes", kiwi::Unit::bytes,
+           "RAM available for new work without swapping (MemAvailable)"),
+     &MemoryStats::available_bytes},
+    {gauge("memory_used_bytes", kiwi::Unit::bytes, "RAM in use: total minus available"),
+     &MemoryStats::used_bytes},
+    {gauge("memory_used_ratio", kiwi::Unit::ratio, "RAM in use as a share of total"),
+     &MemoryStats::used_ratio},
+    {gauge("memory_cached_bytes", kiwi::Unit::bytes, "page cache (Cached in /proc/meminfo)"),
+     &MemoryStats::cached_bytes},
+    {gauge("memory_buffers_bytes", kiwi::Unit::bytes,
+           "block device buffers (Buffers in /proc/meminfo)"),
+     &MemoryStats::buffers_bytes},
+    {gauge("memory_swap_total_bytes", kiwi::Unit::bytes, "swap space (SwapTotal)"),
+     &MemoryStats::swap_total_bytes},
+    {gauge("memory_swap_used_bytes", kiwi::Unit::bytes, "swap in use: SwapTotal minus SwapFree"),
+     &MemoryStats::swap_used_bytes},
+};
+inline constexpr auto kMetricSpecs = [] {
+  std::array<kiwi::MetricSpec, std::size(kMetrics)> all{};
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = kMetrics[i].metric;
+  return all;
+}();
 
 class MemorySensor final : public kiwi::Sensor {
  public:

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <kiwi/plugin.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,22 +17,34 @@ namespace kiwi::network {
 // compressed.
 using Counters = std::array<std::uint64_t, 16>;
 
-// One rate metric per /proc/net/dev column we report. The one table the sensor, the tests and the
-// README follow: adding a metric is a row here (and in plugin.cpp's MetricSpec table).
+// One rate metric per /proc/net/dev column we report, declared once: the sensor emits through
+// these rows and kMetricSpecs (network_sensor.hpp) is made of them. The one table the sensor, the
+// tests and the README follow: adding a metric is a row here.
 struct RateColumn {
-  std::string_view metric;
-  std::string_view unit;
+  kiwi::MetricSpec metric;
   std::size_t column;  // index into Counters
 };
+constexpr RateColumn rate(std::string_view name, kiwi::Unit unit, std::size_t column,
+                          std::string_view help) {
+  return {{name, unit, kiwi::MetricKind::gauge, "interface", help}, column};
+}
 inline constexpr RateColumn kRateColumns[] = {
-    {"network_receive_bytes_per_second", "bytes_per_second", 0},
-    {"network_transmit_bytes_per_second", "bytes_per_second", 8},
-    {"network_receive_packets_per_second", "per_second", 1},
-    {"network_transmit_packets_per_second", "per_second", 9},
-    {"network_receive_errors_per_second", "per_second", 2},
-    {"network_transmit_errors_per_second", "per_second", 10},
-    {"network_receive_drops_per_second", "per_second", 3},
-    {"network_transmit_drops_per_second", "per_second", 11},
+    rate("network_receive_bytes_per_second", kiwi::Unit::bytes_per_second, 0,
+         "bytes received per second since the last sample (/proc/net/dev)"),
+    rate("network_transmit_bytes_per_second", kiwi::Unit::bytes_per_second, 8,
+         "bytes sent per second since the last sample (/proc/net/dev)"),
+    rate("network_receive_packets_per_second", kiwi::Unit::per_second, 1,
+         "packets received per second (/proc/net/dev)"),
+    rate("network_transmit_packets_per_second", kiwi::Unit::per_second, 9,
+         "packets sent per second (/proc/net/dev)"),
+    rate("network_receive_errors_per_second", kiwi::Unit::per_second, 2,
+         "receive errors per second (/proc/net/dev errs)"),
+    rate("network_transmit_errors_per_second", kiwi::Unit::per_second, 10,
+         "transmit errors per second (/proc/net/dev errs)"),
+    rate("network_receive_drops_per_second", kiwi::Unit::per_second, 3,
+         "received packets dropped per second (/proc/net/dev drop)"),
+    rate("network_transmit_drops_per_second", kiwi::Unit::per_second, 11,
+         "packets dropped on send per second (/proc/net/dev drop)"),
 };
 // Positions in kRateColumns of the two byte rates, which utilisation is computed from.
 inline constexpr std::size_t kReceiveBytesRate = 0;

@@ -53,19 +53,16 @@ kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
     }
     if (rates)
       for (std::size_t i = 0; i < rates->size(); ++i)
-        sink.gauge(kRateColumns[i].metric, {{"interface", iface.name}}, (*rates)[i],
-                   kRateColumns[i].unit);
+        sink.emit(kRateColumns[i].metric, {iface.name}, (*rates)[i]);
 
     const auto speed = read_speed(kiwi::join_path(sysfs_, "class/net/" + iface.name + "/speed"));
     if (!speed) continue;
-    sink.gauge("network_speed_bytes_per_second", {{"interface", iface.name}}, *speed,
-               "bytes_per_second");
+    sink.emit(kSpeed, {iface.name}, *speed);
     if (rates) {
       // Full duplex: each direction has the whole link, so the busier one is the utilisation.
       // Clamped because two readings taken a little apart can exceed the line rate by a hair.
       const double busiest = std::max((*rates)[kReceiveBytesRate], (*rates)[kTransmitBytesRate]);
-      sink.gauge("network_utilisation_ratio", {{"interface", iface.name}},
-                 std::min(busiest / *speed, 1.0), "ratio");
+      sink.emit(kUtilisation, {iface.name}, std::min(busiest / *speed, 1.0));
     }
   }
   if (!backwards.empty()) {

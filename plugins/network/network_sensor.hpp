@@ -2,6 +2,7 @@
 // utilisation from sysfs. See README.md for the metrics.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <kiwi/glob.hpp>
 #include <kiwi/sensor.hpp>
@@ -23,30 +24,26 @@ inline constexpr kiwi::OptionSpec kOptions[] = {
      "interface name globs not to report, even if included (e.g. \"veth*\", \"docker*\")"},
 };
 
-// Every metric the sensor may emit: name, unit, counter, labels, help. plugin.cpp registers it
-// (it is the HELP text of /metrics); the unit tests check every emitted metric against it.
-inline constexpr kiwi::MetricSpec kMetricSpecs[] = {
-    {"network_receive_bytes_per_second", "bytes_per_second", false, "interface",
-     "bytes received per second since the last sample (/proc/net/dev)"},
-    {"network_transmit_bytes_per_second", "bytes_per_second", false, "interface",
-     "bytes sent per second since the last sample (/proc/net/dev)"},
-    {"network_receive_packets_per_second", "per_second", false, "interface",
-     "packets received per second (/proc/net/dev)"},
-    {"network_transmit_packets_per_second", "per_second", false, "interface",
-     "packets sent per second (/proc/net/dev)"},
-    {"network_receive_errors_per_second", "per_second", false, "interface",
-     "receive errors per second (/proc/net/dev errs)"},
-    {"network_transmit_errors_per_second", "per_second", false, "interface",
-     "transmit errors per second (/proc/net/dev errs)"},
-    {"network_receive_drops_per_second", "per_second", false, "interface",
-     "received packets dropped per second (/proc/net/dev drop)"},
-    {"network_transmit_drops_per_second", "per_second", false, "interface",
-     "packets dropped on send per second (/proc/net/dev drop)"},
-    {"network_speed_bytes_per_second", "bytes_per_second", false, "interface",
-     "link speed in bytes per second (sysfs class/net/<if>/speed), where the driver knows it"},
-    {"network_utilisation_ratio", "ratio", false, "interface",
-     "busier direction's rate as a share of the link speed"},
-};
+// The metrics that are not rates of one column, declared once.
+inline constexpr kiwi::MetricSpec kSpeed{
+    "network_speed_bytes_per_second", kiwi::Unit::bytes_per_second, kiwi::MetricKind::gauge,
+    "interface",
+    "link speed in bytes per second (sysfs class/net/<if>/speed), where the driver knows it"};
+inline constexpr kiwi::MetricSpec kUtilisation{
+    "network_utilisation_ratio", kiwi::Unit::ratio, kiwi::MetricKind::gauge, "interface",
+    "busier direction's rate as a share of the link speed"};
+
+// Every metric the sensor may emit: the rate rows, then kSpeed and kUtilisation. plugin.cpp
+// registers it (it is the HELP text of /metrics); the unit tests check every emitted metric
+// against it.
+inline constexpr auto kMetricSpecs = [] {
+  std::array<kiwi::MetricSpec, std::size(kRateColumns) + 2> all{};
+  std::size_t n = 0;
+  for (const auto& c : kRateColumns) all[n++] = c.metric;
+  all[n++] = kSpeed;
+  all[n++] = kUtilisation;
+  return all;
+}();
 
 class NetworkSensor final : public kiwi::Sensor {
  public:

@@ -39,20 +39,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct UsageMetric {
-  std::string_view name;
-  std::string_view unit;
-  double FsUsage::*field;
-};
-constexpr UsageMetric kUsageMetrics[] = {
-    {"storage_size_bytes", "bytes", &FsUsage::size_bytes},
-    {"storage_available_bytes", "bytes", &FsUsage::available_bytes},
-    {"storage_used_bytes", "bytes", &FsUsage::used_bytes},
-    {"storage_used_ratio", "ratio", &FsUsage::used_ratio},
-    {"storage_inodes", "count", &FsUsage::inodes_total},
-    {"storage_inodes_free", "count", &FsUsage::inodes_free},
-};
-
 // An abandoned thread returns into this library's code whenever its statvfs ends, which may be
 // after the agent unloaded the plugin at shutdown. Once a thread is abandoned, keep the library
 // mapped for the rest of the process (RTLD_NODELETE); the reference is leaked on purpose.
@@ -234,9 +220,8 @@ kiwi::SampleResult StorageSensor::sample(kiwi::MetricSink& sink) {
     }
     if (stats.blocks == 0) continue;  // a pseudo filesystem the type list missed; df hides these
     const FsUsage usage = compute_usage(stats);
-    for (const auto& metric : kUsageMetrics)
-      sink.gauge(metric.name, {{"mount", m.mount_point}}, usage.*metric.field, metric.unit);
-    sink.gauge("storage_readonly", {{"mount", m.mount_point}}, m.readonly ? 1 : 0, "");
+    for (const auto& u : kUsageMetrics) sink.emit(u.metric, {m.mount_point}, usage.*u.field);
+    sink.emit(kReadonly, {m.mount_point}, m.readonly ? 1 : 0);
     ++reported;
   }
   for (const auto& mount : failing_)

@@ -2,6 +2,7 @@
 // via statvfs. See README.md for the metrics and which mounts are left out.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <kiwi/sensor.hpp>
@@ -46,20 +47,44 @@ using StatFunction = std::function<FsStats(const std::string& path)>;
 // The real one, ::statvfs.
 FsStats statvfs_stats(const std::string& path);
 
-// Every metric the sensor may emit: name, unit, counter, labels, help. plugin.cpp registers it
-// (it is the HELP text of /metrics); the unit tests check every emitted metric against it.
-inline constexpr kiwi::MetricSpec kMetricSpecs[] = {
-    {"storage_size_bytes", "bytes", false, "mount",
-     "filesystem size (statvfs f_blocks x f_frsize)"},
-    {"storage_available_bytes", "bytes", false, "mount",
-     "space available to unprivileged users (f_bavail)"},
-    {"storage_used_bytes", "bytes", false, "mount", "space in use: size minus free (f_bfree)"},
-    {"storage_used_ratio", "ratio", false, "mount",
-     "used / (used + available), as df reports Use%"},
-    {"storage_inodes", "count", false, "mount", "inodes on the filesystem (f_files)"},
-    {"storage_inodes_free", "count", false, "mount", "free inodes (f_ffree)"},
-    {"storage_readonly", "", false, "mount", "1 if the filesystem is mounted read-only, else 0"},
+// The metrics, each declared once: the sensor emits through these rows, and kMetricSpecs
+// (plugin.cpp registers it) is the HELP text of /metrics and the README table. The usage metrics
+// name the FsUsage field they come from.
+struct UsageMetric {
+  kiwi::MetricSpec metric;
+  double FsUsage::*field;
 };
+constexpr kiwi::MetricSpec per_mount(std::string_view name, kiwi::Unit unit,
+                                     std::string_view help) {
+  return {name, unit, kiwi::MetricKind::gauge, "mount", help};
+}
+inline constexpr UsageMetric kUsageMetrics[] = {
+    {per_mount("storage_size_bytes", kiwi::Unit::bytes,
+               "filesystem size (statvfs f_blocks x f_frsize)"),
+     &FsUsage::size_bytes},
+    {per_mount("storage_available_bytes", kiwi::Unit::bytes,
+               "space available to unprivileged users (f_bavail)"),
+     &FsUsage::available_bytes},
+    {per_mount("storage_used_bytes", kiwi::Unit::bytes, "space in use: size minus free (f_bfree)"),
+     &FsUsage::used_bytes},
+    {per_mount("storage_used_ratio", kiwi::Unit::ratio,
+               "used / (used + available), as df reports Use%"),
+     &FsUsage::used_ratio},
+    {per_mount("storage_inodes", kiwi::Unit::count, "inodes on the filesystem (f_files)"),
+     &FsUsage::inodes_total},
+    {per_mount("storage_inodes_free", kiwi::Unit::count, "free inodes (f_ffree)"),
+     &FsUsage::inodes_free},
+};
+inline constexpr kiwi::MetricSpec kReadonly = per_mount(
+    "storage_readonly", kiwi::Unit::none, "1 if the filesystem is mounted read-only, else 0");
+
+inline constexpr auto kMetricSpecs = [] {
+  std::array<kiwi::MetricSpec, std::size(kUsageMetrics) + 1> all{};
+  std::size_t n = 0;
+  for (const auto& u : kUsageMetrics) all[n++] = u.metric;
+  all[n++] = kReadonly;
+  return all;
+}();
 
 class StorageSensor final : public kiwi::Sensor {
  public:

@@ -102,7 +102,7 @@ kiwi::SampleResult ThermalSensor::sample(kiwi::MetricSink& sink) {
       const auto text = kiwi::read_file(source.temp_path);
       if (!text) continue;  // a zone without a temp file is not a sensor
       if (auto celsius = parse_millidegrees(*text)) {
-        sink.gauge("thermal_celsius", {{"sensor", source.name}}, *celsius, "celsius");
+        sink.emit(kCelsius, {source.name}, *celsius);
         max_celsius = readable++ == 0 ? *celsius : std::max(max_celsius, *celsius);
       } else {
         error = source.temp_path + ": not a millidegree value: '" + std::string(kiwi::trim(*text)) +
@@ -125,7 +125,7 @@ kiwi::SampleResult ThermalSensor::sample(kiwi::MetricSink& sink) {
     return kiwi::SampleResult::no_data(excluded ? "every thermal sensor is in the exclude option"
                                                 : "no thermal zones or hwmon sensors");
   if (readable == 0) throw std::runtime_error("all thermal sensors failed: " + join(failed));
-  sink.gauge("thermal_max_celsius", max_celsius, "celsius");
+  sink.emit(kMaxCelsius, max_celsius);
   return kiwi::SampleResult::ok(failed.empty() ? "" : "skipped " + join(failed));
 }
 

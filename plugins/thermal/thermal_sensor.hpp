@@ -18,13 +18,15 @@ inline constexpr kiwi::OptionSpec kOptions[] = {
      "report"},
 };
 
-// Every metric the sensor may emit: name, unit, counter, labels, help. plugin.cpp registers it
-// (it is the HELP text of /metrics); the unit tests check every emitted metric against it.
-inline constexpr kiwi::MetricSpec kMetricSpecs[] = {
-    {"thermal_celsius", "celsius", false, "sensor",
-     "temperature of one thermal zone or hwmon sensor (sysfs)"},
-    {"thermal_max_celsius", "celsius", false, "", "the hottest of the reported temperatures"},
-};
+// Every metric the sensor may emit, each declared once: the sensor emits through these rows, and
+// kMetricSpecs (plugin.cpp registers it) is the HELP text of /metrics and the README table.
+inline constexpr kiwi::MetricSpec kCelsius{
+    "thermal_celsius", kiwi::Unit::celsius, kiwi::MetricKind::gauge, "sensor",
+    "temperature of one thermal zone or hwmon sensor (sysfs)"};
+inline constexpr kiwi::MetricSpec kMaxCelsius{"thermal_max_celsius", kiwi::Unit::celsius,
+                                              kiwi::MetricKind::gauge, "",
+                                              "the hottest of the reported temperatures"};
+inline constexpr kiwi::MetricSpec kMetricSpecs[] = {kCelsius, kMaxCelsius};
 
 class ThermalSensor final : public kiwi::Sensor {
  public:

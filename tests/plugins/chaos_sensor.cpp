@@ -7,23 +7,36 @@
 #include <limits>
 
 namespace {
+using kiwi::Label;
+using kiwi::MetricKind;
+using kiwi::Unit;
+
+// A row made at run time, as the exec sensor makes one per parsed line.
+constexpr kiwi::MetricSpec row(std::string_view name, Unit unit = Unit::none,
+                               MetricKind kind = MetricKind::gauge) {
+  return {name, unit, kind, "", ""};
+}
+
 struct Chaos : kiwi::Sensor {
   explicit Chaos(const kiwi::SensorContext&) {}
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override {
-    sink.gauge("chaos_ok", 1, "");
-    sink.gauge("chaos_escaped", {{"path", "a \"quoted\" \\ back\nslash"}}, 2, "bytes");
-    sink.gauge("chaos bad name", 3, "");
-    sink.gauge("9starts_with_digit", 4, "");
-    sink.gauge("chaos_furlongs", 5, "furlongs");
-    sink.gauge("chaos_bad_label", {{"bad-label", "x"}}, 6, "");
-    sink.gauge("chaos_reserved_label", {{"__name__", "x"}}, 7, "");
-    sink.gauge("chaos_label_twice", {{"a", "1"}, {"a", "2"}}, 8, "");
-    sink.gauge("chaos_nan", std::nan(""), "");
-    sink.gauge("chaos_inf", std::numeric_limits<double>::infinity(), "");
-    sink.gauge("chaos_twice", {{"a", "1"}, {"b", "2"}}, 5, "");
-    sink.gauge("chaos_twice", {{"b", "2"}, {"a", "1"}}, 6,
-               "");  // the same series, labels reordered
-    sink.emit("chaos_kind", {}, 9, "", static_cast<kiwi::MetricKind>(7));
+    sink.emit(row("chaos_ok"), 1);
+    const Label escaped[] = {{"path", "a \"quoted\" \\ back\nslash"}};
+    sink.emit(row("chaos_escaped", Unit::bytes), escaped, 2);
+    sink.emit(row("chaos bad name"), 3);
+    sink.emit(row("9starts_with_digit"), 4);
+    sink.emit(row("chaos_furlongs", static_cast<Unit>(99)), 5);
+    const Label bad[] = {{"bad-label", "x"}}, reserved[] = {{"__name__", "x"}},
+                twice[] = {{"a", "1"}, {"a", "2"}};
+    sink.emit(row("chaos_bad_label"), bad, 6);
+    sink.emit(row("chaos_reserved_label"), reserved, 7);
+    sink.emit(row("chaos_label_twice"), twice, 8);
+    sink.emit(row("chaos_nan"), std::nan(""));
+    sink.emit(row("chaos_inf"), std::numeric_limits<double>::infinity());
+    const Label ab[] = {{"a", "1"}, {"b", "2"}}, ba[] = {{"b", "2"}, {"a", "1"}};
+    sink.emit(row("chaos_twice"), ab, 5);
+    sink.emit(row("chaos_twice"), ba, 6);  // the same series, labels reordered
+    sink.emit(row("chaos_kind", Unit::none, static_cast<MetricKind>(7)), 9);
     return {};
   }
 };

@@ -14,6 +14,21 @@ constexpr kiwi::OptionSpec kOptions[] = {
     {"series", kiwi::OptionType::integer, "1", "zones, each a series of every labelled metric"},
     {"celsius", kiwi::OptionType::number, "40", "temperature of the first zone; +1 per zone"}};
 
+using kiwi::MetricKind;
+using kiwi::Unit;
+constexpr kiwi::MetricSpec kTemperature{"labelled_temperature_celsius", Unit::celsius,
+                                        MetricKind::gauge, "zone",
+                                        "the celsius option, +1 per zone"};
+constexpr kiwi::MetricSpec kEvents{"labelled_events_total", Unit::count, MetricKind::counter,
+                                   "zone", "10 per sample"};
+constexpr kiwi::MetricSpec kEventRate{"labelled_events_per_second", Unit::per_second,
+                                      MetricKind::gauge, "zone", "always 10"};
+constexpr kiwi::MetricSpec kRestarts{"labelled_restarts_total", Unit::count, MetricKind::counter,
+                                     "instance", "always 3, without a rate"};
+constexpr kiwi::MetricSpec kBuffer{"labelled_buffer_bytes", Unit::bytes, MetricKind::gauge,
+                                   "instance", "always 3 MiB"};
+constexpr kiwi::MetricSpec kMetrics[] = {kTemperature, kEvents, kEventRate, kRestarts, kBuffer};
+
 struct Labelled : kiwi::Sensor {
   explicit Labelled(const kiwi::SensorContext& ctx)
       : instance(ctx.instance_name), celsius(ctx.options.get_number("celsius")) {
@@ -24,16 +39,12 @@ struct Labelled : kiwi::Sensor {
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override {
     ++samples;
     for (std::size_t i = 0; i < zones.size(); ++i) {
-      const kiwi::Label zone[] = {{"zone", zones[i]}};
-      sink.emit("labelled_temperature_celsius", zone, celsius + static_cast<double>(i), "celsius",
-                kiwi::MetricKind::gauge);
-      sink.emit("labelled_events_total", zone, static_cast<double>(samples * 10), "count",
-                kiwi::MetricKind::counter);
-      sink.emit("labelled_events_per_second", zone, 10, "per_second", kiwi::MetricKind::gauge);
+      sink.emit(kTemperature, {zones[i]}, celsius + static_cast<double>(i));
+      sink.emit(kEvents, {zones[i]}, static_cast<double>(samples * 10));
+      sink.emit(kEventRate, {zones[i]}, 10);
     }
-    const kiwi::Label self[] = {{"instance", instance}};
-    sink.emit("labelled_restarts_total", self, 3, "count", kiwi::MetricKind::counter);
-    sink.emit("labelled_buffer_bytes", self, 3 * 1024 * 1024, "bytes", kiwi::MetricKind::gauge);
+    sink.emit(kRestarts, {instance}, 3);
+    sink.emit(kBuffer, {instance}, 3 * 1024 * 1024);
     return {};
   }
   std::string instance;
@@ -44,4 +55,4 @@ struct Labelled : kiwi::Sensor {
 }  // namespace
 
 KIWI_SENSOR_PLUGIN(Labelled, "labelled", "labels from its options (test plugin)", kOptions,
-                   kiwi::no_metrics)
+                   kMetrics)

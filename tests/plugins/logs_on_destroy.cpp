@@ -5,6 +5,8 @@
 #include <string>
 
 namespace {
+constexpr kiwi::MetricSpec kAlive[] = {
+    {"alive", kiwi::Unit::none, kiwi::MetricKind::gauge, "", "1 while the object lives"}};
 constexpr kiwi::OptionSpec kOptions[] = {
     {"farewell", kiwi::OptionType::string, "\"goodbye\"", "what the destructor logs"}};
 
@@ -13,7 +15,7 @@ struct LogsOnDestroy : kiwi::Sensor {
       : log(ctx.log), farewell(ctx.options.get_string("farewell")) {}
   ~LogsOnDestroy() override { log.info("destroyed: " + farewell); }
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override {
-    sink.gauge("alive", 1, "");
+    sink.emit(kAlive[0], 1);
     return {};
   }
   kiwi::Logger& log;
@@ -22,4 +24,4 @@ struct LogsOnDestroy : kiwi::Sensor {
 }  // namespace
 
 KIWI_SENSOR_PLUGIN(LogsOnDestroy, "logs_on_destroy", "logs from its destructor (test plugin)",
-                   kOptions, kiwi::no_metrics)
+                   kOptions, kAlive)

@@ -8,6 +8,8 @@
 #include <thread>
 
 namespace {
+constexpr kiwi::MetricSpec kSamples[] = {
+    {"slow_samples", kiwi::Unit::none, kiwi::MetricKind::gauge, "", "samples taken so far"}};
 constexpr kiwi::OptionSpec kOptions[] = {
     {"sleep_ms", kiwi::OptionType::integer, "0",
      "time one sample takes, in milliseconds; -1: it never returns"},
@@ -27,7 +29,7 @@ struct Slow : kiwi::Sensor {
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
       std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
     }
-    sink.gauge("slow_samples", static_cast<double>(samples), "");
+    sink.emit(kSamples[0], static_cast<double>(samples));
     return {};
   }
   std::int64_t sleep_ms;
@@ -37,4 +39,4 @@ struct Slow : kiwi::Sensor {
 };
 }  // namespace
 
-KIWI_SENSOR_PLUGIN(Slow, "slow", "sleeps in every sample (test plugin)", kOptions, kiwi::no_metrics)
+KIWI_SENSOR_PLUGIN(Slow, "slow", "sleeps in every sample (test plugin)", kOptions, kSamples)

@@ -3,14 +3,15 @@
 #include <stdexcept>
 
 namespace {
+constexpr kiwi::MetricSpec kHalf[] = {{"half_written", kiwi::Unit::none, kiwi::MetricKind::gauge,
+                                       "", "emitted before the throw, so never kept"}};
 struct Throws : kiwi::Sensor {
   explicit Throws(const kiwi::SensorContext&) {}
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override {
-    sink.gauge("half_written", 1, "");
+    sink.emit(kHalf[0], 1);
     throw std::runtime_error("read /sys/bus/i2c/devices/1-0048/temp: Input/output error");
   }
 };
 }  // namespace
 
-KIWI_SENSOR_PLUGIN(Throws, "throws", "fails on every sample (test plugin)", kiwi::no_options,
-                   kiwi::no_metrics)
+KIWI_SENSOR_PLUGIN(Throws, "throws", "fails on every sample (test plugin)", kiwi::no_options, kHalf)

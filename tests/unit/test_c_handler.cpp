@@ -245,8 +245,9 @@ TEST_CASE("C ABI data: snapshot, stats, history and series names cross the C ABI
   FakeData fake;
   fake.publish(sample_snapshot(7));
   static constexpr MetricSpec kCpu[] = {
-      {"cpu_usage_ratio", "ratio", false, "", "share of time busy"},
-      {"cpu_context_switches", "count", true, "core", "switches from /proc/stat"}};
+      {"cpu_usage_ratio", Unit::ratio, MetricKind::gauge, "", "share of time busy"},
+      {"cpu_context_switches", Unit::count, MetricKind::counter, "core",
+       "switches from /proc/stat"}};
   PluginStatus cpu{"cpu", PluginKind::sensor, "cpu", "/lib/kiwi-sensor-cpu.so", 1, 0, kCpu, {}};
   PluginStatus route{"/api/x", PluginKind::handler, "x", "/lib/kiwi-handler-x.so", 1, 2, {}, {}};
   fake.agent_stats.version = "0.2.0";
@@ -354,8 +355,8 @@ TEST_CASE("C ABI data: snapshot, stats, history and series names cross the C ABI
     s = {};
     REQUIRE(copy.plugins[0].metrics.size() == 2);
     CHECK(copy.plugins[0].metrics[1].name == "cpu_context_switches");
-    CHECK(copy.plugins[0].metrics[1].unit == "count");
-    CHECK(copy.plugins[0].metrics[1].counter);
+    CHECK(copy.plugins[0].metrics[1].unit == Unit::count);
+    CHECK(copy.plugins[0].metrics[1].kind == MetricKind::counter);
     CHECK(copy.plugins[0].metrics[1].labels == "core");
     CHECK(copy.plugins[0].metrics[1].help == "switches from /proc/stat");
     REQUIRE(copy.http_requests.size() == 2);

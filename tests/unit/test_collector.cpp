@@ -82,7 +82,8 @@ struct TestSensor final : kiwi::Sensor {
       probe->cv.wait(lock, [&] { return !probe->hold; });
     }
     if (probe->sleep.count()) std::this_thread::sleep_for(probe->sleep);
-    sink.gauge(metric, static_cast<double>(++samples), "count");
+    sink.emit({metric, kiwi::Unit::count, kiwi::MetricKind::gauge, "", ""},
+              static_cast<double>(++samples));
     --probe->concurrent;
     ++probe->returns;
     return kiwi::SampleResult::ok();

@@ -17,14 +17,18 @@ kiwi::Request with_header(const std::vector<kiwi::Param>& headers) {
 }  // namespace
 
 TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values") {
-  auto ok = [](std::string_view name, std::vector<kiwi::Label> labels = {},
-               std::string_view unit = "", double v = 1) {
-    return !check_metric(name, labels, v, unit, kiwi::MetricKind::gauge);
+  using kiwi::MetricKind;
+  using kiwi::Unit;
+  auto row = [](std::string_view name, Unit unit = Unit::none,
+                MetricKind kind = MetricKind::gauge) -> kiwi::MetricSpec {
+    return {name, unit, kind, "", ""};
   };
-  CHECK(ok("cpu_usage_ratio", {}, "ratio"));
+  auto ok = [&](std::string_view name, std::vector<kiwi::Label> labels = {}, Unit unit = Unit::none,
+                double v = 1) { return !check_metric(row(name, unit), labels, v); };
+  CHECK(ok("cpu_usage_ratio", {}, Unit::ratio));
   CHECK(ok("_private"));
-  CHECK(ok("network_receive_bytes_per_second", {{"interface", "eth0"}}, "bytes_per_second"));
-  CHECK(ok("diskio_reads_per_second", {{"device", "sda"}}, "per_second"));
+  CHECK(ok("network_receive_bytes_per_second", {{"interface", "eth0"}}, Unit::bytes_per_second));
+  CHECK(ok("diskio_reads_per_second", {{"device", "sda"}}, Unit::per_second));
   CHECK(ok("x", {{"path", "a \"quoted\" \\ back\nslash"}}));  // any label value: escaped on output
   CHECK_FALSE(ok("chaos bad name"));
   CHECK_FALSE(ok("9starts_with_digit"));
@@ -33,17 +37,17 @@ TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values")
   CHECK_FALSE(ok("x", {{"bad-label", "1"}}));
   CHECK_FALSE(ok("x", {{"__name__", "1"}}));
   CHECK_FALSE(ok("x", {{"a", "1"}, {"a", "2"}}));
-  CHECK_FALSE(ok("x", {}, "furlongs"));
-  CHECK_FALSE(ok("x", {}, "", std::nan("")));
-  CHECK_FALSE(ok("x", {}, "", INFINITY));
-  CHECK(check_metric("x", {}, 1, "", static_cast<kiwi::MetricKind>(7)) ==
+  CHECK_FALSE(ok("x", {}, static_cast<Unit>(99)));
+  CHECK_FALSE(ok("x", {}, Unit::none, std::nan("")));
+  CHECK_FALSE(ok("x", {}, Unit::none, INFINITY));
+  CHECK(check_metric(row("x", Unit::none, static_cast<MetricKind>(7)), {}, 1) ==
         "\"x\": unknown metric kind");
-  CHECK(*check_metric("x", {}, 1, "furlongs", kiwi::MetricKind::gauge) ==
-        "\"x\": unit \"furlongs\" is not one of bytes, seconds, celsius, hertz, ratio, count, "
-        "bytes_per_second, per_second or \"\"");
+  CHECK(*check_metric(row("x", static_cast<Unit>(99)), {}, 1) ==
+        "\"x\": unit code 99 is not a known unit (bytes, seconds, celsius, hertz, ratio, count, "
+        "bytes_per_second, per_second or none)");
   // A hostile name is quoted short and escaped: no newline or raw byte reaches a message.
   std::string hostile = "bad\nname\xff" + std::string(200, 'x');
-  auto why = *check_metric(hostile, {}, 1, "", kiwi::MetricKind::gauge);
+  auto why = *check_metric(row(hostile), {}, 1);
   CHECK(why.find('\n') == std::string::npos);
   CHECK_THAT(why, Catch::StartsWith("\"bad\\x0aname\\xff") && Catch::Contains("...:"));
   CHECK(why.size() < 200);
@@ -51,16 +55,22 @@ TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values")
 
 TEST_CASE(
     "metric check: the sink keeps what passes, drops repeats of a series, names what it dropped") {
+  using kiwi::Label;
+  auto row = [](std::string_view name, std::string_view labels = "",
+                kiwi::Unit unit = kiwi::Unit::none) -> kiwi::MetricSpec {
+    return {name, unit, kiwi::MetricKind::gauge, labels, ""};
+  };
   std::vector<kiwi::MetricValue> out;
   CheckedSink sink(out);
-  sink.gauge("ok", 1, "");
-  sink.gauge("chaos bad name", 2, "");
-  sink.gauge("twice", {{"a", "1"}, {"b", "2"}}, 5, "");
-  sink.gauge("twice", {{"b", "2"}, {"a", "1"}}, 6, "");  // the same series, labels reordered
-  sink.gauge("twice", {{"a", "1"}, {"b", "3"}}, 7, "");  // another series
-  sink.gauge("ok", {{"x", "1"}}, 8, "");
-  sink.gauge("ok", 9, "");
-  sink.gauge("nan", std::nan(""), "");
+  sink.emit(row("ok"), 1);
+  sink.emit(row("chaos bad name"), 2);
+  sink.emit(row("twice", "a,b"), {"1", "2"}, 5);
+  const Label reordered[] = {{"b", "2"}, {"a", "1"}};
+  sink.emit(row("twice"), reordered, 6);           // the same series, labels reordered
+  sink.emit(row("twice", "a, b"), {"1", "3"}, 7);  // another series
+  sink.emit(row("ok", "x"), {"1"}, 8);
+  sink.emit(row("ok"), 9);
+  sink.emit(row("nan"), std::nan(""));
   std::string note = sink.finish();
   REQUIRE(out.size() == 4);
   CHECK(out[0].name == "ok");
@@ -76,10 +86,37 @@ TEST_CASE(
 
   std::vector<kiwi::MetricValue> clean;
   CheckedSink good(clean);
-  good.gauge("a", 1, "bytes");
-  good.gauge("a", {{"core", "0"}}, 1, "ratio");
+  good.emit(row("a", "", kiwi::Unit::bytes), 1);
+  good.emit(row("a", "core", kiwi::Unit::ratio), {"0"}, 1);
   CHECK(good.finish().empty());
-  CHECK(clean.size() == 2);
+  REQUIRE(clean.size() == 2);
+  CHECK(clean[0].unit == "bytes");
+  CHECK(clean[1].labels == std::vector<std::pair<std::string, std::string>>{{"core", "0"}});
+  CHECK(clean[1].unit == "ratio");
+}
+
+TEST_CASE("metric sink: label values go with the row's label names, and must match them") {
+  std::vector<kiwi::MetricValue> out;
+  CheckedSink sink(out);
+  const kiwi::MetricSpec two{"x", kiwi::Unit::none, kiwi::MetricKind::gauge, "mode, core", ""};
+  sink.emit(two, {"idle", "3"}, 1);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].labels ==
+        std::vector<std::pair<std::string, std::string>>{{"mode", "idle"}, {"core", "3"}});
+  CHECK_THROWS_WITH(sink.emit(two, {"idle"}, 1),
+                    "metric x declares labels \"mode, core\" but was emitted with 1 label values");
+  CHECK_THROWS_WITH(sink.emit(two, 1),
+                    "metric x declares labels \"mode, core\" but was emitted with 0 label values");
+  const kiwi::MetricSpec none{"y", kiwi::Unit::none, kiwi::MetricKind::gauge, "", ""};
+  CHECK_THROWS_WITH(sink.emit(none, {"extra"}, 1),
+                    "metric y declares labels \"\" but was emitted with 1 label values");
+  const kiwi::MetricSpec many{"z", kiwi::Unit::none, kiwi::MetricKind::gauge, "a,b,c,d,e,f,g,h,i,j",
+                              ""};
+  sink.emit(many, {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}, 2);  // more than the stack
+  REQUIRE(out.size() == 2);
+  CHECK(out[1].labels.size() == 10);
+  CHECK(out[1].labels[9] == std::pair<std::string, std::string>{"j", "10"});
+  CHECK(sink.finish().empty());
 }
 
 TEST_CASE("http: If-None-Match matches lists, weak tags and * (RFC 9110 13.1.2)") {

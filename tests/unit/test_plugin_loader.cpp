@@ -600,8 +600,8 @@ TEST_CASE("C ABI: a sensor written in C gets its options, emits through its tabl
   REQUIRE(inst.library->info->name == "c_sensor");
   CHECK(inst.library->info->metrics.size() == 6);
   CHECK(inst.library->info->metrics[1].labels == "name");
-  CHECK(inst.library->info->metrics[2].counter);
-  CHECK(inst.library->info->metrics[2].unit == "count");
+  CHECK(inst.library->info->metrics[2].kind == kiwi::MetricKind::counter);
+  CHECK(inst.library->info->metrics[2].unit == kiwi::Unit::count);
   kiwi::SampleResult result;
   auto m = sample_once(inst, &result);
   sample_once(inst);  // the state is the instance's: the second sample counts on

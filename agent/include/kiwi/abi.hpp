@@ -106,8 +106,8 @@ struct Descriptor {
       options.push_back({str(o.key), static_cast<std::uint32_t>(o.type), str(o.default_toml),
                          str(o.description), o.has_range ? 1u : 0u, o.min, o.max});
     for (const auto& m : metric_table)
-      metrics.push_back(
-          {str(m.name), unit_code(m.unit), m.counter ? 1u : 0u, str(m.labels), str(m.help)});
+      metrics.push_back({str(m.name), static_cast<std::uint32_t>(m.unit),
+                         static_cast<std::uint32_t>(m.kind), str(m.labels), str(m.help)});
     plugin.abi_major = KIWI_ABI_MAJOR;
     plugin.abi_minor = KIWI_ABI_MINOR;
     plugin.size = sizeof(kiwi_plugin);

@@ -449,7 +449,8 @@ inline std::shared_ptr<const Snapshot> snapshot_from(const kiwi_snapshot& c) {
     for (std::size_t j = 0; j < r.metric_count; ++j) {
       const auto& m = r.metrics[j];
       out.metrics.push_back({std::string(view(m.name)), labels_from(m.labels, m.label_count),
-                             m.value, std::string(unit_name(m.unit)), kind_from(m.kind)});
+                             m.value, std::string(to_string(static_cast<Unit>(m.unit))),
+                             kind_from(m.kind)});
     }
   }
   return s;
@@ -493,7 +494,8 @@ inline AgentStats stats_from(const kiwi_stats& c) {
     for (std::size_t j = 0; j < p.metric_count; ++j) {
       const auto& m = row_at(p.metrics, p.metric_spec_size, j);
       const std::string_view name = keep(m.name), labels = keep(m.labels), help = keep(m.help);
-      table->specs.push_back({name, unit_name(m.unit), m.kind == KIWI_COUNTER, labels, help});
+      table->specs.push_back(
+          {name, static_cast<Unit>(m.unit), static_cast<MetricKind>(m.kind), labels, help});
     }
     out.metrics = table->specs;
     out.library = std::move(table);
@@ -524,7 +526,7 @@ inline HistoryResult history_from(const kiwi_history_result& c) {
     out.key = std::string(view(s.key));
     out.name = std::string(view(s.name));
     out.labels = labels_from(s.labels, s.label_count);
-    out.unit = std::string(unit_name(s.unit));
+    out.unit = std::string(to_string(static_cast<Unit>(s.unit)));
     out.kind = kind_from(s.kind);
     if (c.timestamp_count) out.values.assign(s.values, s.values + c.timestamp_count);
   }

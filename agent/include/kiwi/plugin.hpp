@@ -1,5 +1,5 @@
 // kiwi-agent plugin SDK (C++): what every plugin shares: options, logging, the option and metric
-// tables, units.
+// tables, units and kinds.
 //
 // The boundary between the agent and a plugin is the C ABI in kiwi/plugin.h; this C++ SDK is a
 // header-only wrapper over it. A C++ plugin writes classes against sensor.hpp or handler.hpp and
@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -125,39 +126,61 @@ class Logger {
 // For plugins without options: KIWI_SENSOR_PLUGIN(X, "x", "...", kiwi::no_options, kMetrics)
 inline constexpr std::span<const OptionSpec> no_options{};
 
-// The units a metric may have: base units only (README "Plugins"), a closed set; "" is a unitless
-// value. In the C ABI a unit is its code, KIWI_UNIT_<NAME> (kiwi/plugin.h): kUnits[code - 1], and
-// 0 for "".
+// The units a metric may have: base units only (README "Plugins"), a closed set. The codes are
+// the C ABI's KIWI_UNIT_<NAME> (kiwi/plugin.h); `none` is a unitless value.
+enum class Unit : std::uint32_t {
+  none = KIWI_UNIT_NONE,
+  bytes = KIWI_UNIT_BYTES,
+  seconds = KIWI_UNIT_SECONDS,
+  celsius = KIWI_UNIT_CELSIUS,
+  hertz = KIWI_UNIT_HERTZ,
+  ratio = KIWI_UNIT_RATIO,
+  count = KIWI_UNIT_COUNT,
+  bytes_per_second = KIWI_UNIT_BYTES_PER_SECOND,
+  per_second = KIWI_UNIT_PER_SECOND,
+};
+
+// Each unit's name as the API writes it, indexed by code: "" for none.
 inline constexpr std::string_view kUnits[] = {
-    "bytes", "seconds", "celsius", "hertz", "ratio", "count", "bytes_per_second", "per_second", ""};
+    "", "bytes", "seconds", "celsius", "hertz", "ratio", "count", "bytes_per_second", "per_second"};
 
-inline constexpr bool is_known_unit(std::string_view unit) {
+inline constexpr bool is_known_unit(Unit unit) {
+  return static_cast<std::uint32_t>(unit) < std::size(kUnits);
+}
+
+// A unit's name; "" for none and for a code this SDK does not know (is_known_unit tells them
+// apart).
+inline constexpr std::string_view to_string(Unit unit) {
+  return is_known_unit(unit) ? kUnits[static_cast<std::uint32_t>(unit)] : std::string_view();
+}
+
+// The unit of a name, "" being none; nullopt for a name not in kUnits.
+inline constexpr std::optional<Unit> unit_from_string(std::string_view name) {
+  for (std::uint32_t i = 0; i < std::size(kUnits); ++i)
+    if (kUnits[i] == name) return static_cast<Unit>(i);
+  return std::nullopt;
+}
+
+// The units for a message: "bytes, seconds, ..., per_second or none".
+inline std::string units_text() {
+  std::string out;
   for (auto u : kUnits)
-    if (u == unit) return true;
-  return false;
+    if (!u.empty()) out += (out.empty() ? "" : ", ") + std::string(u);
+  return out + " or none";
 }
 
-// A unit's C ABI code; UINT32_MAX for a name not in kUnits (the agent then drops the metric).
-inline constexpr std::uint32_t unit_code(std::string_view unit) {
-  if (unit.empty()) return KIWI_UNIT_NONE;
-  for (std::uint32_t i = 0; i + 1 < std::size(kUnits); ++i)
-    if (kUnits[i] == unit) return i + 1;
-  return UINT32_MAX;
-}
+// The codes are the C ABI's KIWI_GAUGE and KIWI_COUNTER.
+enum class MetricKind : std::uint32_t { gauge = KIWI_GAUGE, counter = KIWI_COUNTER };
 
-// A code's unit name; "" for KIWI_UNIT_NONE and for a code this SDK does not know.
-inline constexpr std::string_view unit_name(std::uint32_t code) {
-  return code >= 1 && code < std::size(kUnits) ? kUnits[code - 1] : std::string_view();
-}
-
-// One metric a sensor emits: its stable name, unit, labels and meaning. The table drives the
-// Prometheus HELP/TYPE lines and the plugin's README; emitting a name not in it is allowed (it gets
-// a generic HELP) but is a bug worth a test.
+// One metric a sensor emits, declared once: its stable name, unit, kind, label names and meaning.
+// The row is the HELP and TYPE of /metrics and the plugin's README table, and the sensor emits
+// through it (MetricSink::emit(row, ...), kiwi/sensor.hpp), so the table and what is emitted
+// cannot drift apart.
 struct MetricSpec {
   std::string_view name;    // e.g. "cpu_core_usage_ratio"
-  std::string_view unit;    // one of kiwi::kUnits: bytes, seconds, ..., ""
-  bool counter;             // false: gauge
-  std::string_view labels;  // comma list, e.g. "core" ("" for none)
+  Unit unit;                // Unit::bytes, ..., Unit::none
+  MetricKind kind;          // gauge or counter
+  std::string_view labels;  // label names, comma-separated, e.g. "core" ("" for none)
   std::string_view help;    // one line: what it measures and where it comes from
 };
 

@@ -19,16 +19,19 @@
 // marks this sensor `error` with e.what() in the snapshot, and the other sensors go on.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <initializer_list>
 #include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "kiwi/abi.hpp"
 #include "kiwi/plugin.hpp"
 
 namespace kiwi {
-
-enum class MetricKind : std::uint32_t { gauge, counter };
 
 struct Label {
   std::string_view name;
@@ -36,19 +39,26 @@ struct Label {
 };
 
 // Receives the metrics of one sample. Strings are copied before emit() returns, so temporaries are
-// fine. Names are stable API (snake_case, unit suffix: `_bytes`, `_ratio`, `_celsius`, `_hertz`);
-// `unit` is one of kUnits.
+// fine. A sensor emits through the rows of its metric table (kiwi/plugin.hpp, MetricSpec):
+//
+//   inline constexpr kiwi::MetricSpec kCoreUsage{"cpu_core_usage_ratio", kiwi::Unit::ratio,
+//                                                kiwi::MetricKind::gauge, "core", "..."};
+//   sink.emit(kCoreUsage, {core}, 0.25);   // label values in the order the row names them
+//   sink.emit(kLoad1, 0.5);                // a row without labels
+//
+// Names are stable API (snake_case, unit suffix: `_bytes`, `_ratio`, `_celsius`, `_hertz`).
 //
 // The host checks every metric before it goes anywhere (snapshot, history, /metrics): the name
 // must match [a-zA-Z_][a-zA-Z0-9_]*, each label name too (not starting with "__", no name twice),
-// label values are any text (escaped wherever they are written), the unit one of kUnits, the
-// value finite, and a series (name and labels) may appear once per sample. A metric that fails is
-// dropped, counted in the sensor's `invalid_metrics_total`, and named in its status message; the
-// rest of the sample is kept.
+// label values are any text (escaped wherever they are written), the unit a known Unit, the kind
+// gauge or counter, the value finite, and a series (name and labels) may appear once per sample.
+// A metric that fails is dropped, counted in the sensor's `invalid_metrics_total`, and named in
+// its status message; the rest of the sample is kept.
 class MetricSink {
  public:
-  virtual void emit(std::string_view name, std::span<const Label> labels, double value,
-                    std::string_view unit, MetricKind kind) = 0;
+  // The one way in, which the others call: `labels` are names and values. For metrics known only
+  // at run time (the exec sensor builds a MetricSpec per parsed line), or labels built in a loop.
+  virtual void emit(const MetricSpec& metric, std::span<const Label> labels, double value) = 0;
 
   // The end of the time this sample() call has: its start plus the sensor's `timeout`. A sensor
   // that waits on something (a child process) gives up by then. time_point::max() when there is
@@ -57,17 +67,46 @@ class MetricSink {
     return std::chrono::steady_clock::time_point::max();
   }
 
-  void gauge(std::string_view name, double value, std::string_view unit) {
-    emit(name, {}, value, unit, MetricKind::gauge);
+  // A row without labels. Throws std::logic_error if the row declares labels.
+  void emit(const MetricSpec& metric, double value) {
+    emit(metric, std::initializer_list<std::string_view>(), value);
   }
-  void gauge(std::string_view name, std::initializer_list<Label> labels, double value,
-             std::string_view unit) {
-    emit(name, std::span<const Label>(labels.begin(), labels.size()), value, unit,
-         MetricKind::gauge);
+
+  // Label values, in the order metric.labels names them. Throws std::logic_error (so the sample
+  // is an error naming the metric) when their number is not the row's.
+  void emit(const MetricSpec& metric, std::initializer_list<std::string_view> values,
+            double value) {
+    Label stack[8];
+    std::vector<Label> heap;
+    Label* out = stack;
+    if (values.size() > std::size(stack)) {
+      heap.resize(values.size());
+      out = heap.data();
+    }
+    std::string_view names = metric.labels;
+    std::size_t n = 0;
+    for (auto v : values) {
+      if (names.empty()) break;
+      const std::size_t comma = std::min(names.find(','), names.size());
+      out[n++] = {trim(names.substr(0, comma)), v};
+      names.remove_prefix(std::min(comma + 1, names.size()));
+    }
+    if (n != values.size() || !names.empty())
+      throw std::logic_error("metric " + std::string(metric.name) + " declares labels \"" +
+                             std::string(metric.labels) + "\" but was emitted with " +
+                             std::to_string(values.size()) + " label values");
+    emit(metric, std::span<const Label>(out, n), value);
   }
 
  protected:
   ~MetricSink() = default;
+
+ private:
+  static constexpr std::string_view trim(std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    return s;
+  }
 };
 
 enum class SampleStatus : std::uint32_t { ok, no_data };
@@ -102,15 +141,12 @@ using SensorFactory = std::unique_ptr<Sensor>(const SensorContext&);
 
 namespace kiwi::abi {
 
-static_assert(static_cast<std::uint32_t>(MetricKind::gauge) == KIWI_GAUGE &&
-              static_cast<std::uint32_t>(MetricKind::counter) == KIWI_COUNTER);
-
 // The plugin side of kiwi_sink: a MetricSink whose emit() goes to the agent.
 class CSink final : public MetricSink {
  public:
   explicit CSink(const kiwi_sink* sink) : sink_(sink) {}
-  void emit(std::string_view name, std::span<const Label> labels, double value,
-            std::string_view unit, MetricKind kind) override {
+  using MetricSink::emit;
+  void emit(const MetricSpec& metric, std::span<const Label> labels, double value) override {
     kiwi_label stack[8] = {};
     std::vector<kiwi_label> heap;
     kiwi_label* c = stack;
@@ -120,9 +156,10 @@ class CSink final : public MetricSink {
     }
     for (std::size_t i = 0; i < labels.size(); ++i)
       c[i] = {str(labels[i].name), str(labels[i].value)};
-    const kiwi_metric_spec metric{
-        str(name), unit_code(unit), static_cast<std::uint32_t>(kind), {}, {}};
-    sink_->emit(sink_->ctx, &metric, c, labels.size(), value);
+    const kiwi_metric_spec row{str(metric.name), static_cast<std::uint32_t>(metric.unit),
+                               static_cast<std::uint32_t>(metric.kind), str(metric.labels),
+                               str(metric.help)};
+    sink_->emit(sink_->ctx, &row, c, labels.size(), value);
   }
   std::chrono::steady_clock::time_point deadline() const override {
     return deadline_of(sink_->deadline_ns);

@@ -4,8 +4,9 @@
 #include "metrics_render.hpp"
 
 namespace {
-constexpr kiwi::MetricSpec kThermal[] = {
-    {"thermal_celsius", "celsius", false, "sensor", "temperature of one zone"}};
+constexpr kiwi::MetricSpec kThermal[] = {{"thermal_celsius", kiwi::Unit::celsius,
+                                          kiwi::MetricKind::gauge, "sensor",
+                                          "temperature of one zone"}};
 
 kiwi::Snapshot snapshot() {
   kiwi::Snapshot s;

@@ -52,9 +52,14 @@ struct Recorded {
 
 class RecordingSink final : public kiwi::MetricSink {
  public:
-  void emit(std::string_view name, std::span<const kiwi::Label> labels, double value,
-            std::string_view unit, kiwi::MetricKind kind) override {
-    Recorded r{std::string(name), {}, value, std::string(unit), kind};
+  using kiwi::MetricSink::emit;
+  void emit(const kiwi::MetricSpec& metric, std::span<const kiwi::Label> labels,
+            double value) override {
+    Recorded r{std::string(metric.name),
+               {},
+               value,
+               std::string(kiwi::to_string(metric.unit)),
+               metric.kind};
     for (const auto& l : labels) r.labels[std::string(l.name)] = std::string(l.value);
     samples.push_back(std::move(r));
   }

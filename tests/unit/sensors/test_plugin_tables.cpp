@@ -108,8 +108,8 @@ TEST_CASE("plugins: every metric emitted on every board is declared, with its un
         const auto spec = std::find_if(plugin.metrics.begin(), plugin.metrics.end(),
                                        [&](const auto& m) { return m.name == s.name; });
         REQUIRE(spec != plugin.metrics.end());
-        CHECK(s.unit == spec->unit);
-        CHECK((s.kind == kiwi::MetricKind::counter) == spec->counter);
+        CHECK(s.unit == kiwi::to_string(spec->unit));
+        CHECK(s.kind == spec->kind);
         std::set<std::string> labels;
         for (const auto& [name, value] : s.labels) labels.insert(name);
         CHECK(labels == label_names(spec->labels));
@@ -117,8 +117,7 @@ TEST_CASE("plugins: every metric emitted on every board is declared, with its un
         // What the host would drop (metric_check.hpp) an in-tree sensor never emits.
         std::vector<kiwi::Label> label_views;
         for (const auto& [name, value] : s.labels) label_views.push_back({name, value});
-        CHECK(kiwi::agent::check_metric(s.name, label_views, s.value, s.unit, s.kind) ==
-              std::nullopt);
+        CHECK(kiwi::agent::check_metric(*spec, label_views, s.value) == std::nullopt);
         seen[std::string(plugin.name)].insert(s.name);
       }
     }
