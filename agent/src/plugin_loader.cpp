@@ -132,14 +132,15 @@ std::optional<double> ranged(const OptionValue& v) {
   }
 }
 
-// A range in the option's own terms: "1..3600", "10ms..1m" (durations in milliseconds), bytes.
+// A range in the option's own terms: "1..3600", "10ms..1m" (durations as the config writes
+// them), bytes.
 std::string range_text(const OptionSpec& spec) {
   auto one = [&](double x) {
+    if (spec.type == OptionType::duration)
+      return format_duration(Millis(static_cast<std::int64_t>(x)));
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.15g", x);
-    return std::string(buf) + (spec.type == OptionType::duration ? "ms"
-                               : spec.type == OptionType::size   ? " bytes"
-                                                                 : "");
+    return std::string(buf) + (spec.type == OptionType::size ? " bytes" : "");
   };
   return one(spec.min) + ".." + one(spec.max);
 }

@@ -48,13 +48,6 @@ void keep_library_loaded() {
     ::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
-std::chrono::milliseconds checked_timeout(std::int64_t ms) {
-  if (ms < 1 || ms > 60000)
-    throw std::invalid_argument("statvfs_timeout: " + std::to_string(ms) +
-                                " is out of range; give milliseconds from 1 to 60000");
-  return std::chrono::milliseconds(ms);
-}
-
 }  // namespace
 
 FsStats statvfs_stats(const std::string& path) {
@@ -71,7 +64,7 @@ StorageSensor::StorageSensor(const kiwi::SensorContext& ctx, StatFunction stat)
     : procfs_(ctx.procfs),
       filter_{ctx.options.get_strings("include_types"), ctx.options.get_strings("exclude_types"),
               ctx.options.get_strings("include_mounts"), ctx.options.get_strings("exclude_mounts")},
-      timeout_(checked_timeout(ctx.options.get_int("statvfs_timeout"))),
+      timeout_(ctx.options.get_duration("statvfs_timeout")),
       rootfs_(ctx.options.get_string("rootfs")),
       stat_(std::move(stat)),
       log_(ctx.log) {}

@@ -34,8 +34,8 @@ inline constexpr kiwi::OptionSpec kOptions[] = {
     {"exclude_mounts", kiwi::OptionType::string_list,
      R"(["/proc", "/sys", "/dev", "/run/user", "/snap"])",
      "mount points not reported, with everything below them (\"/dev\" also drops /dev/shm)"},
-    {"statvfs_timeout", kiwi::OptionType::integer, "1000",
-     "milliseconds to wait for statvfs before reporting the mount as not answering (1..60000)"},
+    {"statvfs_timeout", kiwi::OptionType::duration, "\"1s\"",
+     "how long to wait for statvfs before reporting the mount as not answering", true, 1, 60'000},
     {"rootfs", kiwi::OptionType::string, R"("/")",
      "directory the mount points are found under (\"/host\" when the host's / is mounted there)"},
 };
@@ -89,8 +89,7 @@ inline constexpr auto kMetricSpecs = [] {
 class StorageSensor final : public kiwi::Sensor {
  public:
   // Copies the procfs root and options; reads nothing. Mount points from mountinfo are passed to
-  // statvfs under the rootfs option (a path of the live system, not of the procfs tree). Throws
-  // std::invalid_argument if statvfs_timeout is out of range.
+  // statvfs under the rootfs option (a path of the live system, not of the procfs tree).
   explicit StorageSensor(const kiwi::SensorContext& ctx);
   // For tests: the same, with statvfs replaced.
   StorageSensor(const kiwi::SensorContext& ctx, StatFunction stat);

@@ -215,6 +215,13 @@ inline std::vector<kiwi::OptionValue> with_int(std::vector<kiwi::OptionValue> va
   v.integer = i;
   return with(std::move(values), key, std::move(v));
 }
+inline std::vector<kiwi::OptionValue> with_duration(std::vector<kiwi::OptionValue> values,
+                                                    std::string_view key,
+                                                    std::chrono::milliseconds d) {
+  kiwi::OptionValue v;
+  v.duration = d;
+  return with(std::move(values), key, std::move(v));
+}
 inline std::vector<kiwi::OptionValue> with_string(std::vector<kiwi::OptionValue> values,
                                                   std::string_view key, std::string s) {
   kiwi::OptionValue v;

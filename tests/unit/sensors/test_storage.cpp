@@ -11,6 +11,7 @@
 #include <system_error>
 #include <thread>
 
+#include "plugin_loader.hpp"
 #include "sensor_test_util.hpp"
 #include "storage_parse.hpp"
 #include "storage_sensor.hpp"
@@ -346,7 +347,8 @@ struct DeadNfs {
 
 TEST_CASE("storage: a hanging statvfs is bounded by statvfs_timeout and not asked again") {
   DeadNfs nfs;
-  Harness h(fixture("vm"), kiwi_sensor_test::with_int(defaults(), "statvfs_timeout", 50));
+  Harness h(fixture("vm"), kiwi_sensor_test::with_duration(defaults(), "statvfs_timeout",
+                                                           std::chrono::milliseconds(50)));
   kiwi::storage::StorageSensor sensor(h.context(), nfs.stat());
 
   const auto first = sensor.sample(h.sink);
@@ -380,12 +382,26 @@ TEST_CASE("storage: a hanging statvfs is bounded by statvfs_timeout and not aske
   CHECK(h.log.count(kiwi::LogLevel::info) == 1);  // "statvfs works again on /mnt/backup"
 }
 
-TEST_CASE("storage: statvfs_timeout outside 1..60000 ms is refused when the sensor is made") {
-  for (std::int64_t bad : {0, -5, 60001}) {
-    Harness h(fixture("vm"), kiwi_sensor_test::with_int(defaults(), "statvfs_timeout", bad));
-    CHECK_THROWS_WITH(
-        kiwi::storage::StorageSensor(h.context(), fake_statvfs({})),
-        Contains("statvfs_timeout") && Contains(std::to_string(bad)) && Contains("1 to 60000"));
+TEST_CASE("storage: statvfs_timeout is a duration from 1ms to 1m, checked by the host") {
+  const kiwi::PluginInfo info{kiwi::PluginKind::sensor, "storage", "", kiwi::storage::kOptions,
+                              kiwi::storage::kMetricSpecs};
+  auto options = [&](const std::string& line) {
+    auto doc = toml::parse("[options]\n" + line, std::string("kiwi.toml"));
+    return kiwi::agent::validate_options(info, doc["options"].as_table(), "kiwi.toml", "sensor");
+  };
+  CHECK(options("").get_duration("statvfs_timeout") == std::chrono::seconds(1));
+  CHECK(options("statvfs_timeout = \"250ms\"").get_duration("statvfs_timeout") ==
+        std::chrono::milliseconds(250));
+  CHECK(options("statvfs_timeout = \"1m\"").get_duration("statvfs_timeout") ==
+        std::chrono::minutes(1));
+  for (auto [line, why] : {std::pair{"statvfs_timeout = \"0ms\"", "out of range: 1ms..1m"},
+                           {"statvfs_timeout = \"61s\"", "out of range: 1ms..1m"},
+                           {"statvfs_timeout = 1000", "expected a duration"},
+                           {"statvfs_timeout = \"soon\"", "expected a duration"}}) {
+    INFO(line);
+    CHECK_THROWS_WITH(options(line), Contains("kiwi.toml:2:") &&
+                                         Contains("sensor.options.statvfs_timeout") &&
+                                         Contains(why));
   }
 }
 
