@@ -68,9 +68,20 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
   info.metrics = metrics;
 }
 
-CHost::CHost(Logger& l) : log(l) {
+void keep_forever(std::shared_ptr<const void> code) {
+  static auto* mutex = new std::mutex;
+  static auto* kept = new std::vector<std::shared_ptr<const void>>;
+  std::lock_guard lock(*mutex);
+  kept->push_back(std::move(code));
+}
+
+CHost::CHost(Logger& l, std::shared_ptr<const void> c) : log(l), code(std::move(c)) {
   host.size = sizeof host;
   host.ctx = this;
+  host.keep_loaded = [](void* ctx) {
+    auto& self = *static_cast<CHost*>(ctx);
+    std::call_once(self.kept, [&] { keep_forever(self.code); });
+  };
   host.log = [](void* ctx, std::uint32_t level, kiwi_str message) {
     const auto lvl = level > KIWI_LOG_DEBUG ? LogLevel::debug : static_cast<LogLevel>(level);
     static_cast<CHost*>(ctx)->log.log(lvl, from_c(message));
@@ -105,9 +116,10 @@ CRefusal::CRefusal() {
   };
 }
 
-CSensor::CSensor(const kiwi_plugin& plugin, std::string_view instance_name, std::string_view procfs,
-                 std::string_view sysfs, const Options& options, Logger& log)
-    : plugin_(plugin), host_(log), options_(options) {
+CSensor::CSensor(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
+                 std::string_view instance_name, std::string_view procfs, std::string_view sysfs,
+                 const Options& options, Logger& log)
+    : plugin_(plugin), host_(log, std::move(code)), options_(options) {
   kiwi_sensor_context ctx{};
   ctx.size = sizeof ctx;
   ctx.instance_name = to_c(instance_name);

@@ -11,6 +11,7 @@
 #include <kiwi/plugin.hpp>
 #include <kiwi/sensor.hpp>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,12 +39,21 @@ struct Descriptor {
   Descriptor& operator=(const Descriptor&) = delete;
 };
 
-// A logger as a kiwi_host. Lives as long as the instance it is handed to.
+// A logger and the instance's library as a kiwi_host. Lives as long as the instance it is handed
+// to; `code` is what keep_loaded() keeps forever (the instance's LoadedLibrary).
 struct CHost {
-  explicit CHost(Logger& log);
+  CHost(Logger& log, std::shared_ptr<const void> code);
   Logger& log;
+  std::shared_ptr<const void> code;
+  std::once_flag kept;
   kiwi_host host{};
 };
+
+// Keeps `code` (a LoadedLibrary, or what holds one) for the rest of the process: never released,
+// so the library is never unloaded. The one place the agent gives up unloading code: kiwi_host's
+// keep_loaded(), and sensors the collector abandons. Reachable from a static, so a leak checker
+// sees it as kept. Thread-safe.
+void keep_forever(std::shared_ptr<const void> code);
 
 // The validated options as kiwi_option_value rows; points into `options`, which must outlive it.
 struct COptions {
@@ -64,8 +74,10 @@ struct CRefusal {
 class CSensor final : public Sensor {
  public:
   // Calls sensor_create; throws std::runtime_error with the plugin's refusal.
-  CSensor(const kiwi_plugin& plugin, std::string_view instance_name, std::string_view procfs,
-          std::string_view sysfs, const Options& options, Logger& log);
+  // `code` keeps the plugin's library (kiwi_host.keep_loaded keeps it forever).
+  CSensor(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
+          std::string_view instance_name, std::string_view procfs, std::string_view sysfs,
+          const Options& options, Logger& log);
   ~CSensor() override;
   SampleResult sample(MetricSink& sink) override;
 

@@ -297,8 +297,8 @@ CHandler::CHandler(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
                    std::string_view route_path, const Options& options, Logger& log,
                    const DataSource& data, std::string_view agent_version)
     : plugin_(plugin),
-      code_(std::move(code)),
-      host_(log),
+      code_(code),
+      host_(log, std::move(code)),
       options_(options),
       data_(CData::of(data)) {
   kiwi_handler_context ctx{};

@@ -47,13 +47,10 @@ std::string seconds_text(steady_clock::duration d) {
   return buf;
 }
 
-// Instances of abandoned sensors: kept, never destroyed, so the code of a library whose sample()
-// may still run is never unloaded. Reachable from here, so a leak checker sees them as kept.
-void keep_forever(PluginInstance<Sensor> instance) {
-  static auto* mutex = new std::mutex;
-  static auto* kept = new std::vector<std::unique_ptr<PluginInstance<Sensor>>>;
-  std::lock_guard lock(*mutex);
-  kept->push_back(std::make_unique<PluginInstance<Sensor>>(std::move(instance)));
+// An abandoned sensor's instance: kept, never destroyed, so the code of a library whose sample()
+// may still run is never unloaded (c_abi.hpp, keep_forever).
+void keep_instance_forever(PluginInstance<Sensor> instance) {
+  keep_forever(std::make_shared<PluginInstance<Sensor>>(std::move(instance)));
 }
 
 }  // namespace
@@ -337,7 +334,7 @@ void Collector::shut_down_workers() {
       }
       w.abandoned = true;
       if (w.in_call) {
-        keep_forever(std::move(w.instance));
+        keep_instance_forever(std::move(w.instance));
         abandoned.push_back("sensor " + w.name +
                             " abandoned: its sample() has not returned after " +
                             format_duration(kStopGrace) + "; its library stays loaded");

@@ -519,8 +519,8 @@ PluginInstance<Sensor> PluginLoader::create_sensor(const PluginEntry& entry,
   inst.options = validate_options(*inst.library->info, entry.options, entry.pos.file, "sensor");
   inst.log = std::make_unique<PrefixLogger>(log_, "sensor " + entry.name);
   try {
-    inst.object = std::make_unique<CSensor>(*inst.library->descriptor->c, entry.name, procfs, sysfs,
-                                            inst.options, *inst.log);
+    inst.object = std::make_unique<CSensor>(*inst.library->descriptor->c, inst.library, entry.name,
+                                            procfs, sysfs, inst.options, *inst.log);
   } catch (const std::exception& e) {
     throw PluginError(entry.plugin_pos.str() + ": " + inst.library->file + ": sensor '" +
                       entry.name + "' refused to start: " + e.what());

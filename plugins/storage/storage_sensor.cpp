@@ -1,6 +1,5 @@
 #include "storage_sensor.hpp"
 
-#include <dlfcn.h>
 #include <poll.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -39,15 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// An abandoned thread returns into this library's code whenever its statvfs ends, which may be
-// after the agent unloaded the plugin at shutdown. Once a thread is abandoned, keep the library
-// mapped for the rest of the process (RTLD_NODELETE); the reference is leaked on purpose.
-void keep_library_loaded() {
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&keep_library_loaded), &info) && info.dli_fname)
-    ::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
-
 }  // namespace
 
 FsStats statvfs_stats(const std::string& path) {
@@ -67,7 +57,8 @@ StorageSensor::StorageSensor(const kiwi::SensorContext& ctx, StatFunction stat)
       timeout_(ctx.options.get_duration("statvfs_timeout")),
       rootfs_(ctx.options.get_string("rootfs")),
       stat_(std::move(stat)),
-      log_(ctx.log) {}
+      log_(ctx.log),
+      keep_loaded_(ctx.keep_loaded) {}
 
 StorageSensor::~StorageSensor() {
   if (mountinfo_fd_ >= 0) ::close(mountinfo_fd_);
@@ -201,7 +192,7 @@ kiwi::SampleResult StorageSensor::sample(kiwi::MetricSink& sink) {
     }
     if (missed_deadline) {
       hung_[m.mount_point] = calls[i];
-      keep_library_loaded();
+      keep_loaded_();  // the thread may return after this sensor, and the plugin, are gone
     }
     if (!error.empty()) {
       // EACCES on a private mount, ESTALE or a hang from a gone NFS server: skip it, keep the

@@ -113,7 +113,8 @@ class StorageSensor final : public kiwi::Sensor {
   std::string rootfs_;
   StatFunction stat_;
   kiwi::Logger& log_;
-  std::set<std::string> failing_;  // mounts whose statvfs failed last time, to log changes once
+  std::function<void()> keep_loaded_;  // called once a statvfs thread is left behind
+  std::set<std::string> failing_;      // mounts whose statvfs failed last time, to log changes once
   // Mounts whose statvfs did not answer in time, with the call still running. A mount here is not
   // asked again until that call returns, so a dead NFS server costs one thread, not one per tick.
   std::map<std::string, std::shared_ptr<Call>> hung_;

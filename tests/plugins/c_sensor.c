@@ -3,6 +3,7 @@
  * the occasion, labels, a note, no_data and an error chosen by option, a refusal, and the log.
  * The unit and integration tests check each against what the agent reports. */
 #include <kiwi/plugin.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@
   { literal, sizeof(literal) - 1 }
 
 static const kiwi_option_spec options[] = {
-    {S("mode"), KIWI_OPTION_STRING, S("\"ok\""), S("ok, no_data, error or refuse"), 0, 0, 0},
+    {S("mode"), KIWI_OPTION_STRING, S("\"ok\""), S("ok, no_data, error, refuse or keep_loaded"), 0,
+     0, 0},
     {S("scale"), KIWI_OPTION_NUMBER, S("1.0"), S("factor on the value"), 1, 0, 1000},
     {S("count"), KIWI_OPTION_INTEGER, S("2"), S("how many labelled values"), 1, 0, 16},
     {S("loud"), KIWI_OPTION_BOOLEAN, S("false"), S("log every sample"), 0, 0, 0},
@@ -64,6 +66,11 @@ static void *create(const kiwi_sensor_context *c, const kiwi_refusal *refusal) {
   sensor *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->host = c->host;
+  /* mode = "keep_loaded": asks the agent to keep this library mapped, as a sensor that leaves a
+   * thread behind does; an agent older than the member does not offer it. */
+  if (is(mode->string, "keep_loaded") &&
+      c->host->size >= offsetof(kiwi_host, keep_loaded) + sizeof c->host->keep_loaded)
+    c->host->keep_loaded(c->host->ctx);
   memcpy(s->mode, mode->string.data, mode->string.size);
   s->scale = option(c, "scale")->number;
   s->count = option(c, "count")->integer;

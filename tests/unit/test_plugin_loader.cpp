@@ -539,7 +539,8 @@ TEST_CASE("loader: a plugin file replaced on disk is loaded anew, an unchanged o
   third = {};
   CHECK(old_third.expired());
   auto again = loader.create_sensor(entry(so), proc, sys);
-  CHECK(again.library.use_count() == 1);  // only the instance holds it
+  // Only the instance holds it: its PluginInstance and its object's kiwi_host (keep_loaded).
+  CHECK(again.library.use_count() == 2);
   CHECK(again.library->info->name == "SLOW");
   CHECK(sample_names(*again.object) == std::vector<std::string>{"slow_samples"});
   std::weak_ptr<LoadedLibrary> old_uptime = first.library;
@@ -588,6 +589,28 @@ std::map<std::string, kiwi::MetricValue> sample_once(PluginInstance<kiwi::Sensor
   return by;
 }
 }  // namespace
+
+TEST_CASE("C ABI: keep_loaded keeps a plugin's library mapped after its last instance is gone") {
+  const std::string file = kTestPlugins + "/test-c_sensor.so";
+  auto mapped = [&] {
+    void* h = ::dlopen(file.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (h) ::dlclose(h);
+    return h != nullptr;
+  };
+  NullLogger log;
+  {
+    PluginLoader loader(KIWI_PLUGIN_DIR, log);
+    auto inst = loader.create_sensor(entry(file), "/proc", "/sys");
+    CHECK(mapped());
+  }
+  CHECK_FALSE(mapped());  // without it, the last instance gone unloads the library
+  {
+    PluginLoader loader(KIWI_PLUGIN_DIR, log);
+    auto inst =
+        loader.create_sensor(entry(file, "[options]\nmode = \"keep_loaded\"\n"), "/proc", "/sys");
+  }
+  CHECK(mapped());  // a thread it left behind may still return into its code
+}
 
 TEST_CASE("C ABI: a sensor written in C gets its options, emits through its table, and logs") {
   NullLogger log;

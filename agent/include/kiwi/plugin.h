@@ -128,6 +128,12 @@ typedef struct kiwi_host {
   /* Writes a line to the agent's log, prefixed with the instance. Thread-safe: any thread, any
    * time during the instance's life (its destroy included). */
   void (*log)(void *ctx, uint32_t level, kiwi_str message);
+  /* Keeps the plugin's shared object mapped for the rest of the process, whatever is unloaded
+   * later. For an instance that leaves work behind which may still run plugin code after its
+   * destroy returns: a thread blocked in the kernel (statvfs on a hard NFS mount whose server is
+   * gone) that cannot be interrupted. Thread-safe, idempotent; any time during the instance's
+   * life. Check `size` before calling: offsetof(kiwi_host, keep_loaded) < size. */
+  void (*keep_loaded)(void *ctx);
 } kiwi_host;
 
 /* One validated option: every key of the table, in table order, with the user's value or the

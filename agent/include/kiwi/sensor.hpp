@@ -21,6 +21,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -133,6 +135,11 @@ struct SensorContext {
   std::string_view sysfs;          // e.g. "/sys"
   const Options& options;
   Logger& log;  // outlives the sensor object
+  // Keeps the plugin's shared object mapped for the rest of the process (kiwi_host.keep_loaded):
+  // for a sensor that leaves work behind which may run its code after it is destroyed, such as
+  // a thread blocked in statvfs on a dead NFS mount. May be copied and called at any time during
+  // the sensor's life, from any thread.
+  std::function<void()> keep_loaded = [] {};
 };
 
 using SensorFactory = std::unique_ptr<Sensor>(const SensorContext&);
@@ -183,8 +190,14 @@ template <class Class>
 void* create_sensor(const kiwi_sensor_context* c, const kiwi_refusal* refusal) noexcept {
   return refusing(refusal, [&]() -> void* {
     auto box = std::make_unique<SensorBox>(c);
-    const SensorContext ctx{view(c->instance_name), view(c->procfs), view(c->sysfs), box->options,
-                            box->log};
+    const kiwi_host* host = c->host;
+    const SensorContext ctx{
+        view(c->instance_name), view(c->procfs), view(c->sysfs), box->options, box->log, [host] {
+          // An agent older than the member does not offer it.
+          if (host->size >= offsetof(kiwi_host, keep_loaded) + sizeof host->keep_loaded &&
+              host->keep_loaded)
+            host->keep_loaded(host->ctx);
+        }};
     box->sensor = std::make_unique<Class>(ctx);
     return box.release();
   });

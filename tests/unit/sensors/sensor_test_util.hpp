@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -265,13 +266,16 @@ struct Harness {
   explicit Harness(const std::string& root, std::vector<kiwi::OptionValue> values = {})
       : procfs(root + "/proc"), sysfs(root + "/sys"), options(std::move(values)) {}
 
-  kiwi::SensorContext context() { return {"test", procfs, sysfs, options, log}; }
+  kiwi::SensorContext context() {
+    return {"test", procfs, sysfs, options, log, [this] { ++keep_loaded_calls; }};
+  }
 
   std::string procfs;
   std::string sysfs;
   kiwi::Options options;
   RecordingLogger log;
   RecordingSink sink;
+  std::atomic<int> keep_loaded_calls{0};  // SensorContext::keep_loaded
 };
 
 // A scratch copy of a fixture board (or an empty tree) that a test may change between samples.

@@ -357,6 +357,8 @@ TEST_CASE("storage: a hanging statvfs is bounded by statvfs_timeout and not aske
   CHECK(h.sink.label_values("storage_size_bytes", "mount") ==
         std::vector<std::string>{"/", "/boot/efi", "/mnt/iso"});
   CHECK(h.log.count(kiwi::LogLevel::warn) == 1);
+  // The thread may return after the sensor is gone: the plugin's code must stay mapped.
+  CHECK(h.keep_loaded_calls >= 1);
 
   // Still hanging: reported as such at once, and no second thread piles up behind the first.
   h.sink.clear();
