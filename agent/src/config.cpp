@@ -492,6 +492,7 @@ Config load(std::string_view text, const std::string& source, const std::string&
   Reader defaults(cfg, "<built-in default>", exe_dir);
   cfg.documents.push_back(parse_toml(default_config_text(), "<built-in default>"));
   defaults.read(*cfg.documents.back());
+  cfg.agent.builtin_plugin_dir = cfg.agent.plugin_dir;
   Reader user(cfg, source, exe_dir);
   if (with_user) {
     cfg.documents.push_back(parse_toml(text, source));

@@ -59,8 +59,9 @@ struct Config {
   struct {
     std::string data_dir;
     SourcePos data_dir_pos;
-    std::string plugin_dir;    // "$ORIGIN" already replaced by the executable's directory
-    SourcePos plugin_dir_pos;  // where it was set, for "plugin not found" messages
+    std::string plugin_dir;          // "$ORIGIN" already replaced by the executable's directory
+    SourcePos plugin_dir_pos;        // where it was set, for "plugin not found" messages
+    std::string builtin_plugin_dir;  // the built-in plugin_dir: searched after plugin_dir
     std::string procfs;
     SourcePos procfs_pos;
     std::string sysfs;

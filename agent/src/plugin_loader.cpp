@@ -215,7 +215,14 @@ std::string PluginLoader::resolve(PluginKind kind, const std::string& plugin) co
   const std::string file = plugin.ends_with(".so")
                                ? plugin
                                : "kiwi-" + std::string(to_string(kind)) + "-" + plugin + ".so";
-  return std::filesystem::path(plugin_dir_ + "/" + file).lexically_normal().string();
+  auto in = [&](const std::string& dir) {
+    return std::filesystem::path(dir + "/" + file).lexically_normal().string();
+  };
+  std::error_code ec;
+  if (!builtin_dir_.empty() && !std::filesystem::exists(in(plugin_dir_), ec) &&
+      std::filesystem::exists(in(builtin_dir_), ec))
+    return in(builtin_dir_);
+  return in(plugin_dir_);
 }
 
 namespace {
@@ -438,9 +445,13 @@ void LibraryCache::add(const std::shared_ptr<LoadedLibrary>& lib) {
 }
 
 PluginLoader::PluginLoader(std::string plugin_dir, Logger& log, SourcePos plugin_dir_pos,
-                           std::shared_ptr<LibraryCache> cache)
+                           std::shared_ptr<LibraryCache> cache, std::string builtin_dir)
     : plugin_dir_(std::move(plugin_dir)),
       plugin_dir_pos_(std::move(plugin_dir_pos)),
+      builtin_dir_(std::filesystem::path(builtin_dir).lexically_normal() ==
+                           std::filesystem::path(plugin_dir_).lexically_normal()
+                       ? std::string()
+                       : std::move(builtin_dir)),
       log_(log),
       cache_(cache ? std::move(cache) : std::make_shared<LibraryCache>()) {}
 
@@ -477,7 +488,8 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(std::optional<PluginKind> kind
   if (!std::filesystem::is_regular_file(file, ec))
     throw PluginError(at + "plugin file not found" +
                       (in_plugin_dir
-                           ? " (looked up '" + entry.plugin + "' in plugin_dir " + plugin_dir_ + ")"
+                           ? " (looked up '" + entry.plugin + "' in plugin_dir " + plugin_dir_ +
+                                 (builtin_dir_.empty() ? "" : " and then in " + builtin_dir_) + ")"
                            : ""));
   if (auto why = not_a_shared_object(file); !why.empty()) throw PluginError(at + why);
   const bool changed = cache_->loaded(file);

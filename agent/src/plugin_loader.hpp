@@ -101,12 +101,15 @@ class PluginLoader {
  public:
   // `plugin_dir_pos`: where plugin_dir was set, named when a plugin is not found there.
   // `cache`: the libraries to reuse (a reload passes the running loader's cache()); a new, empty
-  // one when null.
+  // one when null. `builtin_dir`: the agent's own plugin directory (the built-in plugin_dir),
+  // searched after plugin_dir, so a plugin_dir of one's own adds to the agent's plugins instead
+  // of hiding them; "" or plugin_dir itself: none.
   PluginLoader(std::string plugin_dir, Logger& log, SourcePos plugin_dir_pos = {},
-               std::shared_ptr<LibraryCache> cache = {});
+               std::shared_ptr<LibraryCache> cache = {}, std::string builtin_dir = {});
 
-  // "cpu" -> <plugin_dir>/kiwi-sensor-cpu.so; a file name ("kiwi-sensor-cpu.so") is looked up in
-  // plugin_dir too; anything with a '/' is a path (relative ones to the working directory).
+  // "cpu" -> <plugin_dir>/kiwi-sensor-cpu.so, or <builtin_dir>/kiwi-sensor-cpu.so when only that
+  // exists; a file name ("kiwi-sensor-cpu.so") is looked up the same way; anything with a '/' is
+  // a path (relative ones to the working directory).
   std::string resolve(PluginKind kind, const std::string& plugin) const;
   // Opens and checks ABI version, descriptor and kind. A file still as it was when a live
   // library in the cache was loaded from it gives that library; a file replaced or rewritten
@@ -124,6 +127,7 @@ class PluginLoader {
  private:
   std::string plugin_dir_;
   SourcePos plugin_dir_pos_;
+  std::string builtin_dir_;  // "" when it is plugin_dir_
   Logger& log_;
   std::shared_ptr<LibraryCache> cache_;
 };

@@ -77,6 +77,31 @@ std::string error_of(PluginLoader& loader, const PluginEntry& e) {
 const std::string kTestPlugins = KIWI_TEST_PLUGIN_DIR;
 }  // namespace
 
+TEST_CASE("loader: a plugin_dir of one's own adds to the agent's plugins, first, not instead") {
+  NullLogger log;
+  kiwi_test::TempDir mine;
+  std::filesystem::copy_file(kTestPlugins + "/test-slow_sensor.so", mine.path / "kiwi-sensor-slow.so");
+  // The agent's own "memory" is found after plugin_dir; "slow" in plugin_dir.
+  PluginLoader loader(mine.path.string(), log, {}, nullptr, KIWI_PLUGIN_DIR);
+  auto memory = loader.create_sensor(entry("memory"), KIWI_FIXTURES_DIR "/rk3588/proc",
+                                     KIWI_FIXTURES_DIR "/rk3588/sys");
+  CHECK(memory.library->file ==
+        std::filesystem::path(KIWI_PLUGIN_DIR "/kiwi-sensor-memory.so").lexically_normal());
+  auto slow = loader.create_sensor(entry("slow"), "/proc", "/sys");
+  CHECK(slow.library->file == (mine.path / "kiwi-sensor-slow.so").string());
+  // One in plugin_dir wins over the agent's own of the same name.
+  std::filesystem::copy_file(kTestPlugins + "/test-slow_sensor.so", mine.path / "kiwi-sensor-thermal.so");
+  CHECK(loader.create_sensor(entry("thermal"), "/proc", "/sys").library->info->name == "slow");
+  // Neither has it: the message names both places.
+  CHECK_THAT(error_of(loader, entry("nosuch")),
+             Catch::Contains("plugin file not found (looked up 'nosuch' in plugin_dir " +
+                             mine.path.string() + " and then in " KIWI_PLUGIN_DIR ")"));
+  // Without the agent's directory, plugin_dir alone is searched.
+  PluginLoader alone(mine.path.string(), log);
+  CHECK_THAT(error_of(alone, entry("memory")),
+             Catch::Contains("(looked up 'memory' in plugin_dir " + mine.path.string() + ")"));
+}
+
 TEST_CASE("loader: a plugin named without a path is looked up in plugin_dir") {
   NullLogger log;
   PluginLoader loader(KIWI_PLUGIN_DIR, log);
