@@ -337,7 +337,7 @@ build_tools=(cmake g++ make pkgconf)
 apt_in_root install --no-install-recommends "${build_tools[@]}" >>"$log" 2>&1 || die "apt-get install ${build_tools[*]} failed"
 ok "apt-get install ./$dev_deb_name ${build_tools[*]} in $(($(date +%s) - t)) s"
 examples_dir=/usr/share/doc/kiwi-agent-dev/examples
-mapfile -t examples < <(cd "$root$examples_dir" && ls -d -- */ | tr -d /)
+mapfile -t examples < <(find "$root$examples_dir" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | LC_ALL=C sort)
 ((${#examples[@]} >= 3)) || die "$examples_dir has ${#examples[@]} examples: ${examples[*]}"
 # Under qemu-user a compiler is slow: the C++ sensor only.
 ((foreign)) && examples=(uptime-sensor)

@@ -123,7 +123,9 @@ compgen -G "$plugin_dir/kiwi-*.so" >/dev/null || die "no plugins in ${plugin_dir
 # matches nothing is an error, so the -dev package cannot silently lose a file.
 while read -r src dest; do
   [[ -z $src || $src == '#'* ]] && continue
+  # shellcheck disable=SC2016  # the literal ${DEB_HOST_MULTIARCH} of the .install file
   src=${src//'${DEB_HOST_MULTIARCH}'/$multiarch}
+  # shellcheck disable=SC2016
   dest=${dest//'${DEB_HOST_MULTIARCH}'/$multiarch}
   if matches=$(cd "$pkg" && compgen -G "$src"); then
     while IFS= read -r m; do
@@ -142,7 +144,7 @@ while read -r src dest; do
 done <"$root/packaging/debian/kiwi-agent-dev.install"
 [[ -f $dev/usr/include/kiwi/plugin.h && -f $dev/usr/lib/$multiarch/cmake/KiwiAgent/KiwiAgentConfig.cmake ]] ||
   die "kiwi-agent-dev has no kiwi/plugin.h or KiwiAgentConfig.cmake"
-left=$(cd "$pkg" && find usr/include usr/lib/"$multiarch"/cmake usr/lib/"$multiarch"/pkgconfig 2>/dev/null || true)
+left=$(cd "$pkg" && { find usr/include usr/lib/"$multiarch"/cmake usr/lib/"$multiarch"/pkgconfig 2>/dev/null || true; })
 [[ -z $left ]] || die "SDK files left in kiwi-agent (not in kiwi-agent-dev.install): $(tr '\n' ' ' <<<"$left")"
 
 # Documentation: the copyright file and the changelog. The version has no Debian revision (the
