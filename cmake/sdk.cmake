@@ -35,7 +35,10 @@ install(FILES ${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfig.cmake
               ${CMAKE_SOURCE_DIR}/cmake/KiwiAgentPlugin.cmake
         DESTINATION ${KIWI_CMAKE_DIR})
 
-set(KIWI_PC_CFLAGS "-std=c++20 -fPIC -fvisibility=hidden")
+# Only what compiling against the headers needs. -fPIC -shared and -fvisibility=hidden are how a
+# plugin is built, not how the headers are used: they go on the plugin's own command line (Debian's
+# lintian rejects code-generation flags in a .pc file: pkg-config-bad-directive).
+set(KIWI_PC_CFLAGS "-std=c++20")
 if(CMAKE_SIZEOF_VOID_P EQUAL 4)
   string(APPEND KIWI_PC_CFLAGS " -D_FILE_OFFSET_BITS=64")
 endif()

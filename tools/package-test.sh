@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian package on a brand-new Debian 12 and checks it as a user would meet it: a
+# Installs the Debian packages on a brand-new Debian 12 and checks them as a user would meet them: a
 # minimal root made by mmdebstrap (--variant=apt), `apt-get install ./kiwi-agent_*.deb` from the
 # Debian mirrors, then:
 #   1. without systemd in the root: `kiwi-agent --version`; `--check-config` on the packaged
@@ -7,14 +7,20 @@
 #      with /var/lib/kiwi-agent and /run/kiwi-agent made as StateDirectory= and RuntimeDirectory=
 #      would, in a network namespace of its own (loopback only, so port 8095 is free whatever runs
 #      on this machine): /api/health and /api/current answer 200, it writes nothing but those two
-#      directories, its RSS after 5 s, SIGTERM stops it with exit code 0; then `apt-get purge` and
-#      `apt-get autoremove --purge` leave the root as it was before the install;
+#      directories, its RSS after 5 s, SIGTERM stops it with exit code 0; the SDK: kiwi-agent-dev
+#      with cmake, g++, make and pkgconf, every example it ships built as nobody against it with
+#      find_package(KiwiAgent) (the C++ sensor also with pkg-config alone), loaded with
+#      --describe-plugin, one installed with `cmake --install` and found by name; then
+#      `apt-get purge` and `apt-get autoremove --purge` leave the root as it was before the install;
 #   2. with systemd installed (the package only suggests it): the package again;
 #      `systemd-analyze verify` and `systemd-analyze security --offline=true --threshold=20` on
 #      the unit; then the root booted with `systemd-nspawn -b` (private network) and, in it,
 #      `systemctl enable --now kiwi-agent`: active (running) only once the agent sent READY=1
 #      (Type=notify), serving, every sensor ok or no_data under the unit's sandbox, RSS,
-#      `systemctl reload`, a bad configuration (fails with exit code 2 and its file:line:col in
+#      `systemctl reload`, a conf.d drop-in with an exec sensor (a shell script) and a cgi route
+#      (a shell CGI program) applied by `systemctl reload` and working under the sandbox (the
+#      sensor ok with its metrics, the route 200 with the program's body), a bad configuration
+#      (fails with exit code 2 and its file:line:col in
 #      the journal, not restarted), the watchdog (an agent stopped with SIGSTOP is killed and
 #      restarted; a drop-in shortens WatchdogSec to 2 s), `apt-get remove` (stops it with exit code
 #      0, keeps the configuration and the history) and `apt-get purge` (leaves nothing). Without
@@ -22,15 +28,16 @@
 #      tried) the same remove and purge checks run in the chroot after an offline
 #      `systemctl enable`.
 # Not part of tools/test.sh (it takes minutes and the mirrors). Exit status non-zero on any
-# failure; prints its wall time (about 70 s for amd64). Needs root; installs mmdebstrap,
+# failure; prints its wall time (about 3 minutes for amd64, 50 s of it installing cmake and g++). Needs root; installs mmdebstrap,
 # systemd-container and curl (for arm64 also qemu-user-static and arch-test) on this machine if
 # missing. For --arch arm64 (or armhf) the root is an arm64 (armhf) Debian run through qemu-user
 # (qemu-user-static): its binfmt handler is registered for the run if it is not already, and
 # unregistered again.
 #
-# Usage: sudo tools/package-test.sh [--arch amd64|arm64|armhf] [--deb FILE] [--no-nspawn] [--keep] [DIR]
+# Usage: sudo tools/package-test.sh [--arch amd64|arm64|armhf] [--deb FILE [--dev-deb FILE]] [--no-nspawn] [--keep] [DIR]
 #   --arch ARCH   the package's architecture (default: this machine's)
-#   --deb FILE    the package to test (default: build it with tools/package.sh --arch ARCH)
+#   --deb FILE    the agent's package to test (default: build both with tools/package.sh --arch ARCH)
+#   --dev-deb FILE  the SDK's package (default: kiwi-agent-dev_<version>_<arch>.deb next to --deb)
 #   --no-nspawn   skip booting the root with systemd-nspawn
 #   --keep        keep the root afterwards (unmounted): sudo chroot DIR /bin/bash
 #   DIR           where to make the root: a new or empty directory (default: under /var/tmp)
@@ -50,11 +57,12 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 source "$repo/tools/lib/debian-root.sh"
 
 host_arch=$(dpkg --print-architecture)
-arch=$host_arch deb="" nspawn=1 keep=0 dir=""
+arch=$host_arch deb="" dev_deb="" nspawn=1 keep=0 dir=""
 while (($#)); do
   case $1 in
     --arch) [[ -n ${2:-} ]] || die "--arch needs amd64, arm64 or armhf"; arch=$2; shift ;;
     --deb) [[ -n ${2:-} ]] || die "--deb needs a file"; deb=$(realpath "$2"); shift ;;
+    --dev-deb) [[ -n ${2:-} ]] || die "--dev-deb needs a file"; dev_deb=$(realpath "$2"); shift ;;
     --no-nspawn) nspawn=0 ;;
     --keep) keep=1 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -122,9 +130,18 @@ if [[ -z $deb ]]; then
   deb=$repo/build/kiwi-agent_${version}_$arch.deb
 fi
 [[ -f $deb ]] || die "no package $deb"
-[[ $(dpkg-deb -f "$deb" Architecture) == "$arch" ]] || die "$deb is not an $arch package"
+[[ -n $dev_deb ]] || dev_deb=$(dirname "$deb")/kiwi-agent-dev_$(dpkg-deb -f "$deb" Version)_$arch.deb
+[[ -f $dev_deb ]] || die "no package $dev_deb (the SDK; --dev-deb FILE)"
+for d in "$deb" "$dev_deb"; do
+  [[ $(dpkg-deb -f "$d" Architecture) == "$arch" ]] || die "$d is not an $arch package"
+done
+[[ $(dpkg-deb -f "$dev_deb" Package) == kiwi-agent-dev && $(dpkg-deb -f "$dev_deb" Version) == "$(dpkg-deb -f "$deb" Version)" ]] ||
+  die "$dev_deb is not kiwi-agent-dev of the agent's version $(dpkg-deb -f "$deb" Version)"
 deb_name=${deb##*/}
-say "testing $deb_name ($(stat -c %s "$deb") bytes, Installed-Size $(dpkg-deb -f "$deb" Installed-Size) KiB)"
+dev_deb_name=${dev_deb##*/}
+for d in "$deb" "$dev_deb"; do
+  say "testing ${d##*/} ($(stat -c %s "$d") bytes, Installed-Size $(dpkg-deb -f "$d" Installed-Size) KiB)"
+done
 
 # --- the root -------------------------------------------------------------------------------
 if [[ -n $dir ]]; then
@@ -199,14 +216,17 @@ same_files() { # <before list> <what> [PATH...]: the root's files are those of t
   ok "$2 leaves the root as it was"
 }
 
-install_package() { # prints apt's words on the disk space of the package and its dependencies
-  cp "$deb" "$root/tmp/$deb_name"
-  chmod 644 "$root/tmp/$deb_name"
-  apt_in_root install "/tmp/$deb_name" >"$root.apt.log" 2>&1 || { cat "$root.apt.log"; die "apt-get install ./$deb_name failed"; }
+install_package() { # [DEB] (default: the agent's); prints apt's words on the disk space it and its dependencies take
+  local file=${1:-$deb} name package
+  name=${file##*/}
+  package=$(dpkg-deb -f "$file" Package)
+  cp "$file" "$root/tmp/$name"
+  chmod 644 "$root/tmp/$name"
+  apt_in_root install "/tmp/$name" >"$root.apt.log" 2>&1 || { cat "$root.apt.log"; die "apt-get install ./$name failed"; }
   grep -E '^(The following NEW packages|  |After this operation)' "$root.apt.log" | sed 's/^/    /' >&2
   # shellcheck disable=SC2016  # dpkg-query's own ${...}
-  [[ $(in_root dpkg-query -W -f='${db:Status-Status}' kiwi-agent) == installed ]] || die "kiwi-agent is not installed"
-  rm -f "$root/tmp/$deb_name"
+  [[ $(in_root dpkg-query -W -f='${db:Status-Status}' "$package") == installed ]] || die "$package is not installed"
+  rm -f "$root/tmp/$name"
 }
 
 unit=/lib/systemd/system/kiwi-agent.service
@@ -304,10 +324,61 @@ ok "left after the stop: $(cd "$root" && find var/lib/kiwi-agent run/kiwi-agent 
 # systemd removes the RuntimeDirectory= when the service stops.
 rm -rf "$root/run/kiwi-agent"
 
-apt_in_root purge kiwi-agent >>"$log" 2>&1 || die "apt-get purge kiwi-agent failed"
+# The SDK as a plugin author meets it: kiwi-agent-dev and the usual build tools (purged again
+# with it: autoremove alone keeps make, which something left in the root suggests), then the examples it ships
+# copied out of /usr/share/doc and built as nobody with nothing but the installed files:
+# find_package(KiwiAgent) and add_kiwi_plugin(), and the C++ sensor with pkg-config alone. The
+# agent loads each result (--describe-plugin by path); one is installed with `cmake --install`
+# (no prefix: the agent's) and found by name, as `plugin = "uptime"` would, then uninstalled.
+say "the SDK: $dev_deb_name, its examples built against it"
+t=$(date +%s)
+install_package "$dev_deb"
+build_tools=(cmake g++ make pkgconf)
+apt_in_root install --no-install-recommends "${build_tools[@]}" >>"$log" 2>&1 || die "apt-get install ${build_tools[*]} failed"
+ok "apt-get install ./$dev_deb_name ${build_tools[*]} in $(($(date +%s) - t)) s"
+examples_dir=/usr/share/doc/kiwi-agent-dev/examples
+mapfile -t examples < <(find "$root$examples_dir" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | LC_ALL=C sort)
+((${#examples[@]} >= 3)) || die "$examples_dir has ${#examples[@]} examples: ${examples[*]}"
+# Under qemu-user a compiler is slow: the C++ sensor only.
+((foreign)) && examples=(uptime-sensor)
+sdk=/tmp/kiwi-sdk-test
+rm -rf "$root$sdk"
+mkdir -p "$root$sdk"
+in_root chown nobody:nogroup "$sdk"
+as_author() { in_root setpriv --reuid=nobody --regid=nogroup --clear-groups -- env HOME="$sdk" "$@" >>"$log" 2>&1; }
+for ex in "${examples[@]}"; do
+  t=$(date +%s)
+  as_author cp -r "$examples_dir/$ex" "$sdk/$ex" || die "cannot copy $examples_dir/$ex"
+  as_author cmake -S "$sdk/$ex" -B "$sdk/build-$ex" -DCMAKE_BUILD_TYPE=Release ||
+    { tail -20 "$log"; die "examples/$ex: cmake configure against the installed SDK failed"; }
+  kiwi_dir=$(sed -n 's/^KiwiAgent_DIR:PATH=//p' "$root$sdk/build-$ex/CMakeCache.txt")
+  [[ $kiwi_dir == /usr/lib/*/cmake/KiwiAgent ]] || die "examples/$ex: find_package(KiwiAgent) found '$kiwi_dir'"
+  as_author cmake --build "$sdk/build-$ex" || { tail -20 "$log"; die "examples/$ex: the build failed"; }
+  so=$(cd "$root$sdk/build-$ex" && ls kiwi-*.so) || die "examples/$ex: no kiwi-*.so built"
+  described=$(as_nobody kiwi-agent --describe-plugin "$sdk/build-$ex/$so" 2>&1) ||
+    die "examples/$ex: kiwi-agent --describe-plugin $so: $described"
+  ok "examples/$ex: built against $kiwi_dir in $(($(date +%s) - t)) s, $so loads: $(head -1 <<<"$described")"
+done
+# shellcheck disable=SC2016  # expanded in the root's shell
+as_author sh -c 'cd "$HOME" && g++ $(pkg-config --cflags kiwi-agent) -fPIC -fvisibility=hidden -O2 -shared \
+  uptime-sensor/uptime.cpp -o kiwi-sensor-uptime-pc.so' || { tail -20 "$log"; die "the pkg-config build of uptime.cpp failed"; }
+described=$(as_nobody kiwi-agent --describe-plugin "$sdk/kiwi-sensor-uptime-pc.so" 2>&1) ||
+  die "kiwi-agent --describe-plugin (the pkg-config build): $described"
+ok "uptime.cpp built with pkg-config alone ($(in_root pkg-config --cflags kiwi-agent)) loads too"
+in_root cmake --install "$sdk/build-uptime-sensor" >>"$log" 2>&1 || die "cmake --install of examples/uptime-sensor failed"
+installed_so=$(cat "$root$sdk/build-uptime-sensor/install_manifest.txt")
+[[ $installed_so == "$(in_root pkg-config --variable=plugindir kiwi-agent)/kiwi-sensor-uptime.so" ]] ||
+  die "cmake --install put the plugin in $installed_so, not in pkg-config's plugindir"
+described=$(as_nobody kiwi-agent --describe-plugin uptime 2>&1) || die "kiwi-agent --describe-plugin uptime (installed): $described"
+ok "cmake --install: $installed_so, found by name (--describe-plugin uptime)"
+rm -f "$root$installed_so"
+rm -rf "$root$sdk"
+
+apt_in_root purge kiwi-agent kiwi-agent-dev "${build_tools[@]}" >>"$log" 2>&1 ||
+  die "apt-get purge kiwi-agent kiwi-agent-dev ${build_tools[*]} failed"
 [[ ! -e $root/var/lib/kiwi-agent && ! -e $root/etc/kiwi-agent ]] || die "purge left /var/lib/kiwi-agent or /etc/kiwi-agent"
 apt_in_root autoremove --purge >>"$log" 2>&1 || die "apt-get autoremove --purge failed"
-same_files "$root.files.0" "apt-get purge kiwi-agent and autoremove --purge (its dependencies)"
+same_files "$root.files.0" "apt-get purge kiwi-agent kiwi-agent-dev and autoremove --purge (the dependencies, the build tools)"
 
 # --- 2. with systemd ------------------------------------------------------------------------
 say "phase 2: with systemd: the unit, then the service"
@@ -413,6 +484,74 @@ if ((nspawn)); then
   ok "systemctl reload of a broken file: the running configuration stays, /api/health 200 says $(grep -o '"message":"[^"]*"' <<<"$health" | head -1)"
   mv "$conf.orig" "$conf"
   in_container systemctl reload kiwi-agent || die "systemctl reload kiwi-agent (restored) failed"
+
+  # Programs of the administrator's under the unit's sandbox: a conf.d drop-in with an exec
+  # sensor (a shell script that runs other programs, as scripts do) and a cgi route (a shell CGI
+  # program), applied by a reload. The programs are root's, 0755, under /usr/local/lib/kiwi-agent
+  # (read-only to the service, like everything but its two directories).
+  progs=/usr/local/lib/kiwi-agent
+  mkdir -p "$root$progs/cgi"
+  cat >"$root$progs/probe" <<'PROBE'
+#!/bin/sh
+# An exec sensor's program (package-test.sh): forks and executes programs, reads /proc.
+set -e
+visible=$(ls /proc | grep -c '^[0-9][0-9]*$')
+echo '# TYPE package_test_probe_ok gauge'
+echo "package_test_probe_ok 1"
+echo "package_test_visible_processes{uid=\"$(id -u)\"} $visible"
+PROBE
+  cat >"$root$progs/cgi/hello" <<'HELLO'
+#!/bin/sh
+# A CGI program (package-test.sh).
+printf 'Content-Type: text/plain\n\n'
+echo "hello from cgi: $GATEWAY_INTERFACE $REQUEST_METHOD $SCRIPT_NAME$PATH_INFO uid $(id -u)"
+HELLO
+  chmod 755 "$root$progs" "$root$progs/cgi" "$root$progs/probe" "$root$progs/cgi/hello"
+  dropin_conf=/etc/kiwi-agent/conf.d/50-package-test.toml
+  cat >"$root$dropin_conf" <<TOML
+# package-test.sh: an exec sensor and a cgi route (plugins/exec, handlers/cgi).
+[[sensor]]
+plugin = "exec"
+name = "probe"
+
+[sensor.options]
+command = ["$progs/probe"]
+
+[[route]]
+path = "/cgi/*"
+handler = "cgi"
+options = { directory = "$progs/cgi", timeout = "5s" }
+TOML
+  chmod 644 "$root$dropin_conf"
+  check=$(in_container kiwi-agent --check-config /etc/kiwi-agent/kiwi-agent.toml 2>&1) || die "--check-config with $dropin_conf: $check"
+  in_container systemctl reload kiwi-agent || die "systemctl reload kiwi-agent (the exec and cgi drop-in) failed"
+  sleep 1
+  verdict=$(in_container journalctl -u kiwi-agent --no-pager -o cat | grep 'reloaded ' | tail -1)
+  grep -q 'sensor probe added' <<<"$verdict" || {
+    in_container journalctl -u kiwi-agent --no-pager -o cat | tail -5; die "the drop-in's reload did not add the sensor: $verdict"; }
+  probe=""
+  for _ in $(seq 50); do
+    probe=$(nsenter -t "$leader" -n -- curl -s "http://$bind/api/current" | grep -o '"probe":{"plugin":"exec"[^]]*]' || true)
+    [[ $probe == *'"status":"ok"'* ]] && break
+    sleep 0.2
+  done
+  [[ $probe == *'"status":"ok"'* ]] || {
+    in_container journalctl -u kiwi-agent --no-pager -o cat | tail -5; die "the exec sensor under the sandbox: ${probe:-not in /api/current}"; }
+  grep -q '"name":"package_test_probe_ok","value":1' <<<"$probe" || die "the exec sensor's metric is missing: $probe"
+  visible=$(grep -o '"name":"package_test_visible_processes","labels":{"uid":"[0-9]*"},"value":[0-9]*' <<<"$probe") ||
+    die "the exec sensor's second metric is missing: $probe"
+  ok "exec sensor under the sandbox: ok, package_test_probe_ok 1, ${visible#*\"labels\":} (ProtectProc=invisible: the script sees its own processes only)"
+  cgi_body=$root.cgi.body
+  code=$(nsenter -t "$leader" -n -- curl -s -o "$cgi_body" -w '%{http_code} %{content_type}' "http://$bind/cgi/hello/there" || true)
+  body=$(cat "$cgi_body" 2>/dev/null || true)
+  rm -f "$cgi_body"
+  [[ $code == '200 text/plain'* && $body == 'hello from cgi: CGI/1.1 GET /cgi/hello/there uid '[0-9]* ]] || {
+    in_container journalctl -u kiwi-agent --no-pager -o cat | tail -5; die "the cgi route under the sandbox: $code: $body"; }
+  ok "cgi route under the sandbox: GET /cgi/hello/there: $code, \"$body\""
+  # Gone again, for what follows (and the file list at the end).
+  rm -f "$root$dropin_conf"
+  rm -r "$root$progs"
+  in_container systemctl reload kiwi-agent || die "systemctl reload kiwi-agent (the drop-in removed) failed"
 
   # A mistake in the configuration: the service fails with exit code 2 and the place of the
   # mistake in the journal, and is not restarted (RestartPreventExitStatus=2, RestartSec=2s).

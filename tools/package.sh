@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds the Debian package build/kiwi-agent_<version>_<arch>.deb from this source tree, with
+# Builds the Debian packages build/kiwi-agent_<version>_<arch>.deb (the agent) and
+# build/kiwi-agent-dev_<version>_<arch>.deb (the plugin SDK) from this source tree, with
 # dpkg-dev's own tools and no debhelper or CPack: a Release build for the prefix /usr (without the
-# tests), `cmake --install` into a staging tree with DESTDIR, stripped binaries, the copyright file
+# tests), `cmake --install` into a staging tree with DESTDIR, the SDK's files moved to the -dev
+# package's tree (packaging/debian/kiwi-agent-dev.install), stripped binaries, the copyright file
 # and changelog, Depends computed by dpkg-shlibdeps from the libraries the binaries link, the
 # maintainer scripts in packaging/debian/, then `dpkg-deb --root-owner-group --build` and lintian.
 # docs/packaging.md describes the package and its lintian results; tools/package-test.sh installs
-# it on a fresh Debian 12 and runs it.
+# them on a fresh Debian 12 and runs them.
 #
 # Usage: tools/package.sh [--arch amd64|arm64|armhf] [--no-lintian]
 #   --arch ARCH    the Debian architecture to build for (default: this machine's). arm64 on an
@@ -101,17 +103,49 @@ changelog_version=$(dpkg-parsechangelog -l "$root/packaging/debian/changelog" -S
 [[ $changelog_version == "$version" ]] ||
   die "packaging/debian/changelog's latest entry is $changelog_version, the project is $version: add an entry for $version (dch -v $version)"
 
-# The staging tree in debian/kiwi-agent, where dpkg-shlibdeps and dpkg-gencontrol expect a
-# package's files (as debhelper lays them out).
+# The staging trees in debian/<package>, where dpkg-shlibdeps and dpkg-gencontrol expect a
+# package's files (as debhelper lays them out): cmake --install into the agent's, then the SDK moved
+# into kiwi-agent-dev's.
 work=$build/deb
 pkg=$work/debian/kiwi-agent
+dev=$work/debian/kiwi-agent-dev
 rm -rf "$work"
-mkdir -p "$work/debian"
+mkdir -p "$work/debian" "$dev"
 DESTDIR=$pkg cmake --install "$build" --prefix /usr >"$build.install.log" 2>&1 ||
   { tail -20 "$build.install.log" >&2; die "cmake --install failed (log: $build.install.log)"; }
 [[ -x $pkg/usr/bin/kiwi-agent ]] || die "no usr/bin/kiwi-agent in the staging tree"
 plugin_dir=$pkg/usr/lib/$multiarch/kiwi-agent
 compgen -G "$plugin_dir/kiwi-*.so" >/dev/null || die "no plugins in ${plugin_dir#"$pkg"}"
+
+# kiwi-agent-dev: what packaging/debian/kiwi-agent-dev.install names, as dh_install reads it (a
+# glob, and a destination directory for what is not from the install tree): moved from the install
+# tree (with the directories it leaves empty), else copied from the source tree. A line that
+# matches nothing is an error, so the -dev package cannot silently lose a file.
+while read -r src dest; do
+  [[ -z $src || $src == '#'* ]] && continue
+  # shellcheck disable=SC2016  # the literal ${DEB_HOST_MULTIARCH} of the .install file
+  src=${src//'${DEB_HOST_MULTIARCH}'/$multiarch}
+  # shellcheck disable=SC2016
+  dest=${dest//'${DEB_HOST_MULTIARCH}'/$multiarch}
+  if matches=$(cd "$pkg" && compgen -G "$src"); then
+    while IFS= read -r m; do
+      target=$dev/${dest:-$(dirname "$m")}
+      mkdir -p "$target"
+      mv "$pkg/$m" "$target/"
+      (cd "$pkg" && rmdir -p --ignore-fail-on-non-empty "$(dirname "$m")")
+    done <<<"$matches"
+  elif matches=$(cd "$root" && compgen -G "$src"); then
+    [[ -n $dest ]] || die "kiwi-agent-dev.install: $src is not in the install tree, and has no destination"
+    mkdir -p "$dev/$dest"
+    while IFS= read -r m; do cp -R "$root/$m" "$dev/$dest/"; done <<<"$matches"
+  else
+    die "kiwi-agent-dev.install: nothing matches $src (in the install tree or the source tree)"
+  fi
+done <"$root/packaging/debian/kiwi-agent-dev.install"
+[[ -f $dev/usr/include/kiwi/plugin.h && -f $dev/usr/lib/$multiarch/cmake/KiwiAgent/KiwiAgentConfig.cmake ]] ||
+  die "kiwi-agent-dev has no kiwi/plugin.h or KiwiAgentConfig.cmake"
+left=$(cd "$pkg" && { find usr/include usr/lib/"$multiarch"/cmake usr/lib/"$multiarch"/pkgconfig 2>/dev/null || true; })
+[[ -z $left ]] || die "SDK files left in kiwi-agent (not in kiwi-agent-dev.install): $(tr '\n' ' ' <<<"$left")"
 
 # Documentation: the copyright file and the changelog. The version has no Debian revision (the
 # project packages itself: a native package), so Policy 12.7 names it changelog.gz, not
@@ -119,6 +153,9 @@ compgen -G "$plugin_dir/kiwi-*.so" >/dev/null || die "no plugins in ${plugin_dir
 doc=$pkg/usr/share/doc/kiwi-agent
 install -m 644 "$root/packaging/debian/copyright" "$doc/copyright"
 gzip -9n <"$root/packaging/debian/changelog" >"$doc/changelog.gz"
+# The same in kiwi-agent-dev's own directory (Policy 12.5: every package has its copyright file).
+mkdir -p "$dev/usr/share/doc/kiwi-agent-dev"
+cp "$doc/copyright" "$doc/changelog.gz" "$dev/usr/share/doc/kiwi-agent-dev/"
 # The manual page, dated and versioned by the changelog entry.
 mkdir -p "$pkg/usr/share/man/man1"
 sed -e "s/@VERSION@/$version/" -e "s/@DATE@/$(date -u -d "@$(dpkg-parsechangelog -l "$root/packaging/debian/changelog" -S Timestamp)" +%Y-%m-%d)/" \
@@ -132,7 +169,8 @@ is_elf() { [[ $(head -c 4 "$1" | od -An -c | tr -d ' ') == '177ELF' ]]; }
 elf_files=()
 while IFS= read -r -d '' f; do
   is_elf "$f" && elf_files+=("$f")
-done < <(find "$pkg" -type f -print0)
+done < <(find "$pkg" "$dev" -type f -print0)
+for f in "${elf_files[@]}"; do [[ $f != "$dev"/* ]] || die "a binary in kiwi-agent-dev: ${f#"$dev"}"; done
 for f in "${elf_files[@]}"; do
   if [[ $f == *.so ]]; then
     "$strip" --remove-section=.comment --remove-section=.note --strip-unneeded "$f"
@@ -143,8 +181,8 @@ done
 
 # Permissions as dh_fixperms sets them: directories 755, files 644, programs 755; plugins are
 # loaded, not run, so 644 too.
-find "$pkg" -type d -exec chmod 755 {} +
-find "$pkg" -type f -exec chmod 644 {} +
+find "$pkg" "$dev" -type d -exec chmod 755 {} +
+find "$pkg" "$dev" -type f -exec chmod 644 {} +
 chmod 755 "$pkg/usr/bin/"*
 
 # DEBIAN/: control (Depends from dpkg-shlibdeps, for the architecture's libraries: DEB_HOST_ARCH
@@ -167,21 +205,30 @@ find "$pkg/etc" -type f -printf '/etc/%P\n' | sort >"$pkg/DEBIAN/conffiles"
 for script in postinst prerm postrm; do
   install -m 755 "$root/packaging/debian/$script" "$pkg/DEBIAN/$script"
 done
-(cd "$pkg" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) \
-  >"$pkg/DEBIAN/md5sums"
-chmod 644 "$pkg/DEBIAN/control" "$pkg/DEBIAN/conffiles" "$pkg/DEBIAN/md5sums"
+# kiwi-agent-dev: its control file (Depends: the same version of kiwi-agent, ${binary:Version}),
+# no conffiles, no maintainer scripts.
+mkdir -p "$dev/DEBIAN"
+(cd "$work" && dpkg-gencontrol -pkiwi-agent-dev -Pdebian/kiwi-agent-dev) || die "dpkg-gencontrol (kiwi-agent-dev) failed"
+for tree in "$pkg" "$dev"; do
+  (cd "$tree" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) \
+    >"$tree/DEBIAN/md5sums"
+done
+chmod 644 "$pkg/DEBIAN/control" "$pkg/DEBIAN/conffiles" "$pkg/DEBIAN/md5sums" "$dev/DEBIAN/control" "$dev/DEBIAN/md5sums"
 
 # Reproducible: every file dated at the changelog entry (dpkg-deb dates the control files so too).
 SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -l "$root/packaging/debian/changelog" -S Timestamp)
 export SOURCE_DATE_EPOCH
-find "$pkg" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+find "$pkg" "$dev" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 deb=$out_dir/kiwi-agent_${version}_$arch.deb
-rm -f "$deb"
+dev_deb=$out_dir/kiwi-agent-dev_${version}_$arch.deb
+rm -f "$deb" "$dev_deb"
 dpkg-deb --root-owner-group -Zxz --build "$pkg" "$deb" >/dev/null
-installed_kib=$(dpkg-deb -f "$deb" Installed-Size)
-say "built ${deb#"$root"/}: $(stat -c %s "$deb") bytes, Installed-Size ${installed_kib} KiB"
-say "Depends: $(dpkg-deb -f "$deb" Depends)"
+dpkg-deb --root-owner-group -Zxz --build "$dev" "$dev_deb" >/dev/null
+for d in "$deb" "$dev_deb"; do
+  say "built ${d#"$root"/}: $(stat -c %s "$d") bytes, Installed-Size $(dpkg-deb -f "$d" Installed-Size) KiB"
+  say "  Depends: $(dpkg-deb -f "$d" Depends)"
+done
 
 status=0
 if ((lintian)); then
@@ -189,16 +236,15 @@ if ((lintian)); then
   # lintian exits non-zero on errors only (its default --fail-on error).
   # Not as root, which lintian advises against: as nobody, on a copy it can read.
   lint=(lintian --display-info --pedantic)
+  debs_for_lintian=("$deb" "$dev_deb")
   if [[ $(id -u) -eq 0 ]] && id nobody >/dev/null 2>&1; then
     lint_tmp=$(mktemp -d)
     trap 'rm -rf "$lint_tmp"' EXIT
-    cp "$deb" "$lint_tmp/" && chmod 755 "$lint_tmp" && chmod 644 "$lint_tmp/${deb##*/}"
+    cp "$deb" "$dev_deb" "$lint_tmp/" && chmod 755 "$lint_tmp" && chmod 644 "$lint_tmp/"*.deb
     lint=(setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME="$lint_tmp" TMPDIR="$lint_tmp" "${lint[@]}")
-    deb_for_lintian=$lint_tmp/${deb##*/}
-  else
-    deb_for_lintian=$deb
+    debs_for_lintian=("$lint_tmp/${deb##*/}" "$lint_tmp/${dev_deb##*/}")
   fi
-  (cd / && "${lint[@]}" "$deb_for_lintian") >"$build.lintian.log" 2>&1 || status=$?
+  (cd / && "${lint[@]}" "${debs_for_lintian[@]}") >"$build.lintian.log" 2>&1 || status=$?
   if [[ -s $build.lintian.log ]]; then sed 's/^/  /' "$build.lintian.log" >&2; else say "  (nothing)"; fi
   ((status == 0)) || say "lintian reported errors (exit $status)"
 fi

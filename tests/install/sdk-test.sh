@@ -67,7 +67,7 @@ plugindir=$(pkg-config --variable=plugindir kiwi-agent)
 pc_so=$tmp/pc/kiwi-sensor-uptime.so
 mkdir -p "$tmp/pc"
 # shellcheck disable=SC2086  # the flags are words
-run pkg-config-build g++ $cflags -O2 -shared -Werror "$tmp/src-uptime-sensor/uptime.cpp" -o "$pc_so"
+run pkg-config-build g++ $cflags -fPIC -fvisibility=hidden -O2 -shared -Werror "$tmp/src-uptime-sensor/uptime.cpp" -o "$pc_so"
 echo "ok: the sensor example also builds with clang++ and with pkg-config --cflags ($cflags)"
 
 agent=$prefix/bin/kiwi-agent
