@@ -80,7 +80,8 @@ const std::string kTestPlugins = KIWI_TEST_PLUGIN_DIR;
 TEST_CASE("loader: a plugin_dir of one's own adds to the agent's plugins, first, not instead") {
   NullLogger log;
   kiwi_test::TempDir mine;
-  std::filesystem::copy_file(kTestPlugins + "/test-slow_sensor.so", mine.path / "kiwi-sensor-slow.so");
+  std::filesystem::copy_file(kTestPlugins + "/test-slow_sensor.so",
+                             mine.path / "kiwi-sensor-slow.so");
   // The agent's own "memory" is found after plugin_dir; "slow" in plugin_dir.
   PluginLoader loader(mine.path.string(), log, {}, nullptr, KIWI_PLUGIN_DIR);
   auto memory = loader.create_sensor(entry("memory"), KIWI_FIXTURES_DIR "/rk3588/proc",
@@ -90,7 +91,8 @@ TEST_CASE("loader: a plugin_dir of one's own adds to the agent's plugins, first,
   auto slow = loader.create_sensor(entry("slow"), "/proc", "/sys");
   CHECK(slow.library->file == (mine.path / "kiwi-sensor-slow.so").string());
   // One in plugin_dir wins over the agent's own of the same name.
-  std::filesystem::copy_file(kTestPlugins + "/test-slow_sensor.so", mine.path / "kiwi-sensor-thermal.so");
+  std::filesystem::copy_file(kTestPlugins + "/test-slow_sensor.so",
+                             mine.path / "kiwi-sensor-thermal.so");
   CHECK(loader.create_sensor(entry("thermal"), "/proc", "/sys").library->info->name == "slow");
   // Neither has it: the message names both places.
   CHECK_THAT(error_of(loader, entry("nosuch")),
