@@ -32,29 +32,26 @@ struct RateColumn {
   double ceiling;
 };
 inline constexpr double kNoCeiling = std::numeric_limits<double>::infinity();
-constexpr kiwi::MetricSpec per_device(std::string_view name, kiwi::Unit unit,
-                                      std::string_view help) {
-  return {name, unit, kiwi::MetricKind::gauge, "device", help};
-}
 inline constexpr RateColumn kRateColumns[] = {
     // diskstats counts 512-byte sectors whatever the device's real sector size.
-    {per_device("diskio_read_bytes_per_second", kiwi::Unit::bytes_per_second,
-                "bytes read per second since the last sample (/proc/diskstats sectors read x 512)"),
+    {kiwi::gauge(
+         "diskio_read_bytes_per_second", kiwi::Unit::bytes_per_second, "device",
+         "bytes read per second since the last sample (/proc/diskstats sectors read x 512)"),
      2, 512, 1, kNoCeiling},
-    {per_device(
-         "diskio_write_bytes_per_second", kiwi::Unit::bytes_per_second,
+    {kiwi::gauge(
+         "diskio_write_bytes_per_second", kiwi::Unit::bytes_per_second, "device",
          "bytes written per second since the last sample (/proc/diskstats sectors written x 512)"),
      6, 512, 1, kNoCeiling},
-    {per_device("diskio_reads_per_second", kiwi::Unit::per_second,
-                "reads completed per second (/proc/diskstats)"),
+    {kiwi::gauge("diskio_reads_per_second", kiwi::Unit::per_second, "device",
+                 "reads completed per second (/proc/diskstats)"),
      0, 1, 1, kNoCeiling},
-    {per_device("diskio_writes_per_second", kiwi::Unit::per_second,
-                "writes completed per second (/proc/diskstats)"),
+    {kiwi::gauge("diskio_writes_per_second", kiwi::Unit::per_second, "device",
+                 "writes completed per second (/proc/diskstats)"),
      4, 1, 1, kNoCeiling},
     // io_ticks: milliseconds with at least one I/O in flight. Capped because the counter and the
     // clock are read a little apart, so a saturated disk can show 1.002.
-    {per_device("diskio_busy_ratio", kiwi::Unit::ratio,
-                "share of the time the device had I/O in flight (/proc/diskstats io_ticks)"),
+    {kiwi::gauge("diskio_busy_ratio", kiwi::Unit::ratio, "device",
+                 "share of the time the device had I/O in flight (/proc/diskstats io_ticks)"),
      9, 1, 1000, 1.0},
 };
 

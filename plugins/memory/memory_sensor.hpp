@@ -17,27 +17,27 @@ struct MetricField {
   kiwi::MetricSpec metric;
   std::optional<double> MemoryStats::*field;
 };
-constexpr kiwi::MetricSpec gauge(std::string_view name, kiwi::Unit unit, std::string_view help) {
-  return {name, unit, kiwi::MetricKind::gauge, "", help};
-}
 inline constexpr MetricField kMetrics[] = {
-    {gauge("memory_total_bytes", kiwi::Unit::bytes, "usable RAM (MemTotal in /proc/meminfo)"),
+    {kiwi::gauge("memory_total_bytes", kiwi::Unit::bytes, "",
+                 "usable RAM (MemTotal in /proc/meminfo)"),
      &MemoryStats::total_bytes},
-    {gauge("memory_available_bytes", kiwi::Unit::bytes,
-           "RAM available for new work without swapping (MemAvailable)"),
+    {kiwi::gauge("memory_available_bytes", kiwi::Unit::bytes, "",
+                 "RAM available for new work without swapping (MemAvailable)"),
      &MemoryStats::available_bytes},
-    {gauge("memory_used_bytes", kiwi::Unit::bytes, "RAM in use: total minus available"),
+    {kiwi::gauge("memory_used_bytes", kiwi::Unit::bytes, "", "RAM in use: total minus available"),
      &MemoryStats::used_bytes},
-    {gauge("memory_used_ratio", kiwi::Unit::ratio, "RAM in use as a share of total"),
+    {kiwi::gauge("memory_used_ratio", kiwi::Unit::ratio, "", "RAM in use as a share of total"),
      &MemoryStats::used_ratio},
-    {gauge("memory_cached_bytes", kiwi::Unit::bytes, "page cache (Cached in /proc/meminfo)"),
+    {kiwi::gauge("memory_cached_bytes", kiwi::Unit::bytes, "",
+                 "page cache (Cached in /proc/meminfo)"),
      &MemoryStats::cached_bytes},
-    {gauge("memory_buffers_bytes", kiwi::Unit::bytes,
-           "block device buffers (Buffers in /proc/meminfo)"),
+    {kiwi::gauge("memory_buffers_bytes", kiwi::Unit::bytes, "",
+                 "block device buffers (Buffers in /proc/meminfo)"),
      &MemoryStats::buffers_bytes},
-    {gauge("memory_swap_total_bytes", kiwi::Unit::bytes, "swap space (SwapTotal)"),
+    {kiwi::gauge("memory_swap_total_bytes", kiwi::Unit::bytes, "", "swap space (SwapTotal)"),
      &MemoryStats::swap_total_bytes},
-    {gauge("memory_swap_used_bytes", kiwi::Unit::bytes, "swap in use: SwapTotal minus SwapFree"),
+    {kiwi::gauge("memory_swap_used_bytes", kiwi::Unit::bytes, "",
+                 "swap in use: SwapTotal minus SwapFree"),
      &MemoryStats::swap_used_bytes},
 };
 inline constexpr auto kMetricSpecs = [] {

@@ -26,7 +26,7 @@ struct RateColumn {
 };
 constexpr RateColumn rate(std::string_view name, kiwi::Unit unit, std::size_t column,
                           std::string_view help) {
-  return {{name, unit, kiwi::MetricKind::gauge, "interface", help}, column};
+  return {kiwi::gauge(name, unit, "interface", help), column};
 }
 inline constexpr RateColumn kRateColumns[] = {
     rate("network_receive_bytes_per_second", kiwi::Unit::bytes_per_second, 0,

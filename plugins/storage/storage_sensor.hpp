@@ -54,29 +54,28 @@ struct UsageMetric {
   kiwi::MetricSpec metric;
   double FsUsage::*field;
 };
-constexpr kiwi::MetricSpec per_mount(std::string_view name, kiwi::Unit unit,
-                                     std::string_view help) {
-  return {name, unit, kiwi::MetricKind::gauge, "mount", help};
-}
 inline constexpr UsageMetric kUsageMetrics[] = {
-    {per_mount("storage_size_bytes", kiwi::Unit::bytes,
-               "filesystem size (statvfs f_blocks x f_frsize)"),
+    {kiwi::gauge("storage_size_bytes", kiwi::Unit::bytes, "mount",
+                 "filesystem size (statvfs f_blocks x f_frsize)"),
      &FsUsage::size_bytes},
-    {per_mount("storage_available_bytes", kiwi::Unit::bytes,
-               "space available to unprivileged users (f_bavail)"),
+    {kiwi::gauge("storage_available_bytes", kiwi::Unit::bytes, "mount",
+                 "space available to unprivileged users (f_bavail)"),
      &FsUsage::available_bytes},
-    {per_mount("storage_used_bytes", kiwi::Unit::bytes, "space in use: size minus free (f_bfree)"),
+    {kiwi::gauge("storage_used_bytes", kiwi::Unit::bytes, "mount",
+                 "space in use: size minus free (f_bfree)"),
      &FsUsage::used_bytes},
-    {per_mount("storage_used_ratio", kiwi::Unit::ratio,
-               "used / (used + available), as df reports Use%"),
+    {kiwi::gauge("storage_used_ratio", kiwi::Unit::ratio, "mount",
+                 "used / (used + available), as df reports Use%"),
      &FsUsage::used_ratio},
-    {per_mount("storage_inodes", kiwi::Unit::count, "inodes on the filesystem (f_files)"),
+    {kiwi::gauge("storage_inodes", kiwi::Unit::count, "mount",
+                 "inodes on the filesystem (f_files)"),
      &FsUsage::inodes_total},
-    {per_mount("storage_inodes_free", kiwi::Unit::count, "free inodes (f_ffree)"),
+    {kiwi::gauge("storage_inodes_free", kiwi::Unit::count, "mount", "free inodes (f_ffree)"),
      &FsUsage::inodes_free},
 };
-inline constexpr kiwi::MetricSpec kReadonly = per_mount(
-    "storage_readonly", kiwi::Unit::none, "1 if the filesystem is mounted read-only, else 0");
+inline constexpr kiwi::MetricSpec kReadonly =
+    kiwi::gauge("storage_readonly", kiwi::Unit::none, "mount",
+                "1 if the filesystem is mounted read-only, else 0");
 
 inline constexpr auto kMetricSpecs = [] {
   std::array<kiwi::MetricSpec, std::size(kUsageMetrics) + 1> all{};

@@ -184,6 +184,16 @@ struct MetricSpec {
   std::string_view help;    // one line: what it measures and where it comes from
 };
 
+// Rows spelled shorter: kiwi::gauge("cpu_core_usage_ratio", kiwi::Unit::ratio, "core", "...").
+constexpr MetricSpec gauge(std::string_view name, Unit unit, std::string_view labels,
+                           std::string_view help) {
+  return {name, unit, MetricKind::gauge, labels, help};
+}
+constexpr MetricSpec counter(std::string_view name, Unit unit, std::string_view labels,
+                             std::string_view help) {
+  return {name, unit, MetricKind::counter, labels, help};
+}
+
 // For handlers, and sensors whose metrics are not known in advance.
 inline constexpr std::span<const MetricSpec> no_metrics{};
 
