@@ -181,8 +181,7 @@ void block_signals() {
 
 int check_config(const Config& cfg, StderrLogger& log) {
   try {
-    PluginLoader loader(cfg.agent.plugin_dir, log, cfg.agent.plugin_dir_pos, nullptr,
-                        cfg.agent.builtin_plugin_dir);
+    PluginLoader loader(cfg, log);
     SnapshotHolder holder;
     AgentData data(holder, nullptr);
     auto sensors = load_sensors(cfg, loader);
@@ -199,8 +198,7 @@ int check_config(const Config& cfg, StderrLogger& log) {
 }
 
 int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& log) {
-  PluginLoader loader(cfg.agent.plugin_dir, log, cfg.agent.plugin_dir_pos, nullptr,
-                      cfg.agent.builtin_plugin_dir);
+  PluginLoader loader(cfg, log);
   PluginEntry entry;
   entry.plugin = name;
   entry.plugin_pos = {"--describe-plugin"};
@@ -281,9 +279,7 @@ class RunningAgent {
         snapshot_file_(snapshot_file),
         store_((std::filesystem::path(cfg_.agent.data_dir) / "kiwi.db").string()),
         data_(holder_, &store_),
-        loader_(std::make_unique<PluginLoader>(cfg_.agent.plugin_dir, log,
-                                               cfg_.agent.plugin_dir_pos, nullptr,
-                                               cfg_.agent.builtin_plugin_dir)) {}
+        loader_(std::make_unique<PluginLoader>(cfg_, log)) {}
 
   // Loads the plugins; throws what the loader throws (exit code 2).
   void load() {
@@ -388,9 +384,7 @@ class RunningAgent {
   // its running instance.
   void apply(Config next, std::chrono::steady_clock::time_point began) {
     std::vector<std::string> changes;
-    auto next_loader =
-        std::make_unique<PluginLoader>(next.agent.plugin_dir, log_, next.agent.plugin_dir_pos,
-                                       loader_->cache(), next.agent.builtin_plugin_dir);
+    auto next_loader = std::make_unique<PluginLoader>(next, log_, loader_->cache());
     PluginLoader& loader = *next_loader;
 
     std::vector<SensorSpec> sensors;

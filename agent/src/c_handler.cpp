@@ -296,11 +296,7 @@ Body body_from(const kiwi_body& body, const std::shared_ptr<const void>& code) {
 CHandler::CHandler(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
                    std::string_view route_path, const Options& options, Logger& log,
                    const DataSource& data, std::string_view agent_version)
-    : plugin_(plugin),
-      code_(code),
-      host_(log, std::move(code)),
-      options_(options),
-      data_(CData::of(data)) {
+    : plugin_(plugin), host_(log, std::move(code)), options_(options), data_(CData::of(data)) {
   kiwi_handler_context ctx{};
   ctx.size = sizeof ctx;
   ctx.route_path = to_c(route_path);
@@ -368,7 +364,7 @@ Response CHandler::handle(const Request& r) {
   req.local_address = to_c(r.local_address);
   req.local_port = r.local_port;
 
-  Call call{code_, {}, {}};
+  Call call{host_.code, {}, {}};
   kiwi_response out{};
   out.size = sizeof out;
   out.ctx = &call;

@@ -72,8 +72,7 @@ class CHandler final : public Handler {
 
  private:
   const kiwi_plugin& plugin_;
-  std::shared_ptr<const void> code_;
-  CHost host_;
+  CHost host_;  // host_.code keeps the library: every body handed out holds it too
   COptions options_;
   std::shared_ptr<CData> data_;
   std::string methods_ = "GET, HEAD";

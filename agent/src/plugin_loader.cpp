@@ -455,6 +455,10 @@ PluginLoader::PluginLoader(std::string plugin_dir, Logger& log, SourcePos plugin
       log_(log),
       cache_(cache ? std::move(cache) : std::make_shared<LibraryCache>()) {}
 
+PluginLoader::PluginLoader(const Config& cfg, Logger& log, std::shared_ptr<LibraryCache> cache)
+    : PluginLoader(cfg.agent.plugin_dir, log, cfg.agent.plugin_dir_pos, std::move(cache),
+                   cfg.agent.builtin_plugin_dir) {}
+
 std::shared_ptr<LoadedLibrary> PluginLoader::open(std::optional<PluginKind> kind,
                                                   const PluginEntry& entry) {
   const PluginKind lookup = kind.value_or(PluginKind::sensor);  // names only: a path has no kind

@@ -106,6 +106,8 @@ class PluginLoader {
   // of hiding them; "" or plugin_dir itself: none.
   PluginLoader(std::string plugin_dir, Logger& log, SourcePos plugin_dir_pos = {},
                std::shared_ptr<LibraryCache> cache = {}, std::string builtin_dir = {});
+  // The loader of `cfg`: its plugin_dir (and where it was set), then the built-in one.
+  PluginLoader(const Config& cfg, Logger& log, std::shared_ptr<LibraryCache> cache = {});
 
   // "cpu" -> <plugin_dir>/kiwi-sensor-cpu.so, or <builtin_dir>/kiwi-sensor-cpu.so when only that
   // exists; a file name ("kiwi-sensor-cpu.so") is looked up the same way; anything with a '/' is

@@ -14,19 +14,17 @@ constexpr kiwi::OptionSpec kOptions[] = {
     {"series", kiwi::OptionType::integer, "1", "zones, each a series of every labelled metric"},
     {"celsius", kiwi::OptionType::number, "40", "temperature of the first zone; +1 per zone"}};
 
-using kiwi::MetricKind;
 using kiwi::Unit;
-constexpr kiwi::MetricSpec kTemperature{"labelled_temperature_celsius", Unit::celsius,
-                                        MetricKind::gauge, "zone",
-                                        "the celsius option, +1 per zone"};
-constexpr kiwi::MetricSpec kEvents{"labelled_events_total", Unit::count, MetricKind::counter,
-                                   "zone", "10 per sample"};
-constexpr kiwi::MetricSpec kEventRate{"labelled_events_per_second", Unit::per_second,
-                                      MetricKind::gauge, "zone", "always 10"};
-constexpr kiwi::MetricSpec kRestarts{"labelled_restarts_total", Unit::count, MetricKind::counter,
-                                     "instance", "always 3, without a rate"};
-constexpr kiwi::MetricSpec kBuffer{"labelled_buffer_bytes", Unit::bytes, MetricKind::gauge,
-                                   "instance", "always 3 MiB"};
+constexpr kiwi::MetricSpec kTemperature = kiwi::gauge("labelled_temperature_celsius", Unit::celsius,
+                                                      "zone", "the celsius option, +1 per zone");
+constexpr kiwi::MetricSpec kEvents =
+    kiwi::counter("labelled_events_total", Unit::count, "zone", "10 per sample");
+constexpr kiwi::MetricSpec kEventRate =
+    kiwi::gauge("labelled_events_per_second", Unit::per_second, "zone", "always 10");
+constexpr kiwi::MetricSpec kRestarts =
+    kiwi::counter("labelled_restarts_total", Unit::count, "instance", "always 3, without a rate");
+constexpr kiwi::MetricSpec kBuffer =
+    kiwi::gauge("labelled_buffer_bytes", Unit::bytes, "instance", "always 3 MiB");
 constexpr kiwi::MetricSpec kMetrics[] = {kTemperature, kEvents, kEventRate, kRestarts, kBuffer};
 
 struct Labelled : kiwi::Sensor {

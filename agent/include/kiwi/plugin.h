@@ -132,7 +132,8 @@ typedef struct kiwi_host {
    * later. For an instance that leaves work behind which may still run plugin code after its
    * destroy returns: a thread blocked in the kernel (statvfs on a hard NFS mount whose server is
    * gone) that cannot be interrupted. Thread-safe, idempotent; any time during the instance's
-   * life. Check `size` before calling: offsetof(kiwi_host, keep_loaded) < size. */
+   * life. An agent older than the member does not offer it: call only when
+   * size >= offsetof(kiwi_host, keep_loaded) + sizeof(void (*)(void *)). */
   void (*keep_loaded)(void *ctx);
 } kiwi_host;
 
