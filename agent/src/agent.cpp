@@ -355,7 +355,8 @@ class RunningAgent {
             KIWI_VERSION,
             data_.started_at,
             [this] { service_.watchdog(); },
-            service_.watchdog_every()};
+            service_.watchdog_every(),
+            cfg.agent.procfs};
   }
 
   void publish_plugins() {

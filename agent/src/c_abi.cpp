@@ -1,5 +1,8 @@
 #include "c_abi.hpp"
 
+#include "metric_check.hpp"
+
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <stdexcept>
@@ -19,7 +22,37 @@ std::string str(kiwi_str s) {
   return std::string(from_c(s));
 }
 
+// A metric row as the plugin wrote it: `size` bytes (its metric_spec_size), so a member added in
+// a later minor version is read only when the row has it.
+MetricSpec spec_from_c(const kiwi_metric_spec& m, std::uint32_t size) {
+  MetricSpec spec{from_c(m.name), static_cast<Unit>(m.unit), static_cast<MetricKind>(m.kind),
+                  from_c(m.labels), from_c(m.help)};
+  if (size >= offsetof(kiwi_metric_spec, rate) + sizeof m.rate) spec.rate = from_c(m.rate);
+  return spec;
+}
+
 }  // namespace
+
+void check_rates(const std::vector<MetricSpec>& table) {
+  for (const auto& m : table) {
+    if (m.rate.empty()) continue;
+    const std::string what = "metric " + std::string(m.name) + ": rate " + std::string(m.rate);
+    if (m.kind != MetricKind::counter)
+      throw std::runtime_error(what + " on a metric that is not a counter");
+    if (!is_valid_metric_name(m.rate))
+      throw std::runtime_error(what + " is not a valid metric name");
+    const auto unit = rate_unit(m.unit);
+    if (!unit)
+      throw std::runtime_error(what + ": a counter in " + std::string(to_string(m.unit)) +
+                               " has no per-second rate");
+    auto gauge = std::find_if(table.begin(), table.end(),
+                              [&](const MetricSpec& g) { return g.name == m.rate; });
+    if (gauge == table.end()) throw std::runtime_error(what + " is not a row of the table");
+    if (gauge->kind != MetricKind::gauge || gauge->unit != *unit || gauge->labels != m.labels)
+      throw std::runtime_error(what + " must be a gauge in " + std::string(to_string(*unit)) +
+                               " with the labels \"" + std::string(m.labels) + "\"");
+  }
+}
 
 Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
   if (!p) throw std::runtime_error("kiwi_plugin_v1() returned no descriptor");
@@ -44,9 +77,9 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
   if (p->option_count && (!p->options || p->option_spec_size < sizeof(kiwi_option_spec)))
     throw std::runtime_error("option rows of " + std::to_string(p->option_spec_size) +
                              " bytes, ABI 1.0 has " + std::to_string(sizeof(kiwi_option_spec)));
-  if (p->metric_count && (!p->metrics || p->metric_spec_size < sizeof(kiwi_metric_spec)))
+  if (p->metric_count && (!p->metrics || p->metric_spec_size < KIWI_METRIC_SPEC_SIZE_1_0))
     throw std::runtime_error("metric rows of " + std::to_string(p->metric_spec_size) +
-                             " bytes, ABI 1.0 has " + std::to_string(sizeof(kiwi_metric_spec)));
+                             " bytes, ABI 1.0 has " + std::to_string(KIWI_METRIC_SPEC_SIZE_1_0));
 
   for (std::size_t i = 0; i < p->option_count; ++i) {
     const auto& o = row(p->options, p->option_spec_size, i);
@@ -58,9 +91,9 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
   }
   for (std::size_t i = 0; i < p->metric_count; ++i) {
     const auto& m = row(p->metrics, p->metric_spec_size, i);
-    metrics.push_back({from_c(m.name), static_cast<Unit>(m.unit), static_cast<MetricKind>(m.kind),
-                       from_c(m.labels), from_c(m.help)});
+    metrics.push_back(spec_from_c(m, p->metric_spec_size));
   }
+  check_rates(metrics);
   info.kind = sensor ? PluginKind::sensor : PluginKind::handler;
   info.name = from_c(p->name);
   info.description = from_c(p->description);
@@ -144,7 +177,8 @@ SampleResult CSensor::sample(MetricSink& sink) {
     MetricSink& sink;
     std::string message;
     std::vector<Label> labels;
-  } call{sink, {}, {}};
+    std::uint32_t spec_size;  // the plugin's row size: what of an emitted row it wrote
+  } call{sink, {}, {}, plugin_.metric_spec_size};
   kiwi_sink s{};
   s.size = sizeof s;
   s.ctx = &call;
@@ -156,9 +190,7 @@ SampleResult CSensor::sample(MetricSink& sink) {
     for (std::size_t i = 0; i < n; ++i)
       c.labels.push_back({from_c(labels[i].name), from_c(labels[i].value)});
     // Unit and kind as given: a code this agent does not know is the check's to refuse and name.
-    const MetricSpec spec{from_c(m->name), static_cast<Unit>(m->unit),
-                          static_cast<MetricKind>(m->kind), from_c(m->labels), from_c(m->help)};
-    c.sink.emit(spec, c.labels, value);
+    c.sink.emit(spec_from_c(*m, c.spec_size), c.labels, value);
   };
   s.message = [](void* ctx, kiwi_str text) {
     static_cast<Call*>(ctx)->message = std::string(from_c(text));

@@ -28,6 +28,11 @@ inline std::string_view from_c(kiwi_str s) {
 // What a descriptor says, read as this agent knows it (rows stepped through by the plugin's row
 // sizes, members beyond what this agent knows ignored), as host types that point into the
 // plugin's static tables. Throws std::runtime_error with the reason the descriptor is unusable.
+// A counter's `rate` names a gauge row of the same table, in the counter's rate unit and with
+// its labels, so the derived gauge has a HELP text and a README row like every other metric.
+// Throws std::runtime_error naming the counter; the loader refuses the plugin with it.
+void check_rates(const std::vector<MetricSpec>& table);
+
 struct Descriptor {
   const kiwi_plugin* c = nullptr;
   PluginInfo info{};

@@ -76,7 +76,8 @@ StatsView::StatsView(AgentStats s) : stats(std::move(s)) {
     // The table points into the plugin's descriptor, which `p.library` keeps loaded.
     for (const auto& m : p.metrics)
       specs.push_back({to_c(m.name), static_cast<std::uint32_t>(m.unit),
-                       static_cast<std::uint32_t>(m.kind), to_c(m.labels), to_c(m.help)});
+                       static_cast<std::uint32_t>(m.kind), to_c(m.labels), to_c(m.help),
+                       to_c(m.rate)});
     kiwi_plugin_status& row = plugins.emplace_back();
     row.size = sizeof row;
     row.name = to_c(p.name);

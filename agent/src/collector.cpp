@@ -13,6 +13,7 @@
 
 #include "duration.hpp"
 #include "metric_check.hpp"
+#include "rates.hpp"
 
 namespace kiwi::agent {
 
@@ -56,12 +57,7 @@ void keep_instance_forever(PluginInstance<Sensor> instance) {
 }  // namespace
 
 // What one sample() call gave: made on the worker, read by the collector.
-struct Collector::Outcome {
-  SensorState state = SensorState::ok;
-  std::string message;
-  std::vector<MetricValue> metrics;
-  std::uint64_t dropped = 0;                           // metrics the host refused
-  std::string dropped_note;                            // what was dropped ("" when nothing)
+struct Collector::Outcome : SampleCall {
   steady_clock::time_point posted, started, finished;  // posted: when the collector asked
 };
 
@@ -80,6 +76,8 @@ struct Collector::Worker {
   std::string name;
   PluginInstance<Sensor> instance;
   std::condition_variable wake;  // a request, or exit
+  std::string procfs;            // whose uptime is the clock of the sensor's rates
+  RateDeriver rates;             // the worker thread's alone
 
   bool requested = false;  // posted, not taken up yet
   bool in_call = false;    // in sample()
@@ -107,7 +105,7 @@ struct Collector::Worker {
       out.posted = posted;
       const steady_clock::time_point until = deadline;
       lock.unlock();
-      call(sensor, out, until);
+      call(sensor, out, until, rates, procfs);
       lock.lock();
       in_call = false;
       if (abandoned) return;  // stop() keeps the instance: this thread must not touch it
@@ -133,28 +131,14 @@ struct Collector::Worker {
     hub->cv.notify_one();
   }
 
-  // The metric check (CheckedSink) only touches `out`, so it runs here, on the worker.
-  // `deadline` is the instant the collector times this call out at (MetricSink::deadline()).
-  static void call(Sensor& sensor, Outcome& out, steady_clock::time_point deadline) {
-    CheckedSink sink(out.metrics, deadline);
+  // The metric check and the rates (call_sensor) only touch `out` and the worker's own
+  // RateDeriver, so they run here, on the worker. `deadline` is the instant the collector times
+  // this call out at (MetricSink::deadline()).
+  static void call(Sensor& sensor, Outcome& out, steady_clock::time_point deadline,
+                   RateDeriver& rates, const std::string& procfs) {
     out.started = steady_clock::now();
-    try {
-      SampleResult result = sensor.sample(sink);
-      out.state = result.status == SampleStatus::ok ? SensorState::ok : SensorState::no_data;
-      out.message = std::move(result.message);
-    } catch (const std::exception& e) {
-      out.state = SensorState::error;
-      out.message = e.what();
-    } catch (...) {
-      out.state = SensorState::error;
-      out.message = "unknown exception";
-    }
+    static_cast<SampleCall&>(out) = call_sensor(sensor, rates, procfs, deadline);
     out.finished = steady_clock::now();
-    if (out.state == SensorState::error)
-      out.metrics.clear();  // a half-finished reading is not a reading
-    else
-      out.dropped_note = sink.finish();
-    out.dropped = sink.dropped();
   }
 };
 
@@ -211,6 +195,7 @@ Collector::Slot Collector::make_slot(SensorSpec spec) {
   auto worker = std::make_shared<Worker>();
   worker->hub = hub_;
   worker->name = std::move(spec.name);
+  worker->procfs = settings_.procfs;
   worker->instance = std::move(spec.instance);
   slot.handle.worker = worker;
   slot.handle.thread = std::thread([worker] { worker->run(); });
@@ -649,6 +634,7 @@ void Collector::read(Slot& s, Outcome o, std::int64_t ts_ms) {
   r.message = std::move(o.message);
   r.duration_seconds = std::chrono::duration<double>(o.finished - o.started).count();
   r.metrics = std::move(o.metrics);
+  if (!o.rates_log.empty()) log_.info("sensor " + s.name + ": " + o.rates_log);
   if (r.state == SensorState::error) {
   } else if (!o.dropped_note.empty()) {
     // Logged when it starts and whenever what is dropped changes, not every sample.

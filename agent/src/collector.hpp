@@ -49,6 +49,9 @@ struct CollectorSettings {
   // systemd watchdog, service_notify.hpp); nothing when empty or 0.
   std::function<void()> heartbeat;
   Millis heartbeat_every{0};
+  // Whose uptime is the clock of the rates derived from counters (agent.procfs); taken by each
+  // sensor when it starts.
+  std::string procfs = "/proc";
 };
 
 struct CollectorStats {

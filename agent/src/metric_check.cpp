@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <kiwi/rates.hpp>
 
 namespace kiwi::agent {
 
@@ -85,6 +86,8 @@ void CheckedSink::emit(const MetricSpec& metric, std::span<const Label> labels, 
   m.value = value;
   m.unit = to_string(metric.unit);
   m.kind = metric.kind;
+  if (rates_ && metric.kind == MetricKind::counter && !metric.rate.empty())
+    rates_->add(m, metric, out_);
 }
 
 std::string CheckedSink::finish() {
@@ -139,6 +142,44 @@ std::string CheckedSink::finish() {
   for (std::size_t i = 0; i < problems_.size(); ++i) msg += (i ? "; " : "") + problems_[i];
   if (dropped_ > problems_.size()) msg += "; ...";
   return msg;
+}
+
+SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, const std::string& procfs,
+                       std::chrono::steady_clock::time_point deadline) {
+  if (!rates.wants_clock()) {
+    rates.begin(std::nullopt);
+  } else {
+    try {
+      rates.begin(read_uptime_ms(procfs));
+    } catch (const std::exception& e) {
+      rates.begin(std::nullopt, e.what());
+    }
+  }
+  SampleCall out;
+  CheckedSink sink(out.metrics, deadline, &rates);
+  try {
+    SampleResult result = sensor.sample(sink);
+    out.state = result.status == SampleStatus::ok ? SensorState::ok : SensorState::no_data;
+    out.message = std::move(result.message);
+  } catch (const std::exception& e) {
+    out.state = SensorState::error;
+    out.message = e.what();
+  } catch (...) {
+    out.state = SensorState::error;
+    out.message = "unknown exception";
+  }
+  const bool read = out.state != SensorState::error;
+  auto notes = rates.finish(read, out.metrics);
+  if (read) {
+    out.dropped_note = sink.finish();
+    if (!notes.status.empty())
+      out.message = out.message.empty() ? notes.status : out.message + "; " + notes.status;
+  } else {
+    out.metrics.clear();
+  }
+  out.dropped = sink.dropped();
+  out.rates_log = std::move(notes.log);
+  return out;
 }
 
 }  // namespace kiwi::agent

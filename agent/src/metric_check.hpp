@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "rates.hpp"
+
 namespace kiwi::agent {
 
 // Prometheus' metric and label name rule without the colon (reserved for recording rules).
@@ -27,10 +29,12 @@ std::optional<std::string> check_metric(const MetricSpec& metric, std::span<cons
 // the collector times the sample() call out at.
 class CheckedSink final : public MetricSink {
  public:
+  // `rates`, when given, derives the rate gauges of the counters that name one (rates.hpp).
   explicit CheckedSink(
       std::vector<MetricValue>& out,
-      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max())
-      : out_(out), deadline_(deadline) {}
+      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+      RateDeriver* rates = nullptr)
+      : out_(out), deadline_(deadline), rates_(rates) {}
   using MetricSink::emit;
   void emit(const MetricSpec& metric, std::span<const Label> labels, double value) override;
   std::chrono::steady_clock::time_point deadline() const override { return deadline_; }
@@ -41,8 +45,27 @@ class CheckedSink final : public MetricSink {
   void note(std::string problem);
   std::vector<MetricValue>& out_;
   std::chrono::steady_clock::time_point deadline_;
+  RateDeriver* rates_;
   std::uint64_t dropped_ = 0;
   std::vector<std::string> problems_;  // the first few, for the status message
 };
+
+// What one checked sample() call gave: the sensor's readings after CheckedSink, with the rates
+// of its counters derived (rates.hpp).
+struct SampleCall {
+  SensorState state = SensorState::ok;
+  std::string message;               // the sensor's, then why some rates are missing ("; " between)
+  std::vector<MetricValue> metrics;  // none after an error: a half-finished reading is not one
+  std::uint64_t dropped = 0;         // metrics the host refused
+  std::string dropped_note;          // what was dropped ("" when nothing)
+  std::string rates_log;             // a counter reset worth a log line (what went back changed)
+};
+
+// Calls sensor.sample() as the collector does: reads the clock for the rates (<procfs>/uptime,
+// when `rates` wants it), checks every metric, derives the rates, and turns an exception into
+// state error with its what().
+SampleCall call_sensor(
+    Sensor& sensor, RateDeriver& rates, const std::string& procfs,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace kiwi::agent

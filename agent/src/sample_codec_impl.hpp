@@ -10,12 +10,14 @@
 // Format 2 (schema version 2): the byte kFormat2, then varint((id - previous_id) << 3 | tag):
 //   tags 0-2 as in format 1
 //   tag 3: the value 0, no payload (idle rates, error counters and swap are mostly 0)
-//   tag 4: a short decimal, varint(zigzag(m) << 2 | (k - 1)): the value is m / 10^k, k = 1..4.
-//          Written only for a float32 value whose served form (below) is exactly that quotient
-//          (load 0.99, 45.1 celsius), so a reader gets the very double format 1 gives.
+//   tag 4: a decimal, varint(zigzag(m) << 2 | (k - 1)): the value is m / 10^k, k = 1..4.
+//          Written for a value that is exactly that quotient, whatever its size (a counter in
+//          seconds: 1234567.89 from ticks / 100), and for a float32 value whose served form
+//          (below) is exactly that quotient and short (load 0.99, 45.1 celsius), so a reader
+//          gets the very double format 1 gives.
 //   tag 5: zigzag varint of an integral value / 1024 (meminfo and statvfs sizes are whole KiB)
-// Decoded values are identical to what format 1 gives for the same input: rows shrink (a quarter
-// on the default sensors), answers do not change.
+// Decoded values are what format 1 gives for the same input (rows shrink, a quarter on the
+// default sensors), except that decimals of up to 4 places are exact instead of float32.
 #pragma once
 
 #include <bit>

@@ -795,6 +795,22 @@ bool put_short_decimal(std::string& out, std::uint64_t head, double served) {
   }
   return false;
 }
+
+// Tag 4 for a value that is exactly a decimal of at most 4 places (a counter in seconds read as
+// ticks / 100 or milliseconds / 1000: 1234567.89), however many digits: a float32 would round
+// it, and a counter's rate is the difference of two such values.
+bool put_exact_decimal(std::string& out, std::uint64_t head, double v) {
+  for (int k = 1; k <= 4; ++k) {
+    const double scaled = v * kPow10[k];
+    if (!(std::fabs(scaled) < 9007199254740992.0)) return false;  // beyond 2^53; NaN too
+    const auto m = static_cast<std::int64_t>(std::llround(scaled));
+    if (static_cast<double>(m) / kPow10[k] != v) continue;
+    put_varint(out, head | 4);
+    put_varint(out, zigzag(m) << 2 | static_cast<std::uint64_t>(k - 1));
+    return true;
+  }
+  return false;
+}
 }  // namespace
 
 void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& values) {
@@ -815,6 +831,7 @@ void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& val
         put_varint(out, head | 0);
         put_varint(out, zigzag(i));
       }
+    } else if (put_exact_decimal(out, head, v)) {
     } else if (std::isfinite(v) && std::fabs(v) < 3.0e38) {
       const float f = static_cast<float>(v);
       if (!put_short_decimal(out, head, served_float(f))) {

@@ -14,10 +14,24 @@ static const kiwi_option_spec options[] = {
      S("log a warning once the open share passes this (0..1)"), 1, 0, 1},
 };
 
+/* Designated initializers: a member a later minor version of the ABI adds starts empty, and the
+ * file still builds with -Wextra -Werror. */
 static const kiwi_metric_spec metrics[] = {
-    {S("files_open"), KIWI_UNIT_COUNT, KIWI_GAUGE, S(""), S("file handles in use (file-nr)")},
-    {S("files_max"), KIWI_UNIT_COUNT, KIWI_GAUGE, S(""), S("the kernel's limit (fs.file-max)")},
-    {S("files_open_ratio"), KIWI_UNIT_RATIO, KIWI_GAUGE, S(""), S("files_open / files_max")},
+    {.name = S("files_open"),
+     .unit = KIWI_UNIT_COUNT,
+     .kind = KIWI_GAUGE,
+     .labels = S(""),
+     .help = S("file handles in use (file-nr)")},
+    {.name = S("files_max"),
+     .unit = KIWI_UNIT_COUNT,
+     .kind = KIWI_GAUGE,
+     .labels = S(""),
+     .help = S("the kernel's limit (fs.file-max)")},
+    {.name = S("files_open_ratio"),
+     .unit = KIWI_UNIT_RATIO,
+     .kind = KIWI_GAUGE,
+     .labels = S(""),
+     .help = S("files_open / files_max")},
 };
 
 typedef struct sensor {

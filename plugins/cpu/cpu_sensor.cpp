@@ -1,5 +1,7 @@
 #include "cpu_sensor.hpp"
 
+#include <unistd.h>
+
 #include <kiwi/io.hpp>
 #include <stdexcept>
 #include <system_error>
@@ -11,6 +13,7 @@ CpuSensor::CpuSensor(const kiwi::SensorContext& ctx)
     : procfs_(ctx.procfs),
       sysfs_(ctx.sysfs),
       per_core_(ctx.options.get_bool("per_core")),
+      user_hz_(static_cast<double>(::sysconf(_SC_CLK_TCK) > 0 ? ::sysconf(_SC_CLK_TCK) : 100)),
       log_(ctx.log) {}
 
 kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
@@ -18,6 +21,16 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
   const std::string text = kiwi::read_required_file(stat_path);
   ProcStat now = kiwi::parse_file(stat_path, [&] { return parse_proc_stat(text); });
   if (!now.all) throw std::runtime_error(stat_path + ": no aggregate 'cpu' line");
+
+  for (std::size_t i = 0; i < kModeNames.size(); ++i)
+    sink.emit(kSeconds, {kModeNames[i]}, static_cast<double>(now.all->ticks[i]) / user_hz_);
+  if (per_core_)
+    for (const auto& [core, times] : now.cores) {
+      const std::string label = std::to_string(core);
+      for (std::size_t i = 0; i < kModeNames.size(); ++i)
+        sink.emit(kCoreSeconds, {label, kModeNames[i]},
+                  static_cast<double>(times.ticks[i]) / user_hz_);
+    }
 
   std::vector<std::string> notes;
   if (!previous_) {

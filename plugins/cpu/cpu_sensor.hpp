@@ -15,7 +15,8 @@ namespace kiwi::cpu {
 // host fills in defaults; tests build Options from it).
 inline constexpr kiwi::OptionSpec kOptions[] = {
     {"per_core", kiwi::OptionType::boolean, "true",
-     "emit cpu_core_usage_ratio and cpu_frequency_hertz for every core (false: totals only)"},
+     "emit cpu_core_usage_ratio, cpu_core_seconds_total and cpu_frequency_hertz for every core "
+     "(false: totals only)"},
 };
 
 // Every metric the sensor may emit, each declared once: the sensor emits through these rows, and
@@ -40,8 +41,16 @@ inline constexpr kiwi::MetricSpec kLoad5{"cpu_load5", Unit::none, MetricKind::ga
                                          "load average over 5 minutes (/proc/loadavg)"};
 inline constexpr kiwi::MetricSpec kLoad15{"cpu_load15", Unit::none, MetricKind::gauge, "",
                                           "load average over 15 minutes (/proc/loadavg)"};
-inline constexpr kiwi::MetricSpec kMetricSpecs[] = {kUsage, kCoreUsage, kModeShare, kFrequency,
-                                                    kLoad1, kLoad5,     kLoad15};
+// The kernel's counters, for Prometheus' rate(): /proc/stat ticks over USER_HZ. No `rate`: the
+// ratios above are shares of one interval's ticks, which the sensor computes.
+inline constexpr kiwi::MetricSpec kSeconds = kiwi::counter(
+    "cpu_seconds_total", Unit::seconds, "mode",
+    "CPU time spent in each mode since boot, all cores together (/proc/stat ticks / USER_HZ)");
+inline constexpr kiwi::MetricSpec kCoreSeconds =
+    kiwi::counter("cpu_core_seconds_total", Unit::seconds, "core,mode",
+                  "CPU time one core spent in each mode since boot (/proc/stat ticks / USER_HZ)");
+inline constexpr kiwi::MetricSpec kMetricSpecs[] = {
+    kUsage, kCoreUsage, kModeShare, kFrequency, kLoad1, kLoad5, kLoad15, kSeconds, kCoreSeconds};
 
 class CpuSensor final : public kiwi::Sensor {
  public:
@@ -54,6 +63,7 @@ class CpuSensor final : public kiwi::Sensor {
   std::string procfs_;
   std::string sysfs_;
   bool per_core_;
+  double user_hz_;  // ticks per second of /proc/stat (sysconf _SC_CLK_TCK: 100 on Linux)
   kiwi::Logger& log_;
   // The previous reading; nullopt before the first sample. Cores are keyed by number so a core
   // going offline or coming back never shifts another core's deltas.

@@ -32,19 +32,6 @@ std::vector<DiskCounters> parse_diskstats(std::string_view text) {
   return out;
 }
 
-std::optional<Rates> compute_rates(const Counters& before, const Counters& after,
-                                   double elapsed_seconds) {
-  if (elapsed_seconds <= 0) return std::nullopt;
-  Rates rates{};
-  for (std::size_t i = 0; i < rates.size(); ++i) {
-    const auto& c = kRateColumns[i];
-    if (after[c.column] < before[c.column]) return std::nullopt;
-    const double delta = static_cast<double>(after[c.column] - before[c.column]);
-    rates[i] = std::min(delta * c.multiplier / (c.divisor * elapsed_seconds), c.ceiling);
-  }
-  return rates;
-}
-
 std::string sysfs_block_name(std::string_view diskstats_name) {
   std::string out(diskstats_name);
   std::replace(out.begin(), out.end(), '/', '!');

@@ -1,11 +1,10 @@
-// Pure functions for the diskio sensor: /proc/diskstats text and the rates between two readings.
+// Pure functions for the diskio sensor: /proc/diskstats text and sysfs names.
 // No file I/O here, so every function is tested on fixture text (tests/unit/sensors/).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <kiwi/plugin.hpp>
-#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,40 +18,47 @@ namespace kiwi::diskio {
 // Kernels 4.18+ append 4 discard columns and 5.5+ 2 flush columns, which are not used.
 using Counters = std::array<std::uint64_t, 11>;
 
-// One rate metric per diskstats column we report, declared once: the sensor emits through these
+// One counter per diskstats column we report, with the per-second rate the agent derives from it
+// (kiwi/plugin.hpp, MetricSpec::rate), declared once: the sensor emits the counters through these
 // rows and kMetricSpecs (diskio_sensor.hpp) is made of them. The one table the sensor, the tests
-// and the README follow. value = delta(column) * multiplier / (divisor * elapsed seconds), capped
-// at `ceiling`; a multiplier and a divisor rather than one factor so 250 ms of io_ticks over 1 s is
-// exactly 0.25 and not 250 * 0.001.
-struct RateColumn {
-  kiwi::MetricSpec metric;
-  std::size_t column;  // index into Counters
+// and the README follow. The counter is the column in base units: column x multiplier / divisor
+// (a multiplier and a divisor rather than one factor, so 250 ms of io_ticks is exactly 0.25 s).
+struct CounterColumn {
+  kiwi::MetricSpec counter;  // what the kernel counts, in base units
+  kiwi::MetricSpec rate;     // its rate, derived by the agent between two samples
+  std::size_t column;        // index into Counters
   double multiplier;
   double divisor;
-  double ceiling;
 };
-inline constexpr double kNoCeiling = std::numeric_limits<double>::infinity();
-inline constexpr RateColumn kRateColumns[] = {
+constexpr CounterColumn column(std::string_view counter, kiwi::Unit unit, std::size_t column,
+                               double multiplier, double divisor, std::string_view counter_help,
+                               std::string_view rate, std::string_view rate_help) {
+  return {kiwi::counter(counter, unit, "device", counter_help, rate),
+          kiwi::gauge(rate, *kiwi::rate_unit(unit), "device", rate_help), column, multiplier,
+          divisor};
+}
+inline constexpr CounterColumn kCounterColumns[] = {
     // diskstats counts 512-byte sectors whatever the device's real sector size.
-    {kiwi::gauge(
-         "diskio_read_bytes_per_second", kiwi::Unit::bytes_per_second, "device",
-         "bytes read per second since the last sample (/proc/diskstats sectors read x 512)"),
-     2, 512, 1, kNoCeiling},
-    {kiwi::gauge(
-         "diskio_write_bytes_per_second", kiwi::Unit::bytes_per_second, "device",
-         "bytes written per second since the last sample (/proc/diskstats sectors written x 512)"),
-     6, 512, 1, kNoCeiling},
-    {kiwi::gauge("diskio_reads_per_second", kiwi::Unit::per_second, "device",
-                 "reads completed per second (/proc/diskstats)"),
-     0, 1, 1, kNoCeiling},
-    {kiwi::gauge("diskio_writes_per_second", kiwi::Unit::per_second, "device",
-                 "writes completed per second (/proc/diskstats)"),
-     4, 1, 1, kNoCeiling},
-    // io_ticks: milliseconds with at least one I/O in flight. Capped because the counter and the
-    // clock are read a little apart, so a saturated disk can show 1.002.
-    {kiwi::gauge("diskio_busy_ratio", kiwi::Unit::ratio, "device",
-                 "share of the time the device had I/O in flight (/proc/diskstats io_ticks)"),
-     9, 1, 1000, 1.0},
+    column("diskio_read_bytes_total", kiwi::Unit::bytes, 2, 512, 1,
+           "bytes read since boot (/proc/diskstats sectors read x 512)",
+           "diskio_read_bytes_per_second",
+           "bytes read per second since the last sample (/proc/diskstats sectors read x 512)"),
+    column("diskio_written_bytes_total", kiwi::Unit::bytes, 6, 512, 1,
+           "bytes written since boot (/proc/diskstats sectors written x 512)",
+           "diskio_write_bytes_per_second",
+           "bytes written per second since the last sample (/proc/diskstats sectors written x "
+           "512)"),
+    column("diskio_reads_completed_total", kiwi::Unit::count, 0, 1, 1,
+           "reads completed since boot (/proc/diskstats)", "diskio_reads_per_second",
+           "reads completed per second (/proc/diskstats)"),
+    column("diskio_writes_completed_total", kiwi::Unit::count, 4, 1, 1,
+           "writes completed since boot (/proc/diskstats)", "diskio_writes_per_second",
+           "writes completed per second (/proc/diskstats)"),
+    // io_ticks: milliseconds with at least one I/O in flight. Its rate is a ratio, capped at 1 by
+    // the agent because the counter and the clock are read a little apart.
+    column("diskio_io_time_seconds_total", kiwi::Unit::seconds, 9, 1, 1000,
+           "time with I/O in flight since boot (/proc/diskstats io_ticks)", "diskio_busy_ratio",
+           "share of the time the device had I/O in flight (/proc/diskstats io_ticks)"),
 };
 
 struct DiskCounters {
@@ -63,13 +69,6 @@ struct DiskCounters {
 // Parses /proc/diskstats in file order. Throws std::invalid_argument naming the line if a line has
 // fewer than 3 + 11 fields or a counter that is not a number.
 std::vector<DiskCounters> parse_diskstats(std::string_view text);
-
-// Per-second rates of one device between two readings, in kRateColumns order. nullopt if any
-// counter went backwards (a device unplugged and plugged in again under the same name) or
-// elapsed_seconds is not positive.
-using Rates = std::array<double, std::size(kRateColumns)>;
-std::optional<Rates> compute_rates(const Counters& before, const Counters& after,
-                                   double elapsed_seconds);
 
 // The sysfs name of a block device: '/' in a diskstats name is '!' in sysfs ("cciss/c0d0" is
 // <sysfs>/block/cciss!c0d0).

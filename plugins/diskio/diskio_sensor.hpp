@@ -29,8 +29,12 @@ inline constexpr kiwi::OptionSpec kOptions[] = {
 // Every metric the sensor may emit: the rate rows. plugin.cpp registers it (it is the HELP text of
 // /metrics); the unit tests check every emitted metric against it.
 inline constexpr auto kMetricSpecs = [] {
-  std::array<kiwi::MetricSpec, std::size(kRateColumns)> all{};
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = kRateColumns[i].metric;
+  std::array<kiwi::MetricSpec, 2 * std::size(kCounterColumns)> all{};
+  std::size_t n = 0;
+  for (const auto& c : kCounterColumns) {
+    all[n++] = c.counter;
+    all[n++] = c.rate;
+  }
   return all;
 }();
 
@@ -42,17 +46,11 @@ class DiskioSensor final : public kiwi::Sensor {
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override;
 
  private:
-  struct Reading {
-    std::int64_t uptime_ms = 0;
-    std::map<std::string, Counters, std::less<>> devices;
-  };
-
   std::string procfs_;
   std::string sysfs_;
   kiwi::NameFilter filter_;  // the include and exclude options
   bool partitions_;
   kiwi::Logger& log_;
-  std::optional<Reading> previous_;  // nullopt before the first sample
 };
 
 }  // namespace kiwi::diskio

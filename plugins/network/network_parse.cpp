@@ -34,16 +34,4 @@ std::optional<double> parse_link_speed(std::string_view text) {
   return static_cast<double>(*mbit) * 1e6 / 8;  // Mb/s is 10^6 bits, as ethtool means it
 }
 
-std::optional<Rates> compute_rates(const Counters& before, const Counters& after,
-                                   double elapsed_seconds) {
-  if (elapsed_seconds <= 0) return std::nullopt;
-  Rates rates{};
-  for (std::size_t i = 0; i < rates.size(); ++i) {
-    const std::size_t column = kRateColumns[i].column;
-    if (after[column] < before[column]) return std::nullopt;
-    rates[i] = static_cast<double>(after[column] - before[column]) / elapsed_seconds;
-  }
-  return rates;
-}
-
 }  // namespace kiwi::network

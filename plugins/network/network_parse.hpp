@@ -1,4 +1,4 @@
-// Pure functions for the network sensor: /proc/net/dev and sysfs link speed text, counter rates.
+// Pure functions for the network sensor: /proc/net/dev and sysfs link speed text.
 // No file I/O here, so every function is tested on fixture text (tests/unit/sensors/).
 #pragma once
 
@@ -17,40 +17,51 @@ namespace kiwi::network {
 // compressed.
 using Counters = std::array<std::uint64_t, 16>;
 
-// One rate metric per /proc/net/dev column we report, declared once: the sensor emits through
+// One counter per /proc/net/dev column we report, with the per-second rate the agent derives from
+// it (kiwi/plugin.hpp, MetricSpec::rate), declared once: the sensor emits the counters through
 // these rows and kMetricSpecs (network_sensor.hpp) is made of them. The one table the sensor, the
 // tests and the README follow: adding a metric is a row here.
-struct RateColumn {
-  kiwi::MetricSpec metric;
-  std::size_t column;  // index into Counters
+struct CounterColumn {
+  kiwi::MetricSpec counter;  // what the kernel counts, since the interface appeared
+  kiwi::MetricSpec rate;     // its rate, derived by the agent between two samples
+  std::size_t column;        // index into Counters
 };
-constexpr RateColumn rate(std::string_view name, kiwi::Unit unit, std::size_t column,
-                          std::string_view help) {
-  return {kiwi::gauge(name, unit, "interface", help), column};
+constexpr CounterColumn column(std::string_view counter, kiwi::Unit unit, std::size_t column,
+                               std::string_view counter_help, std::string_view rate,
+                               std::string_view rate_help) {
+  return {kiwi::counter(counter, unit, "interface", counter_help, rate),
+          kiwi::gauge(rate, *kiwi::rate_unit(unit), "interface", rate_help), column};
 }
-inline constexpr RateColumn kRateColumns[] = {
-    rate("network_receive_bytes_per_second", kiwi::Unit::bytes_per_second, 0,
-         "bytes received per second since the last sample (/proc/net/dev)"),
-    rate("network_transmit_bytes_per_second", kiwi::Unit::bytes_per_second, 8,
-         "bytes sent per second since the last sample (/proc/net/dev)"),
-    rate("network_receive_packets_per_second", kiwi::Unit::per_second, 1,
-         "packets received per second (/proc/net/dev)"),
-    rate("network_transmit_packets_per_second", kiwi::Unit::per_second, 9,
-         "packets sent per second (/proc/net/dev)"),
-    rate("network_receive_errors_per_second", kiwi::Unit::per_second, 2,
-         "receive errors per second (/proc/net/dev errs)"),
-    rate("network_transmit_errors_per_second", kiwi::Unit::per_second, 10,
-         "transmit errors per second (/proc/net/dev errs)"),
-    rate("network_receive_drops_per_second", kiwi::Unit::per_second, 3,
-         "received packets dropped per second (/proc/net/dev drop)"),
-    rate("network_transmit_drops_per_second", kiwi::Unit::per_second, 11,
-         "packets dropped on send per second (/proc/net/dev drop)"),
+inline constexpr CounterColumn kCounterColumns[] = {
+    column("network_receive_bytes_total", kiwi::Unit::bytes, 0,
+           "bytes received since the interface appeared (/proc/net/dev)",
+           "network_receive_bytes_per_second",
+           "bytes received per second since the last sample (/proc/net/dev)"),
+    column("network_transmit_bytes_total", kiwi::Unit::bytes, 8,
+           "bytes sent since the interface appeared (/proc/net/dev)",
+           "network_transmit_bytes_per_second",
+           "bytes sent per second since the last sample (/proc/net/dev)"),
+    column("network_receive_packets_total", kiwi::Unit::count, 1,
+           "packets received (/proc/net/dev)", "network_receive_packets_per_second",
+           "packets received per second (/proc/net/dev)"),
+    column("network_transmit_packets_total", kiwi::Unit::count, 9, "packets sent (/proc/net/dev)",
+           "network_transmit_packets_per_second", "packets sent per second (/proc/net/dev)"),
+    column("network_receive_errors_total", kiwi::Unit::count, 2,
+           "receive errors (/proc/net/dev errs)", "network_receive_errors_per_second",
+           "receive errors per second (/proc/net/dev errs)"),
+    column("network_transmit_errors_total", kiwi::Unit::count, 10,
+           "transmit errors (/proc/net/dev errs)", "network_transmit_errors_per_second",
+           "transmit errors per second (/proc/net/dev errs)"),
+    column("network_receive_drops_total", kiwi::Unit::count, 3,
+           "received packets dropped (/proc/net/dev drop)", "network_receive_drops_per_second",
+           "received packets dropped per second (/proc/net/dev drop)"),
+    column("network_transmit_drops_total", kiwi::Unit::count, 11,
+           "packets dropped on send (/proc/net/dev drop)", "network_transmit_drops_per_second",
+           "packets dropped on send per second (/proc/net/dev drop)"),
 };
-// Positions in kRateColumns of the two byte rates, which utilisation is computed from.
-inline constexpr std::size_t kReceiveBytesRate = 0;
-inline constexpr std::size_t kTransmitBytesRate = 1;
-static_assert(kRateColumns[kReceiveBytesRate].column == 0 &&
-              kRateColumns[kTransmitBytesRate].column == 8);
+// The columns of the two byte counters, which utilisation is computed from.
+inline constexpr std::size_t kReceiveBytes = 0;
+inline constexpr std::size_t kTransmitBytes = 8;
 
 struct InterfaceCounters {
   std::string name;
@@ -66,12 +77,5 @@ std::vector<InterfaceCounters> parse_net_dev(std::string_view text);
 // Parses <sysfs>/class/net/<if>/speed (Mb/s) into bytes per second. nullopt for -1 (the kernel's
 // SPEED_UNKNOWN: link down, virtio), 0 and anything that is not a number.
 std::optional<double> parse_link_speed(std::string_view text);
-
-// Per-second rates of one interface between two readings, in kRateColumns order. nullopt if any
-// counter went backwards (a driver reload or a re-created interface resets them all; a driver with
-// 32-bit counters wraps) or elapsed_seconds is not positive: no rate beats a garbage one.
-using Rates = std::array<double, std::size(kRateColumns)>;
-std::optional<Rates> compute_rates(const Counters& before, const Counters& after,
-                                   double elapsed_seconds);
 
 }  // namespace kiwi::network

@@ -32,49 +32,34 @@ kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
   const auto all = kiwi::parse_file(dev_path, [&] { return parse_net_dev(dev_text); });
 
   Reading now{uptime_ms, {}};
-  std::vector<std::string> notes;
-  const std::optional<double> elapsed = kiwi::rate_interval_seconds(
-      previous_ ? std::optional(previous_->uptime_ms) : std::nullopt, now.uptime_ms, notes);
-
-  std::vector<std::string> backwards;
+  const double elapsed =
+      previous_ ? static_cast<double>(uptime_ms - previous_->uptime_ms) / 1000.0 : 0.0;
+  bool any = false;
   for (const auto& iface : all) {
     if (!filter_.passes(iface.name)) continue;
-    now.interfaces.emplace(iface.name, iface.counters);
-
-    // Rates: all of an interface's or none (see compute_rates). A counter going back means this
-    // interval is unknown; the new reading is the baseline the next interval is measured from.
-    std::optional<Rates> rates;
-    if (elapsed) {
-      auto before = previous_->interfaces.find(iface.name);
-      if (before != previous_->interfaces.end()) {  // else it just appeared: this is its baseline
-        rates = compute_rates(before->second, iface.counters, *elapsed);
-        if (!rates) backwards.push_back(iface.name);
-      }
-    }
-    if (rates)
-      for (std::size_t i = 0; i < rates->size(); ++i)
-        sink.emit(kRateColumns[i].metric, {iface.name}, (*rates)[i]);
+    any = true;
+    for (const auto& c : kCounterColumns)
+      sink.emit(c.counter, {iface.name}, static_cast<double>(iface.counters[c.column]));
 
     const auto speed = read_speed(kiwi::join_path(sysfs_, "class/net/" + iface.name + "/speed"));
     if (!speed) continue;
     sink.emit(kSpeed, {iface.name}, *speed);
-    if (rates) {
-      // Full duplex: each direction has the whole link, so the busier one is the utilisation.
-      // Clamped because two readings taken a little apart can exceed the line rate by a hair.
-      const double busiest = std::max((*rates)[kReceiveBytesRate], (*rates)[kTransmitBytesRate]);
-      sink.emit(kUtilisation, {iface.name}, std::min(busiest / *speed, 1.0));
-    }
+    const std::pair<double, double> bytes{static_cast<double>(iface.counters[kReceiveBytes]),
+                                          static_cast<double>(iface.counters[kTransmitBytes])};
+    now.bytes.emplace(iface.name, bytes);
+    if (!previous_) continue;
+    auto before = previous_->bytes.find(iface.name);
+    if (before == previous_->bytes.end()) continue;  // its first reading with a speed
+    // Full duplex: each direction has the whole link, so the busier one is the utilisation.
+    // Clamped because two readings taken a little apart can exceed the line rate by a hair. The
+    // same rule as the agent's rates (kiwi/rates.hpp): none across a reset.
+    const auto rx = kiwi::counter_rate(before->second.first, bytes.first, elapsed);
+    const auto tx = kiwi::counter_rate(before->second.second, bytes.second, elapsed);
+    if (rx && tx) sink.emit(kUtilisation, {iface.name}, std::min(std::max(*rx, *tx) / *speed, 1.0));
   }
-  if (!backwards.empty()) {
-    notes.push_back(
-        "counters went backwards (driver reset or interface re-created), no rates for " +
-        join(backwards, ", "));
-    log_.info(notes.back());
-  }
-  const bool none = now.interfaces.empty();
   previous_ = std::move(now);
-  if (none) return kiwi::SampleResult::no_data("no interfaces left after include and exclude");
-  return kiwi::SampleResult::ok(join(notes, "; "));
+  if (!any) return kiwi::SampleResult::no_data("no interfaces left after include and exclude");
+  return kiwi::SampleResult::ok();
 }
 
 }  // namespace kiwi::network

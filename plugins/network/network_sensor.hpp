@@ -1,5 +1,5 @@
-// The network sensor: per-interface receive and transmit rates from /proc/net/dev, link speed and
-// utilisation from sysfs. See README.md for the metrics.
+// The network sensor: per-interface receive and transmit counters from /proc/net/dev (the agent
+// derives their rates), link speed and utilisation from sysfs. See README.md for the metrics.
 #pragma once
 
 #include <array>
@@ -33,13 +33,16 @@ inline constexpr kiwi::MetricSpec kUtilisation{
     "network_utilisation_ratio", kiwi::Unit::ratio, kiwi::MetricKind::gauge, "interface",
     "busier direction's rate as a share of the link speed"};
 
-// Every metric the sensor may emit: the rate rows, then kSpeed and kUtilisation. plugin.cpp
-// registers it (it is the HELP text of /metrics); the unit tests check every emitted metric
-// against it.
+// Every metric the sensor may emit: each counter and its rate, then kSpeed and kUtilisation.
+// plugin.cpp registers it (it is the HELP text of /metrics); the unit tests check every emitted
+// metric against it.
 inline constexpr auto kMetricSpecs = [] {
-  std::array<kiwi::MetricSpec, std::size(kRateColumns) + 2> all{};
+  std::array<kiwi::MetricSpec, 2 * std::size(kCounterColumns) + 2> all{};
   std::size_t n = 0;
-  for (const auto& c : kRateColumns) all[n++] = c.metric;
+  for (const auto& c : kCounterColumns) {
+    all[n++] = c.counter;
+    all[n++] = c.rate;
+  }
   all[n++] = kSpeed;
   all[n++] = kUtilisation;
   return all;
@@ -53,9 +56,11 @@ class NetworkSensor final : public kiwi::Sensor {
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override;
 
  private:
+  // What utilisation needs of the previous sample: the byte counters of the interfaces with a
+  // known link speed. (The agent derives the rates themselves from the counters.)
   struct Reading {
     std::int64_t uptime_ms = 0;
-    std::map<std::string, Counters, std::less<>> interfaces;  // by name: order changes are harmless
+    std::map<std::string, std::pair<double, double>, std::less<>> bytes;  // receive, transmit
   };
 
   std::string procfs_;

@@ -200,12 +200,14 @@ kiwi::SampleResult StorageSensor::sample(kiwi::MetricSink& sink) {
       failed.push_back(m.mount_point + " (" + error + ")");
       failing_now.insert(m.mount_point);
       if (!failing_.count(m.mount_point)) log_.warn("storage: skipped " + failed.back());
+      sink.emit(kError, {m.mount_point}, 1);
       continue;
     }
     if (stats.blocks == 0) continue;  // a pseudo filesystem the type list missed; df hides these
     const FsUsage usage = compute_usage(stats);
     for (const auto& u : kUsageMetrics) sink.emit(u.metric, {m.mount_point}, usage.*u.field);
     sink.emit(kReadonly, {m.mount_point}, m.readonly ? 1 : 0);
+    sink.emit(kError, {m.mount_point}, 0);
     ++reported;
   }
   for (const auto& mount : failing_)

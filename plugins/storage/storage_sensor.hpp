@@ -77,11 +77,18 @@ inline constexpr kiwi::MetricSpec kReadonly =
     kiwi::gauge("storage_readonly", kiwi::Unit::none, "mount",
                 "1 if the filesystem is mounted read-only, else 0");
 
+// As node_exporter's node_filesystem_device_error: a mount whose statvfs failed or timed out
+// has no usage metrics this sample, only this at 1 (the message says why).
+inline constexpr kiwi::MetricSpec kError =
+    kiwi::gauge("storage_error", kiwi::Unit::none, "mount",
+                "1 if statvfs failed or timed out on the mount this sample, else 0");
+
 inline constexpr auto kMetricSpecs = [] {
-  std::array<kiwi::MetricSpec, std::size(kUsageMetrics) + 1> all{};
+  std::array<kiwi::MetricSpec, std::size(kUsageMetrics) + 2> all{};
   std::size_t n = 0;
   for (const auto& u : kUsageMetrics) all[n++] = u.metric;
   all[n++] = kReadonly;
+  all[n++] = kError;
   return all;
 }();
 

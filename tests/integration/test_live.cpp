@@ -168,3 +168,57 @@ TEST_CASE("live: a busy loop pinned to one core reads as that core fully busy") 
   CHECK(*core_usage >= 0.9);
   CHECK(*total_usage >= 1.0 / online - 0.1);
 }
+
+TEST_CASE("live: the kernel's counters are in /metrics as counters and never go down") {
+  Agent agent(
+      "[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"diskio\"\n"
+      "[[sensor]]\nplugin = \"network\"\n[sensor.options]\nexclude = []\n");  // with lo
+  HttpClient c(agent.port());
+  // Every kiwi_*_total series of the sensors, by its whole series text, and the TYPE lines.
+  auto scrape = [&] {
+    std::map<std::string, double> out;
+    const auto r = c.get("/metrics");
+    REQUIRE(r.status == 200);
+    std::istringstream lines(r.body);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      const auto space = line.rfind(' ');
+      const std::string series = line.substr(0, space);
+      const std::string name = series.substr(0, series.find('{'));
+      if (!name.ends_with("_total") || name.starts_with("kiwi_sensor_") ||
+          !(name.starts_with("kiwi_cpu_") || name.starts_with("kiwi_network_") ||
+            name.starts_with("kiwi_diskio_")))
+        continue;
+      out[series] = std::stod(line.substr(space + 1));
+    }
+    CHECK_THAT(r.body, Catch::Contains("# TYPE kiwi_cpu_seconds_total counter"));
+    CHECK_THAT(r.body, Catch::Contains("# TYPE kiwi_network_receive_bytes_total counter"));
+    CHECK_THAT(r.body, Catch::Contains("# TYPE kiwi_diskio_io_time_seconds_total counter"));
+    return out;
+  };
+  const auto before = scrape();
+  REQUIRE(before.count("kiwi_cpu_seconds_total{mode=\"idle\"}"));
+  REQUIRE(before.count("kiwi_network_receive_bytes_total{interface=\"lo\"}"));
+  // Some traffic on lo and a few ticks.
+  const auto until = Clock::now() + 2500ms;
+  while (Clock::now() < until) {
+    c.get("/api/current");
+    std::this_thread::sleep_for(50ms);
+  }
+  const auto after = scrape();
+  std::size_t compared = 0;
+  for (const auto& [series, value] : before) {
+    auto later = after.find(series);
+    if (later == after.end()) continue;  // a device gone between the scrapes
+    INFO(series << ": " << value << " then " << later->second);
+    CHECK(later->second >= value);
+    ++compared;
+  }
+  CHECK(compared >= before.size() * 9 / 10);
+  CHECK(after.at("kiwi_network_receive_bytes_total{interface=\"lo\"}") >
+        before.at("kiwi_network_receive_bytes_total{interface=\"lo\"}"));
+  CHECK(after.at("kiwi_cpu_seconds_total{mode=\"idle\"}") +
+            after.at("kiwi_cpu_seconds_total{mode=\"user\"}") >
+        before.at("kiwi_cpu_seconds_total{mode=\"idle\"}") +
+            before.at("kiwi_cpu_seconds_total{mode=\"user\"}"));
+}

@@ -24,14 +24,46 @@ static const kiwi_option_spec options[] = {
     {S("buffer"), KIWI_OPTION_SIZE, S("\"2KiB\""), S("reported as c_buffer_bytes"), 0, 0, 0},
 };
 
+/* Designated initializers: a member a later minor version adds (as `rate` was in 1.1) starts
+ * empty, and the file still builds with -Wextra -Werror. */
 static const kiwi_metric_spec metrics[] = {
-    {S("c_value"), KIWI_UNIT_NONE, KIWI_GAUGE, S(""), S("scale times the sample number")},
-    {S("c_labelled_ratio"), KIWI_UNIT_RATIO, KIWI_GAUGE, S("name"), S("one per names entry")},
-    {S("c_samples_total"), KIWI_UNIT_COUNT, KIWI_COUNTER, S(""), S("samples taken")},
-    {S("c_period_seconds"), KIWI_UNIT_SECONDS, KIWI_GAUGE, S(""), S("the period option")},
-    {S("c_buffer_bytes"), KIWI_UNIT_BYTES, KIWI_GAUGE, S(""), S("the buffer option")},
-    {S("c_deadline_seconds"), KIWI_UNIT_SECONDS, KIWI_GAUGE, S(""),
-     S("time left until the deadline")},
+    {.name = S("c_value"),
+     .unit = KIWI_UNIT_NONE,
+     .kind = KIWI_GAUGE,
+     .labels = S(""),
+     .help = S("scale times the sample number")},
+    {.name = S("c_labelled_ratio"),
+     .unit = KIWI_UNIT_RATIO,
+     .kind = KIWI_GAUGE,
+     .labels = S("name"),
+     .help = S("one per names entry")},
+    {.name = S("c_samples_total"),
+     .unit = KIWI_UNIT_COUNT,
+     .kind = KIWI_COUNTER,
+     .labels = S(""),
+     .help = S("samples taken"),
+     .rate = S("c_samples_per_second")},
+    {.name = S("c_period_seconds"),
+     .unit = KIWI_UNIT_SECONDS,
+     .kind = KIWI_GAUGE,
+     .labels = S(""),
+     .help = S("the period option")},
+    {.name = S("c_buffer_bytes"),
+     .unit = KIWI_UNIT_BYTES,
+     .kind = KIWI_GAUGE,
+     .labels = S(""),
+     .help = S("the buffer option")},
+    {.name = S("c_deadline_seconds"),
+     .unit = KIWI_UNIT_SECONDS,
+     .kind = KIWI_GAUGE,
+     .labels = S(""),
+     .help = S("time left until the deadline")},
+    /* Derived by the agent from c_samples_total (its `rate`), never emitted by the plugin. */
+    {.name = S("c_samples_per_second"),
+     .unit = KIWI_UNIT_PER_SECOND,
+     .kind = KIWI_GAUGE,
+     .labels = S(""),
+     .help = S("samples taken per second")},
 };
 
 typedef struct sensor {
@@ -127,7 +159,11 @@ static uint32_t sample(void *instance, const kiwi_sink *sink) {
   if (sink->deadline_ns != INT64_MAX)
     sink->emit(sink->ctx, &metrics[5], NULL, 0, (double)(sink->deadline_ns - now_ns()) / 1e9);
   /* A metric not in the table, made for the occasion (as the exec sensor does). */
-  kiwi_metric_spec adhoc = {S("c_adhoc_celsius"), KIWI_UNIT_CELSIUS, KIWI_GAUGE, S(""), S("")};
+  kiwi_metric_spec adhoc = {.name = S("c_adhoc_celsius"),
+                            .unit = KIWI_UNIT_CELSIUS,
+                            .kind = KIWI_GAUGE,
+                            .labels = S(""),
+                            .help = S("")};
   sink->emit(sink->ctx, &adhoc, NULL, 0, 21.5);
   if (s->loud) {
     kiwi_str text = S("sampled");

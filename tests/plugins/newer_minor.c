@@ -31,8 +31,10 @@ static const option_spec_1_7 options[] = {
 };
 
 static const metric_spec_1_7 metrics[] = {
-    {{S("future_first"), KIWI_UNIT_NONE, KIWI_GAUGE, S(""), S("the first option")}, 7},
-    {{S("future_second_bytes"), KIWI_UNIT_BYTES, KIWI_GAUGE, S(""), S("length of the second")}, 7},
+    {{S("future_first"), KIWI_UNIT_NONE, KIWI_GAUGE, S(""), S("the first option"), S("")}, 7},
+    {{S("future_second_bytes"), KIWI_UNIT_BYTES, KIWI_GAUGE, S(""), S("length of the second"),
+      S("")},
+     7},
 };
 
 typedef struct sensor {

@@ -648,10 +648,11 @@ TEST_CASE("C ABI: a sensor written in C gets its options, emits through its tabl
             "period = \"2m\"\nbuffer = \"1MiB\"\n"),
       "/proc", "/sys");
   REQUIRE(inst.library->info->name == "c_sensor");
-  CHECK(inst.library->info->metrics.size() == 6);
+  CHECK(inst.library->info->metrics.size() == 7);
   CHECK(inst.library->info->metrics[1].labels == "name");
   CHECK(inst.library->info->metrics[2].kind == kiwi::MetricKind::counter);
   CHECK(inst.library->info->metrics[2].unit == kiwi::Unit::count);
+  CHECK(inst.library->info->metrics[2].rate == "c_samples_per_second");  // ABI 1.1's member
   kiwi::SampleResult result;
   auto m = sample_once(inst, &result);
   sample_once(inst);  // the state is the instance's: the second sample counts on
@@ -718,4 +719,48 @@ TEST_CASE("C ABI: a plugin of a newer minor version, with larger structs, loads 
   auto m = sample_once(inst);
   CHECK(m.at("future_first").value == 41);
   CHECK(m.at("future_second_bytes").value == 4);
+}
+
+TEST_CASE("C ABI: a plugin of ABI 1.0, whose metric rows have no rate, loads and works") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  auto inst = loader.create_sensor(entry(kTestPlugins + "/test-older_minor.so"), "/proc", "/sys");
+  CHECK(inst.library->abi_minor == 0);
+  REQUIRE(inst.library->info->metrics.size() == 2);  // stepped through by the 1.0 row size
+  CHECK(inst.library->info->metrics[1].name == "old_value_bytes");
+  CHECK(inst.library->info->metrics[0].rate.empty());  // not read past the row
+  CHECK(inst.library->info->metrics[1].rate.empty());
+  auto m = sample_once(inst);
+  CHECK(m.at("old_samples_total").value == 1);
+  CHECK(m.at("old_samples_total").kind == kiwi::MetricKind::counter);
+  CHECK(m.at("old_value_bytes").value == 512);
+  CHECK(m.size() == 2);  // no rate derived from a row that has none
+}
+
+TEST_CASE("C ABI: a counter's rate must name a gauge row of the table in its rate unit") {
+  using kiwi::MetricSpec;
+  using kiwi::Unit;
+  const MetricSpec counter =
+      kiwi::counter("x_bytes_total", Unit::bytes, "dev", "", "x_bytes_per_second");
+  const MetricSpec rate = kiwi::gauge("x_bytes_per_second", Unit::bytes_per_second, "dev", "");
+  CHECK_NOTHROW(check_rates({counter, rate}));
+  CHECK_THROWS_WITH(check_rates({counter}),
+                    "metric x_bytes_total: rate x_bytes_per_second is not a row of the table");
+  CHECK_THROWS_WITH(
+      check_rates({counter, kiwi::gauge("x_bytes_per_second", Unit::per_second, "dev", "")}),
+      "metric x_bytes_total: rate x_bytes_per_second must be a gauge in bytes_per_second with "
+      "the labels \"dev\"");
+  CHECK_THROWS_WITH(
+      check_rates({counter, kiwi::gauge("x_bytes_per_second", Unit::bytes_per_second, "", "")}),
+      "metric x_bytes_total: rate x_bytes_per_second must be a gauge in bytes_per_second with "
+      "the labels \"dev\"");
+  MetricSpec gauge_with_rate = rate;
+  gauge_with_rate.rate = "y";
+  CHECK_THROWS_WITH(check_rates({gauge_with_rate}),
+                    "metric x_bytes_per_second: rate y on a metric that is not a counter");
+  CHECK_THROWS_WITH(check_rates({kiwi::counter("t_total", Unit::celsius, "", "", "t_rate"),
+                                 kiwi::gauge("t_rate", Unit::per_second, "", "")}),
+                    "metric t_total: rate t_rate: a counter in celsius has no per-second rate");
+  CHECK_THROWS_WITH(check_rates({kiwi::counter("n_total", Unit::count, "", "", "bad name")}),
+                    "metric n_total: rate bad name is not a valid metric name");
 }

@@ -37,6 +37,15 @@ inline std::string_view view(kiwi_str s) {
   return s.size ? std::string_view(s.data, s.size) : std::string_view();
 }
 
+inline kiwi_metric_spec metric_row(const MetricSpec& m) {
+  return {str(m.name),
+          static_cast<std::uint32_t>(m.unit),
+          static_cast<std::uint32_t>(m.kind),
+          str(m.labels),
+          str(m.help),
+          str(m.rate)};
+}
+
 // The agent's logger for one instance.
 class HostLogger final : public Logger {
  public:
@@ -105,9 +114,7 @@ struct Descriptor {
     for (const auto& o : option_table)
       options.push_back({str(o.key), static_cast<std::uint32_t>(o.type), str(o.default_toml),
                          str(o.description), o.has_range ? 1u : 0u, o.min, o.max});
-    for (const auto& m : metric_table)
-      metrics.push_back({str(m.name), static_cast<std::uint32_t>(m.unit),
-                         static_cast<std::uint32_t>(m.kind), str(m.labels), str(m.help)});
+    for (const auto& m : metric_table) metrics.push_back(metric_row(m));
     plugin.abi_major = KIWI_ABI_MAJOR;
     plugin.abi_minor = KIWI_ABI_MINOR;
     plugin.size = sizeof(kiwi_plugin);

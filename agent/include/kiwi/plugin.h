@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define KIWI_ABI_MAJOR 1
-#define KIWI_ABI_MINOR 0
+#define KIWI_ABI_MINOR 1
 
 #define KIWI_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -115,7 +115,16 @@ typedef struct kiwi_metric_spec {
   uint32_t kind;   /* KIWI_GAUGE or KIWI_COUNTER */
   kiwi_str labels; /* label names, comma-separated: "core" ("" for none) */
   kiwi_str help;   /* one line: what it measures and where it comes from */
+  /* ABI 1.1. Counters only: the name of the gauge the agent derives from this counter, its
+   * per-second rate between two samples, with the same labels ("" for none). Its unit follows
+   * from the counter's: bytes -> bytes_per_second, seconds -> ratio (time busy per second,
+   * capped at 1), count or none -> per_second. That gauge must be a row of the plugin's table
+   * too. Read only when the plugin's metric_spec_size covers it. */
+  kiwi_str rate;
 } kiwi_metric_spec;
+
+/* The size of a kiwi_metric_spec in ABI 1.0, before `rate`. */
+#define KIWI_METRIC_SPEC_SIZE_1_0 offsetof(kiwi_metric_spec, rate)
 
 /* ---- What the agent provides ----------------------------------------------------------------- */
 

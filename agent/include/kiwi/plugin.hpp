@@ -182,16 +182,39 @@ struct MetricSpec {
   MetricKind kind;          // gauge or counter
   std::string_view labels;  // label names, comma-separated, e.g. "core" ("" for none)
   std::string_view help;    // one line: what it measures and where it comes from
+  // Counters only: the gauge the agent derives from this counter, its per-second rate between
+  // two samples with the same labels, e.g. "network_receive_bytes_per_second" ("" for none).
+  // Its unit is rate_unit(unit); it must be a gauge row of the same table, with the same labels.
+  // The rate is the agent's job (counter resets, the clock, the first sample), not the sensor's.
+  std::string_view rate = {};
 };
 
-// Rows spelled shorter: kiwi::gauge("cpu_core_usage_ratio", kiwi::Unit::ratio, "core", "...").
+// The unit of a counter's per-second rate: bytes -> bytes_per_second, seconds -> ratio (time
+// busy per second, capped at 1), count or none -> per_second; nullopt for a unit no counter has.
+inline constexpr std::optional<Unit> rate_unit(Unit counter_unit) {
+  switch (counter_unit) {
+    case Unit::bytes:
+      return Unit::bytes_per_second;
+    case Unit::seconds:
+      return Unit::ratio;
+    case Unit::count:
+    case Unit::none:
+      return Unit::per_second;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Rows spelled shorter: kiwi::gauge("cpu_core_usage_ratio", kiwi::Unit::ratio, "core", "..."),
+// kiwi::counter("network_receive_bytes_total", kiwi::Unit::bytes, "interface", "...",
+// "network_receive_bytes_per_second").
 constexpr MetricSpec gauge(std::string_view name, Unit unit, std::string_view labels,
                            std::string_view help) {
   return {name, unit, MetricKind::gauge, labels, help};
 }
 constexpr MetricSpec counter(std::string_view name, Unit unit, std::string_view labels,
-                             std::string_view help) {
-  return {name, unit, MetricKind::counter, labels, help};
+                             std::string_view help, std::string_view rate = {}) {
+  return {name, unit, MetricKind::counter, labels, help, rate};
 }
 
 // For handlers, and sensors whose metrics are not known in advance.

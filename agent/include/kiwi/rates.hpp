@@ -1,8 +1,14 @@
-// kiwi-agent plugin SDK: the clock for sensors that turn kernel counters into per-second rates.
-// Time comes from <procfs>/uptime (as sar and iostat do), so a fixture tree scripts it exactly.
+// kiwi-agent plugin SDK: the clock and the rule for per-second rates of kernel counters.
+//
+// A sensor emits the counters it reads (kiwi::counter rows with a `rate`, kiwi/plugin.hpp); the
+// agent derives their per-second rates, in one place, with counter_rate() and the clock below.
+// A sensor needs them itself only for a value made from a rate (the network sensor's link
+// utilisation). Time comes from <procfs>/uptime (as sar and iostat do), so a fixture tree scripts
+// it exactly.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -40,6 +46,28 @@ inline std::int64_t read_uptime_ms(std::string_view procfs) {
   const auto ms = text ? parse_uptime_ms(*text) : std::nullopt;
   if (!ms) throw std::runtime_error(path + (text ? ": not a number of seconds" : ": not found"));
   return *ms;
+}
+
+// The per-second rate of a counter read `before` and then `after`, `seconds` apart; nullopt when
+// it went backwards (a reset: a driver reloaded, a device re-created; or a counter narrower than
+// 64 bits that wrapped, which no reading can tell from a reset) or no time passed. As with
+// Prometheus' rate(), a decrease is a reset; unlike it, the interval of the reset has no rate
+// rather than a guess, and the new reading is the baseline of the next one.
+//
+// Counters in seconds are decimals (ticks / 100, milliseconds / 1000) that no double holds
+// exactly, so the difference of two carries noise far below the counter's own precision (0.06
+// would read 0.0600000000001): unless both readings are integers (bytes, packets: exact), the
+// difference is rounded to 13 significant digits of the counter's size.
+inline std::optional<double> counter_rate(double before, double after, double seconds) {
+  if (after < before || !(seconds > 0)) return std::nullopt;
+  double delta = after - before;
+  if (std::nearbyint(before) != before || std::nearbyint(after) != after) {
+    const double size = std::max(std::fabs(after), 1.0);
+    const double scale = std::pow(10.0, 12 - std::floor(std::log10(size)));  // 10^k, k <= 12
+    const double rounded = std::nearbyint(delta * scale) / scale;
+    if (std::isfinite(rounded)) delta = rounded;
+  }
+  return delta / seconds;
 }
 
 // Seconds between the previous reading and now, when rates can be computed; otherwise nullopt,

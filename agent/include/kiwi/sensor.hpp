@@ -163,9 +163,7 @@ class CSink final : public MetricSink {
     }
     for (std::size_t i = 0; i < labels.size(); ++i)
       c[i] = {str(labels[i].name), str(labels[i].value)};
-    const kiwi_metric_spec row{str(metric.name), static_cast<std::uint32_t>(metric.unit),
-                               static_cast<std::uint32_t>(metric.kind), str(metric.labels),
-                               str(metric.help)};
+    const kiwi_metric_spec row = metric_row(metric);
     sink_->emit(sink_->ctx, &row, c, labels.size(), value);
   }
   std::chrono::steady_clock::time_point deadline() const override {

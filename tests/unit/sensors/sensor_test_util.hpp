@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "duration.hpp"
+#include "metric_check.hpp"
 #include "size.hpp"
 
 #ifndef KIWI_FIXTURES_DIR
@@ -270,11 +271,31 @@ struct Harness {
     return {"test", procfs, sysfs, options, log, [this] { ++keep_loaded_calls; }};
   }
 
+  // One sample as the agent takes it (kiwi::agent::call_sensor): every metric checked, the rates
+  // of the counters derived on <procfs>/uptime, the message with the agent's notes. The metrics
+  // are added to `sink`; an error throws std::runtime_error with the message, as sample() would.
+  kiwi::SampleResult sample(kiwi::Sensor& sensor) {
+    auto call = kiwi::agent::call_sensor(sensor, rates, procfs);
+    if (!call.rates_log.empty()) log.log(kiwi::LogLevel::info, call.rates_log);
+    if (call.state == kiwi::SensorState::error) throw std::runtime_error(call.message);
+    for (const auto& m : call.metrics) {
+      Recorded r{m.name, {}, m.value, m.unit, m.kind};
+      for (const auto& [name, value] : m.labels) r.labels[name] = value;
+      sink.samples.push_back(std::move(r));
+    }
+    if (!call.dropped_note.empty())
+      call.message += (call.message.empty() ? "" : "; ") + call.dropped_note;
+    return {
+        call.state == kiwi::SensorState::ok ? kiwi::SampleStatus::ok : kiwi::SampleStatus::no_data,
+        call.message};
+  }
+
   std::string procfs;
   std::string sysfs;
   kiwi::Options options;
   RecordingLogger log;
   RecordingSink sink;
+  kiwi::agent::RateDeriver rates;         // the agent's, for sample()
   std::atomic<int> keep_loaded_calls{0};  // SensorContext::keep_loaded
 };
 

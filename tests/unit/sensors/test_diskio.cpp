@@ -22,10 +22,10 @@ std::vector<kiwi::OptionValue> defaults() {
 // The metrics of the second of two samples of `board` (its proc tree, then next/ one second later).
 kiwi::SampleResult second_sample(std::string_view board, Harness& h, ScratchTree& tree) {
   kiwi::diskio::DiskioSensor sensor(h.context());
-  sensor.sample(h.sink);
+  h.sample(sensor);
   tree.advance(board);
   h.sink.clear();
-  return sensor.sample(h.sink);
+  return h.sample(sensor);
 }
 
 }  // namespace
@@ -56,21 +56,32 @@ TEST_CASE("diskio: a damaged diskstats line is reported with the line") {
                     Contains("major minor name"));
 }
 
-TEST_CASE("diskio: sectors are 512 bytes and io_ticks milliseconds, exactly") {
-  kiwi::diskio::Counters before{}, after{};
-  after[2] = 2048;  // sectors read
-  after[0] = 32;    // reads
-  after[9] = 123;   // ms busy
-  const auto rates = kiwi::diskio::compute_rates(before, after, 1.0);
-  REQUIRE(rates);
-  CHECK((*rates)[0] == 1048576.0);
-  CHECK((*rates)[2] == 32.0);
-  CHECK((*rates)[4] == 0.123);  // not 123 * 0.001 = 0.12300000000000001
-  after[9] = 1010;              // counter and clock read a little apart: capped at fully busy
-  CHECK((*kiwi::diskio::compute_rates(before, after, 1.0))[4] == 1.0);
-  CHECK((*kiwi::diskio::compute_rates(before, after, 2.0))[0] == 524288.0);
-  CHECK_FALSE(kiwi::diskio::compute_rates(after, before, 1.0));
-  CHECK_FALSE(kiwi::diskio::compute_rates(before, after, 0.0));
+TEST_CASE("diskio: counters are in bytes and seconds exactly, the agent's busy ratio capped at 1") {
+  ScratchTree tree;
+  tree.write("proc/uptime", "100.00 50.00\n");
+  tree.write("proc/diskstats", "179 0 mmcblk0 32 0 2048 0 64 0 8192 0 0 123 0\n");
+  Harness h(tree.root(), defaults());
+  kiwi::diskio::DiskioSensor sensor(h.context());
+  h.sample(sensor);
+  const std::map<std::string, std::string> emmc{{"device", "mmcblk0"}};
+  CHECK(h.sink.value("diskio_read_bytes_total", emmc) == 1048576.0);  // 2048 sectors of 512
+  CHECK(h.sink.value("diskio_written_bytes_total", emmc) == 4194304.0);
+  CHECK(h.sink.value("diskio_reads_completed_total", emmc) == 32.0);
+  CHECK(h.sink.value("diskio_writes_completed_total", emmc) == 64.0);
+  CHECK(h.sink.value("diskio_io_time_seconds_total", emmc) == 0.123);  // not 123 * 0.001
+  CHECK(h.sink.find("diskio_io_time_seconds_total", emmc)->kind == kiwi::MetricKind::counter);
+  CHECK(h.sink.find("diskio_io_time_seconds_total", emmc)->unit == "seconds");
+  CHECK(h.sink.count("diskio_busy_ratio") == 0);  // a rate needs two readings
+
+  // 1010 ms busy in 1000 ms: the counter and the clock are read a little apart.
+  tree.write("proc/uptime", "101.00 51.00\n");
+  tree.write("proc/diskstats", "179 0 mmcblk0 64 0 4096 0 64 0 8192 0 0 1133 0\n");
+  h.sink.clear();
+  h.sample(sensor);
+  CHECK(h.sink.value("diskio_busy_ratio", emmc) == 1.0);
+  CHECK(h.sink.value("diskio_read_bytes_per_second", emmc) == 1048576.0);
+  CHECK(h.sink.value("diskio_reads_per_second", emmc) == 32.0);
+  CHECK(h.sink.value("diskio_writes_per_second", emmc) == 0.0);
 }
 
 TEST_CASE("diskio: a '/' in a diskstats name is '!' in sysfs") {
@@ -81,10 +92,12 @@ TEST_CASE("diskio: a '/' in a diskstats name is '!' in sysfs") {
 TEST_CASE("diskio: the first sample on an RK3588 lists the disks and has no rates yet") {
   Harness h(fixture("rk3588"), defaults());
   kiwi::diskio::DiskioSensor sensor(h.context());
-  const auto result = sensor.sample(h.sink);
+  const auto result = h.sample(sensor);
   CHECK(result.status == kiwi::SampleStatus::ok);
   CHECK(result.message == "first sample: rates need two readings");
-  CHECK(h.sink.samples.empty());
+  CHECK(h.sink.count("diskio_busy_ratio") == 0);
+  CHECK(h.sink.label_values("diskio_io_time_seconds_total", "device") ==
+        std::vector<std::string>{"mmcblk0", "nvme0n1", "sda"});
 }
 
 TEST_CASE(
@@ -153,7 +166,8 @@ TEST_CASE("diskio: a disk replugged under the same name is skipped once and name
   ScratchTree tree("awkward");
   Harness h(tree.root(), defaults());
   const auto result = second_sample("awkward", h, tree);
-  CHECK(result.message == "counters went backwards (device replaced?), no rates for sda");
+  CHECK(result.message ==
+        "counters went backwards (reset or wrapped), no rates this time for device=sda");
   CHECK(h.log.count(kiwi::LogLevel::info) == 1);
   CHECK(h.sink.label_values("diskio_busy_ratio", "device") ==
         std::vector<std::string>{"mmcblk0", "sdb", "sdc", "sdd"});  // zram* excluded
@@ -174,12 +188,12 @@ TEST_CASE("diskio: without <sysfs>/block every device is reported, with a note")
 TEST_CASE("diskio: nothing left to report is no data, a missing diskstats is an error") {
   Harness h(fixture("vm"), kiwi_sensor_test::with_strings(defaults(), "include", {"nvme*"}));
   kiwi::diskio::DiskioSensor none(h.context());
-  const auto result = none.sample(h.sink);
+  const auto result = h.sample(none);
   CHECK(result.status == kiwi::SampleStatus::no_data);
   CHECK_THAT(result.message, Contains("include, exclude and partitions"));
 
   ScratchTree empty;
   Harness h2(empty.root(), defaults());
   kiwi::diskio::DiskioSensor missing(h2.context());
-  CHECK_THROWS_WITH(missing.sample(h2.sink), Contains("proc/diskstats: not found"));
+  CHECK_THROWS_WITH(h2.sample(missing), Contains("proc/diskstats: not found"));
 }

@@ -169,7 +169,7 @@ TEST_CASE("storage: a full filesystem reads 100% used, an empty one 0%") {
   CHECK(kiwi::storage::compute_usage({4096, 1000, 1000, 1000, 10, 10}).used_ratio == 0.0);
 }
 
-TEST_CASE("storage: the sensor on an RK3588 emits 7 metrics per mount, labelled by mount point") {
+TEST_CASE("storage: the sensor on an RK3588 emits 8 metrics per mount, labelled by mount point") {
   Harness h(fixture("rk3588"), defaults());
   kiwi::storage::StorageSensor sensor(
       h.context(),
@@ -177,13 +177,14 @@ TEST_CASE("storage: the sensor on an RK3588 emits 7 metrics per mount, labelled 
   const auto result = sensor.sample(h.sink);
   CHECK(result.status == kiwi::SampleStatus::ok);
   CHECK(result.message.empty());
-  CHECK(h.sink.samples.size() == 21);
+  CHECK(h.sink.samples.size() == 24);
   CHECK(h.sink.label_values("storage_size_bytes", "mount") ==
         std::vector<std::string>{"/", "/srv/nvme", "/media/kiwi/USB DISK"});
   CHECK(h.sink.value("storage_used_bytes", {{"mount", "/"}}) == 2457600000.0);
   CHECK(h.sink.find("storage_used_ratio", {{"mount", "/"}})->unit == "ratio");
   CHECK(h.sink.find("storage_inodes_free", {{"mount", "/"}})->unit == "count");
   CHECK(h.sink.value("storage_readonly", {{"mount", "/"}}) == 0.0);
+  CHECK(h.sink.value("storage_error", {{"mount", "/"}}) == 0.0);
 }
 
 TEST_CASE("storage: a read-only ISO is flagged and a stale NFS mount is skipped by name") {
@@ -195,6 +196,9 @@ TEST_CASE("storage: a read-only ISO is flagged and a stale NFS mount is skipped 
   CHECK_THAT(result.message, Contains("/mnt/backup") && Contains("Stale file handle"));
   CHECK(h.sink.value("storage_readonly", {{"mount", "/mnt/iso"}}) == 1.0);
   CHECK_FALSE(h.sink.value("storage_size_bytes", {{"mount", "/mnt/backup"}}));
+  // As node_exporter's node_filesystem_device_error: the failing mount is there, at 1.
+  CHECK(h.sink.value("storage_error", {{"mount", "/mnt/backup"}}) == 1.0);
+  CHECK(h.sink.value("storage_error", {{"mount", "/mnt/iso"}}) == 0.0);
   CHECK(h.log.count(kiwi::LogLevel::warn) == 1);
   sensor.sample(h.sink);
   CHECK(h.log.count(kiwi::LogLevel::warn) == 1);  // logged when it starts failing, not every second
