@@ -33,9 +33,11 @@ is stopped by its PID at the end, also on an error or Ctrl-C.
 
 Usage: tools/bench/fleet.py [--quick] [--agents N] [--exporters N] [--duration S] [--baseline S]
                             [--interval S] [--agent-bin PATH] [--results FILE] [--markdown FILE]
-                            [--keep]
+                            [--doc FILE] [--keep]
        tools/bench/fleet.py --check-rates [--duration S] [--tolerance PCT] [--agent-bin PATH]
-       tools/bench/fleet.py --report FILE   (render the Markdown of a results file again)
+       tools/bench/fleet.py --report FILE [--doc docs/benchmarks.md]
+                           (render the last run of a results file again)
+  --doc FILE puts the section "Fleet: 20 agents scraped by one Prometheus" into FILE.
 """
 
 import argparse
@@ -310,6 +312,13 @@ def start_prometheus(procs, prom_bin, workdir, interval_s, jobs):
 # ----------------------------------------------------------------------------------------------
 # fleet mode
 
+# The cumulative counters of issue 15; a run records which of them the agent exposed.
+COUNTERS = ["kiwi_cpu_seconds_total", "kiwi_cpu_core_seconds_total",
+            "kiwi_network_receive_bytes_total", "kiwi_network_transmit_bytes_total",
+            "kiwi_diskio_read_bytes_total", "kiwi_diskio_written_bytes_total",
+            "kiwi_diskio_io_time_seconds_total"]
+SECTION = "## Fleet: 20 agents scraped by one Prometheus"
+
 
 class Results:
     """One JSON line per measurement, appended to the results file, kept for the report."""
@@ -361,6 +370,10 @@ def run_fleet(args):
         for port in exporter_ports:
             wait_until(f"node_exporter on :{port}", lambda: http_get(
                 f"http://127.0.0.1:{port}/metrics", 5)[0] == 200, 60, procs)
+
+        names = metric_names_once_rates(agent_ports[0], procs)
+        res.add("kiwi", "counters_exposed", sorted(n for n in COUNTERS if n in names), "",
+                missing=sorted(n for n in COUNTERS if n not in names))
 
         # Bytes on the wire of one scrape of each side, asked as Prometheus asks (gzip).
         for side, port in (("kiwi", agent_ports[0]), ("node", exporter_ports[0])):
@@ -453,6 +466,26 @@ def run_fleet(args):
     return res.rows
 
 
+def put_section(path, md):
+    """Replace the fleet section of a Markdown file (from its heading to the next `## `), or add
+    it before "## How to read these figures" (tools/bench/run.sh keeps it when it rewrites the
+    file)."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    new = md.rstrip("\n").split("\n") + [""]
+    if SECTION in lines:
+        start = lines.index(SECTION)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
+                   len(lines))
+        lines[start:end] = new
+    else:
+        at = next((i for i, line in enumerate(lines) if line == "## How to read these figures"),
+                  len(lines))
+        lines[at:at] = new
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
 def render(rows):
     """The Markdown of one run's rows (the last run in the list)."""
     run = rows[-1]["run"]
@@ -467,7 +500,43 @@ def render(rows):
 
     setup = get[("run", "setup")]["value"]
     vers = get[("run", "versions")]["value"]
-    out = []
+    out = [SECTION, ""]
+    out.append(
+        "Produced by `tools/bench/fleet.py` (see `--help`; the table is rendered from its JSON lines, "
+        "`--report FILE` renders it again). Every process reads this machine's `/proc` and `/sys` "
+        "(each kiwi-agent with its own data directory, 1 s sampling, the default sensors and "
+        "routes, no snapshot file; each node_exporter with its default collectors and only "
+        "`--web.listen-address=127.0.0.1:PORT`), so both sides parse the same, live kernel files "
+        "(a fixture tree would be static, and node_exporter would read different files than the "
+        "agent). One Prometheus (`--enable-feature=extra-scrape-metrics`, for "
+        "`scrape_body_size_bytes`) scrapes both jobs.")
+    out.append("")
+    out.append(
+        "- CPU: utime + stime (`/proc/PID/stat`) of every process of a side over the scraped "
+        "window, divided by the scrapes Prometheus made of that side in it "
+        "(`sum(count_over_time(up{job=...}[window]))`). The agents also sample every second "
+        "whether scraped or not, which node_exporter does not: the unscraped baseline (the same "
+        "processes before Prometheus starts) gives that share, and the row \"minus the unscraped "
+        "baseline\" is what a scrape adds.")
+    out.append(
+        "- memory: `Rss` and `Pss` of `/proc/PID/smaps_rollup` of each process at the end; PSS "
+        "shares the libraries among the 20 copies of each, so it is lower than one process alone "
+        "would show.")
+    out.append(
+        "- bytes: Prometheus' `scrape_body_size_bytes` (uncompressed), `scrape_samples_scraped`, "
+        "and one GET of each side with `Accept-Encoding: gzip`, as Prometheus asks, for the bytes "
+        "on the wire. node_exporter exposes about five times as many series (per-CPU, "
+        "filesystem, netstat, vmstat, ...), so these are costs per scrape of each as shipped, not "
+        "per series.")
+    out.append(
+        "- `scrape_duration_seconds`: `avg_over_time` and `max_over_time` over the window, then "
+        "the mean and the max over the targets of the job.")
+    out.append("")
+    ce = get.get(("kiwi", "counters_exposed"))
+    if ce is not None and ce.get("missing"):
+        out.append(f"- **kiwi-agent measured without the cumulative counters of issue 15** "
+                   f"(not exposed: {', '.join('`' + m + '`' for m in ce['missing'])}); to be "
+                   "run again once they are in.")
     out.append(f"- command: `{get[('run', 'command')]['value']}`, run {run}")
     out.append(f"- {setup['agents']} kiwi-agents and {setup['exporters']} node_exporters on loopback, "
                f"one Prometheus scraping both jobs every {setup['scrape_interval_s']} s; "
@@ -479,6 +548,7 @@ def render(rows):
     if fc is not None:
         out.append("- node_exporter collectors reporting failure here: "
                    + (", ".join(fc["value"]) if fc["value"] else "none"))
+    out[-1] += " (absent hardware or services on this VM; they still run on every scrape)"
     out.append(f"- targets down at the end: {v('run', 'targets_down_at_end', '{:.0f}')}")
     out.append("")
     out.append("| measure | kiwi-agent | node_exporter | ratio kiwi/node |")
@@ -568,6 +638,21 @@ def exposed_names(metrics_text):
     return names
 
 
+def metric_names_once_rates(port, procs):
+    """The metric names of an agent's /metrics once its rates are there (they need a second
+    sample), so that a name missing from it is really not exposed."""
+    names = set()
+
+    def ready():
+        nonlocal names
+        _, _, body = http_get(f"http://127.0.0.1:{port}/metrics", 5)
+        names = exposed_names(body.decode())
+        return "kiwi_cpu_usage_ratio" in names
+
+    wait_until(f"rates in /metrics of the agent on :{port}", ready, 30, procs)
+    return names
+
+
 def history_mean(port, globs, since, until):
     """Mean over (since, until] of the agent's per-second values (every 1 s sample, from its own
     history), summed over the series the globs match; None if there are none."""
@@ -607,8 +692,7 @@ def run_check_rates(args):
         procs.start("kiwi", "agent", [agent_bin, "--config", os.path.join(d, "kiwi-agent.toml")])
         wait_until("the agent", lambda: http_get(f"http://127.0.0.1:{port}/api/health", 2)[0]
                    == 200, 60, procs)
-        _, _, body = http_get(f"http://127.0.0.1:{port}/metrics", 10)
-        names = exposed_names(body.decode())
+        names = metric_names_once_rates(port, procs)
         missing = sorted({m for c in RATE_CHECKS for m in c[4] if m not in names})
         for m in missing:
             say(f"metric {m} not exposed by this agent ({agent_bin}); its checks are not measured")
@@ -758,18 +842,25 @@ def main():
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "bench", "fleet.jsonl"),
                     help="JSON lines, appended (default build/bench/fleet.jsonl)")
     ap.add_argument("--markdown", help="also write the Markdown table to this file")
+    ap.add_argument("--doc", metavar="FILE", help="put the section into FILE, e.g. "
+                    "docs/benchmarks.md (replacing an earlier one)")
     ap.add_argument("--keep", action="store_true", help="keep the temp directory (logs, tsdb)")
     args = ap.parse_args()
 
-    # SIGTERM (a CI timeout) unwinds like Ctrl-C, through the finally blocks that stop everything.
+    # SIGTERM (a CI timeout) and SIGINT unwind as Ctrl-C does, through the finally blocks that stop everything.
     def on_term(signum, frame):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)  # also when started with SIGINT ignored (`cmd &`)
     try:
         if args.report:
             with open(args.report) as f:
-                print(render([json.loads(line) for line in f if line.strip()]), end="")
+                md = render([json.loads(line) for line in f if line.strip()])
+            print(md, end="")
+            if args.doc:
+                put_section(args.doc, md)
+                say(f"wrote the section to {args.doc}")
             return 0
         if args.check_rates:
             args.duration = args.duration or 130
@@ -784,6 +875,9 @@ def main():
         if args.markdown:
             with open(args.markdown, "w") as f:
                 f.write(md)
+        if args.doc:
+            put_section(args.doc, md)
+            say(f"wrote the section to {args.doc}")
         return 0
     except Failure as e:
         say(f"error: {e}")
