@@ -342,7 +342,9 @@ def run_fleet(args):
     workdir = tempfile.mkdtemp(prefix="kiwi-fleet-")
     procs = Processes(workdir)
     say(f"work directory {workdir}; results {args.results}")
-    res.add("run", "command", " ".join(["tools/bench/fleet.py"] + sys.argv[1:]), "")
+    env = f"KIWI_AGENT={os.environ['KIWI_AGENT']} " if os.environ.get("KIWI_AGENT") and not args.agent_bin else ""
+    res.add("run", "command", env + " ".join(["tools/bench/fleet.py"] + sys.argv[1:]), "",
+            agent_bin=agent_bin)
     res.add("run", "versions", {
         "kiwi-agent": version_line([agent_bin]), "node_exporter": version_line([exporter_bin]),
         "prometheus": version_line([prom_bin])}, "")
