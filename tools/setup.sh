@@ -3,6 +3,8 @@
 # already installed are skipped, and apt is not touched at all when nothing is missing
 # (tools/install-packages.sh).
 # Usage: tools/setup.sh [--test]      (--test adds what the test suite needs)
+#        tools/setup.sh --bench           (adds what the fleet benchmark tools/bench/fleet.py
+#                                      needs; combines with --test)
 #        tools/setup.sh --arch ARCH   (a cross build for the Debian architecture ARCH, arm64 or
 #                                      armhf, and its tests under qemu: tools/cross-test.sh)
 # Then tools/setup-mhd.sh builds libmicrohttpd without TLS from Debian's source package (less
@@ -29,6 +31,11 @@ target_libraries=(libmicrohttpd-dev libsqlite3-dev zlib1g-dev libboost-dev libbo
 test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-format systemd clang
   python3)
 
+# The fleet benchmark (tools/bench/fleet.py, standard-library Python): node_exporter is the
+# agent it compares against, Prometheus 2.42 scrapes both sides, curl makes loopback traffic for
+# --check-rates, dd (coreutils) the disk I/O. Not part of --test: tools/test.sh does not run it.
+bench_packages=(prometheus-node-exporter prometheus python3 curl coreutils)
+
 # A cross build (--arch): Debian's cross compiler (crossbuild-essential-ARCH), the target's
 # libraries through multiarch (libsqlite3-dev:arm64, ...), qemu-user-static to run the tests,
 # Catch2 (headers and CMake files only: the host's package serves every architecture) and mount
@@ -37,15 +44,16 @@ test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-fo
 cross_test_packages=(qemu-user-static catch2 mount)
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-test=0 arch=""
+test=0 bench=0 arch=""
 while (($#)); do
   case $1 in
     --test) test=1 ;;
+    --bench) bench=1 ;;
     --arch)
       [[ -n ${2:-} ]] || { echo "setup: --arch needs a Debian architecture (arm64, armhf)" >&2; exit 2; }
       arch=$2
       shift ;;
-    *) echo "usage: tools/setup.sh [--test] | --arch ARCH" >&2; exit 2 ;;
+    *) echo "usage: tools/setup.sh [--test] [--bench] | --arch ARCH" >&2; exit 2 ;;
   esac
   shift
 done
@@ -61,6 +69,7 @@ fi
 
 wanted=("${build_tools[@]}" "${target_libraries[@]}")
 ((test)) && wanted+=("${test_packages[@]}")
+((bench)) && wanted+=("${bench_packages[@]}")
 "$root/tools/install-packages.sh" "${wanted[@]}"
 
 "$root/tools/setup-mhd.sh"

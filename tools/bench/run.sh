@@ -1103,6 +1103,9 @@ assemble() {
   local mem cpu
   mem=$(awk '/^MemTotal:/{printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
   cpu=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/.*: //')
+  # The fleet section comes from tools/bench/fleet.py --doc, not from this script: kept as it is.
+  local fleet_section=""
+  [[ -f $out ]] && fleet_section=$(awk '/^## Fleet: /{f=1; print; next} f && /^## /{f=0} f' "$out")
   {
     printf '# kiwi-agent benchmarks\n\n'
     printf 'Produced by `tools/bench/run.sh` (see `--help`); every section names the exact command that produced it.\n'
@@ -1121,6 +1124,7 @@ assemble() {
     targets_table
     local s
     for s in matrix startup soak idle reload; do [[ -f $results/$s.md ]] && cat "$results/$s.md"; done
+    [[ -n $fleet_section ]] && printf '%s\n\n' "$fleet_section"
     if [[ -f $results/bodies.env ]]; then
       # shellcheck disable=SC1091
       (source "$results/bodies.env"
