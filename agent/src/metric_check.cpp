@@ -126,15 +126,7 @@ std::string CheckedSink::finish() {
         note(quoted(series) + ": emitted more than once in one sample (the first value is kept)");
       }
     }
-    if (std::find(repeat.begin(), repeat.end(), 1) != repeat.end()) {
-      std::size_t w = 0;
-      for (std::size_t i = 0; i < out_.size(); ++i)
-        if (!repeat[i]) {
-          if (w != i) out_[w] = std::move(out_[i]);
-          ++w;
-        }
-      out_.resize(w);
-    }
+    erase_flagged(out_, repeat);
   }
   if (!dropped_) return {};
   std::string msg = "dropped " + std::to_string(dropped_) +

@@ -24,6 +24,16 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
+void erase_flagged(std::vector<MetricValue>& metrics, const std::vector<char>& flagged) {
+  std::size_t w = 0;
+  for (std::size_t i = 0; i < metrics.size(); ++i)
+    if (i >= flagged.size() || !flagged[i]) {
+      if (w != i) metrics[w] = std::move(metrics[i]);
+      ++w;
+    }
+  metrics.resize(w);
+}
+
 void RateDeriver::begin(std::optional<std::int64_t> now_ms, std::string no_clock_reason) {
   ++sample_;
   now_ms_ = now_ms;
@@ -90,13 +100,7 @@ RateDeriver::Notes RateDeriver::finish(bool complete, std::vector<MetricValue>& 
       if (i < out.size() &&
           std::find(backwards_.begin(), backwards_.end(), series_text(out[i])) != backwards_.end())
         drop[i] = 1;
-    std::size_t w = 0;
-    for (std::size_t i = 0; i < out.size(); ++i)
-      if (!drop[i]) {
-        if (w != i) out[w] = std::move(out[i]);
-        ++w;
-      }
-    out.resize(w);
+    erase_flagged(out, drop);
   }
   if (complete && now_ms_ && !last_.empty())  // without a clock nothing was read into last_
     std::erase_if(last_, [&](const auto& entry) { return entry.second.sample != sample_; });

@@ -18,6 +18,9 @@
 
 namespace kiwi::agent {
 
+// Removes the metrics whose flag is set (flagged[i] for metrics[i]), keeping the others' order.
+void erase_flagged(std::vector<MetricValue>& metrics, const std::vector<char>& flagged);
+
 class RateDeriver {
  public:
   // Whether the next sample needs the clock: it is read only for sensors that emit counters with
