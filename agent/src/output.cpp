@@ -219,10 +219,20 @@ void OutputRunner::run() {
       std::lock_guard lock(status_mutex_);
       status_.state = state;
     }
-    std::unique_lock lock(mutex_);
-    if (stopping_) return;
-    if (wait.count() > 0) wake_.wait_for(lock, wait, [&] { return stopping_; });
-    if (stopping_) return;
+    // A backoff longer than the interval is waited out in slices of it, the backlog updated after
+    // each, so /api/health and /metrics show it growing during an outage.
+    const auto until = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      if (stopping_) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= until) break;
+      wake_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(until - now, spec_.interval),
+                     [&] { return stopping_; });
+      if (stopping_) return;
+      lock.unlock();
+      if (std::chrono::steady_clock::now() < until) update_backlog();
+    }
   }
 }
 
