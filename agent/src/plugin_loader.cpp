@@ -185,6 +185,7 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
       std::string accepted;
       for (auto& spec : info.options)
         accepted += (accepted.empty() ? "" : ", ") + std::string(spec.key);
+      for (auto k : host_keys) accepted += (accepted.empty() ? "" : ", ") + std::string(k);
       throw ConfigError(
           SourcePos{file, key.source().begin.line, key.source().begin.column},
           keyed(key.str()),

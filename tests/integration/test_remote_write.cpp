@@ -306,3 +306,30 @@ TEST_CASE("remote write: a receiver that never answers delays neither ticks nor 
   CHECK(backlog(agent).last_error.find("Timeout") != std::string::npos);
   CHECK(agent.stop() == 0);
 }
+
+TEST_CASE("remote write: SIGHUP moves an output to another receiver, which goes on from the cursor") {
+  Receiver a([](int) { return 200; }), b([](int) { return 200; });
+  const std::string rest = "\"\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n";
+  Agent agent("[[remote_write]]\nurl = \"" + a.url() + rest);
+  INFO(agent.stderr_text());
+  REQUIRE(eventually([&] { return a.requests().size() >= 3; }, 20s));
+  // A bad option: the reload fails with the place, and the running output goes on.
+  agent.write_config("[[remote_write]]\nurl = \"" + b.url() + rest + "compression = \"zstd\"\n");
+  const std::string failed = agent.reload();
+  CHECK(failed.find("remote_write.compression: unknown option") != std::string::npos);
+  CHECK(failed.find("kiwi.toml:") != std::string::npos);
+  agent.write_config("[[remote_write]]\nurl = \"" + b.url() + rest);
+  const std::string verdict = agent.reload();
+  CHECK(verdict.find("info: reloaded") != std::string::npos);
+  REQUIRE(eventually([&] { return b.requests().size() >= 3; }, 20s));
+  const std::size_t to_a = a.requests().size();
+  std::vector<std::int64_t> ts;
+  for (auto* rx : {&a, &b})
+    for (auto& r : rx->requests())
+      for (auto& s : r.series)
+        for (auto& [t, v] : s.samples) ts.push_back(t);
+  // One sequence across both receivers: every tick once, in order.
+  for (std::size_t i = 1; i < ts.size(); ++i) CHECK(ts[i] - ts[i - 1] == 1000);
+  std::this_thread::sleep_for(1500ms);  // a request to `a` now would be a thread left behind
+  CHECK(a.requests().size() == to_a);
+}
