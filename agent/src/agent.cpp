@@ -428,8 +428,14 @@ class RunningAgent {
     }
     for (auto& e : cfg_.outputs) {
       auto& lib = output_libraries_.at(e.name);
-      list.push_back({e.name, PluginKind::output, std::string(lib->info->name), lib->file,
-                      lib->abi_major, lib->abi_minor, {}, lib});
+      list.push_back({e.name,
+                      PluginKind::output,
+                      std::string(lib->info->name),
+                      lib->file,
+                      lib->abi_major,
+                      lib->abi_minor,
+                      {},
+                      lib});
     }
     data_.set_plugins(std::move(list));
   }

@@ -8,8 +8,8 @@
 
 #include <kiwi/plugin.h>
 
-#include <kiwi/plugin.hpp>
 #include <kiwi/output.hpp>
+#include <kiwi/plugin.hpp>
 #include <kiwi/sensor.hpp>
 #include <memory>
 #include <mutex>

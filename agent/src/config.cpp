@@ -290,7 +290,8 @@ class Reader {
     for (auto& o : cfg_.outputs)
       if (auto [at, added] = outputs.emplace(o.name, o.pos); !added)
         throw ConfigError(o.pos, "remote_write.name",
-                          quoted(o.name) + " is used by two [[remote_write]] entries (the other at " +
+                          quoted(o.name) +
+                              " is used by two [[remote_write]] entries (the other at " +
                               at->second.str() + "); give each a unique name = \"...\"");
     std::map<std::string, SourcePos> paths;
     for (auto& r : cfg_.routes)
@@ -513,7 +514,8 @@ class Reader {
         for (auto& g : *a) e.series.push_back(string(g, "remote_write.series"));
       }
       if (auto* n = t.get("max_samples"))
-        e.max_samples = static_cast<std::size_t>(integer(*n, "remote_write.max_samples", 100, 1'000'000));
+        e.max_samples =
+            static_cast<std::size_t>(integer(*n, "remote_write.max_samples", 100, 1'000'000));
       e.options = &t;
       out.push_back(std::move(e));
     }

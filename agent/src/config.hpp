@@ -89,7 +89,7 @@ struct Config {
   } collector;
   std::vector<PluginEntry> sensors;
   std::vector<PluginEntry> routes;
-  std::vector<PluginEntry> outputs;  // [[remote_write]]; none by default
+  std::vector<PluginEntry> outputs;                           // [[remote_write]]; none by default
   std::vector<std::shared_ptr<const toml::table>> documents;  // keeps `options` alive
 };
 

@@ -34,7 +34,7 @@ OutputBatch make_batch(const std::vector<Store::RawTick>& ticks,
   if (ticks.empty()) return batch;
   batch.oldest_ms = ticks.front().ts_ms;
   batch.newest_ms = ticks.back().ts_ms;
-  std::unordered_map<std::uint32_t, std::size_t> index;  // series id -> batch.series position
+  std::unordered_map<std::uint32_t, std::size_t> index;       // series id -> batch.series position
   std::vector<signed char> accepted(catalog.size() + 1, -1);  // by id: -1 unknown, 0 no, 1 yes
   for (const auto& tick : ticks)
     for (const auto& [id, value] : tick.values) {
@@ -227,7 +227,8 @@ void OutputRunner::run() {
       if (stopping_) return;
       const auto now = std::chrono::steady_clock::now();
       if (now >= until) break;
-      wake_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(until - now, spec_.interval),
+      wake_.wait_for(lock,
+                     std::min<std::chrono::steady_clock::duration>(until - now, spec_.interval),
                      [&] { return stopping_; });
       if (stopping_) return;
       lock.unlock();

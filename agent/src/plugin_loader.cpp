@@ -187,8 +187,7 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
         accepted += (accepted.empty() ? "" : ", ") + std::string(spec.key);
       for (auto k : host_keys) accepted += (accepted.empty() ? "" : ", ") + std::string(k);
       throw ConfigError(
-          SourcePos{file, key.source().begin.line, key.source().begin.column},
-          keyed(key.str()),
+          SourcePos{file, key.source().begin.line, key.source().begin.column}, keyed(key.str()),
           "unknown option for plugin " + std::string(info.name) +
               (accepted.empty() ? "; it takes no options" : "; accepted: " + accepted));
     }
@@ -204,8 +203,7 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
             node->is_string())
           given = ", not \"" + *node->value<std::string>() + "\"";
         throw ConfigError(SourcePos{file, node->source().begin.line, node->source().begin.column},
-                          keyed(spec.key),
-                          "expected " + std::string(expected(spec.type)) + given);
+                          keyed(spec.key), "expected " + std::string(expected(spec.type)) + given);
       }
       if (auto why = out_of_range(spec, *v))
         throw ConfigError(SourcePos{file, node->source().begin.line, node->source().begin.column},
@@ -594,9 +592,8 @@ PluginInstance<Output> PluginLoader::create_output(const PluginEntry& entry,
                                   "remote_write.", kOutputHostKeys);
   inst.log = std::make_unique<PrefixLogger>(log_, "remote_write " + entry.name);
   try {
-    inst.object =
-        std::make_unique<COutput>(*inst.library->descriptor->c, inst.library, entry.name,
-                                  host_name, agent_version, inst.options, *inst.log);
+    inst.object = std::make_unique<COutput>(*inst.library->descriptor->c, inst.library, entry.name,
+                                            host_name, agent_version, inst.options, *inst.log);
   } catch (const std::exception& e) {
     throw PluginError(entry.pos.str() + ": " + inst.library->file + ": remote_write '" +
                       entry.name + "' refused to start: " + e.what());

@@ -147,7 +147,8 @@ inline constexpr std::string_view kOutputHostKeys[] = {"name", "plugin", "interv
 // `where` prefixes a key in messages ("sensor.options."); `host_keys` are skipped (not options).
 // Throws ConfigError at the offending key (file:line:col).
 Options validate_options(const PluginInfo& info, const toml::table* given, const std::string& file,
-                         const std::string& where, std::span<const std::string_view> host_keys = {});
+                         const std::string& where,
+                         std::span<const std::string_view> host_keys = {});
 
 // The option table as text, for `kiwi-agent --describe-plugin NAME`.
 std::string describe_plugin(const LoadedLibrary& lib);

@@ -537,7 +537,8 @@ std::vector<Store::RawTick> Store::read_raw(std::int64_t after_ms, std::size_t m
   auto add = [&](std::int64_t ts, std::string_view blob) {
     RawTick tick{ts, {}};
     try {
-      sample_codec::decode(blob, [&](std::uint32_t id, double v) { tick.values.emplace_back(id, v); });
+      sample_codec::decode(blob,
+                           [&](std::uint32_t id, double v) { tick.values.emplace_back(id, v); });
     } catch (const StoreError&) {
       return true;  // a damaged row is skipped, as queries skip it
     }
@@ -561,7 +562,8 @@ std::vector<Store::RawTick> Store::read_raw(std::int64_t after_ms, std::size_t m
   sqlite3_stmt* st = conn->after();
   sqlite3_bind_int64(st, 1, after_ms);
   // A row per tick: at most max_values + 1 rows can be needed (ticks hold one value or more).
-  sqlite3_bind_int64(st, 2, static_cast<std::int64_t>(std::min<std::size_t>(max_values, 1 << 20)) + 1);
+  sqlite3_bind_int64(st, 2,
+                     static_cast<std::int64_t>(std::min<std::size_t>(max_values, 1 << 20)) + 1);
   int rc;
   std::int64_t last = after_ms;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

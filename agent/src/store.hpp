@@ -29,8 +29,8 @@
 #include <kiwi/handler.hpp>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>

@@ -175,15 +175,16 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   if (!stats.outputs.empty()) {
     auto& behind = fams.get("kiwi_remote_write_behind_seconds",
                             "newest stored sample minus the newest one the receiver took", false);
-    auto& pending = fams.get("kiwi_remote_write_pending_samples",
-                             "stored samples not yet sent (estimated from the latest batch)", false);
-    auto& sent = fams.get("kiwi_remote_write_samples_sent_total",
-                          "samples the receiver acknowledged", true);
+    auto& pending =
+        fams.get("kiwi_remote_write_pending_samples",
+                 "stored samples not yet sent (estimated from the latest batch)", false);
+    auto& sent =
+        fams.get("kiwi_remote_write_samples_sent_total", "samples the receiver acknowledged", true);
     auto& dropped = fams.get("kiwi_remote_write_batches_dropped_total",
                              "batches the receiver refused for good (4xx other than 429)", true);
-    auto& failures = fams.get("kiwi_remote_write_failures_total",
-                              "sends that failed and are retried (connection, timeout, 5xx, 429)",
-                              true);
+    auto& failures =
+        fams.get("kiwi_remote_write_failures_total",
+                 "sends that failed and are retried (connection, timeout, 5xx, 429)", true);
     auto& error = fams.get("kiwi_remote_write_last_error_info",
                            "the latest failure or refusal (1; absent when none)", false);
     for (auto& o : stats.outputs) {

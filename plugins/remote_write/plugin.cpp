@@ -95,8 +95,8 @@ class RemoteWrite final : public kiwi::Output {
   }
 
   kiwi::WriteResult write(const kiwi::OutputBatch& batch) override {
-    const std::string body = kiwi_remote_write::compress_snappy(
-        kiwi_remote_write::encode_write_request(
+    const std::string body =
+        kiwi_remote_write::compress_snappy(kiwi_remote_write::encode_write_request(
             kiwi_remote_write::to_time_series(batch, external_)));
     std::string answer;
     char error[CURL_ERROR_SIZE] = {};

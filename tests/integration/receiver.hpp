@@ -28,7 +28,7 @@ struct ReceivedSeries {
 };
 
 struct ReceivedRequest {
-  int status = 0;  // what the receiver answered (0: nothing, it hung)
+  int status = 0;                              // what the receiver answered (0: nothing, it hung)
   std::map<std::string, std::string> headers;  // names lower-cased
   std::vector<ReceivedSeries> series;
 };
@@ -149,7 +149,8 @@ class Receiver {
       std::size_t at = head.find("\r\n");
       while (at != std::string::npos && at < head.size()) {
         const std::size_t next = head.find("\r\n", at + 2);
-        const std::string line = head.substr(at + 2, next == std::string::npos ? std::string::npos : next - at - 2);
+        const std::string line =
+            head.substr(at + 2, next == std::string::npos ? std::string::npos : next - at - 2);
         if (auto colon = line.find(':'); colon != std::string::npos) {
           std::string name = line.substr(0, colon);
           for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -159,7 +160,8 @@ class Receiver {
         }
         at = next;
       }
-      const std::size_t length = std::stoul(req.headers.count("content-length") ? req.headers["content-length"] : "0");
+      const std::size_t length =
+          std::stoul(req.headers.count("content-length") ? req.headers["content-length"] : "0");
       while (buf.size() < head_end + 4 + length) {
         if (!readable(fd)) return true;
         char chunk[65536];
@@ -185,9 +187,11 @@ class Receiver {
         requests_.push_back(std::move(req));
       }
       if (status == 0) return false;
-      const std::string reason = status >= 400 ? "test receiver says " + std::to_string(status) : "";
-      const std::string answer = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: " +
-                                 std::to_string(reason.size()) + "\r\n\r\n" + reason;
+      const std::string reason =
+          status >= 400 ? "test receiver says " + std::to_string(status) : "";
+      const std::string answer = "HTTP/1.1 " + std::to_string(status) +
+                                 " X\r\nContent-Length: " + std::to_string(reason.size()) +
+                                 "\r\n\r\n" + reason;
       if (::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL) < 0) return true;
     }
   }

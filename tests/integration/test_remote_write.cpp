@@ -111,8 +111,8 @@ struct Prometheus {
   // The instant query's results.
   std::vector<std::pair<std::map<std::string, std::string>, double>> query(const std::string& q,
                                                                            double at = 0) {
-    auto d = api("/api/v1/query?query=" + encode(q) +
-                 (at > 0 ? "&time=" + std::to_string(at) : ""));
+    auto d =
+        api("/api/v1/query?query=" + encode(q) + (at > 0 ? "&time=" + std::to_string(at) : ""));
     std::vector<std::pair<std::map<std::string, std::string>, double>> out;
     if (!d.HasMember("data")) return out;
     for (auto& r : d["data"]["result"].GetArray()) {
@@ -133,7 +133,8 @@ std::string host_name() {
 
 }  // namespace
 
-TEST_CASE("remote write: a real Prometheus receives the agent's series, named as /metrics names them") {
+TEST_CASE(
+    "remote write: a real Prometheus receives the agent's series, named as /metrics names them") {
   Prometheus prom;
   Agent agent("[[remote_write]]\nurl = \"" + prom.url() +
               "\"\ninterval = \"1s\"\nseries = [\"memory_*\", \"cpu_core_usage_ratio\"]\n"
@@ -157,7 +158,9 @@ TEST_CASE("remote write: a real Prometheus receives the agent's series, named as
   CHECK(b.dropped == 0);
 }
 
-TEST_CASE("remote write: after Prometheus is down for 40 s, every sample of the outage reaches it, in order") {
+TEST_CASE(
+    "remote write: after Prometheus is down for 40 s, every sample of the outage reaches it, in "
+    "order") {
   Prometheus prom;
   Agent agent("[[remote_write]]\nurl = \"" + prom.url() +
               "\"\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n");
@@ -184,23 +187,24 @@ TEST_CASE("remote write: after Prometheus is down for 40 s, every sample of the 
   const double from = std::floor(down_at) - 5.5;
   const double until = std::floor(unix_now()) - 2.5;
   const int range = static_cast<int>(until - from);
-  auto hist = get_json(agent.port(), "/api/history?series=memory_available_bytes&since=" +
-                                         std::to_string(from) + "&until=" +
-                                         std::to_string(until) + "&limit=86400");
+  auto hist = get_json(agent.port(),
+                       "/api/history?series=memory_available_bytes&since=" + std::to_string(from) +
+                           "&until=" + std::to_string(until) + "&limit=86400");
   REQUIRE(hist.HasMember("timestamps"));
   const auto ticks = hist["timestamps"].Size();
   CHECK(ticks >= 45);
   REQUIRE(eventually(
       [&] {
-        auto r = prom.query("count_over_time(kiwi_memory_available_bytes[" +
-                                std::to_string(range) + "s])",
-                            until);
+        auto r = prom.query(
+            "count_over_time(kiwi_memory_available_bytes[" + std::to_string(range) + "s])", until);
         return r.size() == 1 && r[0].second == static_cast<double>(ticks);
       },
       20s));
 }
 
-TEST_CASE("remote write: a receiver answering 400 has its batches dropped, counted and logged once, and the cursor moves on") {
+TEST_CASE(
+    "remote write: a receiver answering 400 has its batches dropped, counted and logged once, and "
+    "the cursor moves on") {
   Receiver rx([](int) { return 400; });
   TempDir secrets;
   write_text(secrets.path / "rw.pass", "s3cret\n");
@@ -241,7 +245,9 @@ TEST_CASE("remote write: a receiver answering 400 has its batches dropped, count
         for (auto& [ts, v] : s.samples) CHECK(seen.insert(ts).second);
 }
 
-TEST_CASE("remote write: a receiver answering 429 loses nothing: the refused samples come again, oldest first") {
+TEST_CASE(
+    "remote write: a receiver answering 429 loses nothing: the refused samples come again, oldest "
+    "first") {
   Receiver rx([](int n) { return n < 4 ? 429 : 200; });
   Agent agent("[[remote_write]]\nurl = \"" + rx.url() +
               "\"\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n");
@@ -278,8 +284,8 @@ TEST_CASE("remote write: a receiver that never answers delays neither ticks nor 
       for (const char* target : {"/api/health", "/metrics"}) {
         const auto t0 = Clock::now();
         REQUIRE(c.get(target).status == 200);
-        max_ms = std::max(
-            max_ms, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        max_ms =
+            std::max(max_ms, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
       }
       std::this_thread::sleep_for(50ms);
     }
@@ -294,7 +300,8 @@ TEST_CASE("remote write: a receiver that never answers delays neither ticks nor 
   Agent plain;
   const double without = worst(plain);
   Receiver rx([](int) { return 0; });  // accepts, reads, never answers
-  Agent agent("[[remote_write]]\nurl = \"" + rx.url() + "\"\ninterval = \"1s\"\ntimeout = \"5s\"\n");
+  Agent agent("[[remote_write]]\nurl = \"" + rx.url() +
+              "\"\ninterval = \"1s\"\ntimeout = \"5s\"\n");
   INFO(agent.stderr_text());
   REQUIRE(eventually([&] { return !rx.requests().empty(); }, 20s));  // a write is hanging now
   const double with = worst(agent);
@@ -307,7 +314,8 @@ TEST_CASE("remote write: a receiver that never answers delays neither ticks nor 
   CHECK(agent.stop() == 0);
 }
 
-TEST_CASE("remote write: SIGHUP moves an output to another receiver, which goes on from the cursor") {
+TEST_CASE(
+    "remote write: SIGHUP moves an output to another receiver, which goes on from the cursor") {
   Receiver a([](int) { return 200; }), b([](int) { return 200; });
   const std::string rest = "\"\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n";
   Agent agent("[[remote_write]]\nurl = \"" + a.url() + rest);

@@ -229,7 +229,8 @@ TEST_CASE("output: a dropped batch is counted and logged once, and the cursor mo
   CHECK(drop_lines == 1);  // rate-limited: at most one a minute
 }
 
-TEST_CASE("output: series globs choose what is sent, and a tick with none of them moves the cursor") {
+TEST_CASE(
+    "output: series globs choose what is sent, and a tick with none of them moves the cursor") {
   TempDb db;
   Store store(db.path());
   store.set_cursor("rw", 0);

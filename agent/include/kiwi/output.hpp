@@ -51,7 +51,11 @@ struct OutputBatch {
   std::int64_t newest_ms = 0;
 };
 
-enum class WriteStatus : std::uint32_t { ok = KIWI_OUTPUT_OK, retry = KIWI_OUTPUT_RETRY, drop = KIWI_OUTPUT_DROP };
+enum class WriteStatus : std::uint32_t {
+  ok = KIWI_OUTPUT_OK,
+  retry = KIWI_OUTPUT_RETRY,
+  drop = KIWI_OUTPUT_DROP
+};
 
 struct WriteResult {
   WriteStatus status = WriteStatus::ok;

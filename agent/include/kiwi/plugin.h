@@ -292,8 +292,8 @@ typedef struct kiwi_output_batch {
   const kiwi_output_series *series; /* rows of series_size bytes */
   size_t series_count;
   uint32_t series_size;
-  size_t sample_count;     /* points of all series together */
-  int64_t oldest_ms;       /* the batch's first and last tick */
+  size_t sample_count; /* points of all series together */
+  int64_t oldest_ms;   /* the batch's first and last tick */
   int64_t newest_ms;
 } kiwi_output_batch;
 
@@ -381,8 +381,8 @@ typedef struct kiwi_output_status {
   kiwi_str plugin; /* the plugin's name */
   kiwi_str state;  /* "starting", "live", "catching_up", "retrying" */
   double interval_seconds;
-  double acked_at;        /* unix seconds of the newest sample the receiver took (0: none yet) */
-  double seconds_behind;  /* newest stored sample minus acked_at (0 when caught up) */
+  double acked_at;          /* unix seconds of the newest sample the receiver took (0: none yet) */
+  double seconds_behind;    /* newest stored sample minus acked_at (0 when caught up) */
   uint64_t samples_pending; /* stored samples not yet sent (of the series it sends) */
   uint64_t samples_sent_total;
   uint64_t batches_sent_total;

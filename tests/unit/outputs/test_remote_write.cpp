@@ -123,18 +123,19 @@ TEST_CASE("remote_write: a WriteRequest decodes back to the batch: labels sorted
   const auto decoded = decode_request(uncompress_snappy(wire));
   REQUIRE(decoded.size() == 2);
   // The series' own `mode` wins over the external one; `instance` is added.
-  CHECK(decoded[0].labels == std::vector<std::pair<std::string, std::string>>{
-                                 {"__name__", "kiwi_cpu_seconds_total"},
-                                 {"core", "0"},
-                                 {"instance", "pi-1"},
-                                 {"mode", "user"}});
+  CHECK(decoded[0].labels ==
+        std::vector<std::pair<std::string, std::string>>{{"__name__", "kiwi_cpu_seconds_total"},
+                                                         {"core", "0"},
+                                                         {"instance", "pi-1"},
+                                                         {"mode", "user"}});
   CHECK(decoded[0].samples == std::vector<std::pair<std::int64_t, double>>{
                                   {1'700'000'000'000, 12.5}, {1'700'000'001'000, 13.25}});
   CHECK(decoded[1].labels == std::vector<std::pair<std::string, std::string>>{
                                  {"__name__", "kiwi_memory_available_bytes"},
                                  {"instance", "pi-1"},
                                  {"mode", "ignored"}});
-  CHECK(decoded[1].samples == std::vector<std::pair<std::int64_t, double>>{{1'700'000'000'000, 8.5e9}});
+  CHECK(decoded[1].samples ==
+        std::vector<std::pair<std::int64_t, double>>{{1'700'000'000'000, 8.5e9}});
 }
 
 TEST_CASE("remote_write: the body is a snappy block, smaller than the protobuf it holds") {
