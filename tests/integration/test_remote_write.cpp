@@ -156,6 +156,11 @@ TEST_CASE(
   CHECK(b.state == "live");
   CHECK(b.samples_sent > 0);
   CHECK(b.dropped == 0);
+  HttpClient c(agent.port());
+  const std::string plugins = c.get("/api/plugins").body;
+  CHECK(
+      plugins.find("{\"name\":\"remote_write\",\"kind\":\"output\",\"plugin\":\"remote_write\"") !=
+      std::string::npos);
 }
 
 TEST_CASE(
