@@ -1,4 +1,4 @@
-# add_kiwi_plugin(<sensor|handler> <name> SOURCES <glue...> [LOGIC <pure...>] [LIBS <libs>])
+# add_kiwi_plugin(<sensor|handler|output> <name> SOURCES <glue...> [LOGIC <pure...>] [LIBS <libs>])
 #
 # The one way to build a kiwi-agent plugin, in this repository and outside it: the tree's
 # CMakeLists.txt includes this file, and the installed SDK's KiwiAgentConfig.cmake includes the
@@ -33,8 +33,8 @@ set_property(GLOBAL PROPERTY KIWI_PLUGIN_TARGETS "")
 
 function(add_kiwi_plugin kind name)
   cmake_parse_arguments(P "" "" "SOURCES;LOGIC;LIBS" ${ARGN})
-  if(NOT kind MATCHES "^(sensor|handler)$")
-    message(FATAL_ERROR "add_kiwi_plugin(${kind} ${name}): the kind is 'sensor' or 'handler'")
+  if(NOT kind MATCHES "^(sensor|handler|output)$")
+    message(FATAL_ERROR "add_kiwi_plugin(${kind} ${name}): the kind is 'sensor', 'handler' or 'output'")
   endif()
   if(NOT P_SOURCES)
     message(FATAL_ERROR "add_kiwi_plugin(${kind} ${name}): no SOURCES")

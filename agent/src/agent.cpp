@@ -15,6 +15,7 @@
 
 #include "collector.hpp"
 #include "http_server.hpp"
+#include "output.hpp"
 #include "plugin_loader.hpp"
 #include "router.hpp"
 #include "service_notify.hpp"
@@ -73,7 +74,19 @@ class AgentData final : public DataSource {
         s.snapshot_file_last_error = collector->snapshot_file_last_error();
     }
     if (server) s.http_requests = server->request_counts();
+    {
+      std::lock_guard lock(outputs_mutex_);
+      for (auto& o : outputs_) s.outputs.push_back(o->status());
+    }
     return s;
+  }
+
+  // The running outputs, swapped whole by a reload (the old ones stopped by the caller after).
+  std::vector<std::unique_ptr<OutputRunner>> swap_outputs(
+      std::vector<std::unique_ptr<OutputRunner>> next) {
+    std::lock_guard lock(outputs_mutex_);
+    outputs_.swap(next);
+    return next;
   }
 
   void set_plugins(std::vector<PluginStatus> plugins) {
@@ -117,6 +130,8 @@ class AgentData final : public DataSource {
   mutable std::mutex mutex_;
   std::vector<PluginStatus> plugins_;
   ConfigStatus config_;
+  mutable std::mutex outputs_mutex_;  // status() copies under it; no I/O
+  std::vector<std::unique_ptr<OutputRunner>> outputs_;
 };
 
 std::string host_name() {
@@ -159,6 +174,21 @@ std::vector<Route> load_routes(const Config& cfg, PluginLoader& loader, const Da
   return routes;
 }
 
+std::vector<OutputSpec> load_outputs(const Config& cfg, PluginLoader& loader) {
+  std::vector<OutputSpec> specs;
+  for (auto& e : cfg.outputs) {
+    OutputSpec spec;
+    spec.name = e.name;
+    spec.interval = e.interval.value_or(Millis(10'000));
+    spec.series = e.series;
+    spec.max_samples = e.max_samples;
+    spec.instance = loader.create_output(e, host_name(), KIWI_VERSION);
+    spec.plugin = std::string(spec.instance.library->info->name);
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
 HttpSettings http_settings(const Config& cfg) {
   return {cfg.http.bind, cfg.http.threads, cfg.http.keep_alive, cfg.http.max_connections,
           cfg.http.cors_origins};
@@ -186,8 +216,10 @@ int check_config(const Config& cfg, StderrLogger& log) {
     AgentData data(holder, nullptr);
     auto sensors = load_sensors(cfg, loader);
     auto routes = load_routes(cfg, loader, data);
+    auto outputs = load_outputs(cfg, loader);
     std::cout << cfg.source << ": ok (" << sensors.size() << " sensors, " << routes.size()
-              << " routes, bind " << cfg.http.bind.str() << ")\n";
+              << " routes, " << outputs.size() << " remote_write, bind " << cfg.http.bind.str()
+              << ")\n";
     return kExitOk;
   } catch (const ConfigError& e) {
     std::cerr << "kiwi-agent: " << e.what() << "\n";
@@ -204,7 +236,8 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
   entry.plugin_pos = {"--describe-plugin"};
   std::vector<std::string> errors;
   // A path names one file, of whichever kind it is; a name may be a sensor or a handler.
-  std::vector<std::optional<PluginKind>> kinds = {PluginKind::sensor, PluginKind::handler};
+  std::vector<std::optional<PluginKind>> kinds = {PluginKind::sensor, PluginKind::handler,
+                                                  PluginKind::output};
   if (name.find('/') != std::string::npos) kinds = {std::nullopt};
   for (auto kind : kinds) {
     try {
@@ -287,12 +320,14 @@ class RunningAgent {
     if (snapshot_file_) data_.snapshot_file = snapshot_file_->path();
     auto sensors = load_sensors(cfg_, *loader_);
     auto routes = load_routes(cfg_, *loader_, data_);
+    auto outputs = load_outputs(cfg_, *loader_);
     for (auto& s : sensors) sensor_libraries_[s.name] = s.instance.library;
     sensor_count_ = sensors.size();
     collector_.emplace(collector_settings(cfg_), std::move(sensors), store_, holder_, log_);
     server_.emplace(http_settings(cfg_), std::make_shared<const Router>(std::move(routes)), log_);
     data_.collector = &*collector_;
     data_.server = &*server_;
+    pending_outputs_ = runners(std::move(outputs));
     publish_plugins();
     data_.config_applied(cfg_.source, false);
   }
@@ -302,6 +337,8 @@ class RunningAgent {
   void start() {
     server_->start();
     collector_->start();
+    for (auto& o : pending_outputs_) o->start();
+    data_.swap_outputs(std::move(pending_outputs_));
     log_.info("listening on " + url() + " (" + std::to_string(sensor_count_) + " sensors, " +
               std::to_string(server_->router()->routes().size()) + " routes, " +
               std::to_string(server_->threads()) +
@@ -340,6 +377,9 @@ class RunningAgent {
   // Returns the number of sensors abandoned in a call that never returned.
   std::size_t stop() {
     server_->stop();
+    // Outputs first: each waits at most for its write in progress (its timeout); their cursors
+    // then reach the file with the collector's last commit.
+    for (auto& o : data_.swap_outputs({})) o->stop();
     collector_->stop();
     return collector_->abandoned();
   }
@@ -359,6 +399,16 @@ class RunningAgent {
             cfg.agent.procfs};
   }
 
+  std::vector<std::unique_ptr<OutputRunner>> runners(std::vector<OutputSpec> specs) {
+    std::vector<std::unique_ptr<OutputRunner>> out;
+    for (auto& spec : specs) {
+      output_libraries_[spec.name] = spec.instance.library;
+      auto* log = spec.instance.log.get();
+      out.push_back(std::make_unique<OutputRunner>(std::move(spec), store_, *log));
+    }
+    return out;
+  }
+
   void publish_plugins() {
     std::vector<PluginStatus> list;
     for (auto& e : cfg_.sensors) {
@@ -370,6 +420,17 @@ class RunningAgent {
       auto& lib = r.handler->library;
       list.push_back({r.path,
                       PluginKind::handler,
+                      std::string(lib->info->name),
+                      lib->file,
+                      lib->abi_major,
+                      lib->abi_minor,
+                      {},
+                      lib});
+    }
+    for (auto& e : cfg_.outputs) {
+      auto& lib = output_libraries_.at(e.name);
+      list.push_back({e.name,
+                      PluginKind::output,
                       std::string(lib->info->name),
                       lib->file,
                       lib->abi_major,
@@ -461,11 +522,28 @@ class RunningAgent {
     note_change(changes, "agent.plugin_dir", cfg_.agent.plugin_dir, next.agent.plugin_dir,
                 &show_string);
 
+    // Outputs are made anew (a running one keeps no state but its cursor, which is in the
+    // store): every entry of `next`, created here, started once nothing else can fail.
+    auto outputs = load_outputs(next, loader);
+    for (auto& e : next.outputs) changes.push_back("remote_write " + e.name + " (re)started");
+    for (auto& e : cfg_.outputs) {
+      bool kept = false;
+      for (auto& n : next.outputs) kept |= n.name == e.name;
+      if (!kept) changes.push_back("remote_write " + e.name + " removed");
+    }
+
     // The last step that can fail: the server opens a new listener before it closes the old.
     const std::string old_url = url();
     server_->reconfigure(http, std::make_shared<const Router>(std::move(routes), running.get()));
     // From here on nothing fails.
     collector_->reconfigure(collector_settings(next), std::move(sensors));
+    // The old outputs stop first (each finishes its write in progress), so two threads never
+    // move one cursor; the new ones read it from the store when they are made.
+    for (auto& o : data_.swap_outputs({})) o->stop();
+    output_libraries_.clear();
+    auto next_runners = runners(std::move(outputs));
+    for (auto& o : next_runners) o->start();
+    data_.swap_outputs(std::move(next_runners));
     // The verdict below is logged at the more verbose of the two levels, so it is always seen.
     const LogLevel level = next.agent.log_level;
     if (level > cfg_.agent.log_level) log_.set_level(level);
@@ -497,6 +575,8 @@ class RunningAgent {
   AgentData data_;
   std::unique_ptr<PluginLoader> loader_;
   std::map<std::string, std::shared_ptr<LoadedLibrary>> sensor_libraries_;  // by sensor name
+  std::map<std::string, std::shared_ptr<LoadedLibrary>> output_libraries_;  // by output name
+  std::vector<std::unique_ptr<OutputRunner>> pending_outputs_;  // made by load(), run by start()
   std::size_t sensor_count_ = 0;
   std::optional<Collector> collector_;
   std::optional<HttpServer> server_;

@@ -61,17 +61,25 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
                              std::to_string(p->abi_minor) + "; this agent loads ABI " +
                              std::to_string(KIWI_ABI_MAJOR) +
                              ".x; rebuild the plugin against this agent's SDK");
-  // Every member of ABI 1.0 must be there; a newer minor version may add more after them.
-  if (p->size < sizeof(kiwi_plugin))
+  // Every member of ABI 1.0 must be there (it ends with destroy); a newer minor version may add
+  // more after them, and an output (1.1) needs its two.
+  constexpr std::size_t v1_0 = offsetof(kiwi_plugin, destroy) + sizeof(kiwi_plugin::destroy);
+  if (p->size < v1_0)
     throw std::runtime_error("descriptor of " + std::to_string(p->size) + " bytes, ABI 1.0 has " +
-                             std::to_string(sizeof(kiwi_plugin)));
-  if (p->kind != KIWI_KIND_SENSOR && p->kind != KIWI_KIND_HANDLER)
+                             std::to_string(v1_0));
+  if (p->kind != KIWI_KIND_SENSOR && p->kind != KIWI_KIND_HANDLER && p->kind != KIWI_KIND_OUTPUT)
     throw std::runtime_error("unknown plugin kind " + std::to_string(p->kind));
   const bool sensor = p->kind == KIWI_KIND_SENSOR;
-  if (sensor ? !p->sensor_create || !p->sensor_sample : !p->handler_create || !p->handler_handle)
+  if (p->kind == KIWI_KIND_OUTPUT) {
+    if (!KIWI_HAS_MEMBER(p, kiwi_plugin, output_write) || !p->output_create || !p->output_write)
+      throw std::runtime_error(
+          "an output descriptor without its create and write functions (ABI 1.1)");
+  } else if (sensor ? !p->sensor_create || !p->sensor_sample
+                    : !p->handler_create || !p->handler_handle) {
     throw std::runtime_error(std::string("a ") + (sensor ? "sensor" : "handler") +
                              " descriptor without its create and " +
                              (sensor ? "sample" : "handle") + " functions");
+  }
   if (!p->destroy) throw std::runtime_error("a descriptor without destroy()");
   if (p->name.size == 0) throw std::runtime_error("a descriptor without a name");
   if (p->option_count && (!p->options || p->option_spec_size < sizeof(kiwi_option_spec)))
@@ -83,7 +91,7 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
 
   for (std::size_t i = 0; i < p->option_count; ++i) {
     const auto& o = row(p->options, p->option_spec_size, i);
-    if (o.type > KIWI_OPTION_SIZE)
+    if (o.type > KIWI_OPTION_STRING_TABLE)
       throw std::runtime_error("option '" + str(o.key) + "' has unknown type " +
                                std::to_string(o.type));
     options.push_back({from_c(o.key), static_cast<OptionType>(o.type), from_c(o.default_toml),
@@ -94,7 +102,7 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
     metrics.push_back(spec_from_c(m, p->metric_spec_size));
   }
   check_rates(metrics);
-  info.kind = sensor ? PluginKind::sensor : PluginKind::handler;
+  info.kind = static_cast<PluginKind>(p->kind);
   info.name = from_c(p->name);
   info.description = from_c(p->description);
   info.options = options;
@@ -136,6 +144,10 @@ COptions::COptions(const Options& options) {
     c.string = to_c(v.string);
     auto& list = lists.emplace_back();
     for (const auto& s : v.string_list) list.push_back(to_c(s));
+    for (const auto& [k, val] : v.table) {
+      list.push_back(to_c(k));
+      list.push_back(to_c(val));
+    }
     c.strings = list.data();
     c.string_count = list.size();
     values.push_back(c);
@@ -212,6 +224,78 @@ SampleResult CSensor::sample(MetricSink& sink) {
                                                     : call.message);
     default:
       throw std::runtime_error("sample returned unknown status " + std::to_string(status));
+  }
+}
+
+COutput::COutput(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
+                 std::string_view instance_name, std::string_view host_name,
+                 std::string_view agent_version, const Options& options, Logger& log)
+    : plugin_(plugin), host_(log, std::move(code)), options_(options) {
+  kiwi_output_context ctx{};
+  ctx.size = sizeof ctx;
+  ctx.instance_name = to_c(instance_name);
+  ctx.options = options_.values.data();
+  ctx.option_count = options_.values.size();
+  ctx.host = &host_.host;
+  ctx.host_name = to_c(host_name);
+  ctx.agent_version = to_c(agent_version);
+  CRefusal refusal;
+  instance_ = plugin_.output_create(&ctx, &refusal.c);
+  if (!instance_)
+    throw std::runtime_error(refusal.message.empty() ? "create failed without a reason"
+                                                     : refusal.message);
+}
+
+COutput::~COutput() {
+  if (instance_) plugin_.destroy(instance_);
+}
+
+WriteResult COutput::write(const OutputBatch& batch) {
+  std::size_t label_count = 0;
+  for (const auto& s : batch.series) label_count += s.labels.size();
+  std::vector<kiwi_label> labels;
+  labels.reserve(label_count);
+  std::vector<kiwi_output_series> series;
+  series.reserve(batch.series.size());
+  static_assert(sizeof(kiwi_output_point) == sizeof(OutputPoint) &&
+                offsetof(kiwi_output_point, value) == offsetof(OutputPoint, value));
+  for (const auto& s : batch.series) {
+    kiwi_output_series& row = series.emplace_back();
+    row.size = sizeof row;
+    row.name = to_c(s.name);
+    row.labels = labels.data() + labels.size();
+    row.label_count = s.labels.size();
+    for (const auto& [k, v] : s.labels) labels.push_back({to_c(k), to_c(v)});
+    row.unit = static_cast<std::uint32_t>(s.unit);
+    row.kind = static_cast<std::uint32_t>(s.kind);
+    row.points = reinterpret_cast<const kiwi_output_point*>(s.points.data());
+    row.point_count = s.points.size();
+  }
+  kiwi_output_batch c{};
+  c.size = sizeof c;
+  c.series = series.data();
+  c.series_count = series.size();
+  c.series_size = sizeof(kiwi_output_series);
+  c.sample_count = batch.sample_count;
+  c.oldest_ms = batch.oldest_ms;
+  c.newest_ms = batch.newest_ms;
+  std::string reason;
+  kiwi_output_result result{};
+  result.size = sizeof result;
+  result.ctx = &reason;
+  result.reason = [](void* ctx, kiwi_str text) {
+    *static_cast<std::string*>(ctx) = std::string(from_c(text));
+  };
+  const std::uint32_t status = plugin_.output_write(instance_, &c, &result);
+  switch (status) {
+    case KIWI_OUTPUT_OK:
+      return WriteResult::ok(std::move(reason));
+    case KIWI_OUTPUT_DROP:
+      return WriteResult::drop(reason.empty() ? "dropped without a reason" : std::move(reason));
+    case KIWI_OUTPUT_RETRY:
+      return WriteResult::retry(reason.empty() ? "failed without a reason" : std::move(reason));
+    default:
+      return WriteResult::retry("write returned unknown status " + std::to_string(status));
   }
 }
 

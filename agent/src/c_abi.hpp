@@ -8,6 +8,7 @@
 
 #include <kiwi/plugin.h>
 
+#include <kiwi/output.hpp>
 #include <kiwi/plugin.hpp>
 #include <kiwi/sensor.hpp>
 #include <memory>
@@ -85,6 +86,24 @@ class CSensor final : public Sensor {
           const Options& options, Logger& log);
   ~CSensor() override;
   SampleResult sample(MetricSink& sink) override;
+
+ private:
+  const kiwi_plugin& plugin_;
+  CHost host_;
+  COptions options_;
+  void* instance_ = nullptr;
+};
+
+// An output instance of a C-ABI plugin, as the agent's output threads see outputs. Its destructor
+// calls the plugin's destroy().
+class COutput final : public Output {
+ public:
+  // Calls output_create; throws std::runtime_error with the plugin's refusal.
+  COutput(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
+          std::string_view instance_name, std::string_view host_name,
+          std::string_view agent_version, const Options& options, Logger& log);
+  ~COutput() override;
+  WriteResult write(const OutputBatch& batch) override;
 
  private:
   const kiwi_plugin& plugin_;

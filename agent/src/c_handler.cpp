@@ -49,6 +49,7 @@ struct StatsView {
   std::vector<kiwi_metric_spec> specs;
   std::vector<kiwi_plugin_status> plugins;
   std::vector<kiwi_request_count> requests;
+  std::vector<kiwi_output_status> outputs;
   kiwi_stats c{};
 };
 
@@ -81,7 +82,7 @@ StatsView::StatsView(AgentStats s) : stats(std::move(s)) {
     kiwi_plugin_status& row = plugins.emplace_back();
     row.size = sizeof row;
     row.name = to_c(p.name);
-    row.kind = p.kind == PluginKind::sensor ? KIWI_KIND_SENSOR : KIWI_KIND_HANDLER;
+    row.kind = static_cast<std::uint32_t>(p.kind);
     row.plugin = to_c(p.plugin);
     row.file = to_c(p.file);
     row.abi_major = p.abi_major;
@@ -116,6 +117,27 @@ StatsView::StatsView(AgentStats s) : stats(std::move(s)) {
   c.reload_message = to_c(stats.config.reload_message);
   c.reloads_ok = stats.config.reloads_ok;
   c.reloads_failed = stats.config.reloads_failed;
+  for (const auto& o : stats.outputs) {
+    kiwi_output_status& row = outputs.emplace_back();
+    row.size = sizeof row;
+    row.name = to_c(o.name);
+    row.plugin = to_c(o.plugin);
+    row.state = to_c(o.state);
+    row.interval_seconds = o.interval_seconds;
+    row.acked_at = o.acked_at;
+    row.seconds_behind = o.seconds_behind;
+    row.samples_pending = o.samples_pending;
+    row.samples_sent_total = o.samples_sent_total;
+    row.batches_sent_total = o.batches_sent_total;
+    row.batches_dropped_total = o.batches_dropped_total;
+    row.samples_dropped_total = o.samples_dropped_total;
+    row.failures_total = o.failures_total;
+    row.last_error = to_c(o.last_error);
+    row.last_error_at = o.last_error_at;
+  }
+  c.outputs = outputs.data();
+  c.output_count = outputs.size();
+  c.output_status_size = sizeof(kiwi_output_status);
 }
 
 HistoryView::HistoryView(HistoryResult r) : result(std::move(r)) {

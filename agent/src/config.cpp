@@ -104,7 +104,7 @@ class Reader {
       : cfg_(cfg), file_(std::move(file)), exe_dir_(std::move(exe_dir)) {}
 
   void read(const toml::table& root) {
-    check_keys(root, "", {"agent", "http", "collector", "sensor", "route"});
+    check_keys(root, "", {"agent", "http", "collector", "sensor", "route", "remote_write"});
     section(root, "agent",
             {{"data_dir",
               [&](auto& n, auto& k) {
@@ -206,6 +206,7 @@ class Reader {
               }}});
     if (auto* list = root.get("sensor")) cfg_.sensors = entries(*list, "sensor");
     if (auto* list = root.get("route")) cfg_.routes = entries(*list, "route");
+    if (auto* list = root.get("remote_write")) cfg_.outputs = outputs(*list);
   }
 
   // An included file: [[sensor]] and [[route]] entries, appended.
@@ -285,6 +286,13 @@ class Reader {
                           quoted(s.name) + " is used by two [[sensor]] entries (the other at " +
                               at->second.str() + "); give each a unique name = \"...\"");
     }
+    std::map<std::string, SourcePos> outputs;
+    for (auto& o : cfg_.outputs)
+      if (auto [at, added] = outputs.emplace(o.name, o.pos); !added)
+        throw ConfigError(o.pos, "remote_write.name",
+                          quoted(o.name) +
+                              " is used by two [[remote_write]] entries (the other at " +
+                              at->second.str() + "); give each a unique name = \"...\"");
     std::map<std::string, SourcePos> paths;
     for (auto& r : cfg_.routes)
       if (auto [at, added] = paths.emplace(r.path, r.pos); !added)
@@ -464,6 +472,51 @@ class Reader {
         if (!o->is_table()) fail(*o, kind + ".options", "must be a table");
         e.options = o->as_table();
       }
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+  // [[remote_write]]: the agent's keys (kOutputHostKeys) are read here; the rest of the table
+  // is the output plugin's options, checked against its option table when it is loaded.
+  std::vector<PluginEntry> outputs(const toml::node& list) {
+    const toml::array* arr = list.as_array();
+    if (!arr || !arr->is_array_of_tables())
+      fail(list, "remote_write", "must be an array of tables ([[remote_write]])");
+    std::vector<PluginEntry> out;
+    for (auto& item : *arr) {
+      const toml::table& t = *item.as_table();
+      PluginEntry e;
+      e.pos = pos_of(file_, t.source());
+      e.plugin = "remote_write";
+      e.plugin_pos = e.pos;
+      if (auto* p = t.get("plugin")) {
+        e.plugin = string(*p, "remote_write.plugin");
+        if (e.plugin.empty()) fail(*p, "remote_write.plugin", "must not be empty");
+        e.plugin_pos = pos_of(file_, p->source());
+      }
+      e.name = "remote_write";
+      if (auto* n = t.get("name")) {
+        e.name = string(*n, "remote_write.name");
+        bool ok = !e.name.empty();
+        for (char c : e.name)
+          ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+        if (!ok)
+          fail(*n, "remote_write.name",
+               quoted(e.name) + " is not a valid name; use letters, digits, '_', '-' or '.'");
+      }
+      e.interval = Millis(10'000);
+      if (auto* n = t.get("interval"))
+        e.interval = duration(*n, "remote_write.interval", Millis(1000), Millis(3'600'000));
+      if (auto* n = t.get("series")) {
+        const toml::array* a = n->as_array();
+        if (!a) fail(*n, "remote_write.series", "must be a list of series globs, e.g. [\"cpu_*\"]");
+        for (auto& g : *a) e.series.push_back(string(g, "remote_write.series"));
+      }
+      if (auto* n = t.get("max_samples"))
+        e.max_samples =
+            static_cast<std::size_t>(integer(*n, "remote_write.max_samples", 100, 1'000'000));
+      e.options = &t;
       out.push_back(std::move(e));
     }
     return out;

@@ -36,7 +36,7 @@ struct BindAddress {
   std::string str() const;  // "127.0.0.1:8095" or "[::1]:8095"
 };
 
-// One [[sensor]] or [[route]] entry.
+// One [[sensor]], [[route]] or [[remote_write]] entry.
 struct PluginEntry {
   std::string plugin;              // name ("cpu") or path ("./x.so"), as written
   std::string name;                // sensor instance name (defaults to the plugin name)
@@ -50,6 +50,9 @@ struct PluginEntry {
   const toml::table* options = nullptr;
   SourcePos pos;         // the entry itself
   SourcePos plugin_pos;  // its plugin/handler key, for loader errors
+  // [[remote_write]] only: series globs to send (empty: all), samples per request at most.
+  std::vector<std::string> series;
+  std::size_t max_samples = 10'000;
 };
 
 struct Config {
@@ -86,6 +89,7 @@ struct Config {
   } collector;
   std::vector<PluginEntry> sensors;
   std::vector<PluginEntry> routes;
+  std::vector<PluginEntry> outputs;                           // [[remote_write]]; none by default
   std::vector<std::shared_ptr<const toml::table>> documents;  // keeps `options` alive
 };
 

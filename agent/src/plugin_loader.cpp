@@ -40,6 +40,8 @@ std::string_view type_name(OptionType t) {
       return "duration";
     case OptionType::size:
       return "size";
+    case OptionType::string_table:
+      return "table of strings";
   }
   return "?";
 }
@@ -61,6 +63,8 @@ std::string_view expected(OptionType t) {
     case OptionType::size:
       return "a size in bytes: an integer, or a string with a unit, e.g. \"512\", \"64KiB\", "
              "\"1MiB\", \"10MB\"";
+    case OptionType::string_table:
+      return "a table of strings, e.g. { \"X-Scope-OrgID\" = \"pi\" }";
   }
   return "?";
 }
@@ -98,6 +102,15 @@ std::optional<OptionValue> convert(const OptionSpec& spec, const toml::node& nod
       auto d = node.is_string() ? parse_duration(*node.value<std::string>()) : std::nullopt;
       if (!d) return std::nullopt;
       v.duration = *d;
+      break;
+    }
+    case OptionType::string_table: {
+      const toml::table* t = node.as_table();
+      if (!t) return std::nullopt;
+      for (auto& [k, item] : *t) {
+        if (!item.is_string()) return std::nullopt;
+        v.table.emplace_back(std::string(k.str()), *item.value<std::string>());
+      }
       break;
     }
     case OptionType::size: {
@@ -155,19 +168,26 @@ std::optional<std::string> out_of_range(const OptionSpec& spec, const OptionValu
 }  // namespace
 
 Options validate_options(const PluginInfo& info, const toml::table* given_or_null,
-                         const std::string& file, const std::string& where) {
+                         const std::string& file, const std::string& where,
+                         std::span<const std::string_view> host_keys) {
   static const toml::table none;
   const toml::table& given = given_or_null ? *given_or_null : none;
+  // "sensor" -> "sensor.options.<key>"; "remote_write." (whose options are the table's own keys)
+  // -> "remote_write.<key>".
+  const auto keyed = [&](std::string_view key) {
+    return where + (where.ends_with('.') ? "" : ".options.") + std::string(key);
+  };
   for (auto& [key, node] : given) {
+    if (std::find(host_keys.begin(), host_keys.end(), key.str()) != host_keys.end()) continue;
     bool known = false;
     for (auto& spec : info.options) known |= spec.key == key.str();
     if (!known) {
       std::string accepted;
       for (auto& spec : info.options)
         accepted += (accepted.empty() ? "" : ", ") + std::string(spec.key);
+      for (auto k : host_keys) accepted += (accepted.empty() ? "" : ", ") + std::string(k);
       throw ConfigError(
-          SourcePos{file, key.source().begin.line, key.source().begin.column},
-          where + ".options." + std::string(key.str()),
+          SourcePos{file, key.source().begin.line, key.source().begin.column}, keyed(key.str()),
           "unknown option for plugin " + std::string(info.name) +
               (accepted.empty() ? "; it takes no options" : "; accepted: " + accepted));
     }
@@ -183,12 +203,11 @@ Options validate_options(const PluginInfo& info, const toml::table* given_or_nul
             node->is_string())
           given = ", not \"" + *node->value<std::string>() + "\"";
         throw ConfigError(SourcePos{file, node->source().begin.line, node->source().begin.column},
-                          where + ".options." + std::string(spec.key),
-                          "expected " + std::string(expected(spec.type)) + given);
+                          keyed(spec.key), "expected " + std::string(expected(spec.type)) + given);
       }
       if (auto why = out_of_range(spec, *v))
         throw ConfigError(SourcePos{file, node->source().begin.line, node->source().begin.column},
-                          where + ".options." + std::string(spec.key), *why);
+                          keyed(spec.key), *why);
       values.push_back(std::move(*v));
       continue;
     }
@@ -560,6 +579,24 @@ PluginInstance<Handler> PluginLoader::create_handler(const PluginEntry& entry,
   } catch (const std::exception& e) {
     throw PluginError(entry.plugin_pos.str() + ": " + inst.library->file + ": handler for '" +
                       entry.path + "' refused to start: " + e.what());
+  }
+  return inst;
+}
+
+PluginInstance<Output> PluginLoader::create_output(const PluginEntry& entry,
+                                                   std::string_view host_name,
+                                                   std::string_view agent_version) {
+  PluginInstance<Output> inst;
+  inst.library = open(PluginKind::output, entry);
+  inst.options = validate_options(*inst.library->info, entry.options, entry.pos.file,
+                                  "remote_write.", kOutputHostKeys);
+  inst.log = std::make_unique<PrefixLogger>(log_, "remote_write " + entry.name);
+  try {
+    inst.object = std::make_unique<COutput>(*inst.library->descriptor->c, inst.library, entry.name,
+                                            host_name, agent_version, inst.options, *inst.log);
+  } catch (const std::exception& e) {
+    throw PluginError(entry.pos.str() + ": " + inst.library->file + ": remote_write '" +
+                      entry.name + "' refused to start: " + e.what());
   }
   return inst;
 }

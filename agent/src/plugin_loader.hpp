@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <boost/dll/shared_library.hpp>
 #include <kiwi/handler.hpp>
+#include <kiwi/output.hpp>
 #include <kiwi/sensor.hpp>
 #include <map>
 #include <memory>
@@ -123,6 +124,9 @@ class PluginLoader {
                                        std::string_view sysfs);
   PluginInstance<Handler> create_handler(const PluginEntry& entry, const DataSource& data,
                                          std::string_view agent_version);
+  // A [[remote_write]] entry: its table's keys other than kOutputHostKeys are the plugin's.
+  PluginInstance<Output> create_output(const PluginEntry& entry, std::string_view host_name,
+                                       std::string_view agent_version);
 
   std::shared_ptr<LibraryCache> cache() const { return cache_; }
 
@@ -134,10 +138,17 @@ class PluginLoader {
   std::shared_ptr<LibraryCache> cache_;
 };
 
+// The keys of a [[remote_write]] table the agent reads itself (config.cpp); the rest are the
+// output plugin's options.
+inline constexpr std::string_view kOutputHostKeys[] = {"name", "plugin", "interval", "series",
+                                                       "max_samples"};
+
 // Checks a TOML options table against a plugin's option table and fills in the defaults.
+// `where` prefixes a key in messages ("sensor.options."); `host_keys` are skipped (not options).
 // Throws ConfigError at the offending key (file:line:col).
 Options validate_options(const PluginInfo& info, const toml::table* given, const std::string& file,
-                         const std::string& where);
+                         const std::string& where,
+                         std::span<const std::string_view> host_keys = {});
 
 // The option table as text, for `kiwi-agent --describe-plugin NAME`.
 std::string describe_plugin(const LoadedLibrary& lib);

@@ -136,11 +136,19 @@ ReadConnection::ReadConnection(const std::string& path) {
         "(SELECT ts FROM samples ORDER BY ts LIMIT 1), "
         "(SELECT ts FROM rollups ORDER BY ts LIMIT 1)",
         -1, SQLITE_PREPARE_PERSISTENT, &bounds_, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v3(db_, "SELECT ts, data FROM samples WHERE ts > ?1 ORDER BY ts LIMIT ?2",
+                            -1, SQLITE_PREPARE_PERSISTENT, &after_, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v3(db_, "SELECT count(*), max(ts) FROM samples WHERE ts > ?1", -1,
+                            SQLITE_PREPARE_PERSISTENT, &count_after_, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
     sqlite3_finalize(latest_);
     sqlite3_finalize(range_);
     sqlite3_finalize(rollups_);
+    sqlite3_finalize(bounds_);
+    sqlite3_finalize(after_);
     sqlite3_close(db_);
     throw StoreError(msg);
   }
@@ -151,6 +159,8 @@ ReadConnection::~ReadConnection() {
   sqlite3_finalize(range_);
   sqlite3_finalize(rollups_);
   sqlite3_finalize(bounds_);
+  sqlite3_finalize(after_);
+  sqlite3_finalize(count_after_);
   sqlite3_close(db_);
 }
 
@@ -197,6 +207,11 @@ Store::Store(std::string path) : path_(std::move(path)) {
                        ", this agent reads version " + std::to_string(kSchemaVersion) +
                        "; move the file aside to start a new history");
     }
+    // Added in 0.4 without a version change: a file of either version gets it, and agents that
+    // do not know it leave it alone. A no-op (no write) when it exists.
+    exec(
+        "CREATE TABLE IF NOT EXISTS output_cursors(name TEXT PRIMARY KEY, acked_ms INTEGER NOT "
+        "NULL)");
     auto prepare = [&](const char* sql, sqlite3_stmt** st) {
       if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, st, nullptr) != SQLITE_OK)
         fail("cannot prepare statement");
@@ -210,6 +225,18 @@ Store::Store(std::string path) : path_(std::move(path)) {
         &prune_rollups_);
     prepare("INSERT INTO series(id, name, labels, unit, kind) VALUES(?1, ?2, ?3, ?4, ?5)",
             &insert_series_);
+    prepare("INSERT OR REPLACE INTO output_cursors(name, acked_ms) VALUES(?1, ?2)",
+            &insert_cursor_);
+    {
+      sqlite3_stmt* c = nullptr;
+      if (sqlite3_prepare_v2(db_, "SELECT name, acked_ms FROM output_cursors", -1, &c, nullptr) !=
+          SQLITE_OK)
+        fail("cannot read output cursors");
+      while (sqlite3_step(c) == SQLITE_ROW)
+        cursors_[reinterpret_cast<const char*>(sqlite3_column_text(c, 0))] =
+            sqlite3_column_int64(c, 1);
+      sqlite3_finalize(c);
+    }
     prepare(
         "DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT "
         "?2)",
@@ -241,8 +268,8 @@ Store::Store(std::string path) : path_(std::move(path)) {
     series_ = std::make_shared<const std::vector<SeriesInfo>>(std::move(loaded));
   } catch (...) {
     const bool busy = sqlite3_errcode(db_) == SQLITE_BUSY;
-    for (auto* st :
-         {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_, minute_rows_})
+    for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_,
+                     minute_rows_, insert_cursor_})
       sqlite3_finalize(st);
     sqlite3_close(db_);
     if (busy)  // history_vfs(): another agent, or a sqlite3 shell, has the file open
@@ -255,8 +282,8 @@ Store::Store(std::string path) : path_(std::move(path)) {
 
 Store::~Store() {
   pool_.clear();
-  for (auto* st :
-       {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_, minute_rows_})
+  for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_,
+                   minute_rows_, insert_cursor_})
     sqlite3_finalize(st);
   sqlite3_close(db_);
 }
@@ -412,8 +439,20 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
     rows = pending_;  // copied: queries keep seeing them until they are committed
   }
   const Catalog catalog = series();
+  std::map<std::string, std::int64_t> cursors;
+  {
+    std::lock_guard lock(cursor_mutex_);
+    cursors.swap(cursors_dirty_);
+  }
   exec("BEGIN");
   try {
+    for (auto& [name, acked] : cursors) {
+      bind_text(insert_cursor_, 1, name);
+      sqlite3_bind_int64(insert_cursor_, 2, acked);
+      int rc = sqlite3_step(insert_cursor_);
+      sqlite3_reset(insert_cursor_);
+      if (rc != SQLITE_DONE) fail("cannot write output cursor " + name);
+    }
     for (std::size_t i = series_committed_; i < catalog->size(); ++i) {
       auto& s = (*catalog)[i];
       sqlite3_bind_int64(insert_series_, 1, static_cast<std::int64_t>(i + 1));
@@ -445,6 +484,8 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    std::lock_guard lock(cursor_mutex_);
+    for (auto& [name, acked] : cursors) cursors_dirty_.try_emplace(name, acked);  // newer wins
     throw;
   }
   series_committed_ = catalog->size();
@@ -471,6 +512,101 @@ int Store::prune(std::int64_t cutoff_ms, int max_rows) {
     deleted += sqlite3_changes(db_);
   }
   return deleted;
+}
+
+std::optional<std::int64_t> Store::cursor(const std::string& output) const {
+  std::lock_guard lock(cursor_mutex_);
+  auto it = cursors_.find(output);
+  if (it == cursors_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Store::set_cursor(const std::string& output, std::int64_t acked_ms) {
+  std::lock_guard lock(cursor_mutex_);
+  cursors_[output] = acked_ms;
+  cursors_dirty_[output] = acked_ms;
+}
+
+std::vector<Store::RawTick> Store::read_raw(std::int64_t after_ms, std::size_t max_values,
+                                            bool* more) const {
+  std::vector<RawTick> out;
+  std::size_t values = 0;
+  bool full = false;
+  if (more) *more = false;
+  // Adds one row; false once the batch is full.
+  auto add = [&](std::int64_t ts, std::string_view blob) {
+    RawTick tick{ts, {}};
+    try {
+      sample_codec::decode(blob,
+                           [&](std::uint32_t id, double v) { tick.values.emplace_back(id, v); });
+    } catch (const StoreError&) {
+      return true;  // a damaged row is skipped, as queries skip it
+    }
+    if (!out.empty() && values + tick.values.size() > max_values) {
+      full = true;
+      return false;
+    }
+    values += tick.values.size();
+    out.push_back(std::move(tick));
+    return true;
+  };
+  // The queue is copied first: a flush that commits rows (and takes them off the queue) while the
+  // file is read leaves them in this copy, so none falls between the two reads.
+  std::vector<std::pair<std::int64_t, std::string>> queued;
+  {
+    std::lock_guard lock(pending_mutex_);
+    for (auto& r : pending_)
+      if (r.first > after_ms) queued.push_back(r);
+  }
+  auto conn = borrow();
+  sqlite3_stmt* st = conn->after();
+  sqlite3_bind_int64(st, 1, after_ms);
+  // A row per tick: at most max_values + 1 rows can be needed (ticks hold one value or more).
+  sqlite3_bind_int64(st, 2,
+                     static_cast<std::int64_t>(std::min<std::size_t>(max_values, 1 << 20)) + 1);
+  int rc;
+  std::int64_t last = after_ms;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    auto* data = static_cast<const char*>(sqlite3_column_blob(st, 1));
+    const std::int64_t ts = sqlite3_column_int64(st, 0);
+    if (!add(ts, std::string_view(data ? data : "",
+                                  static_cast<std::size_t>(sqlite3_column_bytes(st, 1)))))
+      break;
+    last = ts;
+  }
+  sqlite3_reset(st);
+  const bool error = rc != SQLITE_ROW && rc != SQLITE_DONE;
+  std::string why = error ? sqlite3_errmsg(conn->db()) : "";
+  give_back(std::move(conn));
+  if (error) throw StoreError(path_ + ": cannot read samples: " + why);
+  if (more) *more = full;
+  if (full) return out;
+  // Queued rows are newer than committed ones; a row both committed and queued is read once.
+  for (auto& [ts, blob] : queued)
+    if (ts > last && !add(ts, blob)) break;
+  if (more) *more = full;
+  return out;
+}
+
+std::pair<std::uint64_t, std::int64_t> Store::ticks_after(std::int64_t after_ms) const {
+  auto conn = borrow();
+  sqlite3_stmt* st = conn->count_after();
+  sqlite3_bind_int64(st, 1, after_ms);
+  std::uint64_t n = 0;
+  std::int64_t newest = INT64_MIN;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    n = static_cast<std::uint64_t>(sqlite3_column_int64(st, 0));
+    if (sqlite3_column_type(st, 1) != SQLITE_NULL) newest = sqlite3_column_int64(st, 1);
+  }
+  sqlite3_reset(st);
+  give_back(std::move(conn));
+  std::lock_guard lock(pending_mutex_);
+  for (auto& [ts, blob] : pending_)
+    if (ts > after_ms && ts > newest) {
+      ++n;
+      newest = ts;
+    }
+  return {n, newest};
 }
 
 Store::Catalog Store::series() const {

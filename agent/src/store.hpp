@@ -11,6 +11,9 @@
 //   rollups(ts INTEGER PRIMARY KEY  -- start of a minute, unix milliseconds
 //           , data BLOB)            -- per series: mean, min, max, last and count of that minute,
 //                                   -- and (key 0) the offset of its first sample in ms
+//   output_cursors(name TEXT PRIMARY KEY  -- [[remote_write]] name
+//           , acked_ms INTEGER)     -- newest sample ts the receiver acknowledged
+//   (created if missing in a file of either version: older agents ignore it)
 // Queries with a step of a minute or more read the rollups: a 24 h chart reads 1,440 rows, not
 // 86,400. Their buckets are made of whole minutes (raw samples fill the rest of the window).
 // A minute's summary always folds every sample of that minute, also across a restart inside it
@@ -24,8 +27,10 @@
 
 #include <atomic>
 #include <kiwi/handler.hpp>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -51,6 +56,8 @@ class ReadConnection {
   sqlite3_stmt* rollups() const { return rollups_; }  // ?1 since ?2 until, oldest first
   // One row: newest sample ts <= ?1, oldest sample ts, oldest rollup ts (each NULL if none).
   sqlite3_stmt* bounds() const { return bounds_; }
+  sqlite3_stmt* after() const { return after_; }              // ?1 after ?2 limit, oldest first
+  sqlite3_stmt* count_after() const { return count_after_; }  // count(*), max(ts) after ?1
 
  private:
   sqlite3* db_ = nullptr;
@@ -58,6 +65,8 @@ class ReadConnection {
   sqlite3_stmt* range_ = nullptr;
   sqlite3_stmt* rollups_ = nullptr;
   sqlite3_stmt* bounds_ = nullptr;
+  sqlite3_stmt* after_ = nullptr;
+  sqlite3_stmt* count_after_ = nullptr;
 };
 
 struct SeriesInfo {
@@ -97,6 +106,25 @@ class Store {
   Catalog series() const;
 
   const std::string& path() const { return path_; }
+
+  // Raw samples for outputs (remote write): whole ticks with ts > after_ms, oldest first,
+  // committed rows and the queued ones, read through a read-only connection; stops before the
+  // tick that would take the batch past `max_values` values (one tick at least). Any thread.
+  struct RawTick {
+    std::int64_t ts_ms;
+    std::vector<std::pair<std::uint32_t, double>> values;  // series id (catalog index + 1), value
+  };
+  // `more` (if given): whether the batch stopped at max_values with ticks left after it.
+  std::vector<RawTick> read_raw(std::int64_t after_ms, std::size_t max_values,
+                                bool* more = nullptr) const;
+  // Ticks stored with ts > after_ms (committed and queued), and the newest tick's ts (INT64_MIN
+  // when there is none). Any thread.
+  std::pair<std::uint64_t, std::int64_t> ticks_after(std::int64_t after_ms) const;
+
+  // Output cursors: read at open; set() takes effect in memory at once and reaches the file with
+  // the next flush(), in its transaction (no write of its own). Any thread.
+  std::optional<std::int64_t> cursor(const std::string& output) const;
+  void set_cursor(const std::string& output, std::int64_t acked_ms);
 
  private:
   std::uint32_t series_id(const MetricValue& m);
@@ -146,6 +174,11 @@ class Store {
   std::unordered_map<std::string, std::uint32_t> series_ids_;           // key -> id
   // series_id()'s label text and lookup key, reused: no allocation per metric per tick.
   std::string labels_buf_, key_buf_;
+
+  mutable std::mutex cursor_mutex_;
+  std::map<std::string, std::int64_t> cursors_;
+  std::map<std::string, std::int64_t> cursors_dirty_;  // set since the last flush
+  sqlite3_stmt* insert_cursor_ = nullptr;
 
   // Read-only connections not in use; a worker takes one, returns it after its query.
   mutable std::mutex pool_mutex_;

@@ -1,4 +1,5 @@
 // /api/health: 200 when the agent is sampling, storing and every sensor works; 503 with reasons.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <kiwi/handler.hpp>
@@ -12,6 +13,12 @@ std::string number(double v) {
   while (s.back() == '0') s.pop_back();
   if (s.back() == '.') s.pop_back();
   return s;
+}
+
+// How far an output may lag before /api/health says "degraded": three of its intervals, and at
+// least a minute (one failed request or a slow receiver is not worth a warning).
+double behind_limit(const kiwi::OutputStatus& o) {
+  return std::max(60.0, 3 * o.interval_seconds);
 }
 
 class HealthHandler final : public kiwi::Handler {
@@ -45,7 +52,18 @@ class HealthHandler final : public kiwi::Handler {
       if (s.state == kiwi::SensorState::error)
         reasons.push_back("sensor " + s.name + ": " + s.message);
 
-    std::string body = reasons.empty() ? "{\"status\":\"ok\"" : "{\"status\":\"failing\"";
+    // An output behind is not a failure of the agent (it samples and serves; the backlog is kept
+    // and sent later): "degraded", still 200, with the reason.
+    std::vector<std::string> degraded;
+    for (auto& o : stats.outputs)
+      if (o.seconds_behind > behind_limit(o))
+        degraded.push_back("remote_write " + o.name + ": " + number(o.seconds_behind) +
+                           " s behind (more than " + number(behind_limit(o)) + " s)" +
+                           (o.last_error.empty() ? "" : ": " + o.last_error));
+
+    std::string body = !reasons.empty()   ? "{\"status\":\"failing\""
+                       : degraded.empty() ? "{\"status\":\"ok\""
+                                          : "{\"status\":\"degraded\"";
     body += ",\"uptime_seconds\":" + number(std::floor(std::max(0.0, now - stats.started_at)));
     body += ",\"last_sample_age_seconds\":" + number(std::max(0.0, age));
     body += ",\"sequence\":" + std::to_string(snap->sequence);
@@ -54,14 +72,32 @@ class HealthHandler final : public kiwi::Handler {
     // A failed reload is not a failure of the agent (the previous configuration serves on): it
     // shows here, and in /api/plugins and /metrics, until a reload succeeds.
     kiwi::append_config_status_json(body, stats.config);
-    body += ",\"reasons\":[";
+    body += ",\"remote_write\":[";
+    for (std::size_t i = 0; i < stats.outputs.size(); ++i) {
+      const auto& o = stats.outputs[i];
+      if (i) body += ',';
+      body += "{\"name\":";
+      kiwi::append_json_string(body, o.name);
+      body += ",\"state\":";
+      kiwi::append_json_string(body, o.state);
+      body += ",\"seconds_behind\":" + number(o.seconds_behind);
+      body += ",\"samples_pending\":" + std::to_string(o.samples_pending);
+      body += ",\"samples_sent_total\":" + std::to_string(o.samples_sent_total);
+      body += ",\"batches_dropped_total\":" + std::to_string(o.batches_dropped_total);
+      body += ",\"failures_total\":" + std::to_string(o.failures_total);
+      body += ",\"last_error\":";
+      kiwi::append_json_string(body, o.last_error);
+      body += ",\"last_error_at\":" + number(o.last_error_at) + "}";
+    }
+    body += "],\"reasons\":[";
+    reasons.insert(reasons.end(), degraded.begin(), degraded.end());
     for (std::size_t i = 0; i < reasons.size(); ++i) {
       if (i) body += ',';
       kiwi::append_json_string(body, reasons[i]);
     }
     body += "]}";
     kiwi::Response res;
-    res.status = reasons.empty() ? 200 : 503;
+    res.status = reasons.size() == degraded.size() ? 200 : 503;
     res.headers = {{"Cache-Control", "no-store"}};
     res.body = std::make_shared<const std::string>(std::move(body));
     return res;

@@ -171,6 +171,36 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
            static_cast<double>(stats.config.reloads_failed));
   auto& http =
       fams.get("kiwi_http_requests_total", "HTTP requests answered, by route and status", true);
+  // Outputs ([[remote_write]]) and their backlog.
+  if (!stats.outputs.empty()) {
+    auto& behind = fams.get("kiwi_remote_write_behind_seconds",
+                            "newest stored sample minus the newest one the receiver took", false);
+    auto& pending =
+        fams.get("kiwi_remote_write_pending_samples",
+                 "stored samples not yet sent (estimated from the latest batch)", false);
+    auto& sent =
+        fams.get("kiwi_remote_write_samples_sent_total", "samples the receiver acknowledged", true);
+    auto& dropped = fams.get("kiwi_remote_write_batches_dropped_total",
+                             "batches the receiver refused for good (4xx other than 429)", true);
+    auto& failures =
+        fams.get("kiwi_remote_write_failures_total",
+                 "sends that failed and are retried (connection, timeout, 5xx, 429)", true);
+    auto& error = fams.get("kiwi_remote_write_last_error_info",
+                           "the latest failure or refusal (1; absent when none)", false);
+    for (auto& o : stats.outputs) {
+      auto label = one_label("remote_write", o.name);
+      fams.add(behind, label, o.seconds_behind);
+      fams.add(pending, label, static_cast<double>(o.samples_pending));
+      fams.add(sent, label, static_cast<double>(o.samples_sent_total));
+      fams.add(dropped, label, static_cast<double>(o.batches_dropped_total));
+      fams.add(failures, label, static_cast<double>(o.failures_total));
+      if (!o.last_error.empty())
+        fams.add(error,
+                 "{remote_write=\"" + escape_label_value(o.name) + "\",error=\"" +
+                     escape_label_value(o.last_error.substr(0, 200)) + "\"}",
+                 1);
+    }
+  }
   for (auto& r : stats.http_requests)
     fams.add(http,
              "{route=\"" + escape_label_value(r.route) + "\",status=\"" +

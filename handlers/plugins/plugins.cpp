@@ -20,7 +20,8 @@ class PluginsHandler final : public kiwi::Handler {
       if (!first) body += ',';
       first = false;
       const bool sensor = p.kind == kiwi::PluginKind::sensor;
-      body += sensor ? "{\"name\":" : "{\"route\":";
+      // A route is named by its path; a sensor and an output ([[remote_write]]) by their name.
+      body += p.kind == kiwi::PluginKind::handler ? "{\"route\":" : "{\"name\":";
       kiwi::append_json_string(body, p.name);
       body += ",\"kind\":";
       kiwi::append_json_string(body, kiwi::to_string(p.kind));

@@ -197,7 +197,9 @@ static const kiwi_plugin descriptor = {KIWI_ABI_MAJOR,
                                        NULL,
                                        NULL,
                                        NULL,
-                                       destroy};
+                                       destroy,
+                                       NULL,
+                                       NULL};
 
 KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void) {
   return &descriptor;

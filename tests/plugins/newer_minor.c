@@ -62,12 +62,28 @@ static void destroy(void *instance) {
   free(instance);
 }
 
-static const plugin_1_7 descriptor = {
-    {KIWI_ABI_MAJOR, KIWI_ABI_MINOR + 7, sizeof(plugin_1_7), KIWI_KIND_SENSOR, S("newer_minor"),
-     S("built against ABI 1.7"), &options[0].v1_0, 2, sizeof(option_spec_1_7), &metrics[0].v1_0, 2,
-     sizeof(metric_spec_1_7), create, sample, NULL, NULL, NULL, destroy},
-    NULL,
-    S("unknown to this agent")};
+static const plugin_1_7 descriptor = {{KIWI_ABI_MAJOR,
+                                       KIWI_ABI_MINOR + 7,
+                                       sizeof(plugin_1_7),
+                                       KIWI_KIND_SENSOR,
+                                       S("newer_minor"),
+                                       S("built against ABI 1.7"),
+                                       &options[0].v1_0,
+                                       2,
+                                       sizeof(option_spec_1_7),
+                                       &metrics[0].v1_0,
+                                       2,
+                                       sizeof(metric_spec_1_7),
+                                       create,
+                                       sample,
+                                       NULL,
+                                       NULL,
+                                       NULL,
+                                       destroy,
+                                       NULL,
+                                       NULL},
+                                      NULL,
+                                      S("unknown to this agent")};
 
 KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void) {
   return &descriptor.v1_0;

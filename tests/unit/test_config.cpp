@@ -153,7 +153,7 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
           "max_connections, cors_origins");
     CHECK(error_of("[colector]\n") ==
           "kiwi.toml:1:2: colector: unknown key; accepted here: agent, http, collector, sensor, "
-          "route");
+          "route, remote_write");
     CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nintervall = \"1s\"\n") ==
           "kiwi.toml:3:1: sensor.intervall: unknown key; accepted here: plugin, name, interval, "
           "timeout, options");
@@ -471,4 +471,34 @@ TEST_CASE("config: include appends the [[sensor]] and [[route]] entries of conf.
         load_config_file(main, "/opt/kiwi/bin"),
         Catch::StartsWith(main + ":2:11: agent.include: \"conf.d/*.toml\" is not a list"));
   }
+}
+
+TEST_CASE(
+    "config: [[remote_write]] has none by default, and its agent keys are checked with places") {
+  CHECK(load("").outputs.empty());
+  Config c = load(
+      "[[remote_write]]\nurl = \"http://a/api/v1/write\"\n"
+      "[[remote_write]]\nname = \"b\"\nurl = \"http://b/\"\ninterval = \"30s\"\n"
+      "series = [\"cpu_*\"]\nmax_samples = 500\n");
+  REQUIRE(c.outputs.size() == 2);
+  CHECK(c.outputs[0].name == "remote_write");
+  CHECK(c.outputs[0].plugin == "remote_write");
+  CHECK(c.outputs[0].interval == Millis(10'000));
+  CHECK(c.outputs[0].series.empty());
+  CHECK(c.outputs[0].max_samples == 10'000);
+  CHECK(c.outputs[1].name == "b");
+  CHECK(c.outputs[1].interval == Millis(30'000));
+  CHECK(c.outputs[1].series == std::vector<std::string>{"cpu_*"});
+  CHECK(c.outputs[1].max_samples == 500);
+  REQUIRE(c.outputs[1].options);
+  CHECK(c.outputs[1].options->contains("url"));  // the plugin's options: the table itself
+  CHECK(error_of("[[remote_write]]\nurl = \"x\"\ninterval = \"500ms\"\n") ==
+        "kiwi.toml:3:12: remote_write.interval: \"500ms\" is out of range (accepted: 1s to 1h)");
+  CHECK(error_of("[[remote_write]]\n[[remote_write]]\n") ==
+        "kiwi.toml:2:1: remote_write.name: \"remote_write\" is used by two [[remote_write]] "
+        "entries (the other at kiwi.toml:1:1); give each a unique name = \"...\"");
+  CHECK(error_of("[[remote_write]]\nseries = \"cpu\"\n")
+            .starts_with("kiwi.toml:2:10: remote_write.series: must be a list"));
+  CHECK(
+      error_of("remote_write = 1\n").starts_with("kiwi.toml:1:16: remote_write: must be an array"));
 }

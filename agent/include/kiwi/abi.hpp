@@ -24,11 +24,13 @@ namespace kiwi::abi {
 static_assert(static_cast<std::uint32_t>(OptionType::boolean) == KIWI_OPTION_BOOLEAN &&
               static_cast<std::uint32_t>(OptionType::string_list) == KIWI_OPTION_STRING_LIST &&
               static_cast<std::uint32_t>(OptionType::duration) == KIWI_OPTION_DURATION &&
-              static_cast<std::uint32_t>(OptionType::size) == KIWI_OPTION_SIZE);
+              static_cast<std::uint32_t>(OptionType::size) == KIWI_OPTION_SIZE &&
+              static_cast<std::uint32_t>(OptionType::string_table) == KIWI_OPTION_STRING_TABLE);
 static_assert(static_cast<std::uint32_t>(LogLevel::error) == KIWI_LOG_ERROR &&
               static_cast<std::uint32_t>(LogLevel::debug) == KIWI_LOG_DEBUG);
 static_assert(static_cast<std::uint32_t>(PluginKind::sensor) == KIWI_KIND_SENSOR &&
-              static_cast<std::uint32_t>(PluginKind::handler) == KIWI_KIND_HANDLER);
+              static_cast<std::uint32_t>(PluginKind::handler) == KIWI_KIND_HANDLER &&
+              static_cast<std::uint32_t>(PluginKind::output) == KIWI_KIND_OUTPUT);
 
 inline kiwi_str str(std::string_view s) {
   return {s.data(), s.size()};
@@ -71,7 +73,13 @@ inline Options options_from(const kiwi_option_value* values, std::size_t count) 
     v.integer = c.integer;
     v.number = c.number;
     v.string = std::string(view(c.string));
-    for (std::size_t j = 0; j < c.string_count; ++j) v.string_list.emplace_back(view(c.strings[j]));
+    if (v.type == OptionType::string_table) {
+      for (std::size_t j = 0; j + 1 < c.string_count; j += 2)
+        v.table.emplace_back(view(c.strings[j]), view(c.strings[j + 1]));
+    } else {
+      for (std::size_t j = 0; j < c.string_count; ++j)
+        v.string_list.emplace_back(view(c.strings[j]));
+    }
     v.duration = std::chrono::milliseconds(c.integer);
     v.size = static_cast<std::uint64_t>(c.integer);
     out.push_back(std::move(v));
@@ -100,6 +108,8 @@ struct Functions {
   decltype(kiwi_plugin::handler_handle) handler_handle = nullptr;
   decltype(kiwi_plugin::handler_methods) handler_methods = nullptr;
   decltype(kiwi_plugin::destroy) destroy = nullptr;
+  decltype(kiwi_plugin::output_create) output_create = nullptr;
+  decltype(kiwi_plugin::output_write) output_write = nullptr;
 };
 
 // The descriptor of a plugin, built once, on the first call to kiwi_plugin_v1() (at load).
@@ -118,7 +128,7 @@ struct Descriptor {
     plugin.abi_major = KIWI_ABI_MAJOR;
     plugin.abi_minor = KIWI_ABI_MINOR;
     plugin.size = sizeof(kiwi_plugin);
-    plugin.kind = kind == PluginKind::sensor ? KIWI_KIND_SENSOR : KIWI_KIND_HANDLER;
+    plugin.kind = static_cast<std::uint32_t>(kind);
     plugin.name = str(name);
     plugin.description = str(description);
     plugin.options = options.data();
@@ -133,6 +143,8 @@ struct Descriptor {
     plugin.handler_handle = fn.handler_handle;
     plugin.handler_methods = fn.handler_methods;
     plugin.destroy = fn.destroy;
+    plugin.output_create = fn.output_create;
+    plugin.output_write = fn.output_write;
   }
   Descriptor(const Descriptor&) = delete;
   Descriptor& operator=(const Descriptor&) = delete;

@@ -264,6 +264,24 @@ struct ConfigStatus {
   std::uint64_t reloads_failed = 0;
 };
 
+// One output ([[remote_write]]) and its backlog (kiwi_output_status).
+struct OutputStatus {
+  std::string name;
+  std::string plugin;
+  std::string state;  // "starting", "live", "catching_up", "retrying"
+  double interval_seconds = 0;
+  double acked_at = 0;        // unix seconds of the newest sample the receiver took (0: none)
+  double seconds_behind = 0;  // newest stored sample minus acked_at
+  std::uint64_t samples_pending = 0;
+  std::uint64_t samples_sent_total = 0;
+  std::uint64_t batches_sent_total = 0;
+  std::uint64_t batches_dropped_total = 0;
+  std::uint64_t samples_dropped_total = 0;
+  std::uint64_t failures_total = 0;
+  std::string last_error;
+  double last_error_at = 0;
+};
+
 // Counters of the running agent, for /api/health, /api/plugins and /metrics.
 struct AgentStats {
   std::string version;
@@ -280,6 +298,7 @@ struct AgentStats {
   std::vector<PluginStatus> plugins;
   std::vector<HttpRequestCount> http_requests;
   ConfigStatus config;
+  std::vector<OutputStatus> outputs;  // an agent before ABI 1.1: none
 };
 
 // A history query. Limits are checked by the handler; the store trusts them.
@@ -481,7 +500,7 @@ inline AgentStats stats_from(const kiwi_stats& c) {
     const auto& p = row_at(c.plugins, c.plugin_status_size, i);
     PluginStatus& out = s.plugins.emplace_back();
     out.name = std::string(view(p.name));
-    out.kind = p.kind == KIWI_KIND_SENSOR ? PluginKind::sensor : PluginKind::handler;
+    out.kind = static_cast<PluginKind>(p.kind);
     out.plugin = std::string(view(p.plugin));
     out.file = std::string(view(p.file));
     out.abi_major = p.abi_major;
@@ -513,6 +532,25 @@ inline AgentStats stats_from(const kiwi_stats& c) {
   s.config.reload_message = std::string(view(c.reload_message));
   s.config.reloads_ok = c.reloads_ok;
   s.config.reloads_failed = c.reloads_failed;
+  if (KIWI_HAS_MEMBER(&c, kiwi_stats, output_status_size) && c.outputs)
+    for (std::size_t i = 0; i < c.output_count; ++i) {
+      const auto& o = row_at(c.outputs, c.output_status_size, i);
+      OutputStatus& out = s.outputs.emplace_back();
+      out.name = std::string(view(o.name));
+      out.plugin = std::string(view(o.plugin));
+      out.state = std::string(view(o.state));
+      out.interval_seconds = o.interval_seconds;
+      out.acked_at = o.acked_at;
+      out.seconds_behind = o.seconds_behind;
+      out.samples_pending = o.samples_pending;
+      out.samples_sent_total = o.samples_sent_total;
+      out.batches_sent_total = o.batches_sent_total;
+      out.batches_dropped_total = o.batches_dropped_total;
+      out.samples_dropped_total = o.samples_dropped_total;
+      out.failures_total = o.failures_total;
+      out.last_error = std::string(view(o.last_error));
+      out.last_error_at = o.last_error_at;
+    }
   return s;
 }
 

@@ -61,12 +61,16 @@ typedef struct kiwi_str {
 
 /* ---- What a plugin declares ------------------------------------------------------------------ */
 
-enum { KIWI_KIND_SENSOR = 1, KIWI_KIND_HANDLER = 2 };
+/* KIWI_KIND_OUTPUT: since ABI 1.1 (an output plugin sends history somewhere: remote write). */
+enum { KIWI_KIND_SENSOR = 1, KIWI_KIND_HANDLER = 2, KIWI_KIND_OUTPUT = 3 };
 
 /* Option types. The agent parses the TOML value, checks its type and range and fills in the
  * default, so a plugin reads its options without validation of its own.
  *   DURATION  a TOML string in the config's syntax ("500ms", "10s", "2m", "1h30m"); milliseconds
- *   SIZE      a TOML integer of bytes, or a string "512", "64KiB", "1MiB", "10kB"; bytes */
+ *   SIZE      a TOML integer of bytes, or a string "512", "64KiB", "1MiB", "10kB"; bytes
+ *   STRING_TABLE  (since ABI 1.1) a TOML table of strings, { "X-Scope" = "a", b = "c" }; given as
+ *             `strings` holding key, value, key, value, ... in the table's order (string_count is
+ *             twice the number of entries). An agent of ABI 1.0 refuses a plugin declaring one. */
 enum {
   KIWI_OPTION_BOOLEAN = 0,
   KIWI_OPTION_INTEGER = 1,
@@ -74,7 +78,8 @@ enum {
   KIWI_OPTION_STRING = 3,
   KIWI_OPTION_STRING_LIST = 4,
   KIWI_OPTION_DURATION = 5,
-  KIWI_OPTION_SIZE = 6
+  KIWI_OPTION_SIZE = 6,
+  KIWI_OPTION_STRING_TABLE = 7
 };
 
 /* One row of the option table. It drives validation (an unknown key, a wrong type or a value out
@@ -155,7 +160,7 @@ typedef struct kiwi_option_value {
   int64_t integer; /* INTEGER; DURATION in milliseconds; SIZE in bytes */
   double number;
   kiwi_str string;
-  const kiwi_str *strings; /* STRING_LIST */
+  const kiwi_str *strings; /* STRING_LIST; STRING_TABLE: key, value, key, value, ... */
   size_t string_count;
 } kiwi_option_value;
 
@@ -254,6 +259,66 @@ typedef struct kiwi_response {
   void (*error)(void *ctx, kiwi_str message);
 } kiwi_response;
 
+/* ---- Outputs (since ABI 1.1) ----------------------------------------------------------------
+ * An output plugin is transport only: the agent reads its history, keeps the cursor of what the
+ * receiver acknowledged, schedules, retries with backoff and filters series; the plugin encodes
+ * one batch and sends it, and says whether it went through. */
+
+/* Handed to output_create; valid during that call only, except `host`. */
+typedef struct kiwi_output_context {
+  uint32_t size;
+  kiwi_str instance_name; /* the [[remote_write]] name, unique in the config */
+  const kiwi_option_value *options;
+  size_t option_count;
+  const kiwi_host *host;  /* valid until destroy returns */
+  kiwi_str host_name;     /* gethostname(), for a default `instance` label */
+  kiwi_str agent_version; /* "0.3.0" */
+} kiwi_output_context;
+
+/* One value of a series: unix milliseconds and the value in base units. */
+typedef struct kiwi_output_point {
+  int64_t timestamp_ms;
+  double value;
+} kiwi_output_point;
+
+/* One series of a batch. `name` is the stored name ("cpu_usage_ratio"), without the "kiwi_"
+ * prefix /metrics adds; labels are sorted by name; points oldest first, one per timestamp. */
+typedef struct kiwi_output_series {
+  uint32_t size;
+  kiwi_str name;
+  const kiwi_label *labels;
+  size_t label_count;
+  uint32_t unit; /* KIWI_UNIT_* */
+  uint32_t kind; /* KIWI_GAUGE or KIWI_COUNTER */
+  const kiwi_output_point *points;
+  size_t point_count;
+} kiwi_output_series;
+
+/* What output_write sends: samples of whole ticks, every series oldest first. Valid during the
+ * call only. */
+typedef struct kiwi_output_batch {
+  uint32_t size;
+  const kiwi_output_series *series; /* rows of series_size bytes */
+  size_t series_count;
+  uint32_t series_size;
+  size_t sample_count; /* points of all series together */
+  int64_t oldest_ms;   /* the batch's first and last tick */
+  int64_t newest_ms;
+} kiwi_output_batch;
+
+/* output_write's verdict. OK: the receiver took it (2xx), the cursor moves past the batch.
+ * RETRY: not now (no connection, timeout, 5xx, 429): the agent backs off and sends the same
+ * samples again. DROP: the receiver refuses these samples for good (another 4xx): the agent logs
+ * the reason, counts the batch and moves past it. */
+enum { KIWI_OUTPUT_OK = 0, KIWI_OUTPUT_RETRY = 1, KIWI_OUTPUT_DROP = 2 };
+
+/* Where output_write says why (RETRY, DROP; or a note for OK); copied; the last call wins. */
+typedef struct kiwi_output_result {
+  uint32_t size;
+  void *ctx;
+  void (*reason)(void *ctx, kiwi_str text);
+} kiwi_output_result;
+
 /* ---- The agent's data a handler may read ------------------------------------------------------
  * Read-only views the agent builds; each is acquired with a ticket and released with it, and
  * stays valid and unchanged until released (a snapshot is immutable once published). Rows of
@@ -318,6 +383,25 @@ typedef struct kiwi_request_count {
   uint64_t count;
 } kiwi_request_count;
 
+/* One output ([[remote_write]]) and its backlog (since ABI 1.1). */
+typedef struct kiwi_output_status {
+  uint32_t size;
+  kiwi_str name;   /* [[remote_write]] name */
+  kiwi_str plugin; /* the plugin's name */
+  kiwi_str state;  /* "starting", "live", "catching_up", "retrying" */
+  double interval_seconds;
+  double acked_at;          /* unix seconds of the newest sample the receiver took (0: none yet) */
+  double seconds_behind;    /* newest stored sample minus acked_at (0 when caught up) */
+  uint64_t samples_pending; /* stored samples not yet sent (of the series it sends) */
+  uint64_t samples_sent_total;
+  uint64_t batches_sent_total;
+  uint64_t batches_dropped_total;
+  uint64_t samples_dropped_total;
+  uint64_t failures_total; /* write attempts answered RETRY */
+  kiwi_str last_error;     /* the latest RETRY or DROP reason ("" none) */
+  double last_error_at;    /* unix seconds (0: none) */
+} kiwi_output_status;
+
 /* The agent's counters and configuration state. */
 typedef struct kiwi_stats {
   uint32_t size;
@@ -346,6 +430,10 @@ typedef struct kiwi_stats {
   kiwi_str reload_message;
   uint64_t reloads_ok;
   uint64_t reloads_failed;
+  /* Since ABI 1.1 (KIWI_HAS_MEMBER(stats, kiwi_stats, output_status_size)): the outputs. */
+  const kiwi_output_status *outputs; /* rows of output_status_size bytes */
+  size_t output_count;
+  uint32_t output_status_size;
 } kiwi_stats;
 
 enum {
@@ -425,7 +513,7 @@ typedef struct kiwi_plugin {
   uint32_t abi_major;   /* KIWI_ABI_MAJOR */
   uint32_t abi_minor;   /* KIWI_ABI_MINOR */
   uint32_t size;        /* sizeof(kiwi_plugin) */
-  uint32_t kind;        /* KIWI_KIND_SENSOR or KIWI_KIND_HANDLER */
+  uint32_t kind;        /* KIWI_KIND_SENSOR, KIWI_KIND_HANDLER or KIWI_KIND_OUTPUT (1.1) */
   kiwi_str name;        /* default lookup name: "cpu" -> kiwi-sensor-cpu.so */
   kiwi_str description; /* one line */
   const kiwi_option_spec *options;
@@ -451,9 +539,19 @@ typedef struct kiwi_plugin {
   int (*handler_handle)(void *instance, const kiwi_request *request, const kiwi_response *response);
   kiwi_str (*handler_methods)(void *instance);
 
-  /* Both kinds: the instance goes; called once, after its last call, before the shared object is
+  /* Every kind: the instance goes; called once, after its last call, before the shared object is
    * unloaded. The host's log may still be used. */
   void (*destroy)(void *instance);
+
+  /* Outputs (since ABI 1.1; a sensor or handler of 1.1 leaves them NULL). create: once per
+   * [[remote_write]] entry, on the main thread; returns the instance, or NULL after
+   * refusal->refuse(). write: from the output's own thread, at most one call at a time per
+   * instance; sends `batch` and returns KIWI_OUTPUT_*, with the reason given to result->reason.
+   * It may block (a network call) but should return within its own timeout: a reload or stop
+   * waits for the call in progress. */
+  void *(*output_create)(const kiwi_output_context *ctx, const kiwi_refusal *refusal);
+  uint32_t (*output_write)(void *instance, const kiwi_output_batch *batch,
+                           const kiwi_output_result *result);
 } kiwi_plugin;
 
 /* The one symbol a plugin exports. */

@@ -22,10 +22,10 @@
 
 namespace kiwi {
 
-enum class PluginKind : std::uint32_t { sensor = 1, handler = 2 };
+enum class PluginKind : std::uint32_t { sensor = 1, handler = 2, output = 3 };
 
 inline std::string_view to_string(PluginKind kind) {
-  return kind == PluginKind::sensor ? "sensor" : "handler";
+  return kind == PluginKind::sensor ? "sensor" : kind == PluginKind::handler ? "handler" : "output";
 }
 
 // Option types a plugin may declare. The host parses the TOML value, checks its type and fills in
@@ -33,6 +33,7 @@ inline std::string_view to_string(PluginKind kind) {
 //   duration  a TOML string in the config's duration syntax: "500ms", "10s", "2m", "1h30m", "7d"
 //   size      bytes: a TOML integer (65536), or a string with a unit: "512", "64KiB", "1MiB",
 //             "2GiB", "10kB", "5MB" (binary units are powers of 1024, decimal ones of 1000)
+//   string_table  a TOML table of strings: headers = { "X-Scope-OrgID" = "pi" } (ABI 1.1)
 enum class OptionType : std::uint32_t {
   boolean,
   integer,
@@ -40,7 +41,8 @@ enum class OptionType : std::uint32_t {
   string,
   string_list,
   duration,
-  size
+  size,
+  string_table
 };
 
 // One row of a plugin's option table: declared once, it drives validation (unknown keys and wrong
@@ -67,6 +69,7 @@ struct OptionValue {
   double number = 0;
   std::string string;
   std::vector<std::string> string_list;
+  std::vector<std::pair<std::string, std::string>> table;  // string_table, in the table's order
   std::chrono::milliseconds duration{0};
   std::uint64_t size = 0;  // bytes
 };
@@ -94,6 +97,9 @@ class Options {
     return find(key, OptionType::duration).duration;
   }
   std::uint64_t get_size(std::string_view key) const { return find(key, OptionType::size).size; }
+  const std::vector<std::pair<std::string, std::string>>& get_table(std::string_view key) const {
+    return find(key, OptionType::string_table).table;
+  }
   const std::vector<OptionValue>& values() const { return values_; }
 
  private:

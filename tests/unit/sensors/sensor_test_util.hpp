@@ -166,6 +166,8 @@ inline kiwi::OptionValue default_value(const kiwi::OptionSpec& spec) {
         if (!text.empty() && text.front() == ',') text.remove_prefix(1);
       }
       break;
+    case kiwi::OptionType::string_table:  // no sensor has one; "{}" is the only default read
+      break;
     case kiwi::OptionType::duration:  // the host's parsers, as the loader uses them
       v.duration =
           kiwi::agent::parse_duration(detail::take_string(text, spec.default_toml)).value();

@@ -84,6 +84,8 @@ std::string_view type_word(kiwi::OptionType type) {
       return "duration";
     case kiwi::OptionType::size:
       return "size";
+    case kiwi::OptionType::string_table:
+      return "table of strings";
   }
   return "?";
 }
