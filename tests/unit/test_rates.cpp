@@ -129,7 +129,7 @@ TEST_CASE("rates: a clock that does not advance, or is missing, gives no rates a
   CHECK(back.find("t_bytes_per_second", "a")->value == 1.5);
 }
 
-TEST_CASE("rates: a series not emitted is forgotten; a sensor without counters is not timed") {
+TEST_CASE("rates: a series not emitted is forgotten, and a sensor without counters is not timed") {
   RateDeriver rates;
   sample(rates, 1000, [](auto& sink) { sink.emit(kBytes, {"usb0"}, 100); });
   sample(rates, 2000, [](auto&) {});  // usb0 unplugged
