@@ -8,6 +8,7 @@
 #include <set>
 
 #include "harness.hpp"
+#include "prometheus.hpp"
 #include "receiver.hpp"
 
 using namespace kiwi_test;
@@ -15,35 +16,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string encode(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '_' || c == '.' || c == '-') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
+// A receiver only: nothing to scrape.
+const std::string kRemoteWriteConfig = "global:\n  scrape_interval: 1m\n";
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-rapidjson::Document get_json(int port, const std::string& target) {
-  rapidjson::Document d;
-  try {
-    HttpClient c(port);
-    auto r = c.get(target);
-    d.Parse(r.body.c_str(), r.body.size());
-  } catch (const std::exception&) {
-    d.SetObject();
-  }
-  if (d.HasParseError() || !d.IsObject()) d.SetObject();
-  return d;
 }
 
 // The agent's /api/health entry for its one output (an empty object until there is one).
@@ -69,62 +46,6 @@ Backlog backlog(const Agent& a) {
   return b;
 }
 
-struct Prometheus {
-  TempDir dir;
-  int port = free_port();
-  pid_t pid = -1;
-  Prometheus() {
-    write_text(dir.path / "prometheus.yml", "global:\n  scrape_interval: 1m\n");
-    start();
-  }
-  void start() {
-    pid = spawn({"/usr/bin/prometheus", "--config.file=" + (dir.path / "prometheus.yml").string(),
-                 "--storage.tsdb.path=" + (dir.path / "data").string(),
-                 "--web.listen-address=127.0.0.1:" + std::to_string(port),
-                 "--web.enable-remote-write-receiver"},
-                dir.path / "out", dir.path / "err");
-    REQUIRE(eventually([&] { return ready(); }, 30s));
-  }
-  bool ready() {
-    try {
-      HttpClient c(port);
-      return c.get("/-/ready").status == 200;
-    } catch (const std::exception&) {
-      return false;
-    }
-  }
-  void stop() {
-    kill(pid, SIGTERM);
-    wait_exit(pid, 20s);
-    pid = -1;
-  }
-  ~Prometheus() {
-    if (pid > 0) {
-      kill(pid, SIGTERM);
-      try {
-        wait_exit(pid, 20s);
-      } catch (...) {
-      }
-    }
-  }
-  rapidjson::Document api(const std::string& target) { return get_json(port, target); }
-  // The instant query's results.
-  std::vector<std::pair<std::map<std::string, std::string>, double>> query(const std::string& q,
-                                                                           double at = 0) {
-    auto d =
-        api("/api/v1/query?query=" + encode(q) + (at > 0 ? "&time=" + std::to_string(at) : ""));
-    std::vector<std::pair<std::map<std::string, std::string>, double>> out;
-    if (!d.HasMember("data")) return out;
-    for (auto& r : d["data"]["result"].GetArray()) {
-      std::map<std::string, std::string> labels;
-      for (auto& m : r["metric"].GetObject()) labels[m.name.GetString()] = m.value.GetString();
-      out.emplace_back(labels, std::stod(r["value"][1].GetString()));
-    }
-    return out;
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port) + "/api/v1/write"; }
-};
-
 std::string host_name() {
   char buf[256] = {};
   gethostname(buf, sizeof buf - 1);
@@ -135,7 +56,7 @@ std::string host_name() {
 
 TEST_CASE(
     "remote write: a real Prometheus receives the agent's series, named as /metrics names them") {
-  Prometheus prom;
+  Prometheus prom(kRemoteWriteConfig, {"--web.enable-remote-write-receiver"});
   Agent agent("[[remote_write]]\nurl = \"" + prom.url() +
               "\"\ninterval = \"1s\"\nseries = [\"memory_*\", \"cpu_core_usage_ratio\"]\n"
               "labels = { board = \"kiwipi\" }\n");
@@ -167,7 +88,7 @@ TEST_CASE(
 TEST_CASE(
     "remote write: after Prometheus is down for 40 s, every sample of the outage reaches it, in "
     "order") {
-  Prometheus prom;
+  Prometheus prom(kRemoteWriteConfig, {"--web.enable-remote-write-receiver"});
   Agent agent("[[remote_write]]\nurl = \"" + prom.url() +
               "\"\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n");
   INFO(agent.stderr_text());
