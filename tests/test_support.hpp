@@ -52,6 +52,13 @@ struct TempDir {
   TempDir& operator=(const TempDir&) = delete;
 };
 
+// A scratch SQLite file: `path()` is kiwi.db in a fresh directory `dir`, removed with the object.
+struct TempDb {
+  TempDir tmp;
+  const std::filesystem::path& dir = tmp.path;
+  std::string path() const { return (dir / "kiwi.db").string(); }
+};
+
 // For a test that cannot run on this machine (no tmpfs without root): it never passes. Under ctest
 // (tests/CMakeLists.txt sets KIWI_CTEST=1 and SKIP_RETURN_CODE 77 on every test case, each in its
 // own process) the process ends with 77 and ctest lists the test as "Skipped" with this line in

@@ -9,21 +9,14 @@
 #include "log.hpp"
 #include "output.hpp"
 #include "store.hpp"
+#include "test_support.hpp"
 
 using namespace kiwi::agent;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDb {
-  fs::path dir;
-  TempDb() {
-    char tmpl[] = "/tmp/kiwi-output-XXXXXX";
-    dir = mkdtemp(tmpl);
-  }
-  ~TempDb() { fs::remove_all(dir); }
-  std::string path() const { return (dir / "kiwi.db").string(); }
-};
+using kiwi_test::TempDb;
 
 // Appends one tick of `n` series ("s0".."s<n-1>", plus a labelled "other") at `ts`.
 void tick(Store& s, std::int64_t ts, int n = 3) {

@@ -20,15 +20,7 @@ using namespace kiwi::agent;
 namespace fs = std::filesystem;
 
 namespace {
-struct TempDb {
-  fs::path dir;
-  TempDb() {
-    char tmpl[] = "/tmp/kiwi-store-XXXXXX";
-    dir = mkdtemp(tmpl);
-  }
-  ~TempDb() { fs::remove_all(dir); }
-  std::string path() const { return (dir / "kiwi.db").string(); }
-};
+using kiwi_test::TempDb;
 
 kiwi::MetricValue metric(std::string name, double v, std::string unit = "ratio",
                          std::vector<std::pair<std::string, std::string>> labels = {}) {
