@@ -73,6 +73,10 @@ class AgentData final : public DataSource {
       if (s.snapshot_file_failing)
         s.snapshot_file_last_error = collector->snapshot_file_last_error();
     }
+    if (store_) {
+      s.store_recovered = store_->recovery_note();
+      s.store_samples_pending = store_->pending_rows();
+    }
     if (server) s.http_requests = server->request_counts();
     {
       std::lock_guard lock(outputs_mutex_);
@@ -273,6 +277,9 @@ std::string show_duration(const Millis& d) {
 std::string show_int(const int& n) {
   return n == 0 ? "auto" : std::to_string(n);
 }
+std::string show_count(const std::int64_t& n) {
+  return std::to_string(n);
+}
 std::string show_string(const std::string& s) {
   return s.empty() ? "\"\"" : s;
 }
@@ -390,6 +397,7 @@ class RunningAgent {
             cfg.collector.retention,
             cfg.collector.stale_after,
             cfg.collector.commit_interval,
+            static_cast<std::size_t>(cfg.collector.max_series_per_sensor),
             snapshot_file_,
             host_name(),
             KIWI_VERSION,
@@ -503,6 +511,8 @@ class RunningAgent {
     note_change(changes, "collector.stale_after", c0.stale_after, c1.stale_after, &show_duration);
     note_change(changes, "collector.commit_interval", c0.commit_interval, c1.commit_interval,
                 &show_duration);
+    note_change(changes, "collector.max_series_per_sensor", c0.max_series_per_sensor,
+                c1.max_series_per_sensor, &show_count);
     // Port 0 ("any free port") keeps the port it got: only another address is a move.
     HttpSettings http = http_settings(next);
     BindAddress bound = cfg_.http.bind;
@@ -655,6 +665,10 @@ int run_agent(const Config& initial, StderrLogger& log, const std::function<Conf
       break;
     }
     abandoned = agent.stop();
+  } catch (const ForeignDatabase& e) {
+    // Another application's database where ours should be: a configuration mistake (data_dir).
+    log.error(std::string("history store: ") + e.what());
+    return kExitConfig;
   } catch (const StoreError& e) {
     log.error(std::string("history store: ") + e.what());
     return kExitRuntime;

@@ -117,6 +117,8 @@ StatsView::StatsView(AgentStats s) : stats(std::move(s)) {
   c.reload_message = to_c(stats.config.reload_message);
   c.reloads_ok = stats.config.reloads_ok;
   c.reloads_failed = stats.config.reloads_failed;
+  c.store_recovered = to_c(stats.store_recovered);
+  c.store_samples_pending = stats.store_samples_pending;
   for (const auto& o : stats.outputs) {
     kiwi_output_status& row = outputs.emplace_back();
     row.size = sizeof row;
@@ -222,6 +224,7 @@ SnapshotView::SnapshotView(std::shared_ptr<const Snapshot> s) : snap(std::move(s
     row.duration_seconds = r.duration_seconds;
     row.errors_total = r.errors_total;
     row.invalid_metrics_total = r.invalid_metrics_total;
+    row.series_refused_total = r.series_refused_total;
     row.metrics = metrics.data() + first;
     row.metric_count = r.metrics.size();
   }

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <optional>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "duration.hpp"
 #include "metric_check.hpp"
@@ -34,6 +35,19 @@ constexpr int kPruneRowsPerTick = 32;
 constexpr std::int64_t kPruneEveryMs = 60'000;
 
 constexpr const char* kFirstSample = "first sample in progress";
+
+// A series' identity for the per-sensor limit: FNV-1a over the name and labels (a collision lets
+// one series more through, harmless; no allocation per metric per tick).
+std::uint64_t series_hash(const MetricValue& m) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto add = [&](std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;  // a separator no UTF-8 text holds
+  };
+  add(m.name);
+  for (auto& [k, v] : m.labels) add(k), add(v);
+  return h;
+}
 
 // Thread names are at most 15 bytes (pthread_setname_np refuses longer ones).
 void name_this_thread(std::string name) {
@@ -155,7 +169,11 @@ struct Collector::Slot {
   std::uint64_t errors_total = 0;
   std::uint64_t invalid_metrics_total = 0;
   std::string last_invalid_note;  // what was dropped last, to log only changes
-  std::optional<Outcome> got;     // taken from the worker, not yet looked at
+  // The series it has had stored this run (hashes of name and labels), up to
+  // max_series_per_sensor; values of other series beyond that are refused and counted.
+  std::unordered_set<std::uint64_t> series;
+  std::uint64_t series_refused_total = 0;
+  std::optional<Outcome> got;  // taken from the worker, not yet looked at
   // This tick's report, when it has a new one (a reading or a time-out); it moves into the
   // snapshot. Otherwise the snapshot copies the slot's report from the last one published.
   bool fresh = false;
@@ -171,6 +189,7 @@ Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors
       store_(store),
       snapshot_(snapshot),
       log_(log) {
+  log_store_recovery();  // the file the store replaced when it opened, if it did
   for (auto& s : sensors)
     if (!s.instance.object)
       throw std::invalid_argument("collector: sensor " + s.name + " has no instance");
@@ -355,7 +374,14 @@ void Collector::stop() {
   shut_down_workers();
   store_.close_current_minute();
   // What is queued reaches the disk before the process exits (pruning as of the latest sample).
-  flush_store(last_ts_ms_ == INT64_MIN ? 0 : last_ts_ms_);
+  // A store that is failing (a full disk) gets one more try a moment later; what it still
+  // refuses is lost with the process, and the log says how much.
+  const std::int64_t now_ms = last_ts_ms_ == INT64_MIN ? 0 : last_ts_ms_;
+  if (flush_store(now_ms)) return;
+  std::this_thread::sleep_for(kStopRetryDelay);
+  if (flush_store(now_ms)) return;
+  log_.error("history store: " + std::to_string(store_.pending_rows()) +
+             " samples not written at exit (lost): " + store_last_error());
 }
 
 void Collector::run() {
@@ -425,8 +451,17 @@ void Collector::run() {
   }
 }
 
-void Collector::flush_store(std::int64_t now_ms) {
+// A damaged history file moved aside and replaced (at open or by a commit): logged once each.
+void Collector::log_store_recovery() {
+  const std::uint64_t n = store_.recoveries();
+  if (n == recoveries_logged_) return;
+  recoveries_logged_ = n;
+  log_.error("history store: " + store_.recovery_note());
+}
+
+bool Collector::flush_store(std::int64_t now_ms) {
   last_flush_ms_ = now_ms;
+  bool ok = true;
   try {
     // Small prune steps, in proportion to the ticks flushed: a backlog drains, no flush is long.
     const bool prune = now_ms - last_prune_ms_ >= kPruneEveryMs;
@@ -438,6 +473,7 @@ void Collector::flush_store(std::int64_t now_ms) {
     }
     if (stats_.store_failing_writes.exchange(0) != 0) log_.info("history store: writing again");
   } catch (const std::exception& e) {
+    ok = false;
     ++stats_.store_failing_writes;
     {
       std::lock_guard lock(error_mutex_);
@@ -453,6 +489,8 @@ void Collector::flush_store(std::int64_t now_ms) {
   // query results, SQLite pages. glibc returns only the top of each heap by itself, so without
   // this RSS keeps the high-water mark of the busiest minute.
   ::malloc_trim(0);
+  log_store_recovery();
+  return ok;
 }
 
 void Collector::tick(std::int64_t tick_index) {
@@ -634,6 +672,22 @@ void Collector::read(Slot& s, Outcome o, std::int64_t ts_ms) {
   r.message = std::move(o.message);
   r.duration_seconds = std::chrono::duration<double>(o.finished - o.started).count();
   r.metrics = std::move(o.metrics);
+  // The series limit: a sensor that makes up new series every sample (a label with a counter in
+  // it) would otherwise grow the catalog and the file without end.
+  const std::size_t limit = settings_.max_series_per_sensor;
+  std::uint64_t refused = 0;
+  std::erase_if(r.metrics, [&](const MetricValue& m) {
+    const std::uint64_t h = series_hash(m);
+    if (s.series.contains(h)) return false;
+    if (s.series.size() < limit) return !s.series.insert(h).second;
+    ++refused;
+    return true;
+  });
+  if (refused && s.series_refused_total == 0)
+    log_.warn("sensor " + s.name + ": reached its limit of " + std::to_string(limit) +
+              " series (collector.max_series_per_sensor); values of further new series are "
+              "refused, and counted in kiwi_sensor_series_refused_total");
+  r.series_refused_total = s.series_refused_total += refused;
   if (!o.rates_log.empty()) log_.info("sensor " + s.name + ": " + o.rates_log);
   if (r.state == SensorState::error) {
   } else if (!o.dropped_note.empty()) {
@@ -668,6 +722,7 @@ void Collector::time_out(Slot& s, std::int64_t ts_ms, Millis limit) {
   r.duration_seconds = std::chrono::duration<double>(limit).count();
   r.errors_total = ++s.errors_total;
   r.invalid_metrics_total = s.invalid_metrics_total;
+  r.series_refused_total = s.series_refused_total;
   log_.warn("sensor " + s.name + ": " + what + "; not called again until its call returns");
   s.last_state = SensorState::error;
   s.timed_out = true;

@@ -40,7 +40,9 @@ struct CollectorSettings {
   Millis interval{1000};
   Millis retention{86'400'000};
   Millis stale_after{3000};
-  Millis commit_interval{10000};                // history is committed to disk this often
+  Millis commit_interval{10000};  // history is committed to disk this often
+  // Distinct series one sensor may have stored per run; values of further new ones are refused.
+  std::size_t max_series_per_sensor = 5000;
   const SnapshotFile* snapshot_file = nullptr;  // null: no snapshot file; outlives the collector
   std::string host;
   std::string agent_version;
@@ -111,7 +113,8 @@ class Collector {
     return snapshot_file_last_error_;
   }
 
-  static constexpr Millis kStopGrace{2000};  // stop(): how long sensors get to return
+  static constexpr Millis kStopGrace{2000};      // stop(): how long sensors get to return
+  static constexpr Millis kStopRetryDelay{500};  // stop(): a failed last commit, tried again
 
  private:
   struct Hub;
@@ -130,7 +133,8 @@ class Collector {
   };
 
   void run();
-  void flush_store(std::int64_t now_ms);
+  bool flush_store(std::int64_t now_ms);  // false: the store failed (logged, counted)
+  void log_store_recovery();
   std::int64_t nearest_tick() const;
   Slot make_slot(SensorSpec spec);
   void apply(Pending p);
@@ -153,6 +157,7 @@ class Collector {
   std::uint64_t sequence_ = 0;
   std::int64_t last_ts_ms_ = INT64_MIN;  // stamp of the latest sample
   std::int64_t last_flush_ms_ = 0;
+  std::uint64_t recoveries_logged_ = 0;  // store_.recoveries() already logged
   std::int64_t last_prune_ms_ = 0;
   int ticks_since_prune_ = 0;
   mutable std::mutex error_mutex_;

@@ -193,6 +193,10 @@ class Reader {
               [&](auto& n, auto& k) {
                 cfg_.collector.commit_interval = duration(n, k, Millis(100), Millis(300'000));
               }},
+             {"max_series_per_sensor",
+              [&](auto& n, auto& k) {
+                cfg_.collector.max_series_per_sensor = integer(n, k, 1, 1'000'000);
+              }},
              {"snapshot_path", [&](auto& n, auto& k) {
                 auto p = path(n, k, true);
                 std::error_code ec;

@@ -84,6 +84,7 @@ struct Config {
     Millis retention{0};
     Millis stale_after{0};
     Millis commit_interval{0};
+    std::int64_t max_series_per_sensor = 0;
     std::string snapshot_path;  // empty: no snapshot file
     SourcePos snapshot_path_pos;
   } collector;

@@ -27,8 +27,7 @@ Millis backoff_delay(int failures) {
   return std::min(kBackoffCap, Millis(kBackoffFirst.count() << shift));
 }
 
-OutputBatch make_batch(const std::vector<Store::RawTick>& ticks,
-                       const std::vector<SeriesInfo>& catalog,
+OutputBatch make_batch(const std::vector<Store::RawTick>& ticks, const SeriesCatalog& catalog,
                        const std::function<bool(const SeriesInfo&)>& wanted) {
   OutputBatch batch;
   if (ticks.empty()) return batch;

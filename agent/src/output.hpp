@@ -47,8 +47,7 @@ inline constexpr Millis kBackoffCap{30'000};
 
 // The batch of `ticks` for the series `wanted` accepts (by catalog index), labels sorted by
 // name, points oldest first. Pure.
-OutputBatch make_batch(const std::vector<Store::RawTick>& ticks,
-                       const std::vector<SeriesInfo>& catalog,
+OutputBatch make_batch(const std::vector<Store::RawTick>& ticks, const SeriesCatalog& catalog,
                        const std::function<bool(const SeriesInfo&)>& wanted);
 
 class OutputRunner {

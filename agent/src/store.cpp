@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
+#include <filesystem>
 
 namespace kiwi::agent {
 
@@ -164,13 +166,121 @@ ReadConnection::~ReadConnection() {
   sqlite3_close(db_);
 }
 
+namespace {
+// What SQLite says of a file it cannot read as a database: damaged (or not one at all).
+bool malformed(int code) {
+  code &= 0xff;
+  return code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
+}
+
+// Thrown inside open_file() and commit() for a malformed file; recover() handles it.
+struct Malformed : StoreError {
+  using StoreError::StoreError;
+};
+
+// Tables an agent creates (any version); sqlite_* are SQLite's own (autoindexes).
+bool our_table(std::string_view name) {
+  return name == "series" || name == "samples" || name == "rollups" || name == "output_cursors" ||
+         name.starts_with("sqlite_");
+}
+
+// 20261202T041700Z
+std::string utc_stamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+}  // namespace
+
 Store::Store(std::string path) : path_(std::move(path)) {
+  try {
+    open_file();
+  } catch (const Malformed& e) {
+    recover(e.what());
+  }
+}
+
+// Nothing is written before the file is known to be ours (or new): a foreign database is left
+// byte-identical. The checks only read; the first write is the WAL switch.
+void Store::open_file() {
   int rc = sqlite3_open_v2(path_.c_str(), &db_,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                            history_vfs());
-  if (rc != SQLITE_OK) fail("cannot open");
+  if (rc != SQLITE_OK) {
+    std::string msg = path_ + ": cannot open: " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    close_file();
+    if (malformed(rc)) throw Malformed(msg);
+    throw StoreError(msg);
+  }
   sqlite3_busy_timeout(db_, 1000);
   try {
+    // One integer from a read-only statement.
+    auto read_int = [&](const char* sql) {
+      sqlite3_stmt* st = nullptr;
+      int r = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
+      std::int64_t v = 0;
+      if (r == SQLITE_OK && (r = sqlite3_step(st)) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+      sqlite3_finalize(st);
+      if (r != SQLITE_ROW) fail(std::string("cannot read (") + sql + ")");
+      return v;
+    };
+    const std::int64_t app = read_int("PRAGMA application_id");
+    const std::int64_t version = read_int("PRAGMA user_version");
+    std::vector<std::string> foreign;  // tables, views, triggers an agent does not make
+    std::size_t objects = 0;
+    {
+      sqlite3_stmt* st = nullptr;
+      rc = sqlite3_prepare_v2(db_, "SELECT name FROM sqlite_master", -1, &st, nullptr);
+      while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        ++objects;
+        std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+        if (!our_table(name)) foreign.push_back(std::move(name));
+        rc = SQLITE_OK;
+      }
+      sqlite3_finalize(st);
+      if (rc != SQLITE_DONE) fail("cannot read the schema");
+    }
+    const std::string leave =
+        "; left untouched: move it away or set [agent] data_dir to another directory";
+    if (app != 0 && app != kApplicationId) {
+      char id[16];
+      std::snprintf(id, sizeof id, "0x%08llx", static_cast<unsigned long long>(app) & 0xffffffff);
+      throw ForeignDatabase(path_ + ": an SQLite database of another application (application_id " +
+                            id + "), not a kiwi-agent history" + leave);
+    }
+    if (app == 0 && !foreign.empty()) {
+      std::string list;
+      for (std::size_t i = 0; i < foreign.size() && i < 5; ++i)
+        list += (i ? ", " : "") + foreign[i];
+      throw ForeignDatabase(path_ +
+                            ": an SQLite database that is not a kiwi-agent history (it has " +
+                            list + ")" + leave);
+    }
+    if (version > kSchemaVersion)
+      throw StoreError(path_ + ": schema version " + std::to_string(version) +
+                       ", this agent reads version " + std::to_string(kSchemaVersion) +
+                       "; move the file aside to start a new history");
+    if (app == 0 && objects > 0 && version == 0)  // our table names, never marked by an agent
+      throw ForeignDatabase(path_ +
+                            ": an SQLite database with tables named like a kiwi-agent history "
+                            "but no schema version" +
+                            leave);
+    // A damaged page anywhere (not only where the next commit happens to go) is found here, once,
+    // instead of by every commit after.
+    {
+      sqlite3_stmt* st = nullptr;
+      rc = sqlite3_prepare_v2(db_, "PRAGMA quick_check(1)", -1, &st, nullptr);
+      std::string verdict;
+      if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        verdict = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+      sqlite3_finalize(st);
+      if (rc != SQLITE_ROW) fail("quick_check");
+      if (verdict != "ok") throw Malformed(path_ + ": quick_check: " + verdict.substr(0, 200));
+    }
+
     // synchronous=NORMAL in WAL: a crash loses at most the last commits, never corrupts the file.
     // 1 KiB pages: a commit rewrites every page it touches, and a few seconds of samples fill
     // about one small page, so small pages cut the bytes written to flash per commit about
@@ -183,14 +293,8 @@ Store::Store(std::string path) : path_(std::move(path)) {
     // shredding. Measured: a sixth fewer WAL frames at steady state.
     exec("PRAGMA secure_delete=FAST");
     exec(kCacheSizePragma);
-    int version = 0;
-    {
-      sqlite3_stmt* st = nullptr;
-      if (sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &st, nullptr) != SQLITE_OK)
-        fail("cannot read schema version");
-      if (sqlite3_step(st) == SQLITE_ROW) version = sqlite3_column_int(st, 0);
-      sqlite3_finalize(st);
-    }
+    const std::string mark = "PRAGMA application_id=" + std::to_string(kApplicationId) +
+                             "; PRAGMA user_version=" + std::to_string(kSchemaVersion);
     if (version == 0) {
       exec("BEGIN");
       exec(
@@ -198,14 +302,10 @@ Store::Store(std::string path) : path_(std::move(path)) {
           "labels TEXT NOT NULL, unit TEXT NOT NULL, kind INTEGER NOT NULL, UNIQUE(name, labels))");
       exec("CREATE TABLE IF NOT EXISTS samples(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
       exec("CREATE TABLE IF NOT EXISTS rollups(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
-      exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+      exec(mark.c_str());
       exec("COMMIT");
-    } else if (version == 1) {
-      exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
-    } else if (version != kSchemaVersion) {
-      throw StoreError(path_ + ": schema version " + std::to_string(version) +
-                       ", this agent reads version " + std::to_string(kSchemaVersion) +
-                       "; move the file aside to start a new history");
+    } else if (version == 1 || app == 0) {
+      exec(mark.c_str());  // an older agent's file: marked ours from now on
     }
     // Added in 0.4 without a version change: a file of either version gets it, and agents that
     // do not know it leave it alone. A no-op (no write) when it exists.
@@ -227,6 +327,11 @@ Store::Store(std::string path) : path_(std::move(path)) {
             &insert_series_);
     prepare("INSERT OR REPLACE INTO output_cursors(name, acked_ms) VALUES(?1, ?2)",
             &insert_cursor_);
+    prepare(
+        "DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT "
+        "?2)",
+        &prune_);
+    if (recoveries() > 0) return;  // a new file after a recovery: the catalog is kept in memory
     {
       sqlite3_stmt* c = nullptr;
       if (sqlite3_prepare_v2(db_, "SELECT name, acked_ms FROM output_cursors", -1, &c, nullptr) !=
@@ -237,15 +342,10 @@ Store::Store(std::string path) : path_(std::move(path)) {
             sqlite3_column_int64(c, 1);
       sqlite3_finalize(c);
     }
-    prepare(
-        "DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT "
-        "?2)",
-        &prune_);
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(db_, "SELECT id, name, labels, unit, kind FROM series ORDER BY id", -1,
                            &st, nullptr) != SQLITE_OK)
       fail("cannot read series");
-    std::vector<SeriesInfo> loaded;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       auto id = static_cast<std::uint32_t>(sqlite3_column_int64(st, 0));
       SeriesInfo s;
@@ -255,37 +355,102 @@ Store::Store(std::string path) : path_(std::move(path)) {
       s.unit = reinterpret_cast<const char*>(sqlite3_column_text(st, 3));
       s.kind = static_cast<MetricKind>(sqlite3_column_int(st, 4));
       assign_key(s.key, s.name, labels);
-      if (id != loaded.size() + 1) {
+      if (id != series_count_ + 1) {
         sqlite3_finalize(st);
-        throw StoreError(path_ + ": series ids are not contiguous; the database is damaged");
+        throw Malformed(path_ + ": series ids are not contiguous; the database is damaged");
       }
-      series_ids_.emplace(s.key, id);
-      loaded.push_back(std::move(s));
+      add_series(std::move(s));
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) fail("cannot read series");
-    series_committed_ = loaded.size();
-    series_ = std::make_shared<const std::vector<SeriesInfo>>(std::move(loaded));
-  } catch (...) {
-    const bool busy = sqlite3_errcode(db_) == SQLITE_BUSY;
-    for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_,
-                     minute_rows_, insert_cursor_})
-      sqlite3_finalize(st);
-    sqlite3_close(db_);
-    if (busy)  // history_vfs(): another agent, or a sqlite3 shell, has the file open
+    series_committed_ = series_count_;
+    publish_series();
+  } catch (const Malformed&) {
+    if (recoveries() == 0) forget_series();  // after a recovery the catalog is the one in use
+    close_file();
+    throw;
+  } catch (const StoreError& e) {
+    const int code = sqlite3_errcode(db_);
+    if (recoveries() == 0) forget_series();
+    close_file();
+    if (code == SQLITE_BUSY)  // history_vfs(): another agent, or a sqlite3 shell, has the file open
       throw StoreError(path_ +
                        ": in use by another process (the agent keeps its history file to "
                        "itself while it runs; stop that process or use another data_dir)");
+    if (malformed(code) && !dynamic_cast<const ForeignDatabase*>(&e)) throw Malformed(e.what());
+    throw;
+  } catch (...) {
+    close_file();
     throw;
   }
 }
 
+void Store::close_file() {
+  for (auto** st : {&insert_sample_, &insert_series_, &prune_, &insert_rollup_, &prune_rollups_,
+                    &minute_rows_, &insert_cursor_}) {
+    sqlite3_finalize(*st);
+    *st = nullptr;
+  }
+  sqlite3_close(db_);
+  db_ = nullptr;
+}
+
+// The damaged file goes aside under a name of its own (with its WAL: it may hold the newest
+// commits, for whoever wants to salvage them) and a new one takes its place. The catalog, the
+// queue, the minute in progress and the cursors stay in memory: the next commit writes the whole
+// catalog (series_committed_ = 0) and every cursor to the new file, so ids stay the same.
+void Store::recover(const std::string& why) {
+  {
+    std::lock_guard lock(recovery_mutex_);
+    if (recoveries_ >= kMaxRecoveries)
+      throw StoreError(why + " (the history file was replaced " + std::to_string(recoveries_) +
+                       " times since start already; not again until a restart)");
+  }
+  if (db_) close_file();
+  const std::string stamp = utc_stamp();
+  std::string aside = path_ + ".corrupt-" + stamp;
+  for (int n = 2; std::filesystem::exists(aside); ++n)
+    aside = path_ + ".corrupt-" + stamp + "-" + std::to_string(n);
+  std::error_code ec;
+  std::filesystem::rename(path_, aside, ec);
+  if (ec) throw StoreError(why + "; cannot move it to " + aside + ": " + ec.message());
+  for (const char* suffix : {"-wal", "-shm"})
+    if (std::filesystem::exists(path_ + suffix, ec))
+      std::filesystem::rename(path_ + suffix, aside + suffix, ec);
+  {
+    std::lock_guard lock(pool_mutex_);
+    ++pool_generation_;
+    pool_.clear();
+  }
+  {
+    std::lock_guard lock(recovery_mutex_);
+    ++recoveries_;
+    recovery_note_ = why + "; moved to " + aside + " and a new history started at " + stamp +
+                     " (the samples in the damaged file are not served)";
+  }
+  try {
+    open_file();
+  } catch (const Malformed& e) {
+    throw StoreError(std::string(e.what()) + " (a new file, just created)");
+  }
+  series_committed_ = 0;
+  std::lock_guard lock(cursor_mutex_);
+  for (auto& [name, acked] : cursors_) cursors_dirty_.try_emplace(name, acked);
+}
+
+std::uint64_t Store::recoveries() const {
+  std::lock_guard lock(recovery_mutex_);
+  return recoveries_;
+}
+
+std::string Store::recovery_note() const {
+  std::lock_guard lock(recovery_mutex_);
+  return recovery_note_;
+}
+
 Store::~Store() {
   pool_.clear();
-  for (auto* st : {insert_sample_, insert_series_, prune_, insert_rollup_, prune_rollups_,
-                   minute_rows_, insert_cursor_})
-    sqlite3_finalize(st);
-  sqlite3_close(db_);
+  close_file();
 }
 
 void Store::fail(const std::string& what) const {
@@ -308,13 +473,38 @@ std::uint32_t Store::series_id(const MetricValue& m) {
   append_canonical_labels(labels_buf_, m.labels);
   assign_key(key_buf_, m.name, labels_buf_);
   if (auto it = series_ids_.find(key_buf_); it != series_ids_.end()) return it->second;
-  auto next = std::make_shared<std::vector<SeriesInfo>>(*series());
-  next->push_back({key_buf_, m.name, m.labels, m.unit, m.kind});
-  auto id = static_cast<std::uint32_t>(next->size());
-  series_ids_.emplace(key_buf_, id);
-  std::lock_guard lock(series_mutex_);
-  series_ = std::move(next);
+  const std::uint32_t id = add_series({key_buf_, m.name, m.labels, m.unit, m.kind});
+  publish_series();
   return id;
+}
+
+std::uint32_t Store::add_series(SeriesInfo s) {
+  constexpr std::size_t n = SeriesCatalog::kChunk;
+  if (series_count_ == chunks_->size() * n) {
+    // A new chunk: a new list (published views keep the old one, which nobody changes).
+    auto next = std::make_shared<SeriesCatalog::Chunks>(*chunks_);
+    next->push_back(std::make_shared<SeriesCatalog::Chunk>());
+    chunks_ = std::move(next);
+  }
+  const auto id = static_cast<std::uint32_t>(series_count_ + 1);
+  series_ids_.emplace(s.key, id);
+  (*(*chunks_)[series_count_ / n])[series_count_ % n] = std::move(s);  // past every view's size
+  ++series_count_;
+  return id;
+}
+
+void Store::publish_series() {
+  auto view = std::make_shared<const SeriesCatalog>(chunks_, series_count_);
+  std::lock_guard lock(series_mutex_);
+  series_ = std::move(view);
+}
+
+// A file that turned out malformed while its series were read: none of them count.
+void Store::forget_series() {
+  series_ids_.clear();
+  chunks_ = std::make_shared<SeriesCatalog::Chunks>();
+  series_count_ = 0;
+  publish_series();
 }
 
 void Store::append(std::int64_t ts_ms, const std::vector<const MetricValue*>& metrics) {
@@ -382,7 +572,9 @@ void Store::begin_minute(std::int64_t minute) {
   };
   sqlite3_bind_int64(minute_rows_, 1, minute);
   sqlite3_bind_int64(minute_rows_, 2, end);
-  while (sqlite3_step(minute_rows_) == SQLITE_ROW) {  // an error ends it: the file's rows missed
+  while (minute_rows_ &&
+         sqlite3_step(minute_rows_) ==
+             SQLITE_ROW) {  // none: no file open now  // an error ends it: the file's rows missed
     auto* data = static_cast<const char*>(sqlite3_column_blob(minute_rows_, 1));
     fold(sqlite3_column_int64(minute_rows_, 0),
          std::string_view(data ? data : "",
@@ -433,6 +625,16 @@ std::size_t Store::pending_rows() const {
 }
 
 void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
+  try {
+    commit(cutoff_ms, prune_rows);
+  } catch (const Malformed& e) {
+    recover(e.what());  // throws when it cannot (or may not) start a new file
+    commit(cutoff_ms, prune_rows);
+  }
+}
+
+void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
+  if (!db_) open_file();  // a recovery could not create the new file: again now
   std::vector<std::pair<std::int64_t, std::string>> rows;
   {
     std::lock_guard lock(pending_mutex_);
@@ -483,10 +685,18 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
     if (prune_rows > 0) prune(cutoff_ms, prune_rows);
     exec("COMMIT");
   } catch (...) {
+    const int code = sqlite3_errcode(db_);
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    std::lock_guard lock(cursor_mutex_);
-    for (auto& [name, acked] : cursors) cursors_dirty_.try_emplace(name, acked);  // newer wins
-    throw;
+    {
+      std::lock_guard lock(cursor_mutex_);
+      for (auto& [name, acked] : cursors) cursors_dirty_.try_emplace(name, acked);  // newer wins
+    }
+    if (!malformed(code)) throw;
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      throw Malformed(e.what());
+    }
   }
   series_committed_ = catalog->size();
   pending_rollups_.clear();
@@ -615,6 +825,7 @@ Store::Catalog Store::series() const {
 }
 
 std::unique_ptr<ReadConnection> Store::borrow() const {
+  std::uint64_t generation;
   {
     std::lock_guard lock(pool_mutex_);
     if (!pool_.empty()) {
@@ -622,12 +833,16 @@ std::unique_ptr<ReadConnection> Store::borrow() const {
       pool_.pop_back();
       return conn;
     }
+    generation = pool_generation_;
   }
-  return std::make_unique<ReadConnection>(path_);
+  auto conn = std::make_unique<ReadConnection>(path_);
+  conn->generation = generation;
+  return conn;
 }
 
 void Store::give_back(std::unique_ptr<ReadConnection> conn) const {
   std::lock_guard lock(pool_mutex_);
+  if (conn->generation != pool_generation_) return;  // opened on a file since moved aside
   pool_.push_back(std::move(conn));
 }
 
@@ -686,13 +901,23 @@ std::int64_t first_sample_offset(std::string_view blob) {
 // attempt starts on a bucket boundary, so no bucket is cut in two, and all attempts together read
 // at most about twice the rows of the last one.
 HistoryResult Store::query(const HistoryQuery& q) const {
-  const std::int64_t until_ms =
-      q.until ? static_cast<std::int64_t>(std::floor(*q.until * 1000)) : INT64_MAX;
+  // Seconds to milliseconds, rounded (down for until, up for since) and saturated at the range
+  // of int64: a double outside it (1.7e17 s, from a handler that checks less than ours) cast to
+  // int64 is undefined. NaN reads as the far past.
+  auto to_ms = [](double ms) {
+    if (!(ms > -9.2e18)) return INT64_MIN;
+    if (!(ms < 9.2e18)) return INT64_MAX;
+    return static_cast<std::int64_t>(ms);
+  };
+  const std::int64_t until_ms = q.until ? to_ms(std::floor(*q.until * 1000)) : INT64_MAX;
+  // A step longer than any history (a thousand years) is one bucket either way; capped there so
+  // that bucket arithmetic stays far from overflow.
+  constexpr double kMaxStepMs = 1000 * 366 * 86'400'000.0;
   const std::int64_t step_ms =
-      q.step > 0 ? std::max<std::int64_t>(1, std::llround(q.step * 1000)) : 0;
+      q.step > 0 ? std::max<std::int64_t>(1, to_ms(std::round(std::min(q.step * 1000, kMaxStepMs))))
+                 : 0;
   if (!step_ms || q.since) {
-    const std::int64_t since_ms =
-        q.since ? static_cast<std::int64_t>(std::ceil(*q.since * 1000)) : INT64_MIN;
+    const std::int64_t since_ms = q.since ? to_ms(std::ceil(*q.since * 1000)) : INT64_MIN;
     return query_window(q, since_ms, until_ms, step_ms);
   }
 
@@ -735,7 +960,7 @@ HistoryResult Store::query(const HistoryQuery& q) const {
 HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
                                   std::int64_t until_ms, std::int64_t step_ms) const {
   const Catalog catalog_ref = series();
-  const std::vector<SeriesInfo>& catalog = *catalog_ref;
+  const SeriesCatalog& catalog = *catalog_ref;
   std::vector<char> wanted(catalog.size() + 1, 0);
   for (std::size_t id = 1; id <= catalog.size(); ++id) {
     auto& s = catalog[id - 1];

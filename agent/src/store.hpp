@@ -4,7 +4,8 @@
 // lives in memory instead of a -shm file (which cost a third of the bytes written to flash), and
 // other processes cannot open the file while the agent runs ("in use by another process").
 //
-// Schema (PRAGMA user_version = 2; a version-1 file is taken over, its rows still read):
+// Schema (PRAGMA application_id = kApplicationId, PRAGMA user_version = 2; a version-1 file is
+// taken over, its rows still read):
 //   series(id INTEGER PRIMARY KEY, name, labels, unit, kind, UNIQUE(name, labels))
 //   samples(ts INTEGER PRIMARY KEY  -- unix milliseconds of the tick
 //           , data BLOB)            -- every value of that tick, compactly encoded (sample_codec)
@@ -21,10 +22,21 @@
 // One row per tick instead of one per value keeps the file and the bytes written to flash small,
 // and so does batching: append() keeps rows in memory, flush() commits them in one transaction
 // every few seconds (a crash loses at most that), and queries see the pending rows too.
+//
+// Whose file it is, and a damaged one. Before anything is written, the file is identified: ours
+// (our application_id, or an agent before it set one: user_version 1 or 2 and only our tables),
+// new (empty), or foreign, which is refused (ForeignDatabase) and left byte-identical. A file
+// SQLite finds malformed (SQLITE_CORRUPT or SQLITE_NOTADB at open, at the quick_check run on
+// open, or at a commit) is moved aside with its -wal and -shm as `<path>.corrupt-<UTC time>` and
+// a new file started in its place: the series catalog and the queue are kept (the next commit
+// writes them to the new file), only the rows in the damaged file are gone from the history.
+// recovery_note() says so until the process ends; at most kMaxRecoveries times per run, then
+// commits fail (and are reported) as before, so a dying disk is not filled with copies.
 #pragma once
 
 #include <sqlite3.h>
 
+#include <array>
 #include <atomic>
 #include <kiwi/handler.hpp>
 #include <map>
@@ -51,8 +63,9 @@ class ReadConnection {
   ReadConnection(const ReadConnection&) = delete;
   ReadConnection& operator=(const ReadConnection&) = delete;
   sqlite3* db() const { return db_; }
-  sqlite3_stmt* latest() const { return latest_; }    // ?1 since ?2 until ?3 limit, newest first
-  sqlite3_stmt* range() const { return range_; }      // ?1 since ?2 until, oldest first
+  std::uint64_t generation = 0;                     // the store's pool generation it was opened in
+  sqlite3_stmt* latest() const { return latest_; }  // ?1 since ?2 until ?3 limit, newest first
+  sqlite3_stmt* range() const { return range_; }    // ?1 since ?2 until, oldest first
   sqlite3_stmt* rollups() const { return rollups_; }  // ?1 since ?2 until, oldest first
   // One row: newest sample ts <= ?1, oldest sample ts, oldest rollup ts (each NULL if none).
   sqlite3_stmt* bounds() const { return bounds_; }
@@ -77,10 +90,64 @@ struct SeriesInfo {
   MetricKind kind = MetricKind::gauge;
 };
 
+// Metadata of every series, in id order (id = index + 1), as one reader sees it: an immutable
+// view of an append-only table. The table is stored in fixed chunks that never move: the writer
+// fills the slots past every published size, and publishing a new series makes a new view (a
+// size and the chunk list) without copying any series, so adding N series costs O(N) in all
+// (a copy of the whole catalog per new series made start-up quadratic: 86 s to first answer with
+// 40,000 series). Readers only read slots below their view's size; the writer writes a slot
+// before it publishes the view that includes it (under Store::series_mutex_), so nobody reads a
+// slot while it is written.
+class SeriesCatalog {
+ public:
+  static constexpr std::size_t kChunk = 256;
+  using Chunk = std::array<SeriesInfo, kChunk>;
+  using Chunks = std::vector<std::shared_ptr<Chunk>>;
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const SeriesInfo& operator[](std::size_t i) const {
+    return (*(*chunks_)[i / kChunk])[i % kChunk];
+  }
+
+  class iterator {
+   public:
+    iterator(const SeriesCatalog* c, std::size_t i) : c_(c), i_(i) {}
+    const SeriesInfo& operator*() const { return (*c_)[i_]; }
+    const SeriesInfo* operator->() const { return &(*c_)[i_]; }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const SeriesCatalog* c_;
+    std::size_t i_;
+  };
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, size_}; }
+
+  SeriesCatalog() = default;
+  SeriesCatalog(std::shared_ptr<const Chunks> chunks, std::size_t size)
+      : chunks_(std::move(chunks)), size_(size) {}
+
+ private:
+  std::shared_ptr<const Chunks> chunks_ = std::make_shared<const Chunks>();
+  std::size_t size_ = 0;
+};
+
+// The file is an SQLite database of another application: refused untouched.
+struct ForeignDatabase : StoreError {
+  using StoreError::StoreError;
+};
+
 class Store {
  public:
-  // Opens or creates `path`, sets WAL mode, creates or checks the schema. Throws StoreError with
-  // the path and SQLite's message (e.g. "file is not a database").
+  // Opens or creates `path`, identifies it, runs quick_check, sets WAL mode, creates or checks the
+  // schema; a malformed file is moved aside and a new one started (recovery_note()). Throws
+  // ForeignDatabase for another application's database, StoreError with the path and SQLite's
+  // message otherwise (in use by another process, a newer schema, an unwritable directory).
   explicit Store(std::string path);
   ~Store();
 
@@ -89,7 +156,14 @@ class Store {
   // Commits the queued ticks (and new series) in one transaction, then deletes at most
   // `prune_rows` samples older than `cutoff_ms`. On failure (disk full, I/O error) nothing queued
   // is lost: it stays queued, up to kMaxPendingRows, for the next flush. Throws StoreError.
+  // A malformed file is moved aside and the commit retried once on a new one.
   void flush(std::int64_t cutoff_ms, int prune_rows);
+  // Since the store was opened: how many times a malformed file was moved aside, and what was
+  // done the last time ("" if never). Any thread.
+  std::uint64_t recoveries() const;
+  std::string recovery_note() const;
+  static constexpr std::uint64_t kMaxRecoveries = 3;
+  static constexpr std::int32_t kApplicationId = 0x6b697769;  // "kiwi"
   // Summarises the minute in progress now (at shutdown), so a chart has no hole there. A later
   // append in the same minute (by this store or the next one on this file) folds those samples in
   // again: the minute's summary ends up complete either way.
@@ -100,9 +174,9 @@ class Store {
 
   // Reader side, any thread. Throws StoreError.
   HistoryResult query(const HistoryQuery& q) const;
-  // Metadata of every series ever written (id order): an immutable catalog, replaced (not
-  // changed) when a series appears, so readers share it without copying.
-  using Catalog = std::shared_ptr<const std::vector<SeriesInfo>>;
+  // Metadata of every series ever written (id order): an immutable view (SeriesCatalog),
+  // replaced when a series appears, so readers share it without copying or locking.
+  using Catalog = std::shared_ptr<const SeriesCatalog>;
   Catalog series() const;
 
   const std::string& path() const { return path_; }
@@ -128,6 +202,13 @@ class Store {
 
  private:
   std::uint32_t series_id(const MetricValue& m);
+  std::uint32_t add_series(SeriesInfo s);  // appends to the writer's table, returns its id
+  void publish_series();                   // makes the writer's table the readers' catalog
+  void forget_series();
+  void open_file();   // opens path_ as the writer: identify, check, set up (StoreError)
+  void close_file();  // finalizes the writer's statements and closes it
+  void recover(const std::string& why);  // moves path_ aside, opens a new file (StoreError)
+  void commit(std::int64_t cutoff_ms, int prune_rows);  // flush() once (StoreError)
   HistoryResult query_window(const HistoryQuery& q, std::int64_t since_ms, std::int64_t until_ms,
                              std::int64_t step_ms) const;
   int prune(std::int64_t cutoff_ms, int max_rows);
@@ -168,10 +249,20 @@ class Store {
   std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
 
   // Series catalog: written by the writer, read by every worker (series_mutex_ guards the
-  // pointer only). series_ids_ and the two buffers belong to the writer thread.
+  // pointer only). Thread safety (the TSan report of issue 16 pairing series_id() with
+  // series()): every read and write of series_ takes series_mutex_; a view is immutable once
+  // published, and the one thing the writer changes after that, a chunk slot, lies past the size
+  // of every view published so far, and is written before the view that includes it is published
+  // under that same mutex (happens-before for every reader that gets the view). Views die on
+  // whichever thread drops the last shared_ptr, through its atomic count. So no two threads touch
+  // one object unordered; a report here is the libstdc++ 12 shared_ptr / atomic<shared_ptr>
+  // false positive (google/sanitizers#1558), which the TSan run suppresses by that name only. The writer's table (chunks_, series_count_), series_ids_ and the two buffers
+  // belong to the writer thread.
   mutable std::mutex series_mutex_;
-  Catalog series_ = std::make_shared<const std::vector<SeriesInfo>>();  // index = id - 1
-  std::unordered_map<std::string, std::uint32_t> series_ids_;           // key -> id
+  Catalog series_ = std::make_shared<const SeriesCatalog>();  // index = id - 1
+  std::shared_ptr<SeriesCatalog::Chunks> chunks_ = std::make_shared<SeriesCatalog::Chunks>();
+  std::size_t series_count_ = 0;
+  std::unordered_map<std::string, std::uint32_t> series_ids_;  // key -> id
   // series_id()'s label text and lookup key, reused: no allocation per metric per tick.
   std::string labels_buf_, key_buf_;
 
@@ -180,9 +271,15 @@ class Store {
   std::map<std::string, std::int64_t> cursors_dirty_;  // set since the last flush
   sqlite3_stmt* insert_cursor_ = nullptr;
 
-  // Read-only connections not in use; a worker takes one, returns it after its query.
+  // Read-only connections not in use; a worker takes one, returns it after its query. A
+  // recovery bumps the generation: connections to the file moved aside are closed on return.
   mutable std::mutex pool_mutex_;
   mutable std::vector<std::unique_ptr<ReadConnection>> pool_;
+  std::uint64_t pool_generation_ = 0;  // guarded by pool_mutex_
+
+  mutable std::mutex recovery_mutex_;
+  std::uint64_t recoveries_ = 0;
+  std::string recovery_note_;
 };
 
 // The compact per-tick encoding, exposed for tests.

@@ -55,6 +55,14 @@ class HealthHandler final : public kiwi::Handler {
     // An output behind is not a failure of the agent (it samples and serves; the backlog is kept
     // and sent later): "degraded", still 200, with the reason.
     std::vector<std::string> degraded;
+    // History goes on in a new file; what was lost is said until a restart acknowledges it.
+    if (!stats.store_recovered.empty())
+      degraded.push_back("store: the history file was damaged: " + stats.store_recovered);
+    for (auto& s : snap->sensors)
+      if (s.series_refused_total)
+        degraded.push_back("sensor " + s.name + ": reached its series limit; " +
+                           std::to_string(s.series_refused_total) +
+                           " values of new series refused (collector.max_series_per_sensor)");
     for (auto& o : stats.outputs)
       if (o.seconds_behind > behind_limit(o))
         degraded.push_back("remote_write " + o.name + ": " + number(o.seconds_behind) +
@@ -68,6 +76,12 @@ class HealthHandler final : public kiwi::Handler {
     body += ",\"last_sample_age_seconds\":" + number(std::max(0.0, age));
     body += ",\"sequence\":" + std::to_string(snap->sequence);
     body += ",\"store_write_errors\":" + std::to_string(stats.store_write_errors);
+    body += ",\"store_samples_pending\":" + std::to_string(stats.store_samples_pending);
+    body += ",\"store_recovered\":";
+    if (stats.store_recovered.empty())
+      body += "null";
+    else
+      kiwi::append_json_string(body, stats.store_recovered);
     body += ",\"snapshot_file_write_errors\":" + std::to_string(stats.snapshot_file_errors);
     // A failed reload is not a failure of the agent (the previous configuration serves on): it
     // shows here, and in /api/plugins and /metrics, until a reload succeeds.

@@ -135,21 +135,34 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
                            "metrics the sensor emitted that the agent dropped (bad name, label, "
                            "unit or value, or a series repeated in one sample; see /api/current)",
                            true);
+  auto& refused = fams.get("kiwi_sensor_series_refused_total",
+                           "values of new series the agent refused because the sensor reached its "
+                           "series limit (collector.max_series_per_sensor)",
+                           true);
   for (auto& s : snap.sensors) {
     auto label = one_label("sensor", s.name);
     fams.add(duration, label, s.duration_seconds);
     fams.add(success, label, s.state == kiwi::SensorState::error ? 0 : 1);
     fams.add(errors, label, static_cast<double>(s.errors_total));
     fams.add(invalid, label, static_cast<double>(s.invalid_metrics_total));
+    fams.add(refused, label, static_cast<double>(s.series_refused_total));
   }
   fams.add(fams.get("kiwi_collector_ticks_total", "samples taken", true), "",
            static_cast<double>(stats.ticks));
   fams.add(fams.get("kiwi_collector_missed_ticks_total",
                     "intervals skipped because a sample overran its interval", true),
            "", static_cast<double>(stats.missed_ticks));
-  fams.add(fams.get("kiwi_store_write_errors_total", "samples that could not be written to history",
-                    true),
+  fams.add(fams.get("kiwi_store_write_errors_total",
+                    "history commits that failed (each retries every sample still queued)", true),
            "", static_cast<double>(stats.store_write_errors));
+  fams.add(fams.get("kiwi_store_samples_pending",
+                    "samples queued in memory and not yet committed to the history file", false),
+           "", static_cast<double>(stats.store_samples_pending));
+  fams.add(fams.get("kiwi_store_recovered",
+                    "1 if a damaged history file was moved aside and replaced since start "
+                    "(/api/health says where it went)",
+                    false),
+           "", stats.store_recovered.empty() ? 0 : 1);
   fams.add(fams.get("kiwi_snapshot_file_write_errors_total",
                     "writes of the snapshot file (collector.snapshot_path) that failed", true),
            "", static_cast<double>(stats.snapshot_file_errors));

@@ -335,20 +335,6 @@ TEST_CASE("agent: a full disk makes health fail with the reason, serving and sam
   CHECK(agent.stop() == 0);
 }
 
-TEST_CASE("agent: a corrupt database stops start-up with exit 1 naming the file") {
-  TempDir tmp;
-  fs::create_directories(tmp.path / "data");
-  write_text(tmp.path / "data/kiwi.db", std::string(8192, 'x'));
-  auto file = (tmp.path / "kiwi.toml").string();
-  write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
-                       "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
-                       "\"\n[http]\nbind = \"127.0.0.1:0\"\n");
-  auto r = run_agent_command({"--config", file});
-  CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, Catch::Contains((tmp.path / "data/kiwi.db").string()) &&
-                        Catch::Contains("file is not a database"));
-}
-
 TEST_CASE("agent: a port already in use stops start-up with exit 1 and the address") {
   Agent first;
   TempDir tmp;

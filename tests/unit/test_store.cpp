@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "emulator.hpp"
@@ -33,6 +34,11 @@ void append(Store& s, std::int64_t ts, const std::vector<kiwi::MetricValue>& ms,
   for (auto& m : ms) ptrs.push_back(&m);
   s.append(ts, ptrs);
   if (flush) s.flush(0, 0);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 const kiwi::HistorySeries* find(const kiwi::HistoryResult& r, const std::string& key) {
@@ -193,15 +199,190 @@ TEST_CASE("store: the read-only connection refuses writes") {
   CHECK(store.query({}).timestamps.size() == 1);
 }
 
-TEST_CASE("store: a file that is not a database is refused with its path") {
+TEST_CASE("store: a file that is not a database is moved aside and a new history started") {
   TempDb db;
+  const std::string text =
+      "this is not sqlite, it is a text file long enough to have a header..........";
   {
     std::FILE* f = std::fopen(db.path().c_str(), "w");
-    std::fputs("this is not sqlite, it is a text file long enough to have a header..........", f);
+    std::fputs(text.c_str(), f);
     std::fclose(f);
   }
-  CHECK_THROWS_WITH(Store(db.path()),
-                    Catch::Contains(db.path()) && Catch::Contains("not a database"));
+  Store store(db.path());
+  CHECK(store.recoveries() == 1);
+  CHECK_THAT(store.recovery_note(), Catch::Contains(db.path()) &&
+                                        Catch::Contains("not a database") &&
+                                        Catch::Contains(db.path() + ".corrupt-"));
+  std::vector<fs::path> aside;
+  for (auto& e : fs::directory_iterator(db.dir))
+    if (e.path().filename().string().starts_with("kiwi.db.corrupt-")) aside.push_back(e.path());
+  REQUIRE(aside.size() == 1);
+  CHECK(slurp(aside[0]) == text);
+  append(store, 1000, {metric("a", 1, "")});
+  CHECK(kiwi_test::rows_on_disk(db.path()) == 1);
+}
+
+namespace {
+// `n` bytes of noise (seeded: the same every run) over `path` from `offset`.
+void scribble(const std::string& path, long offset, std::size_t n, unsigned seed) {
+  std::string junk(n, '\0');
+  std::uint32_t x = seed;
+  for (auto& c : junk) c = static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  REQUIRE(f);
+  std::fseek(f, offset, SEEK_SET);
+  std::fwrite(junk.data(), 1, junk.size(), f);
+  std::fclose(f);
+}
+}  // namespace
+
+TEST_CASE("store: a page damaged while closed is found by quick_check at open and moved aside") {
+  TempDb db;
+  std::vector<kiwi::MetricValue> wide;
+  for (int s = 0; s < 50; ++s) wide.push_back(metric("m" + std::to_string(s), 0.25 + s, ""));
+  {
+    Store store(db.path());
+    for (int t = 0; t < 200; ++t) append(store, t * 1000, wide, t % 10 == 9);
+    store.flush(0, 0);
+  }
+  REQUIRE(fs::file_size(db.path()) > 20 * 1024);
+  scribble(db.path(), 12 * 1024, 2048, 16);  // dd bs=1024 seek=12 count=2, deterministic
+  Store store(db.path());
+  CHECK(store.recoveries() == 1);
+  CHECK_THAT(store.recovery_note(), Catch::Contains("new history started"));
+  CHECK(store.series()->empty());  // a new file
+  append(store, 300'000, wide);
+  CHECK(kiwi_test::rows_on_disk(db.path()) == 1);
+  CHECK(store.series()->size() == 50);
+}
+
+TEST_CASE("store: a commit that finds the file damaged moves it aside and keeps queue and ids") {
+  TempDb db;
+  std::vector<kiwi::MetricValue> wide;
+  for (int s = 0; s < 50; ++s) wide.push_back(metric("m" + std::to_string(s), 0.25 + s, ""));
+  Store store(db.path());
+  for (int t = 0; t < 300; ++t) append(store, t * 1000, wide, t % 10 == 9);
+  {
+    // Everything into the main file (a connection of this process may share it: unix-excl),
+    // then every page but the header damaged under the open store.
+    sqlite3* h = nullptr;
+    REQUIRE(sqlite3_open_v2(db.path().c_str(), &h, SQLITE_OPEN_READWRITE, "unix-excl") ==
+            SQLITE_OK);
+    REQUIRE(sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr) ==
+            SQLITE_OK);
+    sqlite3_close(h);
+  }
+  const auto size = fs::file_size(db.path());
+  scribble(db.path(), 1024, static_cast<std::size_t>(size) - 1024, 7);
+  // Queued, not committed: these must reach the new file, with the series they name.
+  std::vector<kiwi::MetricValue> more = wide;
+  more.push_back(metric("late", 5, ""));
+  append(store, 301'000, more, false);
+  append(store, 302'000, more, false);
+  store.flush(250'000, 100);  // reads the damaged pages (pruning the oldest rows)
+  CHECK(store.recoveries() == 1);
+  CHECK(store.pending_rows() == 0);
+  CHECK(kiwi_test::rows_on_disk(db.path()) == 2);
+  kiwi::HistoryQuery q;
+  q.patterns = {"late", "m3"};
+  auto r = store.query(q);
+  CHECK(r.timestamps == std::vector<double>{301, 302});
+  REQUIRE(r.series.size() == 2);
+  CHECK(r.series[0].key == "m3");
+  CHECK(r.series[1].key == "late");
+}
+
+TEST_CASE("store: another application's SQLite file is refused before anything is written") {
+  TempDb db;
+  {
+    sqlite3* h;
+    sqlite3_open(db.path().c_str(), &h);
+    sqlite3_exec(h, "CREATE TABLE foo(x); INSERT INTO foo VALUES(42)", nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+  }
+  const std::string before = slurp(db.path());
+  CHECK_THROWS_AS(Store(db.path()), ForeignDatabase);
+  CHECK_THROWS_WITH(Store(db.path()), Catch::Contains("foo") && Catch::Contains("left untouched"));
+  CHECK(slurp(db.path()) == before);
+  CHECK_FALSE(fs::exists(db.path() + "-wal"));
+}
+
+TEST_CASE("store: our own files carry the application id; an older agent's file is adopted") {
+  TempDb db;
+  { Store store(db.path()); }
+  auto pragma = [&](const char* sql) {
+    sqlite3* h;
+    sqlite3_open(db.path().c_str(), &h);
+    sqlite3_stmt* st;
+    sqlite3_prepare_v2(h, sql, -1, &st, nullptr);
+    sqlite3_step(st);
+    const auto v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+  };
+  CHECK(pragma("PRAGMA application_id") == Store::kApplicationId);
+  // As an agent before application_id left it.
+  {
+    sqlite3* h;
+    sqlite3_open(db.path().c_str(), &h);
+    sqlite3_exec(h, "PRAGMA application_id=0", nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+  }
+  { Store store(db.path()); }
+  CHECK(pragma("PRAGMA application_id") == Store::kApplicationId);
+}
+
+TEST_CASE("store: times far outside the int64 range of milliseconds are clamped, not cast") {
+  TempDb db;
+  Store store(db.path());
+  append(store, 1000, {metric("a", 1, "")});
+  append(store, 2000, {metric("a", 2, "")});
+  kiwi::HistoryQuery q;
+  q.limit = 86400;
+  q.since = 179599900000000999.5;  // found by fuzzing: UB before
+  CHECK(store.query(q).timestamps.empty());
+  q.since = -1e300;
+  q.until = 1e300;
+  CHECK(store.query(q).timestamps.size() == 2);
+  q.since = std::nan("");
+  q.until = std::nan("");
+  CHECK(store.query(q).timestamps.empty());
+  q.since.reset();
+  q.until = 1e300;
+  q.step = 1e300;
+  q.limit = 10;
+  auto r = store.query(q);
+  REQUIRE(r.timestamps.size() == 1);
+  REQUIRE(r.series.size() == 1);
+  CHECK(r.series[0].values[0] == 1.5);
+}
+
+TEST_CASE("store: the catalog lists every series once, in id order, across chunks and reopens") {
+  TempDb db;
+  const std::size_t n = 3 * SeriesCatalog::kChunk + 7;
+  std::vector<kiwi::MetricValue> ms;
+  for (std::size_t i = 0; i < n; ++i)
+    ms.push_back(metric("s", static_cast<double>(i), "", {{"i", std::to_string(i)}}));
+  Store::Catalog early;
+  {
+    Store store(db.path());
+    append(store, 1000, {ms[0]});
+    early = store.series();
+    append(store, 2000, ms);
+    append(store, 3000, ms);  // known series: no new entries
+    auto c = store.series();
+    REQUIRE(c->size() == n);
+    std::size_t i = 0;
+    for (auto& s : *c) CHECK(s.key == "s{i=\"" + std::to_string(i++) + "\"}");
+    CHECK(early->size() == 1);  // a view taken before stays as it was
+    CHECK((*early)[0].key == "s{i=\"0\"}");
+  }
+  Store again(db.path());
+  auto c = again.series();
+  REQUIRE(c->size() == n);
+  CHECK((*c)[n - 1].key == "s{i=\"" + std::to_string(n - 1) + "\"}");
+  CHECK((*c)[SeriesCatalog::kChunk].labels[0].second == std::to_string(SeriesCatalog::kChunk));
 }
 
 TEST_CASE("store: a database from a newer agent is refused, not rewritten") {

@@ -218,6 +218,7 @@ struct SensorReport {
   double duration_seconds = 0;              // how long its last sample() took
   std::uint64_t errors_total = 0;           // samples that threw since the agent started
   std::uint64_t invalid_metrics_total = 0;  // metrics the host dropped (kiwi/sensor.hpp rules)
+  std::uint64_t series_refused_total = 0;   // values of series beyond the sensor's series limit
   std::vector<MetricValue> metrics;
 };
 
@@ -291,6 +292,8 @@ struct AgentStats {
   std::uint64_t store_write_errors = 0;    // since start
   std::uint64_t store_failing_writes = 0;  // history commits failed in a row (0 = healthy)
   std::string store_last_error;
+  std::string store_recovered;              // a damaged history file replaced since start ("")
+  std::uint64_t store_samples_pending = 0;  // samples queued, not yet committed
   std::string snapshot_file;                // collector.snapshot_path ("" when off)
   std::uint64_t snapshot_file_errors = 0;   // failed writes since start
   std::uint64_t snapshot_file_failing = 0;  // failed in a row (0 = healthy)
@@ -464,6 +467,8 @@ inline std::shared_ptr<const Snapshot> snapshot_from(const kiwi_snapshot& c) {
     out.duration_seconds = r.duration_seconds;
     out.errors_total = r.errors_total;
     out.invalid_metrics_total = r.invalid_metrics_total;
+    if (KIWI_HAS_MEMBER(&r, kiwi_sensor_report, series_refused_total))
+      out.series_refused_total = r.series_refused_total;
     out.metrics.reserve(r.metric_count);
     for (std::size_t j = 0; j < r.metric_count; ++j) {
       const auto& m = r.metrics[j];
@@ -551,6 +556,10 @@ inline AgentStats stats_from(const kiwi_stats& c) {
       out.last_error = std::string(view(o.last_error));
       out.last_error_at = o.last_error_at;
     }
+  if (KIWI_HAS_MEMBER(&c, kiwi_stats, store_samples_pending)) {
+    s.store_recovered = std::string(view(c.store_recovered));
+    s.store_samples_pending = c.store_samples_pending;
+  }
   return s;
 }
 

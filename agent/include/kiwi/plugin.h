@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define KIWI_ABI_MAJOR 1
-#define KIWI_ABI_MINOR 1
+#define KIWI_ABI_MINOR 2
 
 #define KIWI_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -347,6 +347,8 @@ typedef struct kiwi_sensor_report {
   uint64_t invalid_metrics_total;
   const kiwi_metric_value *metrics;
   size_t metric_count;
+  /* Since ABI 1.2: values of series beyond the sensor's series limit, refused since start. */
+  uint64_t series_refused_total;
 } kiwi_sensor_report;
 
 /* The latest sample (sequence 0 before the first one). */
@@ -434,6 +436,9 @@ typedef struct kiwi_stats {
   const kiwi_output_status *outputs; /* rows of output_status_size bytes */
   size_t output_count;
   uint32_t output_status_size;
+  /* Since ABI 1.2 (KIWI_HAS_MEMBER(stats, kiwi_stats, store_samples_pending)). */
+  kiwi_str store_recovered;       /* a damaged history file replaced since start ("" none) */
+  uint64_t store_samples_pending; /* samples queued in memory, not yet committed */
 } kiwi_stats;
 
 enum {
