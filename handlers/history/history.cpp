@@ -22,9 +22,11 @@ struct Rendered {
 };
 
 // A cache slot: one rendering under one key. A rendering has two keys: the request's query string
-// as sent (the fast path: no parsing, no series list) and the canonical query (what parse_query
-// made of it, so equivalent spellings share one rendering). An open window's keys end in the
-// sample sequence; it is useless once a newer sample exists, and dropped then.
+// as sent, whole and undecoded (the fast path: no parsing, no series list; decoded parameters
+// joined again would make `series=a%26limit%3D1` and `series=a&limit=1` one key) and the
+// canonical query (what parse_query made of it, every value exact and whole, so equivalent
+// spellings share one rendering and different queries never do). An open window's keys end in
+// the sample sequence; it is useless once a newer sample exists, and dropped then.
 struct Slot {
   std::string key;
   std::uint64_t sequence;  // 0 for a closed window
@@ -37,10 +39,10 @@ std::uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
-// The query string as received (decoded parameters in order), plus the sample sequence.
+// The query string as received (undecoded, whole), plus the sample sequence.
 std::string raw_key(const kiwi::Request& req, std::uint64_t sequence) {
   std::string key = "raw:";
-  for (const auto& p : req.query) key.append(p.name).append("=").append(p.value).append("&");
+  key.append(req.raw_query);
   return key.append("#").append(std::to_string(sequence));
 }
 

@@ -253,10 +253,17 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
     q.patterns = default_series;
   }
 
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "l=%zu&s=%.3f&u=%.3f&st=%.3f&a=%d&p=", q.limit,
-                q.since.value_or(-1), q.until.value_or(-1), q.step, static_cast<int>(q.aggregate));
-  out.canonical = buf;
+  // Every value exactly (shortest round-trip form) and whole: two different queries never share
+  // a key. Patterns come last and hold no ',' (the list is split there).
+  auto exact = [](std::optional<double> v) {
+    if (!v) return std::string("-");
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, *v);
+    return std::string(buf, ec == std::errc() ? end : buf);
+  };
+  out.canonical = "l=" + std::to_string(q.limit) + "&s=" + exact(q.since) + "&u=" + exact(q.until) +
+                  "&st=" + exact(q.step) + "&a=" + std::to_string(static_cast<int>(q.aggregate)) +
+                  "&p=";
   for (auto& p : q.patterns) out.canonical += p + ",";
   return out;
 }
