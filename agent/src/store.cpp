@@ -278,7 +278,10 @@ void Store::open_file() {
         verdict = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
       sqlite3_finalize(st);
       if (rc != SQLITE_ROW) fail("quick_check");
-      if (verdict != "ok") throw Malformed(path_ + ": quick_check: " + verdict.substr(0, 200));
+      if (verdict != "ok") {
+        std::replace(verdict.begin(), verdict.end(), '\n', ' ');  // one log line
+        throw Malformed(path_ + ": quick_check: " + verdict.substr(0, 200));
+      }
     }
 
     // synchronous=NORMAL in WAL: a crash loses at most the last commits, never corrupts the file.

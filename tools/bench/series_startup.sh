@@ -18,13 +18,12 @@ shift || true
 counts=("$@")
 [[ ${#counts[@]} -gt 0 ]] || counts=(5000 10000 20000 40000 100000)
 timeout=${KIWI_BENCH_TIMEOUT:-300}
-agent=$build/agent/kiwi-agent
+agent=$build/bin/kiwi-agent
 plugin=$build/tests/plugins/test-labelled_sensor.so
-plugins=$build/plugins
+plugins=$build/lib/kiwi-agent
 for f in "$agent" "$plugin"; do
   [[ -e $f ]] || { echo "missing $f: build with -DKIWI_BUILD_TESTS=ON first" >&2; exit 2; }
 done
-[[ -d $plugins ]] || plugins=$(dirname "$(find "$build" -name 'kiwi-sensor-cpu.so' | head -1)")
 
 work=$(mktemp -d /tmp/kiwi-series-bench-XXXXXX)
 pid=
