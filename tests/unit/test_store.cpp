@@ -307,7 +307,7 @@ TEST_CASE("store: another application's SQLite file is refused before anything i
   CHECK_FALSE(fs::exists(db.path() + "-wal"));
 }
 
-TEST_CASE("store: our own files carry the application id; an older agent's file is adopted") {
+TEST_CASE("store: our own files carry the application id, an older agent file is adopted") {
   TempDb db;
   { Store store(db.path()); }
   auto pragma = [&](const char* sql) {
