@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <kiwi/io.hpp>
 #include <kiwi/rates.hpp>
 
 namespace kiwi::agent {
@@ -13,24 +14,10 @@ bool name_char(char c, bool first) {
          (!first && c >= '0' && c <= '9');
 }
 
-// `s` in double quotes for a message: at most 64 bytes, control and non-ASCII bytes as \xNN, so a
+// `s` in double quotes for a message: at most 100 bytes, control and non-ASCII bytes as \xNN, so a
 // hostile name can neither flood the log nor put a newline or raw bytes into it.
 std::string quoted(std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  constexpr std::size_t kMax = 64;
-  std::string out = "\"";
-  for (std::size_t i = 0; i < s.size() && i < kMax; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-      out += "\\x";
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  out += s.size() > kMax ? "\"..." : "\"";
-  return out;
+  return kiwi::quote_excerpt(s, 100, '"');
 }
 
 constexpr std::size_t kProblemsShown = 3;
