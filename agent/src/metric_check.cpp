@@ -158,6 +158,7 @@ SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, const std::string& pr
   }
   out.dropped = sink.dropped();
   out.rates_log = std::move(notes.log);
+  out.rates_log_repeats = notes.log_repeats;
   return out;
 }
 

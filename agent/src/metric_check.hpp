@@ -58,7 +58,8 @@ struct SampleCall {
   std::vector<MetricValue> metrics;  // none after an error: a half-finished reading is not one
   std::uint64_t dropped = 0;         // metrics the host refused
   std::string dropped_note;          // what was dropped ("" when nothing)
-  std::string rates_log;             // a counter reset worth a log line (what went back changed)
+  std::string rates_log;             // a counter reset, for a log line ("" when none)
+  bool rates_log_repeats = false;    // the same as the last sample's: at debug, not info
 };
 
 // Calls sensor.sample() as the collector does: reads the clock for the rates (<procfs>/uptime,

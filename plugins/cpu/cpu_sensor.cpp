@@ -59,8 +59,14 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
       notes.push_back(
           "counters went backwards or did not advance (suspend/resume?), no ratio for " +
           kiwi::join(skipped, ", "));
-      log_.info(notes.back());
+      // At info when it starts; at debug while it goes on sample after sample (a frozen
+      // /proc/stat, a VM whose steal stops the clock), not a line every sample.
+      if (notes.back() == last_skipped_note_)
+        log_.debug(notes.back());
+      else
+        log_.info(notes.back());
     }
+    last_skipped_note_ = skipped.empty() ? std::string() : notes.back();
   }
   previous_ = std::move(now);
 

@@ -193,6 +193,24 @@ TEST_CASE("cpu: counters that go backwards after resume give no ratio instead of
   CHECK(h.sink.value("cpu_usage_ratio") == Approx(0.32625));
 }
 
+TEST_CASE("cpu: counters that do not advance are logged at info once, then at debug") {
+  // A frozen /proc/stat (a fixture tree, a stopped VM): every sample after the first has no
+  // ratio. The note is in every sample's message; the log has one info line, not one a sample.
+  ScratchTree tree("rk3588");
+  Harness h(tree.root(), defaults());
+  kiwi::cpu::CpuSensor sensor(h.context());
+  sensor.sample(h.sink);
+  for (int i = 0; i < 4; ++i)
+    CHECK_THAT(sensor.sample(h.sink).message, Contains("did not advance") && Contains("cpu0"));
+  CHECK(h.log.count(kiwi::LogLevel::info) == 1);
+  CHECK(h.log.count(kiwi::LogLevel::debug) == 3);
+  // Advancing again, then stopping again: a new episode, at info again.
+  tree.write("proc/stat", read_text(fixture("rk3588/next/proc/stat")));
+  CHECK(sensor.sample(h.sink).message.empty());
+  sensor.sample(h.sink);
+  CHECK(h.log.count(kiwi::LogLevel::info) == 2);
+}
+
 TEST_CASE("cpu: a loadavg that is a FIFO or a device is refused with a note, not waited on") {
   ScratchTree tree("vm");
   tree.remove("proc/loadavg");
