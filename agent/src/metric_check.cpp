@@ -21,6 +21,7 @@ std::string quoted(std::string_view s) {
 }
 
 constexpr std::size_t kProblemsShown = 3;
+constexpr std::size_t kMessageMax = 16 * 1024;  // bytes of a sensor's message kept
 
 }  // namespace
 
@@ -69,7 +70,10 @@ void CheckedSink::emit(const MetricSpec& metric, std::span<const Label> labels, 
   MetricValue& m = out_.emplace_back();
   m.name = metric.name;
   m.labels.reserve(labels.size());
-  for (auto& l : labels) m.labels.emplace_back(l.name, l.value);
+  // Names passed check_metric (ASCII); a value is any text a plugin read (a mount path, a script's
+  // output): made valid UTF-8 here, once, for every consumer (JSON, /metrics, the store, remote
+  // write), each invalid byte becoming U+FFFD.
+  for (auto& l : labels) m.labels.emplace_back(l.name, kiwi::to_valid_utf8(l.value));
   m.value = value;
   m.unit = to_string(metric.unit);
   m.kind = metric.kind;
@@ -156,6 +160,9 @@ SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, const std::string& pr
   } else {
     out.metrics.clear();
   }
+  // The message reaches the JSON API, the snapshot file and the log: valid UTF-8, and bounded
+  // (a sensor that quotes a whole file cannot put it into every tick's snapshot).
+  out.message = kiwi::truncate_utf8(kiwi::to_valid_utf8(out.message), kMessageMax);
   out.dropped = sink.dropped();
   out.rates_log = std::move(notes.log);
   out.rates_log_repeats = notes.log_repeats;

@@ -1,6 +1,8 @@
 // The one place where what a sensor emits is checked, before it reaches the snapshot, the history
 // or /metrics (the rules are in kiwi/sensor.hpp, MetricSink). A plugin cannot break a Prometheus
-// scrape or the JSON API: a metric that fails a rule is dropped, counted and named.
+// scrape or the JSON API: a metric that fails a rule is dropped, counted and named; label values
+// and the sensor's message are made valid UTF-8 (each invalid byte becomes U+FFFD,
+// kiwi::to_valid_utf8), and the message is cut at 16 KiB.
 #pragma once
 
 #include <chrono>
