@@ -688,7 +688,10 @@ void Collector::read(Slot& s, Outcome o, std::int64_t ts_ms) {
               " series (collector.max_series_per_sensor); values of further new series are "
               "refused, and counted in kiwi_sensor_series_refused_total");
   r.series_refused_total = s.series_refused_total += refused;
-  if (!o.rates_log.empty()) log_.info("sensor " + s.name + ": " + o.rates_log);
+  // A reset at info when it happens; at debug while the same counters keep going back.
+  if (!o.rates_log.empty())
+    log_.log(o.rates_log_repeats ? LogLevel::debug : LogLevel::info,
+             "sensor " + s.name + ": " + o.rates_log);
   if (r.state == SensorState::error) {
   } else if (!o.dropped_note.empty()) {
     // Logged when it starts and whenever what is dropped changes, not every sample.

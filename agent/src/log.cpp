@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <kiwi/io.hpp>
 
 namespace kiwi::agent {
 
@@ -32,6 +33,26 @@ std::string format_log_time(std::int64_t unix_ms) {
   return out;
 }
 
+void append_log_text(std::string& line, std::string_view message) {
+  static constexpr char hex[] = "0123456789abcdef";
+  const std::size_t size = message.size();
+  if (size > kLogMessageMax) message = message.substr(0, kLogMessageMax);
+  while (!message.empty()) {
+    const auto c = static_cast<unsigned char>(message.front());
+    const std::size_t n = c < 0x20 || c == 0x7f ? 0 : kiwi::utf8_sequence_length(message);
+    if (n == 0) {
+      line += "\\x";
+      line.push_back(hex[c >> 4]);
+      line.push_back(hex[c & 15]);
+      message.remove_prefix(1);
+    } else {
+      line.append(message.substr(0, n));
+      message.remove_prefix(n);
+    }
+  }
+  if (size > kLogMessageMax) line += "...(" + std::to_string(size) + " bytes)";
+}
+
 void StderrLogger::log(LogLevel level, std::string_view message) {
   if (level > level_.load(std::memory_order_relaxed)) return;
   std::string line;
@@ -43,7 +64,7 @@ void StderrLogger::log(LogLevel level, std::string_view message) {
   line += "kiwi-agent: ";
   line += to_string(level);
   line += ": ";
-  line += message;
+  append_log_text(line, message);
   line += '\n';
   std::lock_guard lock(mutex_);
   std::fwrite(line.data(), 1, line.size(), stderr);

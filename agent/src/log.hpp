@@ -30,6 +30,16 @@ class StderrLogger final : public Logger {
   std::mutex mutex_;
 };
 
+// The most of one message a log line carries; the rest is cut, its size said ("...(N bytes)").
+inline constexpr std::size_t kLogMessageMax = 16 * 1024;
+
+// Appends `message` to a log line as StderrLogger writes it: one line, whatever the message
+// holds. Control bytes (a newline, ESC, a tab) and bytes that are not valid UTF-8 are written as
+// \xNN, valid UTF-8 as it is (journald keeps a line that is not UTF-8 only as a blob), and a
+// message over kLogMessageMax is cut. The last line of defence: messages that quote untrusted
+// text already escape it (kiwi::quote_excerpt).
+void append_log_text(std::string& line, std::string_view message);
+
 // "2026-12-01T10:15:03.123+01:00" for a time in unix milliseconds, in local time.
 std::string format_log_time(std::int64_t unix_ms);
 

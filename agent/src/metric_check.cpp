@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <kiwi/io.hpp>
 #include <kiwi/rates.hpp>
 
 namespace kiwi::agent {
@@ -13,27 +14,14 @@ bool name_char(char c, bool first) {
          (!first && c >= '0' && c <= '9');
 }
 
-// `s` in double quotes for a message: at most 64 bytes, control and non-ASCII bytes as \xNN, so a
+// `s` in double quotes for a message: at most 100 bytes, control and non-ASCII bytes as \xNN, so a
 // hostile name can neither flood the log nor put a newline or raw bytes into it.
 std::string quoted(std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  constexpr std::size_t kMax = 64;
-  std::string out = "\"";
-  for (std::size_t i = 0; i < s.size() && i < kMax; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-      out += "\\x";
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  out += s.size() > kMax ? "\"..." : "\"";
-  return out;
+  return kiwi::quote_excerpt(s, 100, '"');
 }
 
 constexpr std::size_t kProblemsShown = 3;
+constexpr std::size_t kMessageMax = 16 * 1024;  // bytes of a sensor's message kept
 
 }  // namespace
 
@@ -82,7 +70,10 @@ void CheckedSink::emit(const MetricSpec& metric, std::span<const Label> labels, 
   MetricValue& m = out_.emplace_back();
   m.name = metric.name;
   m.labels.reserve(labels.size());
-  for (auto& l : labels) m.labels.emplace_back(l.name, l.value);
+  // Names passed check_metric (ASCII); a value is any text a plugin read (a mount path, a script's
+  // output): made valid UTF-8 here, once, for every consumer (JSON, /metrics, the store, remote
+  // write), each invalid byte becoming U+FFFD.
+  for (auto& l : labels) m.labels.emplace_back(l.name, kiwi::to_valid_utf8(l.value));
   m.value = value;
   m.unit = to_string(metric.unit);
   m.kind = metric.kind;
@@ -169,8 +160,12 @@ SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, const std::string& pr
   } else {
     out.metrics.clear();
   }
+  // The message reaches the JSON API, the snapshot file and the log: valid UTF-8, and bounded
+  // (a sensor that quotes a whole file cannot put it into every tick's snapshot).
+  out.message = kiwi::truncate_utf8(kiwi::to_valid_utf8(out.message), kMessageMax);
   out.dropped = sink.dropped();
   out.rates_log = std::move(notes.log);
+  out.rates_log_repeats = notes.log_repeats;
   return out;
 }
 

@@ -1,6 +1,8 @@
 // The one place where what a sensor emits is checked, before it reaches the snapshot, the history
 // or /metrics (the rules are in kiwi/sensor.hpp, MetricSink). A plugin cannot break a Prometheus
-// scrape or the JSON API: a metric that fails a rule is dropped, counted and named.
+// scrape or the JSON API: a metric that fails a rule is dropped, counted and named; label values
+// and the sensor's message are made valid UTF-8 (each invalid byte becomes U+FFFD,
+// kiwi::to_valid_utf8), and the message is cut at 16 KiB.
 #pragma once
 
 #include <chrono>
@@ -58,7 +60,8 @@ struct SampleCall {
   std::vector<MetricValue> metrics;  // none after an error: a half-finished reading is not one
   std::uint64_t dropped = 0;         // metrics the host refused
   std::string dropped_note;          // what was dropped ("" when nothing)
-  std::string rates_log;             // a counter reset worth a log line (what went back changed)
+  std::string rates_log;             // a counter reset, for a log line ("" when none)
+  bool rates_log_repeats = false;    // the same as the last sample's: at debug, not info
 };
 
 // Calls sensor.sample() as the collector does: reads the clock for the rates (<procfs>/uptime,

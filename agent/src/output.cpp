@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <kiwi/glob.hpp>
+#include <kiwi/io.hpp>
 #include <unordered_map>
 
 namespace kiwi::agent {
@@ -182,7 +183,7 @@ OutputRunner::Step OutputRunner::step() {
       std::lock_guard lock(status_mutex_);
       ++status_.batches_dropped_total;
       status_.samples_dropped_total += batch.sample_count;
-      status_.last_error = r.reason;
+      status_.last_error = kiwi::to_valid_utf8(r.reason);  // a receiver's text: any bytes
       status_.last_error_at = now;
       step = more ? Step::more : Step::dropped;
       break;
@@ -192,7 +193,7 @@ OutputRunner::Step OutputRunner::step() {
       ++failures_in_row_;
       std::lock_guard lock(status_mutex_);
       ++status_.failures_total;
-      status_.last_error = r.reason;
+      status_.last_error = kiwi::to_valid_utf8(r.reason);  // a receiver's text: any bytes
       status_.last_error_at = now;
       step = Step::retry;
       break;

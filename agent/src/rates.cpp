@@ -122,7 +122,8 @@ RateDeriver::Notes RateDeriver::finish(bool complete, std::vector<MetricValue>& 
     parts.push_back(backwards);
   }
   for (const auto& p : parts) notes.status += (notes.status.empty() ? "" : "; ") + p;
-  if (backwards != last_backwards_ && !backwards.empty()) notes.log = backwards;
+  notes.log = backwards;
+  notes.log_repeats = !backwards.empty() && backwards == last_backwards_;
   last_backwards_ = std::move(backwards);
   return notes;
 }

@@ -34,8 +34,9 @@ class RateDeriver {
   void add(const MetricValue& counter, const MetricSpec& row, std::vector<MetricValue>& out);
 
   struct Notes {
-    std::string status;  // for the sample's message: why rates are missing ("" when none are)
-    std::string log;     // the same, when what went backwards changed since the last sample
+    std::string status;        // for the sample's message: why rates are missing ("" when none are)
+    std::string log;           // what went backwards ("" when nothing did), for the log:
+    bool log_repeats = false;  // the same as the last sample's (logged at debug, not info)
   };
   // Ends the sample whose metrics are `out`. A counter that went backwards takes the rates of
   // every counter with its labels (the same device) out of `out` for this interval. After a

@@ -23,10 +23,13 @@ void str(Writer& w, std::string_view s) {
 }
 
 // Rounded to `decimals` places, then printed in its shortest form (whole numbers without ".0").
+// A value so large that the scaling overflows (1e308) has no fraction to round away: it is
+// printed as it is, never as infinity (which RapidJSON writes as nothing, leaving `"value":,`).
 void number(Writer& w, double v, int decimals) {
-  if (std::isnan(v)) return void(w.Null());
+  if (!std::isfinite(v)) return void(w.Null());
   double scale = std::pow(10.0, decimals);
   double r = std::nearbyint(v * scale) / scale;
+  if (!std::isfinite(r)) r = v;
   if (std::nearbyint(r) == r && std::fabs(r) < 9e15)
     w.Int64(static_cast<std::int64_t>(r));
   else

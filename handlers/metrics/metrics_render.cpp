@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <deque>
+#include <kiwi/io.hpp>
 #include <map>
 #include <set>
 
@@ -210,7 +211,7 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
       if (!o.last_error.empty())
         fams.add(error,
                  "{remote_write=\"" + escape_label_value(o.name) + "\",error=\"" +
-                     escape_label_value(o.last_error.substr(0, 200)) + "\"}",
+                     escape_label_value(kiwi::to_valid_utf8(o.last_error.substr(0, 200))) + "\"}",
                  1);
     }
   }

@@ -41,14 +41,14 @@ ProcStat parse_proc_stat(std::string_view text) {
     for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
       auto value = to_number<std::uint64_t>(field);
       if (!value)
-        throw std::invalid_argument("/proc/stat line '" + std::string(line) + "': field '" +
-                                    std::string(field) + "' is not a counter");
+        throw std::invalid_argument("/proc/stat line " + quote_excerpt(line) + ": field " +
+                                    quote_excerpt(field) + " is not a counter");
       if (count < times.ticks.size()) times.ticks[count] = *value;
       ++count;
     }
     if (count < 4)
-      throw std::invalid_argument("/proc/stat line '" + std::string(line) +
-                                  "': expected at least 4 counters (user nice system idle)");
+      throw std::invalid_argument("/proc/stat line " + quote_excerpt(line) +
+                                  ": expected at least 4 counters (user nice system idle)");
     if (core)
       out.cores[*core] = times;
     else

@@ -18,7 +18,7 @@ CpuSensor::CpuSensor(const kiwi::SensorContext& ctx)
 
 kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
   const std::string stat_path = kiwi::join_path(procfs_, "stat");
-  const std::string text = kiwi::read_required_file(stat_path);
+  const std::string text = kiwi::read_required_file(stat_path, kiwi::kTableReadCap);
   ProcStat now = kiwi::parse_file(stat_path, [&] { return parse_proc_stat(text); });
   if (!now.all) throw std::runtime_error(stat_path + ": no aggregate 'cpu' line");
 
@@ -59,8 +59,14 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
       notes.push_back(
           "counters went backwards or did not advance (suspend/resume?), no ratio for " +
           kiwi::join(skipped, ", "));
-      log_.info(notes.back());
+      // At info when it starts; at debug while it goes on sample after sample (a frozen
+      // /proc/stat, a VM whose steal stops the clock), not a line every sample.
+      if (notes.back() == last_skipped_note_)
+        log_.debug(notes.back());
+      else
+        log_.info(notes.back());
     }
+    last_skipped_note_ = skipped.empty() ? std::string() : notes.back();
   }
   previous_ = std::move(now);
 
@@ -80,13 +86,19 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
   }
 
   const std::string load_path = kiwi::join_path(procfs_, "loadavg");
-  const auto load_text = kiwi::read_file(load_path);
-  if (auto load = load_text ? parse_loadavg(*load_text) : std::nullopt) {
-    sink.emit(kLoad1, load->load1);
-    sink.emit(kLoad5, load->load5);
-    sink.emit(kLoad15, load->load15);
-  } else {
-    notes.push_back(load_path + (load_text ? ": not three numbers" : ": not found"));
+  try {
+    const auto load_text = kiwi::read_file(load_path);
+    if (auto load = load_text ? parse_loadavg(*load_text) : std::nullopt) {
+      sink.emit(kLoad1, load->load1);
+      sink.emit(kLoad5, load->load5);
+      sink.emit(kLoad15, load->load15);
+    } else {
+      notes.push_back(load_path + (load_text ? ": not three numbers: " +
+                                                   kiwi::quote_excerpt(kiwi::trim(*load_text))
+                                             : ": not found"));
+    }
+  } catch (const std::system_error& e) {
+    notes.push_back(e.what());  // not a regular file, over the read cap, EIO: the rest is read
   }
   return kiwi::SampleResult::ok(kiwi::join(notes));
 }

@@ -68,6 +68,7 @@ class CpuSensor final : public kiwi::Sensor {
   // The previous reading; nullopt before the first sample. Cores are keyed by number so a core
   // going offline or coming back never shifts another core's deltas.
   std::optional<ProcStat> previous_;
+  std::string last_skipped_note_;  // the previous sample's "counters went backwards" note, or ""
 };
 
 }  // namespace kiwi::cpu

@@ -20,11 +20,11 @@ std::vector<DiskCounters> parse_diskstats(std::string_view text) {
     DiskCounters disk;
     disk.name = std::string(next_field(rest));
     if (!to_number<unsigned>(major) || !to_number<unsigned>(minor) || disk.name.empty())
-      throw std::invalid_argument("line '" + std::string(line) +
-                                  "': expected 'major minor name' and 11 counters");
+      throw std::invalid_argument("line " + quote_excerpt(line) +
+                                  ": expected 'major minor name' and 11 counters");
     const std::size_t count = read_counters(rest, disk.counters, line);
     if (count < disk.counters.size())
-      throw std::invalid_argument("line '" + std::string(line) + "': expected at least " +
+      throw std::invalid_argument("line " + quote_excerpt(line) + ": expected at least " +
                                   std::to_string(disk.counters.size()) +
                                   " counters after the name");
     out.push_back(std::move(disk));

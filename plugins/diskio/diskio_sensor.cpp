@@ -24,7 +24,7 @@ DiskioSensor::DiskioSensor(const kiwi::SensorContext& ctx)
 
 kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
   const std::string stats_path = kiwi::join_path(procfs_, "diskstats");
-  const std::string stats_text = kiwi::read_required_file(stats_path);
+  const std::string stats_text = kiwi::read_required_file(stats_path, kiwi::kTableReadCap);
   const auto all = kiwi::parse_file(stats_path, [&] { return parse_diskstats(stats_text); });
 
   // <sysfs>/block lists whole devices only (disks, loop, md, dm-N), never partitions. Without it

@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <kiwi/io.hpp>
 #include <limits>
 #include <map>
 #include <set>
@@ -59,20 +60,15 @@ bool blank(char c) {
 
 // Whether `s` is well-formed UTF-8 (the format requires it of label values and HELP text).
 bool valid_utf8(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80           ? 1
-                    : (c >> 5) == 0x6  ? 2
-                    : (c >> 4) == 0xe  ? 3
-                    : (c >> 3) == 0x1e ? 4
-                                       : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (std::size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
-    if (n == 2 && c < 0xc2) return false;  // overlong
-    i += n;
-  }
-  return true;
+  return kiwi::is_valid_utf8(s);
+}
+
+// What the program printed, quoted for a message: at most 100 bytes, escaped (kiwi/io.hpp).
+std::string excerpt(std::string_view s) {
+  return kiwi::quote_excerpt(s, 100, '"');
+}
+std::string excerpt(char c) {
+  return kiwi::quote_excerpt(std::string_view(&c, 1), 100, '\'');
 }
 
 // A float as Prometheus' own text parser reads it: Go's strconv.ParseFloat, but refusing 'p', 'P'
@@ -185,7 +181,7 @@ class PromParser {
     auto name = metric_name(what);
     if (!name) return;
     if (!at_end() && !blank(peek())) {
-      fail(pos_, std::string("invalid character '") + peek() + "' in metric name");
+      fail(pos_, "invalid character " + excerpt(peek()) + " in metric name");
       return;
     }
     Family& f = families_[std::string(*name)];
@@ -213,8 +209,8 @@ class PromParser {
     const auto t = kTypes.find(word);
     if (word.empty()) return fail(type_at, "TYPE line for " + std::string(*name) + " has no type");
     if (t == kTypes.end())
-      return fail(type_at, "unknown metric type \"" + std::string(word) +
-                               "\" (counter, gauge, histogram, summary or untyped)");
+      return fail(type_at, "unknown metric type " + excerpt(word) +
+                               " (counter, gauge, histogram, summary or untyped)");
     skip_blanks();
     if (!at_end()) return fail(pos_, "unexpected text after the metric type");
     if (f.typed) return fail(0, "second TYPE line for " + std::string(*name));
@@ -264,14 +260,14 @@ class PromParser {
       ++pos_;
       if (!labels(m)) return;
     } else if (!at_end() && !blank(peek())) {
-      return fail(pos_, std::string("invalid character '") + peek() + "' in metric name");
+      return fail(pos_, "invalid character " + excerpt(peek()) + " in metric name");
     }
     skip_blanks();
     if (at_end()) return fail(pos_, "missing value for " + m.name);
     const std::size_t value_at = pos_;
     const std::string_view value_text = token();
     const auto value = parse_go_float(value_text);
-    if (!value) return fail(value_at, "bad number \"" + std::string(value_text) + "\"");
+    if (!value) return fail(value_at, "bad number " + excerpt(value_text));
     m.value = *value;
     skip_blanks();
     if (!at_end()) {
@@ -282,7 +278,7 @@ class PromParser {
       long long parsed = 0;
       const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), parsed);
       if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
-        return fail(ts_at, "bad timestamp \"" + std::string(ts) + "\" (milliseconds, an integer)");
+        return fail(ts_at, "bad timestamp " + excerpt(ts) + " (milliseconds, an integer)");
       skip_blanks();
       if (!at_end()) return fail(pos_, "unexpected text after the timestamp");
     }

@@ -21,8 +21,8 @@ std::vector<InterfaceCounters> parse_net_dev(std::string_view text) {
     std::string_view rest = line.substr(colon + 1);
     const std::size_t count = read_counters(rest, iface.counters, line);
     if (iface.name.empty() || count < iface.counters.size())
-      throw std::invalid_argument("line '" + std::string(line) +
-                                  "': expected 'name:' and 16 counters");
+      throw std::invalid_argument("line " + kiwi::quote_excerpt(line) +
+                                  ": expected 'name:' and 16 counters");
     out.push_back(std::move(iface));
   }
   return out;

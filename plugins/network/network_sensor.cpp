@@ -27,7 +27,7 @@ NetworkSensor::NetworkSensor(const kiwi::SensorContext& ctx)
 
 kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
   const std::string dev_path = kiwi::join_path(procfs_, "net/dev");
-  const std::string dev_text = kiwi::read_required_file(dev_path);
+  const std::string dev_text = kiwi::read_required_file(dev_path, kiwi::kTableReadCap);
   const std::int64_t uptime_ms = kiwi::read_uptime_ms(procfs_);
   const auto all = kiwi::parse_file(dev_path, [&] { return parse_net_dev(dev_text); });
 

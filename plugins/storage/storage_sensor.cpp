@@ -95,27 +95,13 @@ void StorageSensor::run_call(Call& call, const StatFunction& stat, const std::st
 }
 
 namespace {
-// Reads an open procfs file from its start (a seq_file renders it afresh).
-std::string read_from_start(int fd, const std::string& path) {
-  std::string out;
-  char buf[16384];
-  for (off_t at = 0;;) {
-    ssize_t n = ::pread(fd, buf, sizeof buf, at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::system_error(errno, std::generic_category(), path);
-    if (n == 0) return out;
-    out.append(buf, static_cast<std::size_t>(n));
-    at += n;
-  }
-}
-
 constexpr long kProcSuperMagic = 0x9fa0;  // PROC_SUPER_MAGIC
 }  // namespace
 
 const std::vector<MountEntry>& StorageSensor::current_mounts() {
   const std::string path = kiwi::join_path(procfs_, "self/mountinfo");
   if (mountinfo_fd_ < 0) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = kiwi::open_file(path);  // a regular file, or -1 if absent (then read_required_file)
     struct statfs fs {};
     if (fd >= 0 && ::fstatfs(fd, &fs) == 0 && fs.f_type == kProcSuperMagic)
       mountinfo_fd_ = fd;
@@ -129,9 +115,9 @@ const std::vector<MountEntry>& StorageSensor::current_mounts() {
     const int ready = ::poll(&p, 1, 0);  // 0: nothing to report (POLLIN is not asked for)
     const bool changed = ready < 0 || (ready > 0 && (p.revents & (POLLPRI | POLLERR)) != 0);
     if (mounts_valid_ && !changed) return mounts_;
-    text = read_from_start(mountinfo_fd_, path);
+    text = kiwi::read_open_file(mountinfo_fd_, path, kiwi::kMountTableReadCap);
   } else {
-    text = kiwi::read_required_file(path);
+    text = kiwi::read_required_file(path, kiwi::kMountTableReadCap);
   }
   mounts_valid_ = false;
   mounts_ = kiwi::parse_file(path, [&] { return select_mounts(parse_mountinfo(*text), filter_); });

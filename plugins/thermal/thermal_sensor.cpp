@@ -105,8 +105,8 @@ kiwi::SampleResult ThermalSensor::sample(kiwi::MetricSink& sink) {
         sink.emit(kCelsius, {source.name}, *celsius);
         max_celsius = readable++ == 0 ? *celsius : std::max(max_celsius, *celsius);
       } else {
-        error = source.temp_path + ": not a millidegree value: '" + std::string(kiwi::trim(*text)) +
-                "'";
+        error = source.temp_path +
+                ": not a millidegree value: " + kiwi::quote_excerpt(kiwi::trim(*text));
       }
     } catch (const std::system_error& e) {
       error = e.what();  // EIO from a flaky sensor, ENODATA from a disabled zone

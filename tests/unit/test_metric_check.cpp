@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include <kiwi/io.hpp>
+
 #include "metric_check.hpp"
 
 using namespace kiwi::agent;
@@ -49,8 +51,9 @@ TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values")
   std::string hostile = "bad\nname\xff" + std::string(200, 'x');
   auto why = *check_metric(row(hostile), {}, 1);
   CHECK(why.find('\n') == std::string::npos);
-  CHECK_THAT(why, Catch::StartsWith("\"bad\\x0aname\\xff") && Catch::Contains("...:"));
-  CHECK(why.size() < 200);
+  CHECK_THAT(why, Catch::StartsWith("\"bad\\x0aname\\xff") &&
+                      Catch::Contains("xxx\"...(209 bytes): not a valid metric name"));
+  CHECK(why.size() < 250);
 }
 
 TEST_CASE(
@@ -93,6 +96,42 @@ TEST_CASE(
   CHECK(clean[0].unit == "bytes");
   CHECK(clean[1].labels == std::vector<std::pair<std::string, std::string>>{{"core", "0"}});
   CHECK(clean[1].unit == "ratio");
+}
+
+TEST_CASE("metric sink: label values and messages become valid UTF-8, each bad byte U+FFFD") {
+  // The one rule (kiwi/io.hpp, to_valid_utf8), applied where the host takes in what a plugin
+  // gives: JSON and the Prometheus exposition both require UTF-8.
+  CHECK(kiwi::to_valid_utf8("mnt-\xff\xfe-\"quote") == "mnt-\uFFFD\uFFFD-\"quote");
+  CHECK(kiwi::to_valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") ==
+        "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");                  // valid text as it is
+  CHECK(kiwi::to_valid_utf8("\xc3") == "\uFFFD");                      // cut short
+  CHECK(kiwi::to_valid_utf8("\xc0\xaf") == "\uFFFD\uFFFD");            // overlong '/'
+  CHECK(kiwi::to_valid_utf8("\xed\xa0\x80") == "\uFFFD\uFFFD\uFFFD");  // a surrogate
+  CHECK(kiwi::to_valid_utf8("\xf4\x90\x80\x80") == "\uFFFD\uFFFD\uFFFD\uFFFD");  // > U+10FFFF
+  CHECK(kiwi::to_valid_utf8(std::string("a\0b", 3)) == std::string("a\0b", 3));
+  CHECK(kiwi::is_valid_utf8("\xef\xbf\xbd"));
+  CHECK_FALSE(kiwi::is_valid_utf8("\xfe"));
+
+  const kiwi::MetricSpec row{"m", kiwi::Unit::none, kiwi::MetricKind::gauge, "path", ""};
+  std::vector<kiwi::MetricValue> out;
+  CheckedSink sink(out);
+  sink.emit(row, {"mnt-\xff\xfe-\"quote"}, 1e308);
+  CHECK(sink.finish().empty());
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].labels[0].second == "mnt-\uFFFD\uFFFD-\"quote");
+  CHECK(out[0].value == 1e308);  // finite: kept as it is
+
+  struct Rude : kiwi::Sensor {
+    kiwi::SampleResult sample(kiwi::MetricSink&) override {
+      return kiwi::SampleResult::ok("read \xff\xfe and " + std::string(100000, 'x'));
+    }
+  } rude;
+  RateDeriver rates;
+  auto call = call_sensor(rude, rates, "/nonexistent");
+  CHECK(kiwi::is_valid_utf8(call.message));
+  CHECK_THAT(call.message, Catch::StartsWith("read \uFFFD\uFFFD and xxx") &&
+                               Catch::EndsWith("xxx...(100016 bytes)"));
+  CHECK(call.message.size() < 16 * 1024 + 32);
 }
 
 TEST_CASE("metric sink: label values go with the row's label names, and must match them") {

@@ -82,7 +82,8 @@ TEST_CASE("rates: seconds become a ratio capped at 1, exactly, and counts a per_
   CHECK(over.find("t_busy_ratio", "d")->value == 1.0);  // 1010 ms in 1000: read apart
 }
 
-TEST_CASE("rates: a counter going back takes its device's rates for one interval, logged once") {
+TEST_CASE(
+    "rates: a counter going back takes its device's rates for one interval, logged at info once") {
   RateDeriver rates;
   auto emit = [](double a_bytes, double a_ops, double b_bytes) {
     return [=](auto& sink) {
@@ -107,12 +108,18 @@ TEST_CASE("rates: a counter going back takes its device's rates for one interval
   CHECK(after.find("t_ops_per_second", "a")->value == 2.0);
   CHECK(after.notes.status.empty());
 
-  // Going back in two intervals in a row is logged once, while it keeps happening.
+  // Going back in two intervals in a row is logged at info once, then at debug while it keeps
+  // happening (not an info line every sample).
   auto again = sample(rates, 4000, emit(5, 2, 350));
   CHECK_FALSE(again.notes.log.empty());
+  CHECK_FALSE(again.notes.log_repeats);
   auto still = sample(rates, 5000, emit(1, 2, 450));
   CHECK_FALSE(still.notes.status.empty());
-  CHECK(still.notes.log.empty());
+  CHECK(still.notes.log == again.notes.log);
+  CHECK(still.notes.log_repeats);
+  auto over = sample(rates, 6000, emit(2, 3, 550));  // advancing again: nothing to log
+  CHECK(over.notes.log.empty());
+  CHECK_FALSE(over.notes.log_repeats);
 }
 
 TEST_CASE("rates: a clock that does not advance, or is missing, gives no rates and says why") {

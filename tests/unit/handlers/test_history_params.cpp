@@ -230,3 +230,19 @@ TEST_CASE("history render: columns with units, nulls for gaps, values rounded fo
   CHECK_THAT(kiwi_history::render(r, q),
              Catch::StartsWith("{\"version\":1,\"count\":2,\"step\":60,\"agg\":\"max\","));
 }
+
+TEST_CASE("history render: a value whose rounding overflows is printed finite, not left out") {
+  // 1e308 * 10^6 is infinity: the rounded value was infinite and RapidJSON wrote nothing for it
+  // (`"values":[,`). Large values have no fraction to round away; they are printed as they are.
+  kiwi::HistoryResult r;
+  r.timestamps = {1764475800};
+  for (double v : {1e308, -1e308, 1.7976931348623157e308}) {
+    const std::string key = "big" + std::to_string(r.series.size());
+    r.series.push_back({key, "big", {}, "", kiwi::MetricKind::gauge, {v}});
+  }
+  const std::string body = kiwi_history::render(r, {});
+  CHECK_THAT(body, Catch::Contains("\"values\":[1e308]") &&
+                       Catch::Contains("\"values\":[-1e308]") &&
+                       Catch::Contains("\"values\":[1.7976931348623157e308]"));
+  CHECK_THAT(body, !Catch::Contains("[,") && !Catch::Contains("[]"));
+}

@@ -278,7 +278,9 @@ struct Harness {
   // are added to `sink`; an error throws std::runtime_error with the message, as sample() would.
   kiwi::SampleResult sample(kiwi::Sensor& sensor) {
     auto call = kiwi::agent::call_sensor(sensor, rates, procfs);
-    if (!call.rates_log.empty()) log.log(kiwi::LogLevel::info, call.rates_log);
+    if (!call.rates_log.empty())
+      log.log(call.rates_log_repeats ? kiwi::LogLevel::debug : kiwi::LogLevel::info,
+              call.rates_log);
     if (call.state == kiwi::SensorState::error) throw std::runtime_error(call.message);
     for (const auto& m : call.metrics) {
       Recorded r{m.name, {}, m.value, m.unit, m.kind};

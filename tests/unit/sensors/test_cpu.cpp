@@ -1,7 +1,10 @@
 // cpu plugin: /proc/stat, loadavg and cpufreq parsing, and the sensor on fixture boards.
 // Expected ratios are worked out by hand from the deltas between tests/fixtures/<board>/proc/stat
 // and next/proc/stat, the same file one second later (see the board READMEs).
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "cpu_parse.hpp"
 #include "cpu_sensor.hpp"
@@ -188,6 +191,42 @@ TEST_CASE("cpu: counters that go backwards after resume give no ratio instead of
   h.sink.clear();
   CHECK(sensor.sample(h.sink).message.empty());
   CHECK(h.sink.value("cpu_usage_ratio") == Approx(0.32625));
+}
+
+TEST_CASE("cpu: counters that do not advance are logged at info once, then at debug") {
+  // A frozen /proc/stat (a fixture tree, a stopped VM): every sample after the first has no
+  // ratio. The note is in every sample's message; the log has one info line, not one a sample.
+  ScratchTree tree("rk3588");
+  Harness h(tree.root(), defaults());
+  kiwi::cpu::CpuSensor sensor(h.context());
+  sensor.sample(h.sink);
+  for (int i = 0; i < 4; ++i)
+    CHECK_THAT(sensor.sample(h.sink).message, Contains("did not advance") && Contains("cpu0"));
+  CHECK(h.log.count(kiwi::LogLevel::info) == 1);
+  CHECK(h.log.count(kiwi::LogLevel::debug) == 3);
+  // Advancing again, then stopping again: a new episode, at info again.
+  tree.write("proc/stat", read_text(fixture("rk3588/next/proc/stat")));
+  CHECK(sensor.sample(h.sink).message.empty());
+  sensor.sample(h.sink);
+  CHECK(h.log.count(kiwi::LogLevel::info) == 2);
+}
+
+TEST_CASE("cpu: a loadavg that is a FIFO or a device is refused with a note, not waited on") {
+  ScratchTree tree("vm");
+  tree.remove("proc/loadavg");
+  const std::string path = tree.root() + "/proc/loadavg";
+  SECTION("a FIFO (no writer: an open without O_NONBLOCK would wait for ever)") {
+    REQUIRE(::mkfifo(path.c_str(), 0644) == 0);
+  }
+  SECTION("a character device that never ends (/dev/zero)") {
+    std::filesystem::create_symlink("/dev/zero", path);
+  }
+  Harness h(tree.root(), defaults());
+  kiwi::cpu::CpuSensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK(h.sink.count("cpu_load1") == 0);
+  CHECK(h.sink.count("cpu_seconds_total") == 8);  // the rest of the sample is there
+  CHECK_THAT(result.message, Contains(path + ": a ") && Contains("not a regular file"));
 }
 
 TEST_CASE("cpu: one core's counter going backwards skips only that core") {

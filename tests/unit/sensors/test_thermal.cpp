@@ -150,6 +150,39 @@ TEST_CASE("thermal: a temperature that is not a number is skipped with its text"
   CHECK(h.sink.count("thermal_celsius") == 9);
 }
 
+TEST_CASE("thermal: a temperature of binary garbage is quoted short and escaped") {
+  // Quoted whole, it put raw bytes and newlines into the snapshot, the API and the log.
+  ScratchTree tree("rpi4");
+  std::string garbage;
+  for (int i = 0; i < 5000; ++i) garbage.push_back(static_cast<char>((i * 131 + 7) % 256));
+  tree.write("sys/class/thermal/thermal_zone0/temp", "4\n\x1b[2J" + garbage);
+  Harness h(tree.root(), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  try {
+    sensor.sample(h.sink);
+    FAIL("garbage read as a temperature");
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK_THAT(
+        what, Contains("not a millidegree value: '4\\x0a\\x1b[2J") && Contains("'...(5006 bytes)"));
+    CHECK(what.size() < 700);
+    for (unsigned char c : what) CHECK((c >= 0x20 && c < 0x7f));
+  }
+  CHECK(h.log.count(kiwi::LogLevel::warn) == 1);
+  CHECK(h.log.lines.at(0).second.size() < 700);
+}
+
+TEST_CASE("thermal: a 100 MB temperature file is refused at the read cap, not read or quoted") {
+  ScratchTree tree("rpi4");
+  const std::string temp = tree.root() + "/sys/class/thermal/thermal_zone0/temp";
+  std::filesystem::resize_file(temp, 100 * 1024 * 1024);  // sparse, as `truncate -s 100M` makes
+  Harness h(tree.root(), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  CHECK_THROWS_WITH(sensor.sample(h.sink),
+                    Contains("cpu-thermal (" + temp + ": larger than the read cap of 256 KiB"));
+}
+
 TEST_CASE("thermal: excluded sensors are not reported and do not rename the others") {
   Harness h(fixture("x86"), kiwi_sensor_test::with_strings(defaults(), "exclude",
                                                            {"nvme_Composite", "iwlwifi_1_temp1"}));
