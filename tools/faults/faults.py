@@ -849,10 +849,6 @@ def http_agent(ctx, name, extra_http=""):
     return agent
 
 
-def mhd_settings():
-    return "max_connections 256 (default), keep_alive 5 s (MHD connection timeout), threads auto"
-
-
 def attack(ctx, name, swarm_args, seconds, baseline_seconds):
     agent = http_agent(ctx, name)
     base = Poller(agent.port, baseline_seconds)
@@ -926,9 +922,10 @@ def slowloris_note(swarm, held, control):
     return ("slowloris: the agent takes at most `[http] max_connections` (256) connections; the "
             "acceptor (agent/src/http_server.cpp, `Acceptor::accept_batch`) closes every "
             "connection beyond that unanswered, and libmicrohttpd closes a connection only after "
-            "`MHD_OPTION_CONNECTION_TIMEOUT` (= keep_alive, 5 s) *without any byte*: a client "
-            "that sends one header byte a second keeps its slot for ever (MHD 0.9.75 has no "
-            "deadline for a whole request header). With 300 such connections all 256 slots "
+            "`MHD_OPTION_CONNECTION_TIMEOUT` (= keep_alive, 5 s) *without any byte*: 0.9.75 "
+            "resets the timer on every read (`MHD_update_last_activity_` after each `recv` in "
+            "src/microhttpd/connection.c) and has no deadline for a whole request header, so a "
+            "client that sends one header byte a second keeps its slot for ever. With 300 such connections all 256 slots "
             f"stay taken ({held} of the swarm's connections were open at the end, "
             f"{swarm.closed_by_server} closed by the agent), so the poller's new connections are "
             "accepted and closed at once. The fix: when every slot is taken, close the "
