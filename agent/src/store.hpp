@@ -256,8 +256,9 @@ class Store {
   // under that same mutex (happens-before for every reader that gets the view). Views die on
   // whichever thread drops the last shared_ptr, through its atomic count. So no two threads touch
   // one object unordered; a report here is the libstdc++ 12 shared_ptr / atomic<shared_ptr>
-  // false positive (google/sanitizers#1558), which the TSan run suppresses by that name only. The writer's table (chunks_, series_count_), series_ids_ and the two buffers
-  // belong to the writer thread.
+  // false positive (google/sanitizers#1558), which the TSan run suppresses by that name only. The
+  // writer's table (chunks_, series_count_), series_ids_ and the two buffers belong to the writer
+  // thread.
   mutable std::mutex series_mutex_;
   Catalog series_ = std::make_shared<const SeriesCatalog>();  // index = id - 1
   std::shared_ptr<SeriesCatalog::Chunks> chunks_ = std::make_shared<SeriesCatalog::Chunks>();
