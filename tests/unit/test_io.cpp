@@ -116,7 +116,7 @@ TEST_CASE("io: a 100 MB file is not read whole: the read stops at the cap") {
   CHECK(max_rss_kib() - before < 16 * 1024);  // reading it whole took 100 MB more
 }
 
-TEST_CASE("io: missing files are nullopt; a file kept open is read afresh from its start") {
+TEST_CASE("io: missing files are nullopt, and a file kept open is read afresh from its start") {
   TempDir tmp;
   CHECK_FALSE(kiwi::read_file((tmp.path / "absent").string()));
   CHECK_FALSE(kiwi::read_file((tmp.path / "absent/below").string()));

@@ -15,7 +15,7 @@ std::string line_of(std::string_view message) {
 }
 }  // namespace
 
-TEST_CASE("log: control bytes and bytes that are not UTF-8 are written as \\xNN, one line") {
+TEST_CASE("log: control bytes and bytes that are not UTF-8 are escaped as hex, one line") {
   CHECK(line_of("plain text, caf\xc3\xa9 \xe2\x80\xa6") == "plain text, caf\xc3\xa9 \xe2\x80\xa6");
   CHECK(line_of("two\nlines\r\tand \x1b[31mred") == "two\\x0alines\\x0d\\x09and \\x1b[31mred");
   CHECK(line_of("mnt-\xff\xfe-\"quote") == "mnt-\\xff\\xfe-\"quote");
