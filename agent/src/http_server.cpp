@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstring>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -34,15 +35,47 @@ namespace detail {
 // worker. MHD's pool could not be kept off it: it picks the worker itself, by a count that
 // leaves out connections still queued for the worker. Counting ours: a connection is open from
 // its hand-over to MHD's NOTIFY_CLOSED, which the worker sends before it takes up the next ones.
+//
+// When every slot is taken, a newcomer does not simply lose: the acceptor closes (shutdown(2),
+// which the worker sees as the peer leaving) the connection that has gone longest without
+// finishing a request, if that is over kEvictIdle, and hands the newcomer over in its place.
+// libmicrohttpd restarts a connection's timeout on every byte it reads and has no deadline for a
+// whole header block, so without this 300 clients sending one header byte a second (slowloris),
+// or 1,000 idle keep-alive connections, would hold every slot and lock everyone else out. A
+// connection that is being answered is never chosen. Until the worker reports a closed
+// connection, it may hold up to kEvictHeadroom connections over its share (MHD's own limit
+// allows for them).
+struct HttpWorker;
+struct ConnectionSlot {  // one open connection, from NOTIFY_STARTED to NOTIFY_CLOSED
+  HttpWorker* worker = nullptr;
+  int fd = -1;
+  std::atomic<std::int64_t> idle_since{0};  // steady-clock ns: accepted, or last request done
+  std::atomic<bool> busy{false};            // a request between on_request and on_completed
+  bool evicted = false;                     // under the worker's mutex
+  std::list<ConnectionSlot>::iterator self;
+};
+
 struct HttpWorker {
   MHD_Daemon* mhd = nullptr;
-  std::uint64_t limit = 0;               // its share of max_connections
-  std::atomic<std::uint64_t> handed{0};  // MHD_add_connection said yes; under the acceptor's lock
-  std::atomic<std::uint64_t> closed{0};  // NOTIFY_CLOSED, on the worker's thread
+  std::uint64_t limit = 0;                 // its share of max_connections
+  std::atomic<std::uint64_t> handed{0};    // MHD_add_connection said yes; under the acceptor's lock
+  std::atomic<std::uint64_t> closed{0};    // NOTIFY_CLOSED, on the worker's thread
+  std::atomic<std::uint64_t> evicting{0};  // shut down by the acceptor, NOTIFY_CLOSED to come
+  std::mutex mutex;                        // guards `connections` and the slots' `evicted`
+  std::list<ConnectionSlot> connections;
   std::uint64_t open() const {
     return handed.load(std::memory_order_relaxed) - closed.load(std::memory_order_acquire);
   }
 };
+
+constexpr std::uint64_t kEvictHeadroom = 16;
+constexpr std::chrono::seconds kEvictIdle{1};
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // One set of workers with its settings and what is in flight on it; on_request gets it as its
 // closure. It owns no socket: the Acceptor hands it connections. A set that a reconfigure()
@@ -260,7 +293,8 @@ class Acceptor {
         }
       }
       HttpWorker* w = pick(target);
-      if (!w) {  // at max_connections: refused (closed unanswered)
+      if (!w) w = evict(target);
+      if (!w) {  // every slot busy or in use within kEvictIdle: refused (closed unanswered)
         ::close(fd);
         continue;
       }
@@ -281,12 +315,46 @@ class Acceptor {
     for (std::size_t i = 0; i < n; ++i) {
       HttpWorker* w = d.workers[(turn_ + i) % n].get();
       const std::uint64_t open = w->open();
-      if (open < w->limit && (!best || open < fewest)) {
+      const std::uint64_t counted = open - std::min(open, w->evicting.load());
+      if (counted < w->limit && open < w->limit + kEvictHeadroom && (!best || open < fewest)) {
         best = w;
         fewest = open;
       }
     }
     return best;
+  }
+
+  // Every slot is taken: shuts down the connection of `d` idle the longest (see HttpWorker), if
+  // one has been for kEvictIdle, and returns its worker for the newcomer; else null. The slot's
+  // descriptor is still open: MHD sends NOTIFY_CLOSED, which takes the same mutex, before it
+  // closes it.
+  HttpWorker* evict(HttpDaemon& d) {
+    const std::int64_t cutoff =
+        steady_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kEvictIdle).count();
+    HttpWorker* chosen = nullptr;
+    for (auto& w : d.workers) {
+      if (w->open() >= w->limit + kEvictHeadroom) continue;
+      std::lock_guard lock(w->mutex);
+      ConnectionSlot* victim = nullptr;
+      for (auto& c : w->connections) {
+        if (c.evicted || c.busy.load(std::memory_order_relaxed)) continue;
+        const std::int64_t since = c.idle_since.load(std::memory_order_relaxed);
+        if (since <= cutoff && (!victim || since < victim->idle_since.load())) victim = &c;
+      }
+      if (!victim) continue;
+      victim->evicted = true;
+      w->evicting.fetch_add(1);
+      ::shutdown(victim->fd, SHUT_RDWR);
+      chosen = w.get();
+      break;
+    }
+    if (chosen && !evict_logged_) {
+      log_.warn(
+          "http: every connection slot (http.max_connections) was taken; closing the "
+          "connections idle the longest to make room (logged once)");
+      evict_logged_ = true;
+    }
+    return chosen;
   }
 
   void close_fds() {
@@ -303,6 +371,7 @@ class Acceptor {
   HttpDaemon* target_ = nullptr;  // guarded by mutex_
   bool stopping_ = false;         // guarded by mutex_
   std::size_t turn_ = 0;          // guarded by mutex_: where pick() starts
+  bool evict_logged_ = false;     // guarded by mutex_
   std::thread thread_;
 };
 
@@ -310,8 +379,10 @@ class Acceptor {
 
 namespace {
 
+using detail::ConnectionSlot;
 using detail::HttpDaemon;
 using detail::HttpWorker;
+using detail::steady_ns;
 
 // Per-request state between MHD's calls, from the request line (on_uri) to on_completed. A request
 // whose target has no '%' and no '?' and that has no body (nearly every GET/HEAD) uses the shared
@@ -327,6 +398,12 @@ struct RequestState {
   bool too_large = false;
   bool started = false;  // on_request has run
 };
+
+// The connection's entry in its worker's list (set at NOTIFY_STARTED), or null.
+ConnectionSlot* slot_of(MHD_Connection* c) {
+  const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return info ? static_cast<ConnectionSlot*>(info->socket_context) : nullptr;
+}
 
 RequestState* state_of(void* state) {
   return state == nullptr || state == &uri_marker || state == &first_call_marker
@@ -575,6 +652,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
       st->started = true;
     else
       *state = &first_call_marker;
+    if (ConnectionSlot* slot = slot_of(c)) slot->busy.store(true, std::memory_order_relaxed);
     daemon->in_flight.fetch_add(1, std::memory_order_relaxed);
     return MHD_YES;
   }
@@ -664,19 +742,43 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
 // Once per request whose first callback ran (MHD 0.9.75 calls it only for those).
 // Since on_uri is set, MHD calls it for every request whose request line it read, also those it
 // answered (or dropped) before on_request ran: those were never in flight.
-void on_completed(void* cls, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
+void on_completed(void* cls, MHD_Connection* c, void** state, MHD_RequestTerminationCode) {
   bool started = *state == &first_call_marker;
   if (RequestState* st = state_of(*state)) {
     started = st->started;
     delete st;
   }
   *state = nullptr;
+  if (ConnectionSlot* slot = slot_of(c)) {
+    slot->idle_since.store(steady_ns(), std::memory_order_relaxed);
+    slot->busy.store(false, std::memory_order_relaxed);
+  }
   if (started) static_cast<HttpDaemon*>(cls)->in_flight.fetch_sub(1, std::memory_order_release);
 }
 
-void on_connection(void* cls, MHD_Connection*, void**, MHD_ConnectionNotificationCode code) {
-  if (code == MHD_CONNECTION_NOTIFY_CLOSED)
-    static_cast<HttpWorker*>(cls)->closed.fetch_add(1, std::memory_order_release);
+// Keeps each worker's list of its connections (HttpWorker), the slot in MHD's socket context.
+void on_connection(void* cls, MHD_Connection* c, void** context,
+                   MHD_ConnectionNotificationCode code) {
+  auto* w = static_cast<HttpWorker*>(cls);
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    std::lock_guard lock(w->mutex);
+    auto& slot = w->connections.emplace_back();
+    slot.worker = w;
+    slot.fd = info ? info->connect_fd : -1;
+    slot.idle_since.store(steady_ns(), std::memory_order_relaxed);
+    slot.self = std::prev(w->connections.end());
+    *context = &slot;
+    return;
+  }
+  if (code != MHD_CONNECTION_NOTIFY_CLOSED) return;
+  if (auto* slot = static_cast<ConnectionSlot*>(*context)) {
+    std::lock_guard lock(w->mutex);
+    if (slot->evicted) w->evicting.fetch_sub(1);
+    w->connections.erase(slot->self);
+    *context = nullptr;
+  }
+  w->closed.fetch_add(1, std::memory_order_release);
 }
 
 void on_mhd_log(void* cls, const char* fmt, va_list ap) {
@@ -841,8 +943,9 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
   for (std::uint64_t i = 0; i < threads; ++i) {
     auto& w = *d->workers.emplace_back(std::make_unique<HttpWorker>());
     // max_connections split as evenly as it goes; a worker whose share is 0 gets nothing. MHD's
-    // own limit is one more: the acceptor may count a connection closed a moment before MHD does
-    // (between NOTIFY_CLOSED and MHD's count), and the limit is the acceptor's.
+    // own limit is kEvictHeadroom + 1 more: connections evicted but not yet closed, and one the
+    // acceptor counts closed a moment before MHD does (between NOTIFY_CLOSED and MHD's count);
+    // the limit is the acceptor's.
     w.limit = max_connections / threads + (i < max_connections % threads ? 1 : 0);
     // Per-connection memory: it holds the request's header block (we answer 431 with JSON past
     // kMaxHeaderBytes, so it must fit that and the read buffer) and the response headers; 32
@@ -850,7 +953,7 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
     // connection's pool: measured as most of the idle CPU of a client that polls with curl.
     w.mhd = MHD_start_daemon(
         flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(w.limit + 1),
+        MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(w.limit + detail::kEvictHeadroom + 1),
         MHD_OPTION_NOTIFY_COMPLETED, &on_completed, d.get(), MHD_OPTION_URI_LOG_CALLBACK, &on_uri,
         nullptr, MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &w, MHD_OPTION_EXTERNAL_LOGGER,
         &on_mhd_log, &log_, MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes,

@@ -362,3 +362,37 @@ TEST_CASE("defect: log lines carry a timestamp in a terminal, and none under jou
     CHECK_THAT(read_text(err), Catch::StartsWith("kiwi-agent: info: listening on"));
   }
 }
+
+TEST_CASE(
+    "defect: clients that hold every connection slot with a header they never finish (slowloris) "
+    "or idle keep-alive connections no longer lock other clients out") {
+  Agent agent("", "", "max_connections = 8\nthreads = 2\n");
+  SECTION("slowloris: header bytes trickling in") {
+    std::vector<std::unique_ptr<HttpClient>> holders;
+    for (int i = 0; i < 8; ++i) {
+      holders.push_back(std::make_unique<HttpClient>(agent.port()));
+      holders.back()->send_raw("GET /api/current HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ");
+    }
+    // Past the idle time a slot may be taken back (1 s); a byte now and then keeps MHD's
+    // timeout from closing them on its own, as a slowloris client does.
+    for (int i = 0; i < 3; ++i) {
+      std::this_thread::sleep_for(500ms);
+      for (auto& h : holders) h->send_raw("a");
+    }
+    for (int i = 0; i < 5; ++i) {
+      HttpClient c(agent.port());
+      CHECK(c.get("/api/health").status == 200);
+    }
+    CHECK_THAT(agent.stderr_text(), Catch::Contains("every connection slot"));
+  }
+  SECTION("idle keep-alive connections") {
+    std::vector<std::unique_ptr<HttpClient>> idle;
+    for (int i = 0; i < 8; ++i) {
+      idle.push_back(std::make_unique<HttpClient>(agent.port()));
+      CHECK(idle.back()->get("/api/health").status == 200);
+    }
+    std::this_thread::sleep_for(1500ms);
+    HttpClient c(agent.port());
+    CHECK(c.get("/api/current").status == 200);
+  }
+}
