@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define KIWI_ABI_MAJOR 1
-#define KIWI_ABI_MINOR 1
+#define KIWI_ABI_MINOR 2
 
 #define KIWI_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -434,6 +434,9 @@ typedef struct kiwi_stats {
   const kiwi_output_status *outputs; /* rows of output_status_size bytes */
   size_t output_count;
   uint32_t output_status_size;
+  /* Since ABI 1.2 (KIWI_HAS_MEMBER(stats, kiwi_stats, http_auth_rate_limited)): [http.auth]. */
+  uint64_t http_auth_failures;     /* requests whose credentials were refused */
+  uint64_t http_auth_rate_limited; /* requests refused unchecked: their address was blocked */
 } kiwi_stats;
 
 enum {
