@@ -16,8 +16,9 @@ set -euo pipefail
 build_tools=(build-essential dpkg-dev cmake pkg-config rapidjson-dev)
 # The libraries the agent links, for the machine that runs it (rapidjson-dev is headers only,
 # for every architecture). libcurl and snappy: the remote_write output plugin alone links them.
+# libcrypt-dev (libxcrypt): bcrypt for [http.auth] basic_users.
 target_libraries=(libmicrohttpd-dev libsqlite3-dev zlib1g-dev libboost-dev libboost-filesystem-dev
-  libtomlplusplus-dev libcurl4-openssl-dev libsnappy-dev)
+  libtomlplusplus-dev libcurl4-openssl-dev libsnappy-dev libcrypt-dev)
 # What tools/test.sh runs besides the build: Catch2 (unit and integration tests), sqlite3, curl,
 # gzip, wrk and taskset (util-linux) for the quick benchmark (tools/bench/run.sh), mount/umount
 # for the tests that fill a small tmpfs, prometheus and promtool for the scrape and exposition

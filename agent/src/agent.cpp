@@ -1,5 +1,6 @@
 #include "agent.hpp"
 
+#include <arpa/inet.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -77,7 +78,11 @@ class AgentData final : public DataSource {
       s.store_recovered = store_->recovery_note();
       s.store_samples_pending = store_->pending_rows();
     }
-    if (server) s.http_requests = server->request_counts();
+    if (server) {
+      s.http_requests = server->request_counts();
+      s.http_auth_failures = server->auth_failures();
+      s.http_auth_rate_limited = server->auth_rate_limited();
+    }
     {
       std::lock_guard lock(outputs_mutex_);
       for (auto& o : outputs_) s.outputs.push_back(o->status());
@@ -194,8 +199,25 @@ std::vector<OutputSpec> load_outputs(const Config& cfg, PluginLoader& loader) {
 }
 
 HttpSettings http_settings(const Config& cfg) {
-  return {cfg.http.bind, cfg.http.threads, cfg.http.keep_alive, cfg.http.max_connections,
-          cfg.http.cors_origins};
+  return {cfg.http.bind,         cfg.http.threads, cfg.http.keep_alive, cfg.http.max_connections,
+          cfg.http.cors_origins, cfg.http.auth};
+}
+
+// Whether `b` listens on a loopback address only (127.0.0.0/8, ::1).
+bool loopback_only(const BindAddress& b) {
+  unsigned char a[16] = {};
+  if (inet_pton(b.ipv6 ? AF_INET6 : AF_INET, b.host.c_str(), a) != 1) return false;
+  if (!b.ipv6) return a[0] == 127;
+  static const unsigned char one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  return std::memcmp(a, one, sizeof a) == 0;
+}
+
+// The warning for an API open to the network: listening beyond loopback without [http.auth].
+void warn_if_exposed(const Config& cfg, const std::string& url, Logger& log) {
+  if (loopback_only(cfg.http.bind) || cfg.http.auth.enabled()) return;
+  log.warn("listening on " + url +
+           " beyond loopback without authentication: anyone who reaches the port reads the API; "
+           "set [http.auth] basic_users or bearer_tokens_file, or bind to 127.0.0.1");
 }
 
 }  // namespace
@@ -350,7 +372,9 @@ class RunningAgent {
               std::to_string(server_->router()->routes().size()) + " routes, " +
               std::to_string(server_->threads()) +
               (server_->threads() == 1 ? " worker thread" : " worker threads") +
-              (cfg_.http.threads == 0 ? " (auto)" : "") + ", history in " + store_.path() + ")");
+              (cfg_.http.threads == 0 ? " (auto)" : "") + ", history in " + store_.path() + ")" +
+              (cfg_.http.auth.enabled() ? ", authentication on" : ""));
+    warn_if_exposed(cfg_, url(), log_);
   }
 
   std::string url() const {
@@ -527,6 +551,14 @@ class RunningAgent {
                 next.http.max_connections, &show_int);
     note_change(changes, "http.cors_origins", cfg_.http.cors_origins, next.http.cors_origins,
                 &show_list);
+    if (!(cfg_.http.auth == next.http.auth))
+      changes.push_back(
+          std::string("http.auth changed (") +
+          (next.http.auth.enabled()
+               ? "on: " + std::to_string(next.http.auth.basic_users.size()) + " users, " +
+                     std::to_string(next.http.auth.bearer_token_hashes.size()) + " bearer tokens"
+               : "off") +
+          ")");
     note_change(changes, "agent.log_level", cfg_.agent.log_level, next.agent.log_level,
                 &show_level);
     note_change(changes, "agent.plugin_dir", cfg_.agent.plugin_dir, next.agent.plugin_dir,
@@ -574,6 +606,7 @@ class RunningAgent {
               "): " + (summary.empty() ? "no changes" : summary) +
               (url() != old_url ? "; now listening on " + url() : ""));
     log_.set_level(level);
+    warn_if_exposed(cfg_, url(), log_);
   }
 
   Config cfg_;

@@ -140,6 +140,8 @@ StatsView::StatsView(AgentStats s) : stats(std::move(s)) {
   c.outputs = outputs.data();
   c.output_count = outputs.size();
   c.output_status_size = sizeof(kiwi_output_status);
+  c.http_auth_failures = stats.http_auth_failures;
+  c.http_auth_rate_limited = stats.http_auth_rate_limited;
 }
 
 HistoryView::HistoryView(HistoryResult r) : result(std::move(r)) {

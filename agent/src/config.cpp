@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "auth.hpp"
 #include "kiwi_embedded.hpp"
 #include "log.hpp"
 
@@ -172,7 +173,8 @@ class Reader {
               }},
              {"max_connections",
               [&](auto& n, auto& k) { cfg_.http.max_connections = integer(n, k, 1, 65536); }},
-             {"cors_origins", [&](auto& n, auto& k) { cfg_.http.cors_origins = origins(n, k); }}});
+             {"cors_origins", [&](auto& n, auto& k) { cfg_.http.cors_origins = origins(n, k); }},
+             {"auth", [&](auto& n, auto& k) { auth(n, k); }}});
     section(root, "collector",
             {{"interval",
               [&](auto& n, auto& k) {
@@ -339,9 +341,13 @@ class Reader {
   void section(const toml::table& root, const std::string& name, std::vector<Field> fields) {
     const toml::node* node = root.get(name);
     if (!node) return;
-    const toml::table* t = node->as_table();
-    if (!t) fail(*node, name, "must be a table ([" + name + "])");
-    std::vector<std::string_view> keys;
+    table_fields(*node, name, std::move(fields));
+  }
+
+  // The keys of the table `node` ([name], or a sub-table such as [http.auth] with its full name).
+  void table_fields(const toml::node& node, const std::string& name, std::vector<Field> fields) {
+    const toml::table* t = node.as_table();
+    if (!t) fail(node, name, "must be a table ([" + name + "])");
     for (auto& [key, value] : *t) {
       std::string full = name + "." + std::string(key.str());
       auto it =
@@ -416,6 +422,90 @@ class Reader {
                  " is not an origin; use scheme://host[:port] exactly as the browser sends it (no "
                  "wildcard, no path)");
       out.push_back(std::move(o));
+    }
+    return out;
+  }
+
+  // [http.auth]. A hash that is not bcrypt's, or a tokens file with a line that is not a SHA-256
+  // hash, is an error here, not a login that never works.
+  void auth(const toml::node& node, const std::string& name) {
+    HttpAuth& a = cfg_.http.auth;
+    a.pos = pos_of(file_, node.source());
+    table_fields(
+        node, name,
+        {{"basic_users",
+          [&](auto& n, auto& k) {
+            const toml::table* t = n.as_table();
+            if (!t)
+              fail(n, k,
+                   toml_repr(n) + " is not a table of users, e.g. { prometheus = \"$2b$10$...\" }");
+            a.basic_users.clear();
+            for (auto& [user, hash_node] : *t) {
+              const std::string u(user.str());
+              const std::string key = k + "." + u;
+              if (u.empty() || u.find(':') != std::string::npos)
+                throw ConfigError(pos_of(file_, user.source()), key,
+                                  "a user name must not be empty nor contain ':'");
+              std::string hash = string(hash_node, key);
+              if (!is_bcrypt_hash(hash))
+                fail(hash_node, key,
+                     "is not a bcrypt hash (\"$2b$\" or \"$2y$\", a cost 04..31, 60 characters in "
+                     "all); make one with `mkpasswd -m bcrypt` (package whois) or `htpasswd -nBC "
+                     "10 " +
+                         u + "` and paste the part after the ':'");
+              a.basic_users[u] = std::move(hash);
+            }
+          }},
+         {"bearer_tokens_file",
+          [&](auto& n, auto& k) {
+            a.bearer_tokens_file = path(n, k, true);
+            a.bearer_token_hashes.clear();
+            if (!a.bearer_tokens_file.empty())
+              a.bearer_token_hashes = token_hashes(n, k, a.bearer_tokens_file);
+          }},
+         {"public_paths", [&](auto& n, auto& k) {
+            const toml::array* arr = n.as_array();
+            if (!arr) fail(n, k, toml_repr(n) + " is not a list of paths, e.g. [\"/api/health\"]");
+            a.public_paths.clear();
+            for (auto& item : *arr) {
+              std::string p = string(item, k);
+              const auto star = p.find('*');
+              if (!p.starts_with('/') ||
+                  (star != std::string::npos && (star != p.size() - 1 || !p.ends_with("/*"))))
+                fail(item, k,
+                     quoted(p) +
+                         " is not a path; use an absolute path such as \"/api/health\", or a "
+                         "prefix ending in \"/*\"");
+              a.public_paths.push_back(std::move(p));
+            }
+          }}});
+  }
+
+  // The SHA-256 hashes in a bearer tokens file: one per line, 64 hex digits (`sha256sum` output:
+  // what follows the hash on the line is ignored); blank lines and lines starting with '#' skipped.
+  std::vector<std::string> token_hashes(const toml::node& n, const std::string& key,
+                                        const std::string& file) {
+    auto text = read_text(file);
+    if (!text) fail(n, key, "cannot read " + quoted(file) + ": " + std::strerror(errno));
+    std::vector<std::string> out;
+    std::istringstream lines(*text);
+    std::string line;
+    for (int number = 1; std::getline(lines, line); ++number) {
+      const auto first = line.find_first_not_of(" \t\r");
+      if (first == std::string::npos || line[first] == '#') continue;
+      std::string hash = line.substr(first, line.find_first_of(" \t\r", first) - first);
+      bool ok = hash.size() == 64;
+      for (auto& c : hash) {
+        ok &= std::isxdigit(static_cast<unsigned char>(c)) != 0;
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+      if (!ok)
+        fail(n, key,
+             file + ":" + std::to_string(number) +
+                 ": not a SHA-256 hash (64 hex digits); add a token with `printf %s \"$TOKEN\" | "
+                 "sha256sum >> " +
+                 file + "`");
+      out.push_back(std::move(hash));
     }
     return out;
   }

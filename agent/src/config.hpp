@@ -5,6 +5,7 @@
 
 #include <toml++/toml.h>
 #include <kiwi/plugin.hpp>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -34,6 +35,20 @@ struct BindAddress {
   std::uint16_t port = 0;
   bool ipv6 = false;
   std::string str() const;  // "127.0.0.1:8095" or "[::1]:8095"
+};
+
+// [http.auth]: on when basic_users or bearer_tokens_file is set.
+struct HttpAuth {
+  std::map<std::string, std::string> basic_users;  // user name -> bcrypt hash (validated)
+  std::string bearer_tokens_file;                  // "" when none
+  std::vector<std::string> bearer_token_hashes;    // SHA-256 hex (lower case), read from the file
+  std::vector<std::string> public_paths;           // exact paths, or prefixes ending in "/*"
+  SourcePos pos;                                   // where [http.auth] is, for messages
+  bool enabled() const { return !basic_users.empty() || !bearer_tokens_file.empty(); }
+  bool operator==(const HttpAuth& o) const {
+    return basic_users == o.basic_users && bearer_tokens_file == o.bearer_tokens_file &&
+           bearer_token_hashes == o.bearer_token_hashes && public_paths == o.public_paths;
+  }
 };
 
 // One [[sensor]], [[route]] or [[remote_write]] entry.
@@ -78,6 +93,7 @@ struct Config {
     Millis keep_alive{0};
     int max_connections = 0;
     std::vector<std::string> cors_origins;
+    HttpAuth auth;
   } http;
   struct {
     Millis interval{0};

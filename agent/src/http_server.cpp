@@ -83,8 +83,10 @@ std::int64_t steady_ns() {
 struct HttpDaemon {
   const std::atomic<std::shared_ptr<const HttpServer::Published>>* published = nullptr;
   Logger* log = nullptr;
-  GzipCache* gzip = nullptr;  // the server's, shared by every set of workers
-  HttpSettings settings;      // cors_origins unused: requests read them from `published`
+  GzipCache* gzip = nullptr;              // the server's, shared by every set of workers
+  AuthLimiter* auth_limiter = nullptr;    // the server's
+  AuthCounters* auth_counters = nullptr;  // the server's
+  HttpSettings settings;  // cors_origins unused: requests read them from `published`
   std::vector<std::unique_ptr<HttpWorker>> workers;
   std::atomic<bool> draining{false};  // replaced: answer with "Connection: close"
   std::atomic<int> in_flight{0};      // requests between their first and completion callbacks
@@ -723,8 +725,13 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
     res = Response::error(413,
                           "request body larger than " + std::to_string(kMaxBodyBytes) + " bytes");
   else if (auto preflight = cors_preflight(cors, req, router))
-    res = std::move(*preflight);
-  else
+    res = std::move(*preflight);  // a browser sends no credentials with it
+  else if (auto refused = published->auth ? published->auth->gate(req, *daemon->auth_limiter,
+                                                                  *daemon->auth_counters)
+                                          : std::nullopt) {
+    res = std::move(*refused);
+    route = router.route_of(req.path);  // counted as the route's, not as unmatched
+  } else
     res = router.dispatch(req, &route);
   not_modified_if_matching(req, res);
   add_cors_headers(cors, req, res);
@@ -804,11 +811,17 @@ std::string http_library_version() {
                                                                : " (without TLS)");
 }
 
+namespace {
+std::shared_ptr<const Authenticator> make_authenticator(const HttpAuth& a) {
+  return a.enabled() ? std::make_shared<const Authenticator>(a) : nullptr;
+}
+}  // namespace
+
 HttpServer::HttpServer(HttpSettings settings, std::shared_ptr<const Router> router, Logger& log)
     : settings_(std::move(settings)), log_(log) {
   if (settings_.threads <= 0) settings_.threads = auto_worker_threads();
-  published_.store(
-      std::make_shared<const Published>(Published{std::move(router), settings_.cors_origins}));
+  published_.store(std::make_shared<const Published>(
+      Published{std::move(router), settings_.cors_origins, make_authenticator(settings_.auth)}));
 }
 
 namespace {
@@ -932,6 +945,8 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
   d->published = &published_;
   d->log = &log_;
   d->gzip = &gzip_cache_;
+  d->auth_limiter = &auth_limiter_;
+  d->auth_counters = &auth_counters_;
   d->settings = s;
   // No listening socket: the Acceptor hands connections over. MHD_USE_ITC wakes the worker a
   // connection is added to (MHD would add it for MHD_USE_NO_LISTEN_SOCKET anyway).
@@ -986,8 +1001,11 @@ void HttpServer::reconfigure(HttpSettings settings, std::shared_ptr<const Router
   reap_retired(false);
   // Everything that can fail comes first; the old daemon, listener, settings and routes are
   // untouched until the commit below.
-  auto next_published =
-      std::make_shared<const Published>(Published{std::move(router), settings.cors_origins});
+  // Unchanged [http.auth] keeps its Authenticator, and so its cache of verified credentials.
+  auto auth = published_.load(std::memory_order_acquire)->auth;
+  if (!(settings.auth == settings_.auth)) auth = make_authenticator(settings.auth);
+  auto next_published = std::make_shared<const Published>(
+      Published{std::move(router), settings.cors_origins, std::move(auth)});
   std::unique_ptr<HttpDaemon> next;
   OwnedFd listener(-1);  // a new listening socket, for a new address
   BindAddress own = settings_.bind;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "auth.hpp"
 #include "config.hpp"
 #include "gzip.hpp"
 #include "router.hpp"
@@ -26,6 +27,7 @@ struct HttpSettings {
   Millis keep_alive{5000};
   int max_connections = 256;
   std::vector<std::string> cors_origins;  // exact origins allowed to read responses; empty = none
+  HttpAuth auth;                          // [http.auth]; off unless enabled()
 };
 
 // `[http] threads = "auto"`: one worker per CPU this process may run on (its affinity mask, so
@@ -91,11 +93,15 @@ class HttpServer {
   // The gzip of bodies with an ETag, shared by every worker (and kept across reloads: a body of a
   // handler that a reload kept is still served). Thread-safe.
   const GzipCache& gzip_cache() const { return gzip_cache_; }
+  // Requests refused for their credentials, and unchecked for a blocked address (since start).
+  std::uint64_t auth_failures() const { return auth_counters_.invalid.load(); }
+  std::uint64_t auth_rate_limited() const { return auth_counters_.rate_limited.load(); }
 
   // What a request reads, swapped whole on reconfigure().
   struct Published {
     std::shared_ptr<const Router> router;
     std::vector<std::string> cors_origins;
+    std::shared_ptr<const Authenticator> auth;  // null: no authentication
   };
 
  private:
@@ -106,7 +112,9 @@ class HttpServer {
   HttpSettings settings_;
   Logger& log_;
   std::atomic<std::shared_ptr<const Published>> published_;
-  GzipCache gzip_cache_;  // before the daemons: outlives their workers
+  GzipCache gzip_cache_;      // before the daemons: outlives their workers
+  AuthLimiter auth_limiter_;  // failed attempts by address, kept across reloads
+  AuthCounters auth_counters_;
   std::unique_ptr<detail::HttpDaemon> daemon_;
   std::unique_ptr<detail::Acceptor> acceptor_;  // feeds daemon_; null when not serving
   std::vector<std::unique_ptr<detail::HttpDaemon>> retiring_;  // draining, each with its thread

@@ -81,6 +81,12 @@ Response Router::dispatch(const Request& request, int* route_index) const {
   return Response::error(404, "no route for " + std::string(request.path));
 }
 
+int Router::route_of(std::string_view path) const {
+  for (std::size_t i : order_)
+    if (matches(routes_[i].path, path)) return static_cast<int>(i);
+  return -1;
+}
+
 std::string_view Router::methods(std::string_view path) const {
   for (std::size_t i : order_)
     if (matches(routes_[i].path, path)) return routes_[i].handler->object->methods();

@@ -28,11 +28,13 @@ struct Route {
 };
 
 // Request counts of one route by status, lock-free; statuses outside the table count as "other".
-// 302, 502 and 504 are what a cgi route answers for a redirect, a failed and a hung program.
+// 302, 502 and 504 are what a cgi route answers for a redirect, a failed and a hung program; 401
+// and 429 what [http.auth] answers.
 class RequestCounters {
  public:
-  static constexpr std::array<int, 15> kStatuses = {200, 204, 302, 304, 400, 404, 405, 413,
-                                                    414, 431, 500, 502, 503, 504, 0 /* other */};
+  static constexpr std::array<int, 17> kStatuses = {
+      200, 204, 302, 304, 400, 401, 404, 405, 413,
+      414, 429, 431, 500, 502, 503, 504, 0 /* other */};
   void add(int status);
   std::uint64_t count(std::size_t column) const {
     return counts_[column].load(std::memory_order_relaxed);
@@ -56,6 +58,10 @@ class Router {
   // The methods the route `path` would dispatch to takes (its handler's methods()), for a CORS
   // preflight; "GET, HEAD" when no route matches.
   std::string_view methods(std::string_view path) const;
+
+  // The index in routes() of the route `path` would dispatch to, or -1 (for counting a request
+  // answered before dispatch, e.g. refused by [http.auth]).
+  int route_of(std::string_view path) const;
 
   const std::vector<Route>& routes() const { return routes_; }
 

@@ -215,6 +215,14 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
                  1);
     }
   }
+  auto& auth = fams.get("kiwi_http_auth_failures_total",
+                        "requests refused by [http.auth]: credentials wrong (invalid_credentials), "
+                        "or not checked because the address failed too often (rate_limited)",
+                        true);
+  fams.add(auth, one_label("reason", "invalid_credentials"),
+           static_cast<double>(stats.http_auth_failures));
+  fams.add(auth, one_label("reason", "rate_limited"),
+           static_cast<double>(stats.http_auth_rate_limited));
   for (auto& r : stats.http_requests)
     fams.add(http,
              "{route=\"" + escape_label_value(r.route) + "\",status=\"" +

@@ -301,7 +301,9 @@ struct AgentStats {
   std::vector<PluginStatus> plugins;
   std::vector<HttpRequestCount> http_requests;
   ConfigStatus config;
-  std::vector<OutputStatus> outputs;  // an agent before ABI 1.1: none
+  std::vector<OutputStatus> outputs;         // an agent before ABI 1.1: none
+  std::uint64_t http_auth_failures = 0;      // credentials refused (an agent before 1.2: 0)
+  std::uint64_t http_auth_rate_limited = 0;  // refused unchecked, the address blocked
 };
 
 // A history query. Limits are checked by the handler; the store trusts them.
@@ -559,6 +561,10 @@ inline AgentStats stats_from(const kiwi_stats& c) {
   if (KIWI_HAS_MEMBER(&c, kiwi_stats, store_samples_pending)) {
     s.store_recovered = std::string(view(c.store_recovered));
     s.store_samples_pending = c.store_samples_pending;
+  }
+  if (KIWI_HAS_MEMBER(&c, kiwi_stats, http_auth_rate_limited)) {
+    s.http_auth_failures = c.http_auth_failures;
+    s.http_auth_rate_limited = c.http_auth_rate_limited;
   }
   return s;
 }

@@ -439,6 +439,9 @@ typedef struct kiwi_stats {
   /* Since ABI 1.2 (KIWI_HAS_MEMBER(stats, kiwi_stats, store_samples_pending)). */
   kiwi_str store_recovered;       /* a damaged history file replaced since start ("" none) */
   uint64_t store_samples_pending; /* samples queued in memory, not yet committed */
+  /* Since ABI 1.2 (KIWI_HAS_MEMBER(stats, kiwi_stats, http_auth_rate_limited)): [http.auth]. */
+  uint64_t http_auth_failures;     /* requests whose credentials were refused */
+  uint64_t http_auth_rate_limited; /* requests refused unchecked: their address was blocked */
 } kiwi_stats;
 
 enum {
