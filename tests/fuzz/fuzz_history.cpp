@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto parsed = kiwi_history::parse_query(req, kNow, kSeries, kDefault);
   auto* pq = std::get_if<kiwi_history::ParsedQuery>(&parsed);
   if (!pq) {
-    KIWI_FUZZ_CHECK(!std::get<kiwi_history::ParamError>(parsed).parameter.empty());
+    KIWI_FUZZ_CHECK(!std::get<kiwi_history::ParamError>(parsed).message.empty());  // a 400 says why
     return 0;
   }
   const kiwi::HistoryQuery& q = pq->query;
