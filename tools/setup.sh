@@ -26,11 +26,13 @@ target_libraries=(libmicrohttpd-dev libsqlite3-dev zlib1g-dev libboost-dev libbo
 # (the install test verifies the unit and rates its hardening), clang (14) for the SDK test, which
 # builds an example plugin with another compiler than the agent's. A minimal Debian 12
 # (mmdebstrap, a container image) has none of them but gzip and util-linux; tools/fresh-check.sh
-# runs the tests on one. python3 runs the exec sensor's and the cgi handler's test programs
+# runs the tests on one. clang-14 and libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes)
+# build the fuzzers (tools/fuzz.sh, tests/fuzz), whose corpus regression and short run tools/test.sh
+# makes. python3 runs the exec sensor's and the cgi handler's test programs
 # written in Python (the README's example script is one), as a user's would. Node.js, npm and
 # chromium come from tools/setup-web.sh.
 test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-format systemd clang
-  python3)
+  clang-14 libclang-rt-14-dev python3)
 
 # The fleet benchmark (tools/bench/fleet.py, standard-library Python): node_exporter is the
 # agent it compares against, Prometheus 2.42 scrapes both sides, curl makes loopback traffic for

@@ -2,7 +2,8 @@
 # Sets up, builds with warnings as errors, and runs every test (unit, integration: the real binary
 # on loopback ports, a real Prometheus, the dashboard in headless Chromium), then the benchmark in
 # its quick mode, then the unit and integration tests again on an AddressSanitizer +
-# UndefinedBehaviorSanitizer build (build/asan). Exits non-zero on any failure.
+# UndefinedBehaviorSanitizer build (build/asan), then the fuzzers' corpus regression and a short
+# fuzz run (tools/fuzz.sh, build/fuzz). Exits non-zero on any failure.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${KIWI_BUILD_DIR:-$root/build}
@@ -23,6 +24,10 @@ KIWI_BUILD_DIR=$asan_build "$root/tools/build.sh" -DCMAKE_BUILD_TYPE=Release \
   -DKIWI_BUILD_TESTS=ON -DKIWI_WERROR=ON -DKIWI_SANITIZE=ON
 (cd "$asan_build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$(nproc)" --timeout 300 -E '^browser:') | tee "$asan_log"
+# The fuzzers (tests/fuzz, clang 14 with ASan+UBSan, in build/fuzz): every committed corpus input
+# once, then each fuzzer for 10 s on top of it; any finding fails.
+KIWI_FUZZ_BUILD_DIR=$build/fuzz "$root/tools/fuzz.sh" --regression
+KIWI_FUZZ_BUILD_DIR=$build/fuzz "$root/tools/fuzz.sh" 10
 # The test count last, so it is the closing line a reader (or CI) sees; skipped tests apart.
 read -r total failed skipped <<<"$("$root/tools/ctest-count.sh" "$log")"
 read -r asan_total asan_failed asan_skipped <<<"$("$root/tools/ctest-count.sh" "$asan_log")"

@@ -350,8 +350,11 @@ class Reader {
     if (!t) fail(node, name, "must be a table ([" + name + "])");
     for (auto& [key, value] : *t) {
       std::string full = name + "." + std::string(key.str());
+      // Compared through a plain variable: clang 14 refuses a lambda capturing a structured
+      // binding (allowed only from C++20 as clang 16 implements it), and the fuzzers need clang.
+      const std::string_view key_text = key.str();
       auto it =
-          std::find_if(fields.begin(), fields.end(), [&](auto& f) { return f.key == key.str(); });
+          std::find_if(fields.begin(), fields.end(), [&](auto& f) { return f.key == key_text; });
       if (it == fields.end()) {
         std::string accepted;
         for (auto& f : fields) accepted += (accepted.empty() ? "" : ", ") + std::string(f.key);

@@ -1,39 +1,38 @@
 #include "history_render.hpp"
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <ctime>
 
 #include <kiwi/glob.hpp>
+#include <kiwi/json.hpp>
 
 namespace kiwi_history {
 
 namespace {
 constexpr std::string_view kAccepted[] = {"limit", "since", "until", "step", "agg", "series"};
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-void key(Writer& w, std::string_view k) {
-  w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
-}
-void str(Writer& w, std::string_view s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
-
-// Rounded to `decimals` places, then printed in its shortest form (whole numbers without ".0").
-// A value so large that the scaling overflows (1e308) has no fraction to round away: it is
-// printed as it is, never as infinity (which RapidJSON writes as nothing, leaving `"value":,`).
-void number(Writer& w, double v, int decimals) {
-  if (!std::isfinite(v)) return void(w.Null());
-  double scale = std::pow(10.0, decimals);
+// Rounded to `decimals` places, then printed in its shortest form (whole numbers without ".0");
+// NaN (no value) as null. |v| near DBL_MAX overflows when scaled: it has no fraction to round.
+void number(std::string& out, double v, int decimals) {
+  if (std::isnan(v)) return void(out += "null");
+  const double scale = std::pow(10.0, decimals);
   double r = std::nearbyint(v * scale) / scale;
   if (!std::isfinite(r)) r = v;
   if (std::nearbyint(r) == r && std::fabs(r) < 9e15)
-    w.Int64(static_cast<std::int64_t>(r));
+    kiwi::append_json_integer(out, static_cast<std::int64_t>(r));
   else
-    w.Double(r);
+    kiwi::append_json_shortest(out, r);
+}
+
+void numbers(std::string& out, const std::vector<double>& values, int decimals) {
+  out.push_back('[');
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out.push_back(',');
+    number(out, values[i], decimals);
+  }
+  out.push_back(']');
 }
 
 std::optional<double> parse_number(std::string_view s) {
@@ -271,43 +270,51 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
   return out;
 }
 
+// Written with the SDK's JSON functions (kiwi/json.hpp), as every other body the agent serves:
+// one escaping and one number format for all of them. (RapidJSON's Writer did pointer
+// arithmetic on a null stack pointer at its first write, undefined behaviour that clang's
+// -fsanitize=pointer-overflow reports on every render, and wrote nothing for an infinity.)
 std::string render(const kiwi::HistoryResult& r, const kiwi::HistoryQuery& q) {
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
-  w.StartObject();
-  key(w, "version"), w.Int(1);
-  key(w, "count"), w.Uint64(r.timestamps.size());
+  std::string out;
+  out.reserve(128 + 12 * r.timestamps.size() * (1 + r.series.size()) + 128 * r.series.size());
+  out += "{\"version\":1,\"count\":";
+  kiwi::append_json_integer(out, static_cast<std::uint64_t>(r.timestamps.size()));
   if (q.step > 0) {
-    key(w, "step"), number(w, q.step, 3);
-    key(w, "agg"), str(w, aggregate_name(q.aggregate));
+    out += ",\"step\":";
+    number(out, q.step, 3);
+    out += ",\"agg\":";
+    kiwi::append_json_string(out, aggregate_name(q.aggregate));
   }
-  key(w, "timestamps");
-  w.StartArray();
-  for (double t : r.timestamps) number(w, t, 3);
-  w.EndArray();
-  key(w, "series");
-  w.StartObject();
+  out += ",\"timestamps\":";
+  numbers(out, r.timestamps, 3);
+  out += ",\"series\":{";
+  bool first = true;
   for (auto& s : r.series) {
-    key(w, s.key);
-    w.StartObject();
-    key(w, "name"), str(w, s.name);
+    if (!first) out.push_back(',');
+    first = false;
+    kiwi::append_json_string(out, s.key);
+    out += ":{\"name\":";
+    kiwi::append_json_string(out, s.name);
     if (!s.labels.empty()) {
-      key(w, "labels");
-      w.StartObject();
-      for (auto& [k, v] : s.labels) key(w, k), str(w, v);
-      w.EndObject();
+      out += ",\"labels\":{";
+      bool first_label = true;
+      for (auto& [k, v] : s.labels) {
+        if (!first_label) out.push_back(',');
+        first_label = false;
+        kiwi::append_json_string(out, k);
+        out.push_back(':');
+        kiwi::append_json_string(out, v);
+      }
+      out.push_back('}');
     }
-    key(w, "unit"), str(w, s.unit);
-    key(w, "values");
-    w.StartArray();
-    const int decimals = decimals_for_unit(s.unit);
-    for (double v : s.values) number(w, v, decimals);
-    w.EndArray();
-    w.EndObject();
+    out += ",\"unit\":";
+    kiwi::append_json_string(out, s.unit);
+    out += ",\"values\":";
+    numbers(out, s.values, decimals_for_unit(s.unit));
+    out += "}";
   }
-  w.EndObject();
-  w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize());
+  out += "}}";
+  return out;
 }
 
 }  // namespace kiwi_history

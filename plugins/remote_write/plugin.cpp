@@ -50,7 +50,7 @@ size_t collect(char* data, size_t size, size_t n, void* out) {
 
 class RemoteWrite final : public kiwi::Output {
  public:
-  explicit RemoteWrite(const kiwi::OutputContext& ctx) : log_(ctx.log) {
+  explicit RemoteWrite(const kiwi::OutputContext& ctx) {
     url_ = ctx.options.get_string("url");
     if (url_.empty())
       throw std::runtime_error(
@@ -128,7 +128,6 @@ class RemoteWrite final : public kiwi::Output {
   }
 
  private:
-  kiwi::Logger& log_;
   std::string url_;
   long timeout_ms_ = 5000;
   kiwi_remote_write::Labels external_;

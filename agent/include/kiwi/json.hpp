@@ -3,6 +3,7 @@
 //
 //   append_json_string(out, s)    a string literal, escaped as RFC 8259 requires
 //   append_json_number(out, v)    a metric value as the API prints numbers
+//   append_json_shortest(out, v)  a number in its shortest form, laid out as the API prints them
 //   render_snapshot_json(snap)    the /api/current body of a snapshot
 //
 // All of them are pure functions of their arguments: safe from any thread.
@@ -72,6 +73,8 @@ inline void append_json_integer(std::string& out, std::uint64_t v) {
 // to 21 digits before the point and 6 zeros after it, in exponent form beyond (1e21, 1.5e-7):
 // these are the bytes the agent has always served. NaN and infinities, which JSON cannot hold,
 // as null (the host drops such metrics before they get here).
+inline void append_json_shortest(std::string& out, double r);
+
 inline void append_json_number(std::string& out, double v) {
   if (!std::isfinite(v)) {
     out += "null";
@@ -83,6 +86,16 @@ inline void append_json_number(std::string& out, double v) {
   }
   double r = std::nearbyint(v * 1e6) / 1e6;
   if (!std::isfinite(r)) r = v;  // |v| near DBL_MAX: no fraction to round away
+  append_json_shortest(out, r);
+}
+
+// Appends a finite `r` in its shortest round-trip form, laid out as append_json_number describes
+// (12.5, 0.0, 1e21, 1.5e-7), without rounding it first. NaN and infinities as null.
+inline void append_json_shortest(std::string& out, double r) {
+  if (!std::isfinite(r)) {
+    out += "null";
+    return;
+  }
   if (std::signbit(r)) out.push_back('-');
   r = std::fabs(r);
   if (r == 0) {

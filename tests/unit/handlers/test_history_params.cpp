@@ -1,5 +1,6 @@
 // Every /api/history parameter rule, on the pure parser.
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "history_render.hpp"
 
@@ -245,4 +246,24 @@ TEST_CASE("history render: a value whose rounding overflows is printed finite, n
                        Catch::Contains("\"values\":[-1e308]") &&
                        Catch::Contains("\"values\":[1.7976931348623157e308]"));
   CHECK_THAT(body, !Catch::Contains("[,") && !Catch::Contains("[]"));
+}
+
+TEST_CASE("history render: a value near DBL_MAX is a number, an infinity null, never nothing") {
+  // 1e308 overflowed when scaled for rounding, and RapidJSON wrote nothing for the infinity it
+  // became: `"values":[,0.5]`, a body no JSON parser accepts.
+  kiwi::HistoryResult r;
+  r.timestamps = {1764475799, 1764475800, 1764475801, 1764475802};
+  r.series.push_back({"x_ratio",
+                      "x_ratio",
+                      {},
+                      "ratio",
+                      kiwi::MetricKind::gauge,
+                      {1e308, 0.5, -1.5e300, std::numeric_limits<double>::infinity()}});
+  r.series.push_back(
+      {"big_bytes", "big_bytes", {}, "bytes", kiwi::MetricKind::gauge, {1e16, 1e21, 2.5, 1e-7}});
+  CHECK(kiwi_history::render(r, {}) ==
+        "{\"version\":1,\"count\":4,\"timestamps\":[1764475799,1764475800,1764475801,1764475802],"
+        "\"series\":{\"x_ratio\":{\"name\":\"x_ratio\",\"unit\":\"ratio\",\"values\":[1e308,0.5,"
+        "-1.5e300,null]},\"big_bytes\":{\"name\":\"big_bytes\",\"unit\":\"bytes\",\"values\":"
+        "[10000000000000000.0,1e21,2,0]}}}");
 }
