@@ -126,9 +126,9 @@ class TinyFilesystem {
  public:
   TinyFilesystem(std::filesystem::path dir, const std::string& size) : dir_(std::move(dir)) {
     std::filesystem::create_directories(dir_);
-    mounted_ =
-        std::system(("mount -t tmpfs -o size=" + size + " tmpfs " + dir_.string() + " 2>/dev/null")
-                        .c_str()) == 0;
+    mounted_ = std::system(("mount -t tmpfs -o mode=0755,size=" + size + " tmpfs " + dir_.string() +
+                            " 2>/dev/null")
+                               .c_str()) == 0;
   }
   ~TinyFilesystem() {
     if (mounted_) (void)std::system(("umount -l " + dir_.string()).c_str());

@@ -31,8 +31,14 @@ if [[ ${1:-} == --arch ]]; then
 fi
 prefix=${1:-$root/build${arch:+-$arch}/deps/libmicrohttpd}
 version=$(dpkg-query -W -f='${Version}' "$package" 2>/dev/null || true)
+# Patched so that the errors libmicrohttpd answers by itself (a malformed request, a bad
+# Content-Length, an HTTP version it does not speak, headers too large) have the agent's JSON error
+# body instead of an HTML page (docs/api.md "Errors"). The stamp names the patch too: a changed
+# patch builds again.
+patch_file=$root/tools/mhd-json-errors.patch
+stamp="$version json-errors $(sha256sum "$patch_file" | cut -c1-16)"
 
-if [[ -f $prefix/.complete && $(<"$prefix/.complete") == "$version" ]]; then
+if [[ -f $prefix/.complete && $(<"$prefix/.complete") == "$stamp" ]]; then
   exit 0
 fi
 [[ -n $version ]] || { say "$package is not installed; skipped (run tools/setup.sh${arch:+ --arch $arch})"; exit 0; }
@@ -60,6 +66,8 @@ say "fetching the Debian source package libmicrohttpd $version"
   >>"$work/log" 2>&1 || fail "could not fetch the source package"
 # apt checked the files against the signed archive index; unpack with Debian's patches applied.
 (cd "$work" && dpkg-source --no-check -x ./*.dsc src) >>"$work/log" 2>&1 || fail "could not unpack the source package"
+patch -d "$work/src" -p1 --forward <"$patch_file" >>"$work/log" 2>&1 ||
+  fail "$patch_file does not apply to libmicrohttpd $version"
 
 say "building libmicrohttpd $version without TLS${arch:+ for $arch} (about a minute)"
 # Only what the agent uses: no TLS, no digest/basic auth, no POST processor, no upgrade, no cookies.
@@ -69,5 +77,5 @@ say "building libmicrohttpd $version without TLS${arch:+ for $arch} (about a min
     --disable-bauth --disable-httpupgrade --disable-cookie &&
   make -j "$(nproc)" &&
   rm -rf "$prefix" && make install) >>"$work/log" 2>&1 || fail "the build failed"
-echo "$version" >"$prefix/.complete"
+echo "$stamp" >"$prefix/.complete"
 say "installed in $prefix"

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "collector.hpp"
+#include "files.hpp"
 #include "http_server.hpp"
 #include "output.hpp"
 #include "plugin_loader.hpp"
@@ -634,11 +635,19 @@ int run_agent(const Config& initial, StderrLogger& log, const std::function<Conf
   // Before any thread starts: it takes systemd's variables out of the environment.
   const ServiceNotifier service = ServiceNotifier::from_environment();
 
-  std::error_code ec;
-  std::filesystem::create_directories(initial.agent.data_dir, ec);
-  if (ec) {
-    log.error("cannot create data_dir " + initial.agent.data_dir + ": " + ec.message() +
+  try {
+    make_directories(initial.agent.data_dir);
+  } catch (const std::system_error& e) {
+    log.error("cannot create data_dir " + initial.agent.data_dir + ": " + e.code().message() +
               " (set [agent] data_dir to a writable directory)");
+    return kExitRuntime;
+  }
+  // SQLite follows links when it creates the database's -wal and -shm files: in a directory
+  // another user can write, they could point those at any file.
+  try {
+    require_private_directory(initial.agent.data_dir, "data_dir " + initial.agent.data_dir);
+  } catch (const std::exception& e) {
+    log.error(e.what());
     return kExitRuntime;
   }
   // The snapshot file is claimed first: a second agent on the same path stops here, before it
@@ -648,6 +657,12 @@ int run_agent(const Config& initial, StderrLogger& log, const std::function<Conf
     try {
       snapshot_file.emplace(initial.collector.snapshot_path);
     } catch (const SnapshotFileInUse& e) {
+      log.error(e.what());
+      return kExitRuntime;
+    } catch (const UnsafeDirectory& e) {
+      // Not just the file off: the configuration points the agent at a directory where another
+      // user could make it overwrite any file, and a warning in a running agent's log is easy to
+      // miss; the unit's start fails instead, naming the directory.
       log.error(e.what());
       return kExitRuntime;
     } catch (const std::exception& e) {

@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "duration.hpp"
+#include "fatal_signal.hpp"
 #include "metric_check.hpp"
 #include "rates.hpp"
 
@@ -88,6 +89,7 @@ struct Collector::Hub {
 struct Collector::Worker {
   std::shared_ptr<Hub> hub;
   std::string name;
+  std::string activity;  // "sensor <name> (<plugin file>)", named by a crash in sample()
   PluginInstance<Sensor> instance;
   std::condition_variable wake;  // a request, or exit
   std::string procfs;            // whose uptime is the clock of the sensor's rates
@@ -119,7 +121,10 @@ struct Collector::Worker {
       out.posted = posted;
       const steady_clock::time_point until = deadline;
       lock.unlock();
-      call(sensor, out, until, rates, procfs);
+      {
+        CurrentActivity running(activity.c_str());
+        call(sensor, out, until, rates, procfs);
+      }
       lock.lock();
       in_call = false;
       if (abandoned) return;  // stop() keeps the instance: this thread must not touch it
@@ -136,6 +141,7 @@ struct Collector::Worker {
     }
     // Retired or stopped: the instance goes on this thread (object first, then its library).
     {
+      CurrentActivity destroying(activity.c_str());  // the plugin's destructor runs here
       PluginInstance<Sensor> dying = std::move(instance);
       lock.unlock();
     }
@@ -214,6 +220,8 @@ Collector::Slot Collector::make_slot(SensorSpec spec) {
   auto worker = std::make_shared<Worker>();
   worker->hub = hub_;
   worker->name = std::move(spec.name);
+  worker->activity = "sensor " + worker->name + " (" +
+                     (spec.instance.library ? spec.instance.library->file : slot.plugin) + ")";
   worker->procfs = settings_.procfs;
   worker->instance = std::move(spec.instance);
   slot.handle.worker = worker;

@@ -6,8 +6,10 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "agent.hpp"
+#include "fatal_signal.hpp"
 #include "http_server.hpp"
 
 namespace {
@@ -33,6 +35,8 @@ constexpr const char* kUsage =
 // again, once, at start (same process id; KIWI_AGENT_TUNED marks the second run, so it happens
 // once whatever glibc makes of the variable). An explicit glibc.malloc.tcache_count in
 // GLIBC_TUNABLES is left alone, as is a failed exec (the agent then runs with glibc's default).
+// It executes the file /proc/self/exe points to, not /proc/self/exe itself: the kernel names the
+// process after the file executed (comm, in ps, top, ss and dmesg), which would make it "exe".
 constexpr const char* kTcacheTunable = "glibc.malloc.tcache_count";
 constexpr const char* kTcacheCount = "1";
 
@@ -45,7 +49,18 @@ void apply_malloc_tunables(char** argv) {
   if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0 ||
       ::setenv("KIWI_AGENT_TUNED", "1", 1) != 0)
     return;
-  ::execv("/proc/self/exe", argv);
+  // readlink, not realpath(): the link is the file this process runs, whatever its name.
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof self - 1) return;
+  self[n] = '\0';
+  // A binary replaced since it started (an upgrade) reads "<path> (deleted)": that name is no
+  // longer this program; the link itself still runs it.
+  if (std::string_view(self, static_cast<std::size_t>(n)).ends_with(" (deleted)")) {
+    ::execv("/proc/self/exe", argv);
+    return;
+  }
+  ::execv(self, argv);
 }
 
 }  // namespace
@@ -53,6 +68,7 @@ void apply_malloc_tunables(char** argv) {
 int main(int argc, char** argv) {
   using namespace kiwi::agent;
   block_signals();  // first: a SIGHUP during start-up must not kill the agent (agent.hpp)
+  install_fatal_signal_handler();  // a plugin that crashes the agent is named in the log
   StderrLogger log;
   std::string config_path, describe;
   bool check = false;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "fatal_signal.hpp"
+
 namespace kiwi::agent {
 
 namespace {
@@ -39,6 +41,11 @@ void RequestCounters::add(int status) {
 
 Router::Router(std::vector<Route> routes, const Router* previous) : routes_(std::move(routes)) {
   for (std::size_t i = 0; i < routes_.size(); ++i) order_.push_back(i);
+  for (auto& r : routes_)
+    activities_.push_back(
+        "route " + r.path + " (" +
+        (r.handler && r.handler->library ? r.handler->library->file : std::string("built in")) +
+        ")");
   counters_.push_back(previous ? previous->counters_[0] : std::make_shared<RequestCounters>());
   for (auto& r : routes_) {
     std::shared_ptr<RequestCounters> row;
@@ -70,6 +77,7 @@ Response Router::dispatch(const Request& request, int* route_index) const {
       return res;
     }
     try {
+      CurrentActivity running(activities_[i].c_str());
       return r.handler->object->handle(request);
     } catch (const StoreError& e) {
       return Response::error(503, std::string("history store unavailable: ") + e.what());

@@ -76,6 +76,9 @@ class Router {
  private:
   std::vector<Route> routes_;
   std::vector<std::size_t> order_;  // exact routes first, then prefixes longest first
+  // "route <path> (<handler file>)" by route: what a crash in its handle() names
+  // (fatal_signal.hpp).
+  std::vector<std::string> activities_;
   // Index 0: unmatched, i + 1: route i. Shared with the routers before and after this one.
   std::vector<std::shared_ptr<RequestCounters>> counters_;
 };

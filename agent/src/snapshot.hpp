@@ -7,26 +7,27 @@
 #include <memory>
 #include <stdexcept>
 
-namespace kiwi::agent {
+#include "files.hpp"
 
-// Writes `path` so that a reader sees the old or the new content, never a mix: a temporary file
-// in the same directory, then rename(). Throws std::system_error naming the path.
-void write_file_atomically(const std::string& path, std::string_view content);
+namespace kiwi::agent {
 
 // The snapshot file of one running agent (`collector.snapshot_path`). Holds an exclusive lock
 // (flock on "<path>.lock", which records the holder's pid) for its life, so a second agent given
 // the same path refuses to start instead of overwriting the first one's file; removes the file
 // when destroyed (a clean stop), so a file left behind is never mistaken for a live sample.
-// The path is locked by another running agent: start-up stops (exit 1). Other failures to set up
-// the file (an uncreatable directory) only turn the snapshot file off.
+// The path is locked by another running agent, or its directory is writable by another user
+// (UnsafeDirectory, files.hpp): start-up stops (exit 1). Other failures to set up the file (an
+// uncreatable directory) only turn the snapshot file off.
 struct SnapshotFileInUse : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
 class SnapshotFile {
  public:
-  // Creates the directory if needed and takes the lock. Throws SnapshotFileInUse naming the path
-  // and the other agent's pid, or std::runtime_error naming the path for any other failure.
+  // Creates the directory if needed (files.hpp modes), checks no other user can write it, takes
+  // the lock and removes temporary files a killed agent left. Throws SnapshotFileInUse naming the
+  // path and the other agent's pid, UnsafeDirectory, or std::runtime_error naming the path for
+  // any other failure.
   explicit SnapshotFile(std::string path);
   ~SnapshotFile();
   SnapshotFile(const SnapshotFile&) = delete;

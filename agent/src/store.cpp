@@ -6,6 +6,9 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <system_error>
+
+#include "files.hpp"
 
 namespace kiwi::agent {
 
@@ -206,6 +209,12 @@ Store::Store(std::string path) : path_(std::move(path)) {
 // Nothing is written before the file is known to be ours (or new): a foreign database is left
 // byte-identical. The checks only read; the first write is the WAL switch.
 void Store::open_file() {
+  // A new database file is made 0644 whatever the umask (files.hpp); SQLite gives its -wal and
+  // -shm files the database's mode. If this fails, SQLite's open below says why in its words.
+  try {
+    create_file_if_absent(path_);
+  } catch (const std::system_error&) {
+  }
   int rc = sqlite3_open_v2(path_.c_str(), &db_,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                            history_vfs());

@@ -385,7 +385,9 @@ TEST_CASE("agent: threads = \"auto\" runs one worker per CPU it may use, a numbe
   CHECK(HttpClient(three.port()).get("/api/current").status == 200);
 }
 
-TEST_CASE("agent: runs with a one-chunk malloc cache unless GLIBC_TUNABLES already sets one") {
+TEST_CASE(
+    "agent: runs with a one-chunk malloc cache unless GLIBC_TUNABLES already sets one, under its "
+    "own name") {
   // The agent executes itself again with glibc.malloc.tcache_count=1 (see main.cpp), marked by
   // KIWI_AGENT_TUNED=1; the environment of the running process shows what it runs with. (glibc's
   // loader cuts the text it shows after the first tunable, so with two only the user's is seen.)
@@ -423,6 +425,11 @@ TEST_CASE("agent: runs with a one-chunk malloc cache unless GLIBC_TUNABLES alrea
     Agent agent;
     CHECK(env_of(agent.pid(), "GLIBC_TUNABLES") == c.shown);
     CHECK(env_of(agent.pid(), "KIWI_AGENT_TUNED") == (c.re_executed ? "1" : "<unset>"));
+    // Its name in ps, top, ss and dmesg is still the binary's after executing itself again (it
+    // was "exe", from /proc/self/exe), and so is its command line.
+    CHECK(read_text("/proc/" + std::to_string(agent.pid()) + "/comm") == "kiwi-agent\n");
+    CHECK_THAT(read_text("/proc/" + std::to_string(agent.pid()) + "/cmdline"),
+               Catch::StartsWith(std::string(KIWI_AGENT_BIN) + '\0'));
     HttpClient client(agent.port());
     CHECK(client.get("/api/health").status == 200);
   }

@@ -169,8 +169,12 @@ TEST_CASE(
   }
   SECTION("write failures show in /api/health and /metrics, and recovery too") {
     HttpClient c(first.port());
-    // The temporary file the agent writes before each rename, replaced by a directory.
-    fs::create_directory(snap.string() + ".tmp");
+    // The file replaced by a directory: each rename onto it fails (EISDIR).
+    REQUIRE(eventually([&] {
+      std::error_code ec;
+      fs::remove(snap, ec);
+      return fs::create_directory(snap, ec);
+    }));
     REQUIRE(eventually([&] {
       auto r = c.get("/api/health");
       return r.status == 503 && r.body.find("snapshot file: the last") != std::string::npos;
@@ -180,8 +184,13 @@ TEST_CASE(
     auto at = m.find("\nkiwi_snapshot_file_write_errors_total ");
     REQUIRE(at != std::string::npos);
     CHECK(std::stoi(m.substr(m.find(' ', at) + 1)) >= 1);
-    fs::remove(snap.string() + ".tmp");
+    fs::remove(snap);
     CHECK(eventually([&] { return c.get("/api/health").status == 200; }));
+    // Each failed write removed its temporary file (looked at once the agent is stopped: it writes
+    // a new one every tick).
+    CHECK(first.stop() == 0);
+    for (auto& e : fs::directory_iterator(snap.parent_path()))
+      CHECK_THAT(e.path().filename().string(), !Catch::Contains(".tmp."));
     CHECK_THAT(first.stderr_text(), Catch::Contains("writing again"));
   }
   SECTION("a clean stop removes it") {
@@ -233,7 +242,8 @@ TEST_CASE("defect: a privileged port as an unprivileged user says so (EACCES)") 
               .c_str()) != 0)
     skip_test("an unprivileged user cannot read the build tree here");
   TempDir tmp;
-  fs::permissions(tmp.path, fs::perms::all);
+  // Nobody's own directory (one every user could write is refused, as data_dir's parent).
+  REQUIRE(::chown(tmp.path.c_str(), 65534, 65534) == 0);
   const std::string file = (tmp.path / "listen.toml").string();
   write_text(file, "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
                        "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR

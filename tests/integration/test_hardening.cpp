@@ -1,0 +1,219 @@
+// Issue 16 on the real binary: a safe snapshot file (modes, no link followed, no directory others
+// can write) and the last log line of an agent a plugin crashed.
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+
+#include "checks.hpp"
+
+using namespace kiwi_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+mode_t mode_of(const fs::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) throw std::runtime_error("lstat " + p.string() + " failed");
+  return st.st_mode & 07777;
+}
+
+// The test process's umask for one scope; the agents it starts inherit it.
+struct Umask {
+  mode_t old;
+  explicit Umask(mode_t m) : old(::umask(m)) {}
+  ~Umask() { ::umask(old); }
+};
+
+// No core file from the crashes these tests cause (the agents inherit the limit).
+void no_core_files() {
+  const rlimit none{0, 0};
+  ::setrlimit(RLIMIT_CORE, &none);
+}
+
+// A config with its own data_dir, snapshot path and port, and `extra`.
+std::string config_in(const TempDir& dir, const fs::path& data, const fs::path& snapshot,
+                      const std::string& extra = "") {
+  const std::string file = (dir.path / "kiwi.toml").string();
+  write_text(file, "[agent]\ndata_dir = \"" + data.string() +
+                       "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                       "\"\n[http]\nbind = \"127.0.0.1:0\"\n[collector]\nsnapshot_path = \"" +
+                       snapshot.string() + "\"\n" + extra);
+  return file;
+}
+
+}  // namespace
+
+TEST_CASE("hardening: under umask 000 the agent's directories are 0755 and its files 0644") {
+  TempDir tmp;
+  const fs::path data = tmp.path / "state" / "data";
+  const fs::path snap = tmp.path / "run" / "kiwi" / "current.json";
+  const std::string file = config_in(tmp, data, snap);
+  pid_t pid = 0;
+  {
+    Umask scope(0);
+    pid = spawn(emulated({KIWI_AGENT_BIN, "--config", file}), tmp.path / "out", tmp.path / "err");
+  }
+  REQUIRE(eventually([&] { return fs::exists(snap) && fs::exists(data / "kiwi.db-wal"); }, 20s));
+  for (auto& d : {tmp.path / "state", data, tmp.path / "run", snap.parent_path()}) {
+    INFO(d);
+    CHECK(mode_of(d) == 0755);
+  }
+  // (No -shm file: the store keeps its WAL index in memory.)
+  for (auto& f :
+       {snap, fs::path(snap.string() + ".lock"), data / "kiwi.db", data / "kiwi.db-wal"}) {
+    INFO(f);
+    CHECK(mode_of(f) == 0644);
+  }
+  kill(pid, SIGTERM);
+  CHECK(wait_exit(pid, 20s) == 0);
+}
+
+TEST_CASE("hardening: a symbolic link planted at the snapshot's temporary name is not followed") {
+  // The agent used to write "<snapshot_path>.tmp" (O_CREAT|O_TRUNC) and rename it: another user
+  // who could plant that name made root overwrite the file it pointed to.
+  TempDir victim_dir;
+  const fs::path victim = victim_dir.path / "precious";
+  write_text(victim, "precious\n");
+  Agent agent;
+  const fs::path snap = agent.dir() / "run/current.json";
+  REQUIRE(eventually([&] { return fs::exists(snap); }));
+  fs::create_symlink(victim, snap.string() + ".tmp");
+  HttpClient c(agent.port());
+  const auto seq = sequence_of(c);
+  REQUIRE(eventually([&] { return sequence_of(c) >= seq + 3; }));  // three more writes
+  // The file itself is still written (through a new temporary name each time).
+  REQUIRE(eventually([&] {
+    auto d = parse_json(read_text(snap));
+    return d.IsObject() && d.HasMember("sequence") && d["sequence"].GetUint64() > seq + 2;
+  }));
+  CHECK(read_text(victim) == "precious\n");
+  CHECK(fs::is_symlink(snap.string() + ".tmp"));
+  CHECK(c.get("/api/health").status == 200);
+}
+
+TEST_CASE(
+    "hardening: a snapshot directory or data_dir that every user can write is refused at start") {
+  TempDir tmp;
+  const fs::path open_dir = tmp.path / "open";
+  fs::create_directory(open_dir);
+  fs::permissions(open_dir, fs::perms::all);  // 0777
+  SECTION("the snapshot file's directory") {
+    const fs::path snap = open_dir / "current.json";
+    auto r = run_agent_command({"--config", config_in(tmp, tmp.path / "data", snap)});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("error: snapshot file " + snap.string() + ": directory " +
+                                      open_dir.string() +
+                                      " is writable by every user (mode 0777): another user "
+                                      "could replace the files the agent writes there; make it "
+                                      "writable by the agent's user alone (chmod go-w " +
+                                      open_dir.string() + ") or choose a directory that is"));
+    CHECK(fs::is_empty(open_dir));  // nothing written there
+  }
+  SECTION("data_dir") {
+    auto r = run_agent_command(
+        {"--config", config_in(tmp, open_dir, tmp.path / "run" / "current.json")});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err,
+               Catch::Contains("error: data_dir " + open_dir.string() + ": directory " +
+                               open_dir.string() + " is writable by every user (mode 0777)"));
+    CHECK(fs::is_empty(open_dir));
+  }
+}
+
+TEST_CASE("hardening: a sensor that crashes the agent is named in its last log line") {
+  no_core_files();
+  TempDir tmp;
+  const std::string plugin = KIWI_TEST_PLUGIN_DIR "/test-crash_sensor.so";
+  const std::string file = config_in(tmp, tmp.path / "data", tmp.path / "run" / "current.json",
+                                     "[[sensor]]\nplugin = \"" + plugin + "\"\nname = \"crash\"\n");
+  pid_t pid =
+      spawn(emulated({KIWI_AGENT_BIN, "--config", file}), tmp.path / "out", tmp.path / "err");
+  // Killed by the signal itself (the kernel's exit status and core dump), not an exit code.
+  CHECK(wait_exit(pid, 20s) == 128 + SIGSEGV);
+  const std::string err = read_text(tmp.path / "err");
+  CHECK_THAT(err,
+             Catch::Contains("kiwi-agent: error: SIGSEGV (invalid memory access) in sensor "
+                             "crash (" +
+                             plugin + "), thread kiwi-s:crash; the agent stops with the signal\n"));
+}
+
+TEST_CASE("hardening: a route handler that crashes the agent is named in its last log line") {
+  no_core_files();
+  const std::string plugin = KIWI_TEST_PLUGIN_DIR "/test-crash_handler.so";
+  // The only route: no /api/current to wait for a first sample on.
+  Agent agent("[[route]]\npath = \"/crash\"\nhandler = \"" + plugin + "\"\n", "", "", "", "",
+              false);
+  {
+    HttpClient c(agent.port());
+    try {
+      c.get("/crash");
+    } catch (const std::exception&) {
+      // The connection goes with the process.
+    }
+  }
+  CHECK(agent.stop(0) == 128 + SIGSEGV);  // signal 0: only waits for it
+  CHECK_THAT(
+      agent.stderr_text(),
+      Catch::Contains("kiwi-agent: error: SIGSEGV (invalid memory access) in route /crash (" +
+                      plugin + "), thread "));
+}
+
+TEST_CASE("hardening: SIGABRT sent by another process (systemd's watchdog) names the sender") {
+  no_core_files();
+  Agent agent;
+  REQUIRE(kill(agent.pid(), SIGABRT) == 0);
+  CHECK(agent.stop(0) == 128 + SIGABRT);  // signal 0: only waits for it
+  CHECK_THAT(agent.stderr_text(),
+             Catch::Contains("kiwi-agent: error: SIGABRT (abort) sent by process " +
+                             std::to_string(getpid()) + ", thread "));
+}
+
+TEST_CASE("hardening: the errors libmicrohttpd answers by itself have the API's JSON error body") {
+  const auto version = run_agent_command({"--version"}).out;
+  if (version.find("(without TLS)") == std::string::npos)
+    skip_test(
+        "this build links Debian's libmicrohttpd, whose own error pages are HTML; the static one "
+        "tools/setup-mhd.sh builds (patched, tools/mhd-json-errors.patch) answers in JSON");
+  Agent agent;
+  const std::string big(20000, 'x');
+  struct Case {
+    const char* what;
+    std::string request;
+    int status;
+  };
+  const Case cases[] = {
+      {"an HTTP version it does not speak", "GET /api/health HTTP/2.0\r\nHost: a\r\n\r\n", 505},
+      {"a Content-Length that is not a number",
+       "POST /api/health HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n", 400},
+      {"a Content-Length too large",
+       "POST /api/health HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+       413},
+
+      {"a bad chunked body",
+       "POST /api/health HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n", 400},
+      {"headers beyond the connection's memory",
+       "GET /api/health HTTP/1.1\r\nHost: a\r\nX-Big: " + big + "\r\n\r\n", 431},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    HttpClient client(agent.port());
+    client.send_raw(c.request);
+    const HttpResponse r = client.read_response();
+    CHECK(r.status == c.status);
+    // One response, then the connection closes (0.9.75 sent the header block of a bad
+    // Content-Length's 400 twice, the second one as the body).
+    CHECK(r.body.find("\r\n") == std::string::npos);
+    CHECK(eventually([&] { return client.closed_by_peer(); }, 5s));
+    CHECK(r.header("content-type") == "application/json");
+    INFO(r.body);
+    const auto d = parse_json(r.body);
+    REQUIRE(d.IsObject());
+    REQUIRE(d.HasMember("error"));
+    CHECK(d["error"]["status"].GetInt() == c.status);
+    CHECK(d["error"]["message"].IsString());
+    CHECK(d["error"]["message"].GetStringLength() > 0);
+  }
+  CHECK(HttpClient(agent.port()).get("/api/health").status == 200);
+}
