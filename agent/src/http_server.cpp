@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -38,7 +39,9 @@ namespace detail {
 //
 // When every slot is taken, a newcomer does not simply lose: the acceptor closes (shutdown(2),
 // which the worker sees as the peer leaving) the connection that has gone longest without
-// finishing a request, if that is over kEvictIdle, and hands the newcomer over in its place.
+// finishing a request, if that is over kEvictIdle, and hands the newcomer over in its place. The
+// oldest goes first, so under a flood of new connections a client still has the time the flood
+// takes to fill every slot to send its request; kEvictIdle only spares one just accepted.
 // libmicrohttpd restarts a connection's timeout on every byte it reads and has no deadline for a
 // whole header block, so without this 300 clients sending one header byte a second (slowloris),
 // or 1,000 idle keep-alive connections, would hold every slot and lock everyone else out. A
@@ -69,7 +72,7 @@ struct HttpWorker {
 };
 
 constexpr std::uint64_t kEvictHeadroom = 16;
-constexpr std::chrono::seconds kEvictIdle{1};
+constexpr std::chrono::milliseconds kEvictIdle{100};
 
 std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -333,23 +336,30 @@ class Acceptor {
   HttpWorker* evict(HttpDaemon& d) {
     const std::int64_t cutoff =
         steady_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kEvictIdle).count();
+    // Every worker's list at once (only this thread takes more than one), so the oldest of all
+    // is chosen and stays open until it is shut down.
+    std::vector<std::unique_lock<std::mutex>> locks;
+    locks.reserve(d.workers.size());
     HttpWorker* chosen = nullptr;
+    ConnectionSlot* victim = nullptr;
     for (auto& w : d.workers) {
       if (w->open() >= w->limit + kEvictHeadroom) continue;
-      std::lock_guard lock(w->mutex);
-      ConnectionSlot* victim = nullptr;
+      locks.emplace_back(w->mutex);
       for (auto& c : w->connections) {
         if (c.evicted || c.busy.load(std::memory_order_relaxed)) continue;
         const std::int64_t since = c.idle_since.load(std::memory_order_relaxed);
-        if (since <= cutoff && (!victim || since < victim->idle_since.load())) victim = &c;
+        if (since <= cutoff && (!victim || since < victim->idle_since.load())) {
+          victim = &c;
+          chosen = w.get();
+        }
       }
-      if (!victim) continue;
-      victim->evicted = true;
-      w->evicting.fetch_add(1);
-      ::shutdown(victim->fd, SHUT_RDWR);
-      chosen = w.get();
-      break;
     }
+    if (victim) {
+      victim->evicted = true;
+      chosen->evicting.fetch_add(1);
+      ::shutdown(victim->fd, SHUT_RDWR);
+    }
+    locks.clear();
     if (chosen && !evict_logged_) {
       log_.warn(
           "http: every connection slot (http.max_connections) was taken; closing the "
@@ -634,6 +644,19 @@ void not_modified_if_matching(const Request& req, Response& res) {
     }
 }
 
+// Whether the request has Content-Length headers that disagree (RFC 9112 section 6.3: an
+// unrecoverable framing error). libmicrohttpd 0.9.75 reads the body by the first and passes the
+// rest on; a proxy in front that used another would see a different request (smuggling).
+bool conflicting_content_length(const std::vector<Param>& headers) {
+  const std::string_view* first = nullptr;
+  for (const auto& h : headers) {
+    if (h.name.size() != 14 || strncasecmp(h.name.data(), "Content-Length", 14) != 0) continue;
+    if (first && *first != h.value) return true;
+    first = &h.value;
+  }
+  return false;
+}
+
 // Whether a raw (undecoded) path has "%00" in it.
 bool encoded_nul(std::string_view raw) {
   for (std::size_t i = raw.find('%'); i != std::string_view::npos; i = raw.find('%', i + 1))
@@ -717,7 +740,10 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   else if (header_bytes > kMaxHeaderBytes)
     res = Response::error(
         431, "request headers larger than " + std::to_string(kMaxHeaderBytes) + " bytes");
-  else if (encoded_nul(raw_path))
+  else if (conflicting_content_length(headers)) {
+    res = Response::error(400, "conflicting Content-Length headers");
+    res.headers.push_back({"Connection", "close"});  // where its body ends is unknown
+  } else if (encoded_nul(raw_path))
     // MHD decodes it into the path, which ends there for everyone reading it as a C string:
     // "/cgi/a%00.txt" would be served as "/cgi/a".
     res = Response::error(400, "request path contains an encoded NUL byte (%00)");

@@ -16,15 +16,29 @@
 #include <string>
 #include <string_view>
 
+#include "kiwi/utf8.hpp"
+
 namespace kiwi {
 
 // Appends `s` to `out` as a JSON string literal (with quotes): '"' and '\' escaped, control
-// characters as \b \t \n \f \r or \u00XX; every other byte as it is (UTF-8 passes through).
+// characters as \b \t \n \f \r or \u00XX; well-formed UTF-8 as it is, and each byte that is not
+// part of a well-formed sequence as U+FFFD, so the literal is valid JSON whatever `s` holds.
 inline void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789ABCDEF";
   out.push_back('"');
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // Any byte that is not part of a well-formed sequence becomes U+FFFD: the body stays JSON
+      // whatever the text (a request path with %c0%ae in it, a file's garbage, a plugin's label).
+      const std::size_t n = utf8_sequence_length(s.substr(i));
+      if (n == 0) {
+        out += "\xef\xbf\xbd";
+      } else {
+        out.append(s.substr(i, n));
+        i += n - 1;
+      }
+    } else if (c == '"' || c == '\\') {
       out.push_back('\\');
       out.push_back(static_cast<char>(c));
     } else if (c < 0x20) {
