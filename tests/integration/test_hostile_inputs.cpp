@@ -122,7 +122,8 @@ TEST_CASE(
       },
       5s));
   CHECK(Clock::now() - started < 10s);
-  auto reasons = parse_utf8_json(health.body)["reasons"].GetArray();
+  const auto health_doc = parse_utf8_json(health.body);  // kept: `reasons` points into it
+  auto reasons = health_doc["reasons"].GetArray();
   REQUIRE(reasons.Size() == 1);
   CHECK_THAT(reasons[0].GetString(),
              Catch::StartsWith("sensor thermal: all thermal sensors failed: cpu-thermal (" +
