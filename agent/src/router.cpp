@@ -62,10 +62,10 @@ Router::Router(std::vector<Route> routes, const Router* previous) : routes_(std:
 }
 
 Response Router::dispatch(const Request& request, int* route_index) const {
-  for (std::size_t i : order_) {
-    const Route& r = routes_[i];
-    if (!matches(r.path, request.path)) continue;
-    if (route_index) *route_index = static_cast<int>(i);
+  const int i = route_of(request.path);
+  if (route_index) *route_index = i;
+  if (i >= 0) {
+    const Route& r = routes_[static_cast<std::size_t>(i)];
     const std::string_view allowed = r.handler->object->methods();
     if (!method_listed(allowed, request.method)) {
       // "GET, HEAD" reads "use GET or HEAD".
@@ -77,7 +77,7 @@ Response Router::dispatch(const Request& request, int* route_index) const {
       return res;
     }
     try {
-      CurrentActivity running(activities_[i].c_str());
+      CurrentActivity running(activities_[static_cast<std::size_t>(i)].c_str());
       return r.handler->object->handle(request);
     } catch (const StoreError& e) {
       return Response::error(503, std::string("history store unavailable: ") + e.what());
@@ -85,7 +85,6 @@ Response Router::dispatch(const Request& request, int* route_index) const {
       return Response::error(500, std::string("handler failed: ") + e.what());
     }
   }
-  if (route_index) *route_index = -1;
   return Response::error(404, "no route for " + std::string(request.path));
 }
 
