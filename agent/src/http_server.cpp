@@ -48,9 +48,7 @@ namespace detail {
 // connection that is being answered is never chosen. Until the worker reports a closed
 // connection, it may hold up to kEvictHeadroom connections over its share (MHD's own limit
 // allows for them).
-struct HttpWorker;
 struct ConnectionSlot {  // one open connection, from NOTIFY_STARTED to NOTIFY_CLOSED
-  HttpWorker* worker = nullptr;
   int fd = -1;
   std::atomic<std::int64_t> idle_since{0};  // steady-clock ns: accepted, or last request done
   std::atomic<bool> busy{false};            // a request between on_request and on_completed
@@ -797,7 +795,6 @@ void on_connection(void* cls, MHD_Connection* c, void** context,
     const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     std::lock_guard lock(w->mutex);
     auto& slot = w->connections.emplace_back();
-    slot.worker = w;
     slot.fd = info ? info->connect_fd : -1;
     slot.idle_since.store(steady_ns(), std::memory_order_relaxed);
     slot.self = std::prev(w->connections.end());
