@@ -1,23 +1,12 @@
 // [http.auth] against the real binary with curl: Basic users with bcrypt hashes, bearer tokens
 // from a file of SHA-256 hashes, public paths, the 401 and 429 answers, the counters in /metrics,
 // SIGHUP, the warning for an open API beyond loopback, and config errors.
-#include <crypt.h>
-
+#include "auth_support.hpp"
 #include "checks.hpp"
 
 using namespace kiwi_test;
 
 namespace {
-
-// A bcrypt hash of `password` at cost 4 (the fastest), made with libxcrypt as mkpasswd does.
-std::string bcrypt_hash(const std::string& password) {
-  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
-  REQUIRE(crypt_gensalt_rn("$2b$", 4, nullptr, 0, salt, sizeof salt));
-  crypt_data data{};
-  const char* out = crypt_rn(password.c_str(), salt, &data, sizeof data);
-  REQUIRE(out);
-  return out;
-}
 
 struct Curl {
   int status = 0;

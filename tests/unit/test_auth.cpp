@@ -1,25 +1,15 @@
 // [http.auth] below the server: SHA-256 against the FIPS 180-4 examples, bcrypt through libxcrypt,
 // the limit on failed attempts and the gate a request passes before dispatch.
-#include <crypt.h>
-
 #include <catch2/catch.hpp>
 
 #include "auth.hpp"
+#include "auth_support.hpp"
 
 using namespace kiwi;
 using namespace kiwi::agent;
+using kiwi_test::bcrypt_hash;
 
 namespace {
-
-// A bcrypt hash of `password` at cost 4 (the fastest), made by libxcrypt as mkpasswd would.
-std::string bcrypt_hash(const std::string& password) {
-  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
-  REQUIRE(crypt_gensalt_rn("$2b$", 4, nullptr, 0, salt, sizeof salt));
-  crypt_data data{};
-  const char* out = crypt_rn(password.c_str(), salt, &data, sizeof data);
-  REQUIRE(out);
-  return out;
-}
 
 std::string base64(const std::string& in) {
   static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
