@@ -30,9 +30,11 @@ target_libraries=(libmicrohttpd-dev libsqlite3-dev zlib1g-dev libboost-dev libbo
 # build the fuzzers (tools/fuzz.sh, tests/fuzz), whose corpus regression and short run tools/test.sh
 # makes. python3 runs the exec sensor's and the cgi handler's test programs
 # written in Python (the README's example script is one), as a user's would. Node.js, npm and
-# chromium come from tools/setup-web.sh.
+# chromium come from tools/setup-web.sh. openssl makes the TLS tests' certificates, and
+# libmicrohttpd12 (Debian's libmicrohttpd with GnuTLS, which the agent loads for [http.tls]; the
+# package Recommends it) serves them.
 test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-format systemd clang
-  clang-14 libclang-rt-14-dev python3)
+  clang-14 libclang-rt-14-dev python3 openssl libmicrohttpd12)
 
 # The fleet benchmark (tools/bench/fleet.py, standard-library Python): node_exporter is the
 # agent it compares against, Prometheus 2.42 scrapes both sides, curl makes loopback traffic for

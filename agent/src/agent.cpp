@@ -201,7 +201,7 @@ std::vector<OutputSpec> load_outputs(const Config& cfg, PluginLoader& loader) {
 
 HttpSettings http_settings(const Config& cfg) {
   return {cfg.http.bind,         cfg.http.threads, cfg.http.keep_alive, cfg.http.max_connections,
-          cfg.http.cors_origins, cfg.http.auth};
+          cfg.http.cors_origins, cfg.http.auth,    cfg.http.tls};
 }
 
 // Whether `b` listens on a loopback address only (127.0.0.0/8, ::1).
@@ -214,11 +214,17 @@ bool loopback_only(const BindAddress& b) {
 }
 
 // The warning for an API open to the network: listening beyond loopback without [http.auth].
+// And for credentials sent in the clear: [http.auth] beyond loopback without [http.tls].
 void warn_if_exposed(const Config& cfg, const std::string& url, Logger& log) {
-  if (loopback_only(cfg.http.bind) || cfg.http.auth.enabled()) return;
-  log.warn("listening on " + url +
-           " beyond loopback without authentication: anyone who reaches the port reads the API; "
-           "set [http.auth] basic_users or bearer_tokens_file, or bind to 127.0.0.1");
+  if (loopback_only(cfg.http.bind)) return;
+  if (!cfg.http.auth.enabled())
+    log.warn("listening on " + url +
+             " beyond loopback without authentication: anyone who reaches the port reads the API; "
+             "set [http.auth] basic_users or bearer_tokens_file, or bind to 127.0.0.1");
+  else if (!cfg.http.tls.enabled())
+    log.warn("listening on " + url +
+             " beyond loopback with [http.auth] but without TLS: passwords and tokens cross the "
+             "network in the clear; set [http.tls] cert_file and key_file");
 }
 
 }  // namespace
@@ -375,13 +381,16 @@ class RunningAgent {
               (server_->threads() == 1 ? " worker thread" : " worker threads") +
               (cfg_.http.threads == 0 ? " (auto)" : "") + ", history in " + store_.path() + ")" +
               (cfg_.http.auth.enabled() ? ", authentication on" : ""));
+    if (cfg_.http.tls.enabled())
+      log_.info("https: certificate " + cfg_.http.tls.cert_file + ", key " +
+                cfg_.http.tls.key_file + ", " + http_tls_library());
     warn_if_exposed(cfg_, url(), log_);
   }
 
   std::string url() const {
     BindAddress shown = cfg_.http.bind;
     shown.port = server_->port();
-    return "http://" + shown.str() + "/";
+    return (cfg_.http.tls.enabled() ? "https://" : "http://") + shown.str() + "/";
   }
   std::size_t sensor_count() const { return sensor_count_; }
 
@@ -560,6 +569,16 @@ class RunningAgent {
                      std::to_string(next.http.auth.bearer_token_hashes.size()) + " bearer tokens"
                : "off") +
           ")");
+    if (!(cfg_.http.tls == next.http.tls)) {
+      const auto& a = cfg_.http.tls;
+      const auto& b = next.http.tls;
+      changes.push_back(std::string("http.tls changed (") +
+                        (!b.enabled() ? "off"
+                         : a.cert_file == b.cert_file && a.key_file == b.key_file
+                             ? "certificate or key renewed"
+                             : "on: " + b.cert_file) +
+                        ")");
+    }
     note_change(changes, "agent.log_level", cfg_.agent.log_level, next.agent.log_level,
                 &show_level);
     note_change(changes, "agent.plugin_dir", cfg_.agent.plugin_dir, next.agent.plugin_dir,

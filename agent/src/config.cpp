@@ -174,7 +174,8 @@ class Reader {
              {"max_connections",
               [&](auto& n, auto& k) { cfg_.http.max_connections = integer(n, k, 1, 65536); }},
              {"cors_origins", [&](auto& n, auto& k) { cfg_.http.cors_origins = origins(n, k); }},
-             {"auth", [&](auto& n, auto& k) { auth(n, k); }}});
+             {"auth", [&](auto& n, auto& k) { auth(n, k); }},
+             {"tls", [&](auto& n, auto& k) { tls(n, k); }}});
     section(root, "collector",
             {{"interval",
               [&](auto& n, auto& k) {
@@ -482,6 +483,38 @@ class Reader {
               a.public_paths.push_back(std::move(p));
             }
           }}});
+  }
+
+  // [http.tls]: both files or neither ("" is none), each read now and looking like PEM of its kind;
+  // whether the key matches the certificate, GnuTLS says when the server starts (HttpServer).
+  void tls(const toml::node& node, const std::string& name) {
+    HttpTls& t = cfg_.http.tls;
+    t.pos = pos_of(file_, node.source());
+    auto pem = [&](const toml::node& n, const std::string& k, std::string& file, std::string& text,
+                   std::string_view marker, const char* what) {
+      file = path(n, k, true);
+      text.clear();
+      if (file.empty()) return;  // off, as the built-in default has it
+      auto content = read_text(file);
+      if (!content) fail(n, k, "cannot read " + quoted(file) + ": " + std::strerror(errno));
+      if (content->find(marker) == std::string::npos)
+        fail(n, k,
+             quoted(file) + " is not a PEM " + what + " (no \"" + std::string(marker) + "\" line)");
+      text = std::move(*content);
+    };
+    table_fields(node, name,
+                 {{"cert_file",
+                   [&](auto& n, auto& k) {
+                     pem(n, k, t.cert_file, t.cert_pem, "-----BEGIN CERTIFICATE-----",
+                         "certificate");
+                   }},
+                  {"key_file", [&](auto& n, auto& k) {
+                     pem(n, k, t.key_file, t.key_pem, "PRIVATE KEY-----", "private key");
+                   }}});
+    if (t.cert_file.empty() != t.key_file.empty())
+      throw ConfigError(t.pos, name,
+                        std::string("needs both cert_file and key_file; ") +
+                            (t.cert_file.empty() ? "cert_file" : "key_file") + " is missing");
   }
 
   // The SHA-256 hashes in a bearer tokens file: one per line, 64 hex digits (`sha256sum` output:

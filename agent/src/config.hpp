@@ -51,6 +51,20 @@ struct HttpAuth {
   }
 };
 
+// [http.tls]: HTTPS on the [http] bind address when cert_file and key_file are set (both or
+// neither). The files are read with the config, at start and at every reload, so a reload after
+// the certificate is renewed in place serves the new one.
+struct HttpTls {
+  std::string cert_file, key_file;  // PEM; "" when off
+  std::string cert_pem, key_pem;    // their contents
+  SourcePos pos;                    // where [http.tls] is, for messages
+  bool enabled() const { return !cert_file.empty(); }
+  bool operator==(const HttpTls& o) const {
+    return cert_file == o.cert_file && key_file == o.key_file && cert_pem == o.cert_pem &&
+           key_pem == o.key_pem;
+  }
+};
+
 // One [[sensor]], [[route]] or [[remote_write]] entry.
 struct PluginEntry {
   std::string plugin;              // name ("cpu") or path ("./x.so"), as written
@@ -94,6 +108,7 @@ struct Config {
     int max_connections = 0;
     std::vector<std::string> cors_origins;
     HttpAuth auth;
+    HttpTls tls;
   } http;
   struct {
     Millis interval{0};

@@ -1,5 +1,7 @@
 #include "http_server.hpp"
 
+#include "mhd_api.hpp"
+
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -57,6 +59,7 @@ struct ConnectionSlot {  // one open connection, from NOTIFY_STARTED to NOTIFY_C
 };
 
 struct HttpWorker {
+  const MhdApi* api = nullptr;  // its daemon's library (HttpDaemon::api)
   MHD_Daemon* mhd = nullptr;
   std::uint64_t limit = 0;                 // its share of max_connections
   std::atomic<std::uint64_t> handed{0};    // MHD_add_connection said yes; under the acceptor's lock
@@ -88,6 +91,9 @@ struct HttpDaemon {
   AuthLimiter* auth_limiter = nullptr;    // the server's
   AuthCounters* auth_counters = nullptr;  // the server's
   HttpSettings settings;  // cors_origins unused: requests read them from `published`
+  // The libmicrohttpd of this set: the linked one, or the TLS one for [http.tls]. Everything of
+  // the set (daemons, connections, responses) is made and handled by it alone.
+  const MhdApi* api = &linked_mhd();
   std::vector<std::unique_ptr<HttpWorker>> workers;
   std::atomic<bool> draining{false};  // replaced: answer with "Connection: close"
   std::atomic<int> in_flight{0};      // requests between their first and completion callbacks
@@ -114,7 +120,7 @@ struct HttpDaemon {
   // Joins the workers after closing every connection (the acceptor must no longer hand it any).
   void shut_down() {
     for (auto& w : workers) {
-      if (w->mhd) MHD_stop_daemon(w->mhd);
+      if (w->mhd) w->api->stop_daemon(w->mhd);
       w->mhd = nullptr;
     }
   }
@@ -302,7 +308,7 @@ class Acceptor {
         continue;
       }
       // On failure MHD has closed the socket, and logged why.
-      if (MHD_add_connection(w->mhd, fd, reinterpret_cast<sockaddr*>(&addr), len) == MHD_YES)
+      if (w->api->add_connection(w->mhd, fd, reinterpret_cast<sockaddr*>(&addr), len) == MHD_YES)
         w->handed.fetch_add(1, std::memory_order_relaxed);
     }
     return Outcome::more;
@@ -410,8 +416,8 @@ struct RequestState {
 };
 
 // The connection's entry in its worker's list (set at NOTIFY_STARTED), or null.
-ConnectionSlot* slot_of(MHD_Connection* c) {
-  const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+ConnectionSlot* slot_of(const MhdApi& mhd, MHD_Connection* c) {
+  const MHD_ConnectionInfo* info = mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   return info ? static_cast<ConnectionSlot*>(info->socket_context) : nullptr;
 }
 
@@ -483,25 +489,25 @@ Body gzip_of(const Response& r, GzipCache& cache, const std::shared_ptr<LoadedLi
   return nullptr;
 }
 
-MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip, bool close,
-                             const std::shared_ptr<LoadedLibrary>* code) {
+MHD_Response* build_response(const MhdApi& mhd, const Body& chosen, const Response& r, bool gzip,
+                             bool close, const std::shared_ptr<LoadedLibrary>* code) {
   const std::string_view data = chosen ? *chosen : std::string_view();
   // Zero-copy: MHD reads the shared body in place; the callback drops our reference when done.
   auto* keep = new KeptBody{code ? *code : nullptr, chosen};
-  MHD_Response* res = MHD_create_response_from_buffer_with_free_callback_cls(
-      data.size(), const_cast<char*>(data.data()), &free_body, keep);
+  MHD_Response* res =
+      mhd.create_response(data.size(), const_cast<char*>(data.data()), &free_body, keep);
   if (!res) {
     delete keep;
     return nullptr;
   }
-  if (!r.content_type.empty()) MHD_add_response_header(res, "Content-Type", r.content_type.c_str());
+  if (!r.content_type.empty()) mhd.add_response_header(res, "Content-Type", r.content_type.c_str());
   // On the identity response too (and on small bodies of such a type, which may grow past the
   // threshold in a later version), so that a shared cache keeps the two apart.
-  if (negotiates_encoding(r)) MHD_add_response_header(res, "Vary", "Accept-Encoding");
-  if (gzip) MHD_add_response_header(res, "Content-Encoding", "gzip");
-  for (auto& h : r.headers) MHD_add_response_header(res, h.name.c_str(), h.value.c_str());
+  if (negotiates_encoding(r)) mhd.add_response_header(res, "Vary", "Accept-Encoding");
+  if (gzip) mhd.add_response_header(res, "Content-Encoding", "gzip");
+  for (auto& h : r.headers) mhd.add_response_header(res, h.name.c_str(), h.value.c_str());
   // MHD then closes the connection once the response is sent.
-  if (close) MHD_add_response_header(res, "Connection", "close");
+  if (close) mhd.add_response_header(res, "Connection", "close");
   return res;
 }
 
@@ -514,8 +520,9 @@ MHD_Response* build_response(const Body& chosen, const Response& r, bool gzip, b
 // comparisons. It keeps the handler's body alive, so that body's address cannot be reused while
 // cached, and the body's plugin code loaded (`code`, released after `source`), so the cache stays
 // valid across routers. A worker belongs to one daemon, whose responses carry
-// "Connection: close" once it is replaced: that is part of the match.
+// "Connection: close" once it is replaced: that is part of the match, and so is its library.
 struct LastResponse {
+  const MhdApi* api = nullptr;  // the library that made `response`
   MHD_Response* response = nullptr;
   std::shared_ptr<LoadedLibrary> code;
   Body source;  // the handler's body, which `response` sends as it is or compressed
@@ -524,10 +531,10 @@ struct LastResponse {
   std::string content_type;
   std::vector<Header> headers;
 
-  bool matches(const Response& r, bool gz, bool cl) const {
-    if (!response || r.body.identity() != source.identity() || r.body->size() != source->size() ||
-        gz != gzip_wanted || cl != close || r.content_type != content_type ||
-        r.headers.size() != headers.size())
+  bool matches(const MhdApi* mhd, const Response& r, bool gz, bool cl) const {
+    if (!response || mhd != api || r.body.identity() != source.identity() ||
+        r.body->size() != source->size() || gz != gzip_wanted || cl != close ||
+        r.content_type != content_type || r.headers.size() != headers.size())
       return false;
     for (std::size_t i = 0; i < headers.size(); ++i)
       if (r.headers[i].name != headers[i].name || r.headers[i].value != headers[i].value)
@@ -535,21 +542,22 @@ struct LastResponse {
     return true;
   }
   ~LastResponse() {
-    if (response) MHD_destroy_response(response);
+    if (response) api->destroy_response(response);
   }
 };
 
 // The response for `r`, owned by the calling worker's cache: queue it, do not destroy it. `code`:
 // the library of the handler that made `r` (null for the server's own answers).
-MHD_Response* make_response(const Response& r, bool accepts_gzip, bool close, GzipCache& cache,
-                            const std::shared_ptr<LoadedLibrary>* code) {
+MHD_Response* make_response(const MhdApi& mhd, const Response& r, bool accepts_gzip, bool close,
+                            GzipCache& cache, const std::shared_ptr<LoadedLibrary>* code) {
   thread_local LastResponse last;
   const bool gzip_wanted = accepts_gzip && gzip_candidate(r);
-  if (last.matches(r, gzip_wanted, close)) return last.response;
+  if (last.matches(&mhd, r, gzip_wanted, close)) return last.response;
   Body gz = gzip_wanted ? gzip_of(r, cache, code) : nullptr;
-  MHD_Response* res = build_response(gz ? gz : r.body, r, gz != nullptr, close, code);
+  MHD_Response* res = build_response(mhd, gz ? gz : r.body, r, gz != nullptr, close, code);
   if (!res) return nullptr;
-  if (last.response) MHD_destroy_response(last.response);  // freed once no connection uses it
+  if (last.response) last.api->destroy_response(last.response);  // freed once no connection uses it
+  last.api = &mhd;
   last.response = res;
   last.source = r.body;  // before `code`: the old body goes while its code is still loaded
   last.code = code ? *code : nullptr;
@@ -560,8 +568,8 @@ MHD_Response* make_response(const Response& r, bool accepts_gzip, bool close, Gz
   return res;
 }
 
-std::string client_address(MHD_Connection* c) {
-  const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+std::string client_address(const MhdApi& mhd, MHD_Connection* c) {
+  const MHD_ConnectionInfo* info = mhd.get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   if (!info || !info->client_addr) return {};
   char buf[INET6_ADDRSTRLEN] = {};
   const sockaddr* sa = info->client_addr;
@@ -573,8 +581,8 @@ std::string client_address(MHD_Connection* c) {
 }
 
 // The address and port the connection came in on ("127.0.0.1", "::1"); {"", 0} if unknown.
-std::pair<std::string, std::uint16_t> local_address(MHD_Connection* c) {
-  const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+std::pair<std::string, std::uint16_t> local_address(const MhdApi& mhd, MHD_Connection* c) {
+  const MHD_ConnectionInfo* info = mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   if (!info || ::getsockname(info->connect_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
@@ -666,6 +674,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
                       const char* version, const char* upload_data, size_t* upload_size,
                       void** state) {
   auto* daemon = static_cast<HttpDaemon*>(cls);
+  const MhdApi& mhd = *daemon->api;
   // First call: headers only. Answering now would count as an early response in MHD 0.9.75 and
   // close kept-alive connections, so answer on a later call. From here to on_completed the
   // request is in flight: a replaced daemon is not stopped under it.
@@ -675,7 +684,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
       st->started = true;
     else
       *state = &first_call_marker;
-    if (ConnectionSlot* slot = slot_of(c)) slot->busy.store(true, std::memory_order_relaxed);
+    if (ConnectionSlot* slot = slot_of(mhd, c)) slot->busy.store(true, std::memory_order_relaxed);
     daemon->in_flight.fetch_add(1, std::memory_order_relaxed);
     return MHD_YES;
   }
@@ -695,10 +704,10 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   thread_local std::vector<Param> query, headers;
   query.clear();
   headers.clear();
-  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, &collect, &query);
-  MHD_get_connection_values(c, MHD_HEADER_KIND, &collect, &headers);
-  std::string remote = client_address(c);
-  auto [local, local_port] = local_address(c);
+  mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, &collect, &query);
+  mhd.get_connection_values(c, MHD_HEADER_KIND, &collect, &headers);
+  std::string remote = client_address(mhd, c);
+  auto [local, local_port] = local_address(mhd, c);
 
   Request req;
   req.method = method;
@@ -764,10 +773,10 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   const std::shared_ptr<LoadedLibrary>* code =
       route >= 0 ? &router.routes()[static_cast<std::size_t>(route)].handler->library : nullptr;
   MHD_Response* response =
-      make_response(res, req.accepts_gzip(), daemon->draining.load(std::memory_order_relaxed),
+      make_response(mhd, res, req.accepts_gzip(), daemon->draining.load(std::memory_order_relaxed),
                     *daemon->gzip, code);
   if (!response) return MHD_NO;
-  return MHD_queue_response(c, static_cast<unsigned>(res.status), response);
+  return mhd.queue_response(c, static_cast<unsigned>(res.status), response);
 }
 
 // Once per request whose first callback ran (MHD 0.9.75 calls it only for those).
@@ -780,11 +789,12 @@ void on_completed(void* cls, MHD_Connection* c, void** state, MHD_RequestTermina
     delete st;
   }
   *state = nullptr;
-  if (ConnectionSlot* slot = slot_of(c)) {
+  auto* daemon = static_cast<HttpDaemon*>(cls);
+  if (ConnectionSlot* slot = slot_of(*daemon->api, c)) {
     slot->idle_since.store(steady_ns(), std::memory_order_relaxed);
     slot->busy.store(false, std::memory_order_relaxed);
   }
-  if (started) static_cast<HttpDaemon*>(cls)->in_flight.fetch_sub(1, std::memory_order_release);
+  if (started) daemon->in_flight.fetch_sub(1, std::memory_order_release);
 }
 
 // Keeps each worker's list of its connections (HttpWorker), the slot in MHD's socket context.
@@ -792,7 +802,8 @@ void on_connection(void* cls, MHD_Connection* c, void** context,
                    MHD_ConnectionNotificationCode code) {
   auto* w = static_cast<HttpWorker*>(cls);
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const MHD_ConnectionInfo* info =
+        w->api->get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     std::lock_guard lock(w->mutex);
     auto& slot = w->connections.emplace_back();
     slot.fd = info ? info->connect_fd : -1;
@@ -811,11 +822,16 @@ void on_connection(void* cls, MHD_Connection* c, void** context,
   w->closed.fetch_add(1, std::memory_order_release);
 }
 
+// What libmicrohttpd logged on this thread since it was cleared: MHD_start_daemon() says why it
+// failed (GnuTLS's reason for refusing a key, say) only there.
+thread_local std::string mhd_messages;
+
 void on_mhd_log(void* cls, const char* fmt, va_list ap) {
   char buf[512];
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   std::string_view msg(buf);
   while (!msg.empty() && msg.back() == '\n') msg.remove_suffix(1);
+  if (mhd_messages.size() < 1024) (mhd_messages += mhd_messages.empty() ? "" : " ") += msg;
   static_cast<Logger*>(cls)->debug(std::string("http: ") + std::string(msg));
 }
 
@@ -829,9 +845,14 @@ int auto_worker_threads() {
 }
 
 std::string http_library_version() {
-  return std::string("libmicrohttpd ") + MHD_get_version() +
-         (MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES ? " (with TLS support, unused)"
-                                                               : " (without TLS)");
+  const MhdApi& linked = linked_mhd();
+  return linked.name + (linked.tls
+                            ? " (with TLS)"
+                            : std::string(" (without TLS; [http.tls] loads ") + kTlsLibrary + ")");
+}
+
+std::string http_tls_library() {
+  return tls_mhd().name;
 }
 
 namespace {
@@ -944,7 +965,7 @@ std::uint16_t bound_port(int fd) {
 // What takes a new daemon: another address, or any of these.
 bool needs_new_daemon(const HttpSettings& a, const HttpSettings& b, bool same_address) {
   return !same_address || a.threads != b.threads || a.keep_alive != b.keep_alive ||
-         a.max_connections != b.max_connections;
+         a.max_connections != b.max_connections || !(a.tls == b.tls);
 }
 
 constexpr auto kRetireWait = std::chrono::seconds(2);
@@ -971,15 +992,27 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
   d->auth_limiter = &auth_limiter_;
   d->auth_counters = &auth_counters_;
   d->settings = s;
+  // [http.tls]: the TLS build of libmicrohttpd (loaded now if this is its first use), given the
+  // PEM text read with the config; MHD reads it while it starts each worker. A reload that
+  // changes either file's content (a renewed certificate) starts a new set of workers, like a
+  // change of threads.
+  d->api = s.tls.enabled() ? &tls_mhd() : &linked_mhd();
+  const bool tls = s.tls.enabled();
+  const MHD_OptionItem tls_options[] = {
+      {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0,
+       const_cast<char*>(d->settings.tls.cert_pem.c_str())},
+      {MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(d->settings.tls.key_pem.c_str())},
+      {MHD_OPTION_END, 0, nullptr}};
   // No listening socket: the Acceptor hands connections over. MHD_USE_ITC wakes the worker a
   // connection is added to (MHD would add it for MHD_USE_NO_LISTEN_SOCKET anyway).
   const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-                         MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
+                         MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET | (tls ? MHD_USE_TLS : 0);
   const auto timeout_s = static_cast<unsigned>(s.keep_alive.count() / 1000);
   const auto threads = static_cast<std::uint64_t>(s.threads);
   const auto max_connections = static_cast<std::uint64_t>(s.max_connections);
   for (std::uint64_t i = 0; i < threads; ++i) {
     auto& w = *d->workers.emplace_back(std::make_unique<HttpWorker>());
+    w.api = d->api;
     // max_connections split as evenly as it goes; a worker whose share is 0 gets nothing. MHD's
     // own limit is kEvictHeadroom + 1 more: connections evicted but not yet closed, and one the
     // acceptor counts closed a moment before MHD does (between NOTIFY_CLOSED and MHD's count);
@@ -989,14 +1022,21 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
     // kMaxHeaderBytes, so it must fit that and the read buffer) and the response headers; 32
     // connections of a busy client hold 32 of these. Above 32 KiB MHD would mmap/munmap every
     // connection's pool: measured as most of the idle CPU of a client that polls with curl.
-    w.mhd = MHD_start_daemon(
-        flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(w.limit + detail::kEvictHeadroom + 1),
-        MHD_OPTION_NOTIFY_COMPLETED, &on_completed, d.get(), MHD_OPTION_URI_LOG_CALLBACK, &on_uri,
-        nullptr, MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &w, MHD_OPTION_EXTERNAL_LOGGER,
-        &on_mhd_log, &log_, MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemoryBytes,
-        MHD_OPTION_END);
-    if (!w.mhd)  // `d` stops the workers started so far
+    mhd_messages.clear();
+    // The logger first: MHD reports what it finds in the options after it through it.
+    w.mhd = d->api->start_daemon(
+        flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log,
+        &log_, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        static_cast<unsigned>(w.limit + detail::kEvictHeadroom + 1), MHD_OPTION_NOTIFY_COMPLETED,
+        &on_completed, d.get(), MHD_OPTION_URI_LOG_CALLBACK, &on_uri, nullptr,
+        MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &w, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        kConnectionMemoryBytes, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
+    if (!w.mhd && tls)  // `d` stops the workers started so far
+      throw std::runtime_error(
+          "cannot start the HTTPS server on " + s.bind.str() + " with cert_file \"" +
+          s.tls.cert_file + "\" and key_file \"" + s.tls.key_file +
+          "\": " + (mhd_messages.empty() ? std::string(std::strerror(errno)) : mhd_messages));
+    if (!w.mhd)
       throw std::runtime_error("cannot start the HTTP server on " + s.bind.str() + ": " +
                                std::strerror(errno));
   }

@@ -1,7 +1,8 @@
 // The HTTP server: libmicrohttpd workers (one single-threaded epoll daemon each), fed by an
 // acceptor thread of ours ("kiwi-accept") that owns the listening socket and hands each new
 // connection to a worker of the current set, so a reload can move accepting between sets without
-// MHD's quiesce, and max_connections is kept by the acceptor. Everything MHD-specific lives here;
+// MHD's quiesce, and max_connections is kept by the acceptor. Everything MHD-specific lives here
+// (called through mhd_api.hpp's table: the linked library, or the TLS one for [http.tls]);
 // requests reach handlers through the Router as plain kiwi::Request values. The server also owns
 // what is the same for every route: compression (gzip.hpp; kiwi::Response says when), CORS,
 // request limits and counters.
@@ -28,6 +29,7 @@ struct HttpSettings {
   int max_connections = 256;
   std::vector<std::string> cors_origins;  // exact origins allowed to read responses; empty = none
   HttpAuth auth;                          // [http.auth]; off unless enabled()
+  HttpTls tls;                            // [http.tls]; off unless enabled()
 };
 
 // `[http] threads = "auto"`: one worker per CPU this process may run on (its affinity mask, so
@@ -38,8 +40,11 @@ struct HttpSettings {
 inline constexpr int kMaxAutoThreads = 4;
 int auto_worker_threads();
 
-// "libmicrohttpd 0.9.75 (without TLS)": the library the agent runs on, for --version.
+// "libmicrohttpd 0.9.75 (without TLS; [http.tls] loads libmicrohttpd.so.12)": the library the
+// agent runs on, for --version.
 std::string http_library_version();
+// The library that serves [http.tls] ("libmicrohttpd 0.9.75 (libmicrohttpd.so.12)"); loads it.
+std::string http_tls_library();
 
 // Limits on a request, answered with a JSON error before any handler runs.
 inline constexpr std::size_t kMaxUriBytes = 2048;                 // longer: 414

@@ -318,9 +318,11 @@ class Agent {
     auto deadline = Clock::now() + std::chrono::seconds(20);
     while (Clock::now() < deadline) {
       std::string log = stderr_text();
-      auto at = log.find("listening on http://127.0.0.1:");
-      if (at != std::string::npos && log.find('/', at + 30) != std::string::npos) {
-        port_ = std::stoi(log.substr(at + 30));
+      // "http://" or, with [http.tls], "https://".
+      auto at = log.find("listening on http");
+      if (at != std::string::npos) at = log.find("://127.0.0.1:", at);
+      if (at != std::string::npos && log.find('/', at + 13) != std::string::npos) {
+        port_ = std::stoi(log.substr(at + 13));
         if (wait_for_first_sample) wait_first_sample(deadline);
         return;
       }
