@@ -382,7 +382,7 @@ route_check() { case $1 in root) echo html ;; metrics) echo prom ;; *) echo json
 versions() {
   local v
   agent_version=$({ "$agent_bin" --version 2>&1 || true; } | awk 'NR == 1')
-  # "libmicrohttpd 0.9.75 (without TLS)", as the agent reports it, and where it comes from.
+  # "libmicrohttpd 0.9.75 (without TLS; ...)", as the agent reports it, and where it comes from.
   mhd_version="$({ "$agent_bin" --version 2>&1 || true; } | awk 'NR == 2 {sub(/^libmicrohttpd /, ""); print}'), Debian source $(dpkg-query -W -f='${Version}' libmicrohttpd-dev 2>/dev/null || echo '?')"
   mhd_version+="; $(sed -n 's/^KIWI_MHD_LINKED:INTERNAL=\(..*\)/static build from tools\/setup-mhd.sh, also in the ceiling/p' "$build_dir/CMakeCache.txt" 2>/dev/null | grep . || echo "Debian's shared library, also in the ceiling")"
   wrk_version=$({ wrk -v 2>&1 || true; } | awk 'NR == 1 {print $2}')
