@@ -150,7 +150,7 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
   SECTION("unknown key") {
     CHECK(error_of("[http]\nport = 80\n") ==
           "kiwi.toml:2:1: http.port: unknown key; accepted in [http]: bind, threads, keep_alive, "
-          "max_connections, cors_origins, auth");
+          "max_connections, cors_origins, auth, tls");
     CHECK(error_of("[colector]\n") ==
           "kiwi.toml:1:2: colector: unknown key; accepted here: agent, http, collector, sensor, "
           "route, remote_write");
