@@ -224,11 +224,14 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
     // data, however far back they go (a window of `limit` steps would count empty buckets too).
     if (!q.until) q.until = now;
     double points = q.since ? std::ceil((*q.until - *q.since) / q.step) : 0;
+    // Counted in words past 10^15: a tiny step over a long window overflows any integer.
     if (points > static_cast<double>(kMaxStepPoints))
-      return ParamError{
-          "step", "the window holds " + std::to_string(static_cast<long long>(points)) +
-                      " steps of " + std::string(*req.param("step")) + " s; at most " +
-                      std::to_string(kMaxStepPoints) + " points per response, use a larger step"};
+      return ParamError{"step", "the window holds " +
+                                    (points < 1e15 ? std::to_string(static_cast<long long>(points))
+                                                   : std::string("more than 10^15")) +
+                                    " steps of " + std::string(*req.param("step")) +
+                                    " s; at most " + std::to_string(kMaxStepPoints) +
+                                    " points per response, use a larger step"};
   }
 
   if (auto v = req.param("series")) {
