@@ -43,7 +43,10 @@ namespace detail {
 // which the worker sees as the peer leaving) the connection that has gone longest without
 // finishing a request, if that is over kEvictIdle, and hands the newcomer over in its place. The
 // oldest goes first, so under a flood of new connections a client still has the time the flood
-// takes to fill every slot to send its request; kEvictIdle only spares one just accepted.
+// takes to fill every slot to send its request; kEvictIdle only spares one just accepted. A
+// newcomer that finds no slot to take (every one answering or just opened, or the evicted ones
+// not yet closed by their worker) is held by the acceptor, which accepts nothing more meanwhile,
+// until a worker closes a connection (SlotSignal), for Acceptor::kHoldMax at most.
 // libmicrohttpd restarts a connection's timeout on every byte it reads and has no deadline for a
 // whole header block, so without this 300 clients sending one header byte a second (slowloris),
 // or 1,000 idle keep-alive connections, would hold every slot and lock everyone else out. A
@@ -58,8 +61,32 @@ struct ConnectionSlot {  // one open connection, from NOTIFY_STARTED to NOTIFY_C
   std::list<ConnectionSlot>::iterator self;
 };
 
+// The acceptor waits for a slot (Acceptor::hold): the worker that closes a connection next wakes
+// it. Owned by the server, so it outlives the acceptor and every worker.
+struct SlotSignal {
+  std::atomic<bool> wanted{false};
+  int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  SlotSignal() {
+    if (fd < 0)
+      throw std::runtime_error(std::string("cannot start the HTTP acceptor: eventfd: ") +
+                               std::strerror(errno));
+  }
+  ~SlotSignal() { ::close(fd); }
+  SlotSignal(const SlotSignal&) = delete;
+  SlotSignal& operator=(const SlotSignal&) = delete;
+  // A worker, after counting a connection closed (seq_cst, like the acceptor's store of
+  // `wanted` before it looks at the counts again: one of the two sees the other).
+  void notify() {
+    if (wanted.load() && wanted.exchange(false)) {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
+    }
+  }
+};
+
 struct HttpWorker {
   const MhdApi* api = nullptr;  // its daemon's library (HttpDaemon::api)
+  SlotSignal* freed = nullptr;  // the server's
   MHD_Daemon* mhd = nullptr;
   std::uint64_t limit = 0;                 // its share of max_connections
   std::atomic<std::uint64_t> handed{0};    // MHD_add_connection said yes; under the acceptor's lock
@@ -68,7 +95,7 @@ struct HttpWorker {
   std::mutex mutex;                        // guards `connections` and the slots' `evicted`
   std::list<ConnectionSlot> connections;
   std::uint64_t open() const {
-    return handed.load(std::memory_order_relaxed) - closed.load(std::memory_order_acquire);
+    return handed.load(std::memory_order_relaxed) - closed.load();  // seq_cst: SlotSignal
   }
 };
 
@@ -140,7 +167,7 @@ struct HttpDaemon {
 // worker).
 class Acceptor {
  public:
-  explicit Acceptor(Logger& log) : log_(log) {
+  Acceptor(Logger& log, SlotSignal& freed) : log_(log), freed_(freed) {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (epoll_fd_ < 0 || wake_fd_ < 0) {
@@ -161,6 +188,7 @@ class Acceptor {
   }
   ~Acceptor() {
     stop();
+    if (held_.fd >= 0) ::close(held_.fd);
     close_fds();
   }
   Acceptor(const Acceptor&) = delete;
@@ -210,8 +238,21 @@ class Acceptor {
   static constexpr int kBatch = 64;              // accepts per lock, so a switch is never held up
   static constexpr int kMaxBacklog = SOMAXCONN;  // what a switch hands over from an old listener
   static constexpr auto kBackoff = std::chrono::milliseconds(100);
+  // How long a connection that found every slot taken waits for one (see hold_); then it is closed
+  // unanswered. Meanwhile the slots are looked at again whenever a worker closes a connection and
+  // every kHoldRetry (a connection becomes evictable kEvictIdle after its last request).
+  static constexpr auto kHoldMax = std::chrono::milliseconds(1000);
+  static constexpr auto kHoldRetry = std::chrono::milliseconds(10);
 
-  enum class Outcome { drained, more, starved, failed };
+  // full: a connection is held (hold_), none is accepted until it has a slot.
+  enum class Outcome { drained, more, starved, failed, full };
+
+  struct Accepted {
+    int fd = -1;
+    sockaddr_storage addr{};
+    socklen_t len = 0;
+    std::int64_t since = 0;  // steady-clock ns
+  };
 
   void add_to_epoll(int listener, const BindAddress& where) {
     epoll_event ev{};
@@ -228,9 +269,10 @@ class Acceptor {
   void run() {
     ::pthread_setname_np(::pthread_self(), "kiwi-accept");
     bool starved_logged = false;
+    bool full = false;  // a connection is held: look at the slots again, with no event needed
     for (;;) {
       epoll_event events[2];
-      if (::epoll_wait(epoll_fd_, events, 2, -1) < 0 && errno != EINTR) {
+      if (!full && ::epoll_wait(epoll_fd_, events, 2, -1) < 0 && errno != EINTR) {
         log_.warn(std::string("http: epoll_wait: ") + std::strerror(errno));
         pause();
         continue;
@@ -244,7 +286,10 @@ class Acceptor {
         // from the current one; an empty backlog only costs an EAGAIN.
         outcome = accept_batch(listener_, *target_, kBatch, err);
       }
-      if (outcome == Outcome::starved) {
+      full = outcome == Outcome::full;
+      if (full) {
+        wait_for_slot();
+      } else if (outcome == Outcome::starved) {
         // Out of descriptors or memory: the connection stays in the backlog and the listener
         // stays readable, so retrying at once would spin. Some are freed as connections close.
         if (!starved_logged)
@@ -267,9 +312,52 @@ class Acceptor {
     ::poll(&p, 1, static_cast<int>(kBackoff.count()));
   }
 
+  // Waits until a worker closes a connection, kHoldRetry passes or stop() wakes us. The
+  // listener is not watched meanwhile: new connections wait in the kernel's backlog.
+  void wait_for_slot() {
+    pollfd p[2] = {{wake_fd_, POLLIN, 0}, {freed_.fd, POLLIN, 0}};
+    if (::poll(p, 2, static_cast<int>(kHoldRetry.count())) > 0 && (p[1].revents & POLLIN)) {
+      std::uint64_t n;
+      [[maybe_unused]] auto r = ::read(freed_.fd, &n, sizeof n);
+    }
+  }
+
+  // Hands `c` to a worker of `target` (making room by evict() if need be); false if none has a
+  // slot for it now. On a false answer from MHD, MHD has closed the socket and logged why.
+  bool place(HttpDaemon& target, const Accepted& c) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      HttpWorker* w = pick(target);
+      if (!w) w = evict(target);
+      if (w) {
+        if (w->api->add_connection(w->mhd, c.fd, reinterpret_cast<const sockaddr*>(&c.addr),
+                                   c.len) == MHD_YES)
+          w->handed.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+      // Ask the workers to say when one closes, then look once more: a close between the
+      // first look and the request would otherwise go unnoticed until kHoldRetry.
+      if (attempt == 0) freed_.wanted.store(true);
+    }
+    return false;
+  }
+
   // Accepts up to `max` connections from `listener` and hands them to `target`. `err`: accept4's
   // errno on `starved` and `failed`.
   Outcome accept_batch(int listener, HttpDaemon& target, int max, int& err) {
+    if (held_.fd >= 0) {
+      if (!place(target, held_)) {
+        if (steady_ns() - held_.since <
+            std::chrono::duration_cast<std::chrono::nanoseconds>(kHoldMax).count())
+          return Outcome::full;
+        ::close(held_.fd);  // waited kHoldMax: refused (closed unanswered)
+        if (!refuse_logged_)
+          log_.warn(
+              "http: a connection waited 1 s for a slot (http.max_connections) with every "
+              "slot answering or just opened, and was closed unanswered (logged once)");
+        refuse_logged_ = true;
+      }
+      held_.fd = -1;
+    }
     for (int i = 0; i < max; ++i) {
       sockaddr_storage addr{};
       socklen_t len = sizeof addr;
@@ -301,15 +389,11 @@ class Acceptor {
             return Outcome::failed;
         }
       }
-      HttpWorker* w = pick(target);
-      if (!w) w = evict(target);
-      if (!w) {  // every slot busy or in use within kEvictIdle: refused (closed unanswered)
-        ::close(fd);
-        continue;
+      const Accepted c{fd, addr, len, steady_ns()};
+      if (!place(target, c)) {  // every slot answering, just opened or not yet closed: wait
+        held_ = c;
+        return Outcome::full;
       }
-      // On failure MHD has closed the socket, and logged why.
-      if (w->api->add_connection(w->mhd, fd, reinterpret_cast<sockaddr*>(&addr), len) == MHD_YES)
-        w->handed.fetch_add(1, std::memory_order_relaxed);
     }
     return Outcome::more;
   }
@@ -380,6 +464,7 @@ class Acceptor {
   }
 
   Logger& log_;
+  SlotSignal& freed_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;              // stop() writes it
   std::mutex mutex_;              // the thread holds it for each batch
@@ -388,6 +473,9 @@ class Acceptor {
   bool stopping_ = false;         // guarded by mutex_
   std::size_t turn_ = 0;          // guarded by mutex_: where pick() starts
   bool evict_logged_ = false;     // guarded by mutex_
+  bool refuse_logged_ = false;    // guarded by mutex_
+  // A connection accepted when no slot could take it, waiting for one (guarded by mutex_).
+  Accepted held_;
   std::thread thread_;
 };
 
@@ -819,7 +907,8 @@ void on_connection(void* cls, MHD_Connection* c, void** context,
     w->connections.erase(slot->self);
     *context = nullptr;
   }
-  w->closed.fetch_add(1, std::memory_order_release);
+  w->closed.fetch_add(1);  // seq_cst: see SlotSignal::notify
+  w->freed->notify();
 }
 
 // What libmicrohttpd logged on this thread since it was cleared: MHD_start_daemon() says why it
@@ -862,7 +951,9 @@ std::shared_ptr<const Authenticator> make_authenticator(const HttpAuth& a) {
 }  // namespace
 
 HttpServer::HttpServer(HttpSettings settings, std::shared_ptr<const Router> router, Logger& log)
-    : settings_(std::move(settings)), log_(log) {
+    : settings_(std::move(settings)),
+      log_(log),
+      slot_signal_(std::make_unique<detail::SlotSignal>()) {
   if (settings_.threads <= 0) settings_.threads = auto_worker_threads();
   published_.store(std::make_shared<const Published>(
       Published{std::move(router), settings_.cors_origins, make_authenticator(settings_.auth)}));
@@ -1013,6 +1104,7 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
   for (std::uint64_t i = 0; i < threads; ++i) {
     auto& w = *d->workers.emplace_back(std::make_unique<HttpWorker>());
     w.api = d->api;
+    w.freed = slot_signal_.get();
     // max_connections split as evenly as it goes; a worker whose share is 0 gets nothing. MHD's
     // own limit is kEvictHeadroom + 1 more: connections evicted but not yet closed, and one the
     // acceptor counts closed a moment before MHD does (between NOTIFY_CLOSED and MHD's count);
@@ -1052,7 +1144,7 @@ void HttpServer::start() {
   OwnedFd listener(open_listener(settings_.bind));
   const std::uint16_t port = bound_port(listener.fd);
   auto daemon = start_daemon(settings_);
-  auto acceptor = std::make_unique<detail::Acceptor>(log_);
+  auto acceptor = std::make_unique<detail::Acceptor>(log_, *slot_signal_);
   acceptor->start(listener.release(), daemon.get(), settings_.bind);
   daemon_ = std::move(daemon);
   acceptor_ = std::move(acceptor);

@@ -55,6 +55,7 @@ inline constexpr std::size_t kConnectionMemoryBytes = 16 * 1024;  // MHD's pool 
 namespace detail {
 struct HttpDaemon;  // one set of MHD workers and its requests in flight (http_server.cpp)
 class Acceptor;     // the listening socket and the thread that accepts on it (http_server.cpp)
+struct SlotSignal;  // a worker tells the acceptor that a connection closed (http_server.cpp)
 }  // namespace detail
 
 // The server's threads: start(), reconfigure() and stop() are called from one thread (the
@@ -120,6 +121,8 @@ class HttpServer {
   GzipCache gzip_cache_;      // before the daemons: outlives their workers
   AuthLimiter auth_limiter_;  // failed attempts by address, kept across reloads
   AuthCounters auth_counters_;
+  std::unique_ptr<detail::SlotSignal>
+      slot_signal_;  // before the workers and acceptor: outlives them
   std::unique_ptr<detail::HttpDaemon> daemon_;
   std::unique_ptr<detail::Acceptor> acceptor_;  // feeds daemon_; null when not serving
   std::vector<std::unique_ptr<detail::HttpDaemon>> retiring_;  // draining, each with its thread

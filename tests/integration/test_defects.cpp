@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -409,6 +410,20 @@ TEST_CASE(
       HttpClient c(agent.port());
       CHECK(c.get("/api/current").status == 200);
     }
+  }
+  SECTION("every slot just opened: the newcomer waits for one instead of being closed") {
+    // None of these is old enough to be closed for a newcomer (kEvictIdle) when the ninth
+    // arrives: it was closed unanswered; now the acceptor holds it until one is.
+    std::vector<std::unique_ptr<HttpClient>> fresh;
+    for (int i = 0; i < 8; ++i) fresh.push_back(std::make_unique<HttpClient>(agent.port()));
+    HttpClient c(agent.port());
+    CHECK(c.get("/api/current").status == 200);
+    CHECK(eventually(
+        [&] {
+          return std::any_of(fresh.begin(), fresh.end(),
+                             [](auto& f) { return f->closed_by_peer(); });
+        },
+        2s));
   }
 }
 
