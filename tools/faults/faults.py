@@ -919,28 +919,18 @@ def slowloris_control(ctx, opening):
 
 
 def slowloris_note(swarm, held, control):
-    return ("slowloris: the agent takes at most `[http] max_connections` (256) connections; the "
-            "acceptor (agent/src/http_server.cpp, `Acceptor::accept_batch`) closes every "
-            "connection beyond that unanswered, and libmicrohttpd closes a connection only after "
-            "`MHD_OPTION_CONNECTION_TIMEOUT` (= keep_alive, 5 s) *without any byte*: 0.9.75 "
-            "resets the timer on every read (`MHD_update_last_activity_` after each `recv` in "
-            "src/microhttpd/connection.c) and has no deadline for a whole request header, so a "
-            "client that sends one header byte a second keeps its slot for ever. With 300 such connections all 256 slots "
-            f"stay taken ({held} of the swarm's connections were open at the end, "
-            f"{swarm.closed_by_server} closed by the agent), so the poller's new connections are "
-            "accepted and closed at once. The fix: when every slot is taken, close the "
-            "connection that has been reading a request header for the longest (or any older "
-            "than a header deadline of a few seconds) to make room, instead of the newcomer; "
-            "that is the acceptor's policy, not an MHD option (a per-IP limit, "
-            "`MHD_OPTION_PER_IP_CONNECTION_LIMIT`, does not help against one attacking address "
-            "and would lock out a NAT; a larger pool only moves the number)."
+    return ("slowloris: the agent takes at most `[http] max_connections` (256) connections, and "
+            "libmicrohttpd 0.9.75 restarts a connection's timeout on every byte it reads (no "
+            "deadline for a whole header block), so a header trickling in keeps its slot. At "
+            "the limit the acceptor (agent/src/http_server.cpp, `Acceptor::place`, `evict`) "
+            "closes the connection that has gone longest without finishing a request for the "
+            "newcomer, and holds a newcomer for up to 1 s when there is none to close. "
+            f"{held} of the swarm's connections were open at the end, "
+            f"{swarm.closed_by_server} closed by the agent."
             + (" The control run, the same 300 connections against `max_connections = 1024`: "
-               f"the poller got {control}, so the slot limit is the whole cause (not the MHD "
-               "connection timeout or the worker threads)." if control else
-               " (The full run adds a control with `max_connections = 1024`.)")
-            + " The issue's earlier 97.2-99.1 % is what a swarm gets that does not hold every "
-            "slot (fewer connections than slots, or ones left to time out); one byte a second on "
-            "more connections than slots takes the server off the air.")
+               f"the poller got {control}; if that passes, the slot policy is the cause (not the "
+               "MHD connection timeout or the worker threads)." if control else
+               " (The full run adds a control with `max_connections = 1024`.)"))
 
 
 def case_idle(ctx):
@@ -963,12 +953,13 @@ def case_idle(ctx):
                 "poll ≥ 99 % ok, p99 < 200 ms; keep-alive rate ≥ half of without", ok))
     if not ok:
         ctx.notes.append(
-            "idle: the same cause as slowloris: 1,000 connections against 256 slots. An idle "
-            "keep-alive connection keeps its slot for `keep_alive` (5 s); as the swarm reopens "
-            "the ones closed, the slots stay taken and the poller's connections are closed "
-            "unanswered by the acceptor. The same fix applies and is cheapest here: at the limit, "
-            "close the keep-alive connection idle the longest (a client reopens it "
-            "transparently) before refusing a new one.")
+            "idle: 1,000 connections against 256 slots. At the limit the acceptor closes the "
+            "keep-alive connection idle the longest for a newcomer, and holds a newcomer that "
+            "finds none to close (every slot answering, just opened, or evicted and not yet "
+            "closed by its worker) for up to 1 s (agent/src/http_server.cpp, Acceptor::place "
+            "and hold_); failures named ConnectionResetError/RemoteDisconnected are connections "
+            "closed after that wait, a p99 near 1 s is the wait itself. Look at the agent's log "
+            "for \"waited 1 s for a slot\".")
 
 
 # ----------------------------------------------------------------------------------------------
