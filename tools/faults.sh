@@ -17,7 +17,7 @@
 #   --doc FILE       write the table of the run into FILE (docs/reliability.md), with the date,
 #                    commit, machine and command
 #   --keep           keep the temp directories (logs, databases) for a look afterwards
-# The full run takes about 8 minutes. diskfull mounts a tmpfs, so it needs root (else skipped).
+# The full run takes about 6 minutes. diskfull mounts a tmpfs, so it needs root (else skipped).
 # Exit status: 0 when every line passed, 1 when one failed (a defect still open), 2 when the
 # campaign could not run.
 set -euo pipefail
