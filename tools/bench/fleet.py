@@ -47,18 +47,19 @@ import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import (CLK_TCK, Failure, Processes, Results, find_program, free_ports,  # noqa: E402
+                      http_get, loadavg, put_section, side_ticks, smaps_rollup,
+                      version_line, wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 INSTALL_HINT = "tools/setup.sh --bench (Debian packages prometheus, prometheus-node-exporter)"
 
 
@@ -66,132 +67,8 @@ def say(msg):
     print(f"fleet: {msg}", file=sys.stderr, flush=True)
 
 
-class Failure(Exception):
-    """A run that cannot go on; the message says why."""
-
-
-# ----------------------------------------------------------------------------------------------
-# processes
-
-
-class Processes:
-    """Every process the benchmark starts, each stopped by its PID (SIGTERM, then SIGKILL)."""
-
-    def __init__(self, workdir):
-        self.workdir = workdir
-        self.procs = []  # (side, name, Popen)
-
-    def start(self, side, name, argv):
-        log = os.path.join(self.workdir, f"{name}.log")
-        with open(log, "wb") as f:
-            # A session of its own: a Ctrl-C in the terminal reaches this script only, which then
-            # stops each process in order (stop_all).
-            p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True, cwd=self.workdir)
-        self.procs.append((side, name, p))
-        return p
-
-    def pids(self, side):
-        return [p.pid for s, _, p in self.procs if s == side and p.poll() is None]
-
-    def check_alive(self):
-        """Raise if a long-running process (not a bounded load command) has exited."""
-        for side, name, p in list(self.procs):
-            if side != "load" and p.poll() is not None:
-                raise Failure(f"{name} (pid {p.pid}) exited with status {p.returncode}; "
-                              f"its log: {os.path.join(self.workdir, name + '.log')}:\n"
-                              + tail(os.path.join(self.workdir, name + ".log")))
-
-    def stop(self, p, timeout=10.0):
-        if p.poll() is not None:
-            return
-        try:
-            os.kill(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(p.pid, signal.SIGKILL)
-            p.wait()
-
-    def stop_all(self):
-        for _, _, p in reversed(self.procs):
-            self.stop(p)
-
-
-def tail(path, lines=15):
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError:
-        return ""
-
-
-def cpu_ticks(pid):
-    """utime + stime of a process, in clock ticks (/proc/PID/stat fields 14 and 15)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def side_ticks(pids):
-    return sum(cpu_ticks(p) for p in pids)
-
-
-def smaps_rollup(pid):
-    out = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 3 and parts[0] in ("Rss:", "Pss:"):
-                out[parts[0][:-1].lower() + "_kib"] = int(parts[1])
-    return out
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
 # ----------------------------------------------------------------------------------------------
 # network helpers
-
-
-def free_ports(n):
-    """n distinct free loopback ports (bound together, then released)."""
-    socks, ports = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
-
-
-def http_get(url, timeout=5.0, headers=None):
-    req = urllib.request.Request(url, headers=headers or {})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return r.status, dict(r.headers), r.read()
-
-
-def wait_until(what, pred, deadline_s, procs=None, step=0.2):
-    deadline = time.monotonic() + deadline_s
-    while True:
-        if procs:
-            procs.check_alive()
-        try:
-            if pred():
-                return
-        except (OSError, urllib.error.URLError, ValueError):
-            pass
-        if time.monotonic() > deadline:
-            raise Failure(f"timed out after {deadline_s:.0f} s waiting for {what}")
-        time.sleep(step)
 
 
 class Prometheus:
@@ -222,20 +99,6 @@ class Prometheus:
         return [(t["labels"]["job"], t["health"]) for t in json.loads(body)["data"]["activeTargets"]]
 
 
-def find_program(name, explicit=None, candidates=()):
-    if explicit:
-        if not os.access(explicit, os.X_OK):
-            raise Failure(f"{explicit}: not an executable file")
-        return os.path.abspath(explicit)  # the processes run in their own directories
-    for c in candidates:
-        if c and os.access(c, os.X_OK):
-            return c
-    p = shutil.which(name)
-    if p:
-        return p
-    return None
-
-
 def programs(args, need_exporter):
     agent = find_program("kiwi-agent", args.agent_bin,
                          [os.environ.get("KIWI_AGENT"), os.path.join(ROOT, "build", "bin", "kiwi-agent"),
@@ -253,14 +116,6 @@ def programs(args, need_exporter):
     if missing:
         raise Failure("missing: " + "; ".join(missing))
     return agent, prom, exporter
-
-
-def version_line(argv):
-    try:
-        out = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=10)
-        return (out.stdout or out.stderr).strip().splitlines()[0]
-    except (OSError, subprocess.TimeoutExpired, IndexError):
-        return "?"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -319,21 +174,6 @@ COUNTERS = ["kiwi_cpu_seconds_total", "kiwi_cpu_core_seconds_total",
             "kiwi_diskio_read_bytes_total", "kiwi_diskio_written_bytes_total",
             "kiwi_diskio_io_time_seconds_total"]
 SECTION = "## Fleet: 20 agents scraped by one Prometheus"
-
-
-class Results:
-    """One JSON line per measurement, appended to the results file, kept for the report."""
-
-    def __init__(self, path, run):
-        self.path, self.run, self.rows = path, run, []
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-
-    def add(self, side, measure, value, unit, **extra):
-        row = {"run": self.run, "side": side, "measure": measure, "value": value, "unit": unit}
-        row.update(extra)
-        self.rows.append(row)
-        with open(self.path, "a") as f:
-            f.write(json.dumps(row) + "\n")
 
 
 def run_fleet(args):
@@ -467,26 +307,6 @@ def run_fleet(args):
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     return res.rows
-
-
-def put_section(path, md):
-    """Replace the fleet section of a Markdown file (from its heading to the next `## `), or add
-    it before "## How to read these figures" (tools/bench/run.sh keeps it when it rewrites the
-    file)."""
-    with open(path) as f:
-        lines = f.read().split("\n")
-    new = md.rstrip("\n").split("\n") + [""]
-    if SECTION in lines:
-        start = lines.index(SECTION)
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-                   len(lines))
-        lines[start:end] = new
-    else:
-        at = next((i for i, line in enumerate(lines) if line == "## How to read these figures"),
-                  len(lines))
-        lines[at:at] = new
-    with open(path, "w") as f:
-        f.write("\n".join(lines))
 
 
 def render(rows):
@@ -863,7 +683,7 @@ def main():
                 md = render([json.loads(line) for line in f if line.strip()])
             print(md, end="")
             if args.doc:
-                put_section(args.doc, md)
+                put_section(args.doc, SECTION, md)
                 say(f"wrote the section to {args.doc}")
             return 0
         if args.check_rates:
@@ -880,7 +700,7 @@ def main():
             with open(args.markdown, "w") as f:
                 f.write(md)
         if args.doc:
-            put_section(args.doc, md)
+            put_section(args.doc, SECTION, md)
             say(f"wrote the section to {args.doc}")
         return 0
     except Failure as e:

@@ -1,0 +1,217 @@
+"""What the Python benchmark runners (tools/bench/fleet.py, tools/bench/footprint.py) share:
+starting and stopping processes by PID, reading /proc, loopback helpers, finding programs, one
+JSON line per measurement, and putting a runner's section into docs/benchmarks.md.
+
+Only the Python 3 standard library."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class Failure(Exception):
+    """A run that cannot go on; the message says why."""
+
+
+# ----------------------------------------------------------------------------------------------
+# processes
+
+
+class Processes:
+    """Every process the benchmark starts, each stopped by its PID (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.procs = []  # (side, name, Popen)
+
+    def start(self, side, name, argv, cwd=None, env=None, log_dir=None):
+        """Starts `argv` in `cwd` (default the work directory); its output goes to
+        <log_dir>/<name>.log (default: in `cwd`)."""
+        cwd = cwd or self.workdir
+        log = os.path.join(log_dir or cwd, f"{name}.log")
+        with open(log, "wb") as f:
+            # A session of its own: a Ctrl-C in the terminal reaches this script only, which then
+            # stops each process in order (stop_all).
+            p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True, cwd=cwd, env=env)
+        p.log = log
+        self.procs.append((side, name, p))
+        return p
+
+    def finish(self, p, timeout=10.0):
+        """Stops `p` (see stop) and forgets it: check_alive no longer looks at it."""
+        self.stop(p, timeout)
+        self.procs = [e for e in self.procs if e[2] is not p]
+
+    def pids(self, side):
+        return [p.pid for s, _, p in self.procs if s == side and p.poll() is None]
+
+    def check_alive(self):
+        """Raise if a long-running process (not a bounded load command) has exited."""
+        for side, name, p in list(self.procs):
+            if side != "load" and p.poll() is not None:
+                raise Failure(f"{name} (pid {p.pid}) exited with status {p.returncode}; "
+                              f"its log: {p.log}:\n" + tail(p.log))
+
+    def stop(self, p, timeout=10.0):
+        if p.poll() is not None:
+            return
+        try:
+            os.kill(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+
+    def stop_all(self):
+        for _, _, p in reversed(self.procs):
+            self.stop(p)
+
+
+def tail(path, lines=15):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def cpu_ticks(pid):
+    """utime + stime of a process, in clock ticks (/proc/PID/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def side_ticks(pids):
+    return sum(cpu_ticks(p) for p in pids)
+
+
+def smaps_rollup(pid):
+    out = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] in ("Rss:", "Pss:"):
+                out[parts[0][:-1].lower() + "_kib"] = int(parts[1])
+    return out
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+# ----------------------------------------------------------------------------------------------
+# loopback
+
+
+def free_ports(n):
+    """n distinct free loopback ports (bound together, then released)."""
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def http_get(url, timeout=5.0, headers=None):
+    req = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.status, dict(r.headers), r.read()
+
+
+def wait_until(what, pred, deadline_s, procs=None, step=0.2):
+    deadline = time.monotonic() + deadline_s
+    while True:
+        if procs:
+            procs.check_alive()
+        try:
+            if pred():
+                return
+        except (OSError, urllib.error.URLError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            raise Failure(f"timed out after {deadline_s:.0f} s waiting for {what}")
+        time.sleep(step)
+
+
+# ----------------------------------------------------------------------------------------------
+# programs and results
+
+
+def find_program(name, explicit=None, candidates=()):
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            raise Failure(f"{explicit}: not an executable file")
+        return os.path.abspath(explicit)  # the processes run in their own directories
+    for c in candidates:
+        if c and os.access(c, os.X_OK):
+            return c
+    p = shutil.which(name)
+    if p:
+        return p
+    return None
+
+
+def version_line(argv):
+    try:
+        out = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=10)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return "?"
+
+
+class Results:
+    """One JSON line per measurement, appended to the results file, kept for the report."""
+
+    def __init__(self, path, run):
+        self.path, self.run, self.rows = path, run, []
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+
+    def add(self, side, measure, value, unit, **extra):
+        row = {"run": self.run, "side": side, "measure": measure, "value": value, "unit": unit}
+        row.update(extra)
+        self.rows.append(row)
+        with open(self.path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def put_section(path, heading, md):
+    """Replace the section `heading` of a Markdown file (from that line to the next `## `), or add
+    it before "## How to read these figures" (tools/bench/run.sh keeps the sections of these
+    Python runners when it rewrites the file)."""
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")
+    except FileNotFoundError:
+        lines = []
+    new = md.rstrip("\n").split("\n") + [""]
+    if heading in lines:
+        start = lines.index(heading)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
+                   len(lines))
+        lines[start:end] = new
+    else:
+        at = next((i for i, line in enumerate(lines) if line == "## How to read these figures"),
+                  len(lines))
+        lines[at:at] = new
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
