@@ -3,8 +3,9 @@
 # already installed are skipped, and apt is not touched at all when nothing is missing
 # (tools/install-packages.sh).
 # Usage: tools/setup.sh [--test]      (--test adds what the test suite needs)
-#        tools/setup.sh --bench           (adds what the fleet benchmark tools/bench/fleet.py
-#                                      needs; combines with --test)
+#        tools/setup.sh --bench       (adds what the fleet and footprint benchmarks,
+#                                      tools/bench/fleet.py and footprint.py, need; combines
+#                                      with --test)
 #        tools/setup.sh --arch ARCH   (a cross build for the Debian architecture ARCH, arm64 or
 #                                      armhf, and its tests under qemu: tools/cross-test.sh)
 # Then tools/setup-mhd.sh builds libmicrohttpd without TLS from Debian's source package (less
@@ -38,8 +39,15 @@ test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-fo
 
 # The fleet benchmark (tools/bench/fleet.py, standard-library Python): node_exporter is the
 # agent it compares against, Prometheus 2.42 scrapes both sides, curl makes loopback traffic for
-# --check-rates, dd (coreutils) the disk I/O. Not part of --test: tools/test.sh does not run it.
-bench_packages=(prometheus-node-exporter prometheus python3 curl coreutils)
+# --check-rates, dd (coreutils) the disk I/O. The footprint benchmark (tools/bench/footprint.py,
+# run.sh --footprint) runs node_exporter, Netdata and collectd (its default plugins with rrdtool;
+# its write_prometheus plugin needs libprotobuf-c1 and libmicrohttpd12, which collectd-core only
+# suggests) beside the agent. On a machine with systemd, Debian starts their services when it
+# installs them: the footprint report says when one ran during the benchmark (stop it with
+# `systemctl disable --now netdata collectd prometheus-node-exporter`). Not part of --test:
+# tools/test.sh runs neither benchmark.
+bench_packages=(prometheus-node-exporter prometheus python3 curl coreutils netdata collectd rrdtool
+  libprotobuf-c1 libmicrohttpd12)
 
 # A cross build (--arch): Debian's cross compiler (crossbuild-essential-ARCH), the target's
 # libraries through multiarch (libsqlite3-dev:arm64, ...), qemu-user-static to run the tests,

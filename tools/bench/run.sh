@@ -25,7 +25,13 @@
 #                    line, then /api/current must answer 200); checks that the PID never changes,
 #                    that only the deliberate reloads failed and that the history has no step over
 #                    2 s; exits 1 if one does not hold (about 15 s for N = 10)
-#   --all            full matrix, then --idle, then --soak, then --reload
+#   --footprint [SECONDS]
+#                    kiwi-agent beside node_exporter, Netdata and collectd, one after another, each
+#                    on its defaults at 1 s and polled once a second: CPU, RSS, PSS and disk writes
+#                    of each whole process tree over SECONDS (default 300) after 30 s of warm-up
+#                    (tools/bench/footprint.py; needs root and tools/setup.sh --bench; about
+#                    4 x (SECONDS + 35) s)
+#   --all            full matrix, then --idle, then --soak, then --reload, then --footprint
 #   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 # Options:
 #   --reps N  --duration SECONDS  --conns "1 8 32"
@@ -51,6 +57,7 @@ here=$root/tools/bench
 invocation="tools/bench/run.sh${*:+ $*}"
 
 mode=full reps=3 duration=20 conns="1 8 32" soak_minutes=5 idle_seconds=120 http_threads=auto
+footprint_seconds=300
 reload_rounds=10
 build_dir="" no_build=0 out=""
 reps_set=0 duration_set=0 conns_set=0
@@ -60,6 +67,9 @@ while (($#)); do
     --idle)
       mode=idle
       if [[ ${2:-} =~ ^[0-9]+$ ]]; then idle_seconds=$2; shift; fi ;;
+    --footprint)
+      mode=footprint
+      if [[ ${2:-} =~ ^[0-9]+$ ]]; then footprint_seconds=$2; shift; fi ;;
     --all) mode=all ;;
     --report-only) mode=report ;;
     --soak)
@@ -87,7 +97,7 @@ if [[ $mode == quick ]]; then
 fi
 ((idle_seconds >= 120)) || { echo "run.sh: --idle needs at least 120 s (write_bytes over 2 minutes)" >&2; exit 2; }
 [[ $http_threads == auto || $http_threads =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --threads takes a positive integer or auto" >&2; exit 2; }
-for v in "$reps" "$duration" "$soak_minutes" "$reload_rounds"; do
+for v in "$reps" "$duration" "$soak_minutes" "$reload_rounds" "$footprint_seconds"; do
   [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: '$v' is not a positive integer" >&2; exit 2; }
 done
 
@@ -835,6 +845,19 @@ proc_starttime() { local s rest f; s=$(<"/proc/$1/stat"); rest=${s##*) }; read -
 http_status() { curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$1" || true; }
 agent_ms() { [[ $1 =~ \ in\ ([0-9.]+)\ ms ]] && echo "${BASH_REMATCH[1]}" || echo nan; }
 
+# The peers' table comes from tools/bench/footprint.py, which writes its section into $out
+# (assemble keeps it). Unpinned: each agent runs as it would on the board.
+run_footprint() {
+  if [[ $(id -u) -ne 0 ]]; then
+    check_failures+=("footprint: not run: it needs root (sudo tools/bench/run.sh --footprint)")
+    return
+  fi
+  say "footprint: kiwi-agent, node_exporter, netdata, collectd, ${footprint_seconds} s each"
+  taskset -c "0-$((ncpu - 1))" python3 "$here/footprint.py" --agent-bin "$agent_bin" \
+    --seconds "$footprint_seconds" --results "$results/footprint.jsonl" --doc "$out" >/dev/null ||
+    check_failures+=("footprint: tools/bench/footprint.py failed (its messages are above)")
+}
+
 run_reload() {
   local rounds=$reload_rounds load_before cfg=$run/reload.toml tsv=$results/reload.tsv
   local port_a port_b i t0 deadline now from to from_port to_port t200 trefused rc code start_time
@@ -1103,9 +1126,13 @@ assemble() {
   local mem cpu
   mem=$(awk '/^MemTotal:/{printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
   cpu=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/.*: //')
-  # The fleet section comes from tools/bench/fleet.py --doc, not from this script: kept as it is.
-  local fleet_section=""
-  [[ -f $out ]] && fleet_section=$(awk '/^## Fleet: /{f=1; print; next} f && /^## /{f=0} f' "$out")
+  # The fleet and footprint sections come from tools/bench/fleet.py and footprint.py (--doc), not
+  # from this script: kept as they are.
+  local fleet_section="" footprint_section=""
+  if [[ -f $out ]]; then
+    fleet_section=$(awk '/^## Fleet: /{f=1; print; next} f && /^## /{f=0} f' "$out")
+    footprint_section=$(awk '/^## Footprint: /{f=1; print; next} f && /^## /{f=0} f' "$out")
+  fi
   {
     printf '# kiwi-agent benchmarks\n\n'
     printf 'Produced by `tools/bench/run.sh` (see `--help`); every section names the exact command that produced it.\n'
@@ -1124,6 +1151,7 @@ assemble() {
     targets_table
     local s
     for s in matrix startup soak idle reload; do [[ -f $results/$s.md ]] && cat "$results/$s.md"; done
+    [[ -n $footprint_section ]] && printf '%s\n\n' "$footprint_section"
     [[ -n $fleet_section ]] && printf '%s\n\n' "$fleet_section"
     if [[ -f $results/bodies.env ]]; then
       # shellcheck disable=SC1091
@@ -1178,7 +1206,8 @@ case $mode in
   soak) run_soak ;;
   idle) run_idle ;;
   reload) run_reload ;;
-  all) run_matrix; run_idle; run_soak; run_reload ;;
+  footprint) run_footprint ;;
+  all) run_matrix; run_idle; run_soak; run_reload; run_footprint ;;
   report) ;;
 esac
 assemble
