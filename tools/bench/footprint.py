@@ -56,8 +56,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (CLK_TCK, Failure, Processes, Results, find_program, free_ports,  # noqa: E402
-                      loadavg, put_section, smaps_rollup, version_line, wait_until)
+from benchlib import (Failure, Processes, Results, TreeMeter, find_program,  # noqa: E402
+                      free_ports, loadavg, put_section, version_line, wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Footprint: beside node_exporter, Netdata and collectd"
@@ -67,127 +67,6 @@ ALL_AGENTS = ("kiwi", "node_exporter", "netdata", "collectd")
 
 def say(msg):
     print(f"footprint: {msg}", file=sys.stderr, flush=True)
-
-
-# ----------------------------------------------------------------------------------------------
-# the process tree of one agent
-
-
-def children_map():
-    """{ppid: [pid, ...]} of every process now."""
-    out = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        out.setdefault(ppid, []).append(int(name))
-    return out
-
-
-def tree(root):
-    kids = children_map()
-    pids, todo = [], [root]
-    while todo:
-        p = todo.pop()
-        pids.append(p)
-        todo.extend(kids.get(p, ()))
-    return pids
-
-
-def read_int_fields(path, keys):
-    out = {}
-    with open(path) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in keys:
-                out[k] = int(v.split()[0])
-    return out
-
-
-class TreeMeter:
-    """CPU, memory and disk writes of the process tree under `root`, sampled by `sample()`.
-
-    CPU is kept per thread: the schedstat run time of each thread seen (a thread that ends keeps
-    its last value), and per process the CPU of its reaped children (cutime + cstime, which a
-    process gains when it waits for a child: the time of a child seen before moves from its own
-    threads to its parent's count, so it is dropped from the first when it has gone). Disk writes
-    the same way: /proc/PID/io write_bytes of a process includes its reaped children."""
-
-    def __init__(self, root):
-        self.root = root
-        self.threads = {}   # (pid, tid) -> run time ns, last seen
-        self.reaped = {}    # pid -> (cutime + cstime) ns, last seen
-        self.writes = {}    # pid -> write_bytes, last seen
-        self.live = set()
-        self.names = {}     # pid -> comm
-
-    def sample(self):
-        live = set()
-        for pid in tree(self.root):
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    text = f.read()
-                comm = text[text.index("(") + 1:text.rindex(")")]
-                fields = text.rsplit(")", 1)[1].split()
-                reaped_ns = (int(fields[13]) + int(fields[14])) * 1_000_000_000 // CLK_TCK
-                tids = os.listdir(f"/proc/{pid}/task")
-                run = {}
-                for tid in tids:
-                    try:
-                        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                            run[(pid, int(tid))] = int(f.read().split()[0])
-                    except (OSError, ValueError, IndexError):
-                        pass
-                wb = read_int_fields(f"/proc/{pid}/io", ("write_bytes",)).get("write_bytes", 0)
-            except (OSError, ValueError, IndexError):
-                continue  # gone meanwhile
-            live.add(pid)
-            self.names[pid] = comm
-            self.threads.update(run)
-            self.reaped[pid] = reaped_ns
-            self.writes[pid] = wb
-        # A process that has gone: its whole time is now in its parent's reaped count (or lost
-        # with the parent), so its own threads and counts leave the sum.
-        for pid in self.live - live:
-            for key in [k for k in self.threads if k[0] == pid]:
-                del self.threads[key]
-            self.reaped.pop(pid, None)
-            self.writes.pop(pid, None)
-        self.live = live
-
-    def cpu_ns(self):
-        return sum(self.threads.values()) + sum(self.reaped.values())
-
-    def write_bytes(self):
-        return sum(self.writes.values())
-
-    def memory(self):
-        rss = pss = 0
-        for pid in self.live:
-            try:
-                m = smaps_rollup(pid)
-            except OSError:
-                continue
-            rss += m.get("rss_kib", 0)
-            pss += m.get("pss_kib", 0)
-        return rss, pss
-
-    def by_thread(self, since):
-        """{thread name: run time ns in the window} (threads of one name summed), for the report;
-        `since` is threads at the window's start."""
-        out = {}
-        for key, ns in self.threads.items():
-            try:
-                with open(f"/proc/{key[0]}/task/{key[1]}/comm") as f:
-                    name = f.read().strip()
-            except OSError:
-                name = self.names.get(key[0], "?") + " (ended)"
-            out[name] = out.get(name, 0) + ns - since.get(key, 0)
-        return out
 
 
 # ----------------------------------------------------------------------------------------------
