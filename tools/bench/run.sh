@@ -31,7 +31,14 @@
 #                    of each whole process tree over SECONDS (default 300) after 30 s of warm-up
 #                    (tools/bench/footprint.py; needs root and tools/setup.sh --bench; about
 #                    4 x (SECONDS + 35) s)
-#   --all            full matrix, then --idle, then --soak, then --reload, then --footprint
+#   --scale [SECONDS]
+#                    the agent on a generated big host (64 cores, 256 interfaces, 64 mounts, 32
+#                    disks, 24 zones: tools/bench/bighost.py) and at 1/4 and 1/16 of it: CPU per
+#                    tick and per series, writes, RSS, /metrics bytes and rate against the
+#                    ceiling, /api/history time; SECONDS (default 120) each after 15 s of warm-up
+#                    (tools/bench/scale.py; about 3 x (SECONDS + 35) s)
+#   --all            full matrix, then --idle, then --soak, then --reload, then --footprint,
+#                    then --scale
 #   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 # Options:
 #   --reps N  --duration SECONDS  --conns "1 8 32"
@@ -57,7 +64,7 @@ here=$root/tools/bench
 invocation="tools/bench/run.sh${*:+ $*}"
 
 mode=full reps=3 duration=20 conns="1 8 32" soak_minutes=5 idle_seconds=120 http_threads=auto
-footprint_seconds=300
+footprint_seconds=300 scale_seconds=120
 reload_rounds=10
 build_dir="" no_build=0 out=""
 reps_set=0 duration_set=0 conns_set=0
@@ -70,6 +77,9 @@ while (($#)); do
     --footprint)
       mode=footprint
       if [[ ${2:-} =~ ^[0-9]+$ ]]; then footprint_seconds=$2; shift; fi ;;
+    --scale)
+      mode=scale
+      if [[ ${2:-} =~ ^[0-9]+$ ]]; then scale_seconds=$2; shift; fi ;;
     --all) mode=all ;;
     --report-only) mode=report ;;
     --soak)
@@ -97,7 +107,7 @@ if [[ $mode == quick ]]; then
 fi
 ((idle_seconds >= 120)) || { echo "run.sh: --idle needs at least 120 s (write_bytes over 2 minutes)" >&2; exit 2; }
 [[ $http_threads == auto || $http_threads =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --threads takes a positive integer or auto" >&2; exit 2; }
-for v in "$reps" "$duration" "$soak_minutes" "$reload_rounds" "$footprint_seconds"; do
+for v in "$reps" "$duration" "$soak_minutes" "$reload_rounds" "$footprint_seconds" "$scale_seconds"; do
   [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: '$v' is not a positive integer" >&2; exit 2; }
 done
 
@@ -858,6 +868,15 @@ run_footprint() {
     check_failures+=("footprint: tools/bench/footprint.py failed (its messages are above)")
 }
 
+# The scale table comes from tools/bench/scale.py, which writes its section into $out (assemble
+# keeps it); it pins the agent and wrk itself.
+run_scale() {
+  say "scale: the generated big host at 1/16, 1/4 and 1, ${scale_seconds} s each"
+  python3 "$here/scale.py" --agent-bin "$agent_bin" --plugin-dir "$plugin_dir" \
+    --ceiling "$ceiling_bin" --seconds "$scale_seconds" --results "$results/scale.jsonl" \
+    --doc "$out" >/dev/null || check_failures+=("scale: tools/bench/scale.py failed (its messages are above)")
+}
+
 run_reload() {
   local rounds=$reload_rounds load_before cfg=$run/reload.toml tsv=$results/reload.tsv
   local port_a port_b i t0 deadline now from to from_port to_port t200 trefused rc code start_time
@@ -1128,10 +1147,11 @@ assemble() {
   cpu=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/.*: //')
   # The fleet and footprint sections come from tools/bench/fleet.py and footprint.py (--doc), not
   # from this script: kept as they are.
-  local fleet_section="" footprint_section=""
+  local fleet_section="" footprint_section="" scale_section=""
   if [[ -f $out ]]; then
     fleet_section=$(awk '/^## Fleet: /{f=1; print; next} f && /^## /{f=0} f' "$out")
     footprint_section=$(awk '/^## Footprint: /{f=1; print; next} f && /^## /{f=0} f' "$out")
+    scale_section=$(awk '/^## Scale: /{f=1; print; next} f && /^## /{f=0} f' "$out")
   fi
   {
     printf '# kiwi-agent benchmarks\n\n'
@@ -1152,6 +1172,7 @@ assemble() {
     local s
     for s in matrix startup soak idle reload; do [[ -f $results/$s.md ]] && cat "$results/$s.md"; done
     [[ -n $footprint_section ]] && printf '%s\n\n' "$footprint_section"
+    [[ -n $scale_section ]] && printf '%s\n\n' "$scale_section"
     [[ -n $fleet_section ]] && printf '%s\n\n' "$fleet_section"
     if [[ -f $results/bodies.env ]]; then
       # shellcheck disable=SC1091
@@ -1207,7 +1228,8 @@ case $mode in
   idle) run_idle ;;
   reload) run_reload ;;
   footprint) run_footprint ;;
-  all) run_matrix; run_idle; run_soak; run_reload; run_footprint ;;
+  scale) run_scale ;;
+  all) run_matrix; run_idle; run_soak; run_reload; run_footprint; run_scale ;;
   report) ;;
 esac
 assemble
