@@ -1145,13 +1145,14 @@ assemble() {
   local mem cpu
   mem=$(awk '/^MemTotal:/{printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
   cpu=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/.*: //')
-  # The fleet and footprint sections come from tools/bench/fleet.py and footprint.py (--doc), not
-  # from this script: kept as they are.
-  local fleet_section="" footprint_section="" scale_section=""
+  # Sections that other programs write into $out (--doc), not this script, kept as they are, in
+  # this order: tools/bench/footprint.py, scale.py and fleet.py.
+  local kept=() heading text
   if [[ -f $out ]]; then
-    fleet_section=$(awk '/^## Fleet: /{f=1; print; next} f && /^## /{f=0} f' "$out")
-    footprint_section=$(awk '/^## Footprint: /{f=1; print; next} f && /^## /{f=0} f' "$out")
-    scale_section=$(awk '/^## Scale: /{f=1; print; next} f && /^## /{f=0} f' "$out")
+    for heading in "Footprint: " "Scale: " "Fleet: "; do
+      text=$(awk -v h="## $heading" 'index($0, h) == 1 {f=1; print; next} f && /^## /{f=0} f' "$out")
+      if [[ -n $text ]]; then kept+=("$text"); fi
+    done
   fi
   {
     printf '# kiwi-agent benchmarks\n\n'
@@ -1171,9 +1172,7 @@ assemble() {
     targets_table
     local s
     for s in matrix startup soak idle reload; do [[ -f $results/$s.md ]] && cat "$results/$s.md"; done
-    [[ -n $footprint_section ]] && printf '%s\n\n' "$footprint_section"
-    [[ -n $scale_section ]] && printf '%s\n\n' "$scale_section"
-    [[ -n $fleet_section ]] && printf '%s\n\n' "$fleet_section"
+    for text in "${kept[@]}"; do printf '%s\n\n' "$text"; done
     if [[ -f $results/bodies.env ]]; then
       # shellcheck disable=SC1091
       (source "$results/bodies.env"
@@ -1232,8 +1231,13 @@ case $mode in
   all) run_matrix; run_idle; run_soak; run_reload; run_footprint; run_scale ;;
   report) ;;
 esac
-assemble
-cat "$out"
+# --footprint and --scale alone: their program has put its section into $out in place; the page
+# is not assembled again, since that rebuilds the other sections from build/bench/results, which
+# a fresh clone does not have.
+if [[ $mode != footprint && $mode != scale ]]; then
+  assemble
+  cat "$out"
+fi
 say "wrote $out"
 for m in "${check_failures[@]}"; do say "FAILED: $m"; done
 if ((total_errors > 0)); then
