@@ -8,7 +8,8 @@
 # Usage: tools/bench/run.sh [MODE] [OPTIONS]
 #   (no mode)        full matrix: 3 repetitions x 20 s, connections 1 8 32, plus start-up and
 #                    body sizes (about 30 minutes)
-#   --quick          1 repetition x 3 s, connections 1 and 32 (under 2 minutes once built); writes
+#   --quick          1 repetition x 3 s, connections 1 and 32, and --scale at 1/16 for 3 s (under
+#                    2 minutes once built); writes
 #                    build/bench/benchmarks-quick.md, not docs/benchmarks.md (unless --out)
 #   --soak [MIN]     history route at 32 connections for MIN minutes (default 5), RSS and PSS
 #                    sampled every second, then PRAGMA quick_check on the database
@@ -64,7 +65,7 @@ here=$root/tools/bench
 invocation="tools/bench/run.sh${*:+ $*}"
 
 mode=full reps=3 duration=20 conns="1 8 32" soak_minutes=5 idle_seconds=120 http_threads=auto
-footprint_seconds=300 scale_seconds=120
+footprint_seconds=300 scale_seconds=120 scale_warmup=15 scale_divide="16 4 1"
 reload_rounds=10
 build_dir="" no_build=0 out=""
 reps_set=0 duration_set=0 conns_set=0
@@ -871,9 +872,10 @@ run_footprint() {
 # The scale table comes from tools/bench/scale.py, which writes its section into $out (assemble
 # keeps it); it pins the agent and wrk itself.
 run_scale() {
-  say "scale: the generated big host at 1/16, 1/4 and 1, ${scale_seconds} s each"
+  say "scale: the generated big host divided by ${scale_divide// /, }, ${scale_seconds} s each"
   python3 "$here/scale.py" --agent-bin "$agent_bin" --plugin-dir "$plugin_dir" \
-    --ceiling "$ceiling_bin" --seconds "$scale_seconds" --results "$results/scale.jsonl" \
+    --ceiling "$ceiling_bin" --seconds "$scale_seconds" --warmup "$scale_warmup" \
+    --divide "$scale_divide" --results "$results/scale.jsonl" \
     --doc "$out" >/dev/null || check_failures+=("scale: tools/bench/scale.py failed (its messages are above)")
 }
 
@@ -1222,7 +1224,9 @@ if ((ncpu >= 2)); then taskset -pc 1 $$ >/dev/null; fi
 say "pinning: $pinning"
 say "results: $results; output: $out"
 case $mode in
-  quick | full) run_matrix ;;
+  # quick: the scale runner at 1/16 for 3 s too, so that it and the generated host keep working.
+  quick) run_matrix; scale_seconds=3 scale_warmup=1 scale_divide=16 run_scale ;;
+  full) run_matrix ;;
   soak) run_soak ;;
   idle) run_idle ;;
   reload) run_reload ;;

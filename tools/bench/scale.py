@@ -40,7 +40,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bighost  # noqa: E402
 from benchlib import (Failure, Processes, Results, TreeMeter, find_program,  # noqa: E402
-                      free_ports, http_get, put_section, version_line, wait_until)
+                      free_ports, http_get, loadavg, put_section, version_line,
+                      wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Scale: a big host and its 1/4 and 1/16"
@@ -184,9 +185,10 @@ def run(args):
                                    os.path.join(ROOT, "build", "bin", "kiwi-agent")])
     if not args.agent_bin:
         raise Failure("kiwi-agent not found (tools/build.sh, or --agent-bin PATH)")
-    if not args.plugin_dir:
-        args.plugin_dir = os.path.join(os.path.dirname(os.path.dirname(args.agent_bin)), "lib",
-                                       "kiwi-agent")
+    # Absolute: the agent runs in the work directory.
+    args.agent_bin = os.path.abspath(args.agent_bin)
+    args.plugin_dir = os.path.abspath(args.plugin_dir or os.path.join(
+        os.path.dirname(os.path.dirname(args.agent_bin)), "lib", "kiwi-agent"))
     if not (args.ceiling and os.access(args.ceiling, os.X_OK)):
         raise Failure(f"no ceiling server at {args.ceiling} (tools/bench/run.sh --scale builds "
                       "it, or any run.sh mode)")
@@ -198,6 +200,7 @@ def run(args):
     res.add("run", "machine", {"cpus": os.cpu_count(), "kernel": os.uname().release,
                                "commit": commit, "agent": version_line([args.agent_bin]),
                                "seconds": args.seconds, "warmup": args.warmup}, "")
+    res.add("run", "loadavg_before", loadavg(), "")
     os.makedirs(os.path.join(ROOT, "build", "bench"), exist_ok=True)
     base = tempfile.mkdtemp(prefix="scale.", dir=os.path.join(ROOT, "build", "bench"))
     procs = Processes(base)
@@ -207,6 +210,7 @@ def run(args):
     finally:
         procs.stop_all()
         subprocess.run(["rm", "-rf", "--one-file-system", base], check=False)
+    res.add("run", "loadavg_after", loadavg(), "")
     return res.rows
 
 
@@ -221,7 +225,9 @@ def render(rows):
     m = meta.get("machine", {})
     out = [SECTION, "",
            f"- command: `{meta.get('command', '?')}` ({run_id}), commit {m.get('commit', '?')}, "
-           f"{m.get('agent', '?')}; {m.get('cpus', '?')} CPUs, Linux {m.get('kernel', '?')}",
+           f"{m.get('agent', '?')}; {m.get('cpus', '?')} CPUs, Linux {m.get('kernel', '?')}; "
+           f"load average (1, 5, 15 min) before: {meta.get('loadavg_before', '?')}, after: "
+           f"{meta.get('loadavg_after', '?')}",
            f"- each size: the six default sensors at 1 s on the generated tree "
            f"(tools/bench/bighost.py), {found[0]['window_s']:.0f} s measured after "
            f"{m.get('warmup', '?')} s; then /metrics at 8 connections for 5 s against the ceiling "
