@@ -332,3 +332,48 @@ def put_section(path, heading, md):
         lines[at:at] = new
     with open(path, "w") as f:
         f.write("\n".join(lines))
+
+
+def read_results(path):
+    """The JSON lines of a results file (--report FILE)."""
+    try:
+        with open(path) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    except OSError as e:
+        raise Failure(f"{path}: {e.strerror}") from e
+    except ValueError as e:
+        raise Failure(f"{path}: not JSON lines ({e})") from e
+    if not rows:
+        raise Failure(f"{path}: no measurements")
+    return rows
+
+
+def publish(md, heading, say, doc=None, markdown=None):
+    """Print a runner's Markdown; also write it to `markdown`, and put it into `doc` as the section
+    `heading` (put_section)."""
+    print(md, end="")
+    if markdown:
+        with open(markdown, "w") as f:
+            f.write(md)
+    if doc:
+        put_section(doc, heading, md)
+        say(f"wrote the section to {doc}")
+
+
+def guarded(body, say, failure_status=1):
+    """Run a runner's main `body()` and return its exit status: a Failure is said and gives
+    `failure_status`; SIGTERM (a CI timeout) and SIGINT unwind as Ctrl-C does, through the
+    finally blocks that stop every process started, and give 130."""
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)  # also when started with SIGINT ignored (`cmd &`)
+    try:
+        return body()
+    except Failure as e:
+        say(f"error: {e}")
+        return failure_status
+    except KeyboardInterrupt:
+        say("interrupted; every process it started is stopped")
+        return 130

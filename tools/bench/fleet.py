@@ -46,7 +46,6 @@ import gzip
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -56,8 +55,8 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import (CLK_TCK, Failure, Processes, Results, find_program, free_ports,  # noqa: E402
-                      http_get, loadavg, put_section, side_ticks, smaps_rollup,
-                      version_line, wait_until)
+                      guarded, http_get, loadavg, publish, read_results, side_ticks,
+                      smaps_rollup, version_line, wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INSTALL_HINT = "tools/setup.sh --bench (Debian packages prometheus, prometheus-node-exporter)"
@@ -671,20 +670,9 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temp directory (logs, tsdb)")
     args = ap.parse_args()
 
-    # SIGTERM (a CI timeout) and SIGINT unwind as Ctrl-C does, through the finally blocks that stop everything.
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)  # also when started with SIGINT ignored (`cmd &`)
-    try:
+    def body():
         if args.report:
-            with open(args.report) as f:
-                md = render([json.loads(line) for line in f if line.strip()])
-            print(md, end="")
-            if args.doc:
-                put_section(args.doc, SECTION, md)
-                say(f"wrote the section to {args.doc}")
+            publish(render(read_results(args.report)), SECTION, say, doc=args.doc)
             return 0
         if args.check_rates:
             args.duration = args.duration or 130
@@ -693,23 +681,10 @@ def main():
         args.baseline = args.baseline if args.baseline is not None else (10 if args.quick else 20)
         if args.agents < 1 or args.exporters < 1:
             raise Failure("--agents and --exporters must be at least 1")
-        rows = run_fleet(args)
-        md = render(rows)
-        print(md, end="")
-        if args.markdown:
-            with open(args.markdown, "w") as f:
-                f.write(md)
-        if args.doc:
-            put_section(args.doc, SECTION, md)
-            say(f"wrote the section to {args.doc}")
+        publish(render(run_fleet(args)), SECTION, say, doc=args.doc, markdown=args.markdown)
         return 0
-    except Failure as e:
-        say(f"error: {e}")
-        return 2
-    except KeyboardInterrupt:
-        say("interrupted; every process it started is stopped")
-        return 130
 
+    return guarded(body, say, failure_status=2)
 
 if __name__ == "__main__":
     sys.exit(main())

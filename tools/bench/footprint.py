@@ -45,10 +45,8 @@ Usage: tools/bench/footprint.py [--seconds S] [--warmup S] [--agents LIST] [--ag
 
 import argparse
 import datetime
-import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -57,7 +55,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import (Failure, Processes, Results, TreeMeter, find_program,  # noqa: E402
-                      free_ports, loadavg, put_section, version_line, wait_until)
+                      free_ports, guarded, loadavg, publish, read_results, version_line,
+                      wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Footprint: beside node_exporter, Netdata and collectd"
@@ -481,29 +480,12 @@ def main():
     if args.quick:
         args.seconds, args.warmup = 60.0, 10.0
 
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-    try:
-        if args.report:
-            with open(args.report) as f:
-                rows = [json.loads(line) for line in f if line.strip()]
-        else:
-            rows = run(args)
-        md = render(rows)
-        print(md, end="")
-        if args.doc:
-            put_section(args.doc, SECTION, md)
-            say(f"wrote the section to {args.doc}")
+    def body():
+        rows = read_results(args.report) if args.report else run(args)
+        publish(render(rows), SECTION, say, doc=args.doc)
         return 0
-    except Failure as e:
-        say(f"error: {e}")
-        return 1
-    except KeyboardInterrupt:
-        say("interrupted")
-        return 130
+
+    return guarded(body, say)
 
 
 if __name__ == "__main__":

@@ -40,8 +40,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bighost  # noqa: E402
 from benchlib import (Failure, Processes, Results, TreeMeter, find_program,  # noqa: E402
-                      free_ports, http_get, loadavg, put_section, version_line,
-                      wait_until)
+                      free_ports, guarded, http_get, loadavg, publish, read_results,
+                      version_line, wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Scale: a big host and its 1/4 and 1/16"
@@ -276,25 +276,13 @@ def main():
     except ValueError:
         print('scale: --divide takes sizes among "16 4 1"', file=sys.stderr)
         return 2
-    try:
-        if args.report:
-            with open(args.report) as f:
-                rows = [json.loads(line) for line in f if line.strip()]
-        else:
-            rows = run(args)
-        md = render(rows)
-        print(md, end="")
-        if args.doc:
-            put_section(args.doc, SECTION, md)
-            say(f"wrote the section to {args.doc}")
-        return 0
-    except Failure as e:
-        say(f"error: {e}")
-        return 1
-    except KeyboardInterrupt:
-        say("interrupted")
-        return 130
 
+    def body():
+        rows = read_results(args.report) if args.report else run(args)
+        publish(render(rows), SECTION, say, doc=args.doc)
+        return 0
+
+    return guarded(body, say)
 
 if __name__ == "__main__":
     sys.exit(main())
