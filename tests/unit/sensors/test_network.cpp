@@ -125,7 +125,7 @@ TEST_CASE("network: one second later an RK3588 shows eth0 sending at 93.75% of i
 
 TEST_CASE("network: a VM's virtio NIC has rates but no speed, a veth reports 10 Gb/s") {
   ScratchTree tree("vm");
-  Harness h(tree.root(), defaults());
+  Harness h(tree.root(), kiwi_sensor_test::with_strings(defaults(), "exclude", {"lo"}));
   kiwi::network::NetworkSensor sensor(h.context());
   two_samples(tree, "vm", sensor, h);
   h.sample(sensor);
@@ -175,6 +175,18 @@ TEST_CASE("network: uptime that did not advance gives no rates and says so") {
   CHECK_THAT(result.message, Contains("uptime did not advance"));
   CHECK(h.sink.count("network_receive_bytes_per_second") == 0);
   CHECK(h.sink.count("network_speed_bytes_per_second") == 1);
+}
+
+TEST_CASE("network: containers' veth interfaces are left out by default, their bridge is kept") {
+  ScratchTree tree("vm");
+  Harness h(tree.root(), defaults());
+  kiwi::network::NetworkSensor sensor(h.context());
+  two_samples(tree, "vm", sensor, h);
+  h.sample(sensor);
+  CHECK(h.sink.label_values("network_receive_bytes_per_second", "interface") ==
+        std::vector<std::string>{"ens3", "docker0"});
+  CHECK(h.sink.label_values("network_speed_bytes_per_second", "interface") ==
+        std::vector<std::string>{"docker0"});  // ens3 (virtio) has no speed
 }
 
 TEST_CASE("network: include and exclude are globs on the interface name") {
