@@ -100,8 +100,9 @@ inline std::string quick_check(const std::filesystem::path& db) {
   return sqlite_value(db, "PRAGMA quick_check");
 }
 
-// Sample rows committed to `db`, as a new reader would find them after a crash: counted in a copy
-// of the file and its WAL, so it also works while an agent runs and holds the file.
+// Ticks committed to `db` (in blocks, and tick rows of an older agent's file), as a new reader
+// would find them after a crash: counted in a copy of the file and its WAL, so it also works while
+// an agent runs and holds the file.
 inline std::size_t rows_on_disk(const std::filesystem::path& db) {
   namespace fs = std::filesystem;
   std::string dir = (fs::temp_directory_path() / "kiwi-rows-XXXXXX").string();
@@ -111,7 +112,9 @@ inline std::size_t rows_on_disk(const std::filesystem::path& db) {
   if (fs::exists(db.string() + "-wal")) fs::copy_file(db.string() + "-wal", copy.string() + "-wal");
   std::size_t rows = 0;
   try {
-    rows = std::stoul("0" + sqlite_value(copy, "SELECT COUNT(*) FROM samples"));
+    rows = std::stoul(sqlite_value(copy,
+                                   "SELECT (SELECT count(*) FROM samples) + "
+                                   "(SELECT coalesce(sum(ticks), 0) FROM blocks)"));
   } catch (...) {
     fs::remove_all(dir);
     throw;

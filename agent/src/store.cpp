@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "files.hpp"
+#include "gzip.hpp"
 
 namespace kiwi::agent {
 
@@ -19,7 +20,7 @@ namespace {
 // cache grow with the file, so RSS crept up for hours (about 50 KiB a minute under a history
 // load); with 64 pages it still grew for the first minutes (15 KiB a minute while the file grew,
 // docs/benchmarks.md). SQLite allocates 20 pages up front, so 32 is a plateau reached early. The
-// writer touches about 15 pages per commit (the right edge of each table, the pruned left edge);
+// writer touches a few pages per commit (the right edge of each table, the pruned left edge);
 // queries read the rest from the kernel's page cache (a 120-sample query, about 40 pages, runs
 // once per sample: later requests get the cached body).
 constexpr const char* kCacheSizePragma = "PRAGMA cache_size=-32";
@@ -27,7 +28,9 @@ constexpr const char* kCacheSizePragma = "PRAGMA cache_size=-32";
 // 2: sample blobs in sample_codec format 2. A version-1 file is taken over as it is (its rows
 // stay in format 1, which decode() still reads) and marked 2, so an older agent refuses it
 // instead of misreading the new rows.
-constexpr int kSchemaVersion = 2;
+// 3: ticks in blocks (a row per commit), rollups deflated. A file of version 1 or 2 gets the
+// blocks table and is marked 3; its tick rows are read until retention prunes them.
+constexpr int kSchemaVersion = 3;
 
 // "unix-excl" is the default unix VFS, except that the first connection of this process takes an
 // exclusive lock on the file for the whole process: the writer and the workers' read-only
@@ -113,6 +116,27 @@ std::string canonical_labels(const std::vector<std::pair<std::string, std::strin
   return out;
 }
 
+int TickStatements::prepare(sqlite3* db) {
+  static constexpr const char* kSql[] = {
+      "SELECT ts, data FROM blocks WHERE ts BETWEEN ?1 AND ?2 AND last >= ?3 ORDER BY ts",
+      "SELECT ts, data FROM blocks WHERE ts BETWEEN ?1 AND ?2 AND last >= ?3 ORDER BY ts DESC",
+      "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
+      "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts DESC"};
+  sqlite3_stmt** out[] = {&blocks_up, &blocks_down, &rows_up, &rows_down};
+  for (int i = 0; i < 4; ++i)
+    if (int rc = sqlite3_prepare_v3(db, kSql[i], -1, SQLITE_PREPARE_PERSISTENT, out[i], nullptr);
+        rc != SQLITE_OK)
+      return rc;
+  return SQLITE_OK;
+}
+
+void TickStatements::finalize() {
+  for (auto** st : {&blocks_up, &blocks_down, &rows_up, &rows_down}) {
+    sqlite3_finalize(*st);
+    *st = nullptr;
+  }
+}
+
 ReadConnection::ReadConnection(const std::string& path) {
   int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
                            history_vfs());
@@ -120,54 +144,108 @@ ReadConnection::ReadConnection(const std::string& path) {
     sqlite3_busy_timeout(db_, 1000);
     rc = sqlite3_exec(db_, kCacheSizePragma, nullptr, nullptr, nullptr);
   }
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_prepare_v3(db_,
-                            "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 "
-                            "ORDER BY ts DESC LIMIT ?3",
-                            -1, SQLITE_PREPARE_PERSISTENT, &latest_, nullptr);
-  }
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_,
-                            "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
-                            -1, SQLITE_PREPARE_PERSISTENT, &range_, nullptr);
+  if (rc == SQLITE_OK) rc = ticks_.prepare(db_);
   if (rc == SQLITE_OK)
     rc = sqlite3_prepare_v3(db_,
                             "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
                             -1, SQLITE_PREPARE_PERSISTENT, &rollups_, nullptr);
   if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(
-        db_,
-        "SELECT (SELECT ts FROM samples WHERE ts <= ?1 ORDER BY ts DESC LIMIT 1), "
-        "(SELECT ts FROM samples ORDER BY ts LIMIT 1), "
-        "(SELECT ts FROM rollups ORDER BY ts LIMIT 1)",
-        -1, SQLITE_PREPARE_PERSISTENT, &bounds_, nullptr);
+    rc = sqlite3_prepare_v3(db_,
+                            "SELECT (SELECT ts FROM samples ORDER BY ts LIMIT 1), "
+                            "(SELECT ts FROM blocks ORDER BY ts LIMIT 1), "
+                            "(SELECT ts FROM rollups ORDER BY ts LIMIT 1)",
+                            -1, SQLITE_PREPARE_PERSISTENT, &bounds_, nullptr);
   if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_, "SELECT ts, data FROM samples WHERE ts > ?1 ORDER BY ts LIMIT ?2",
-                            -1, SQLITE_PREPARE_PERSISTENT, &after_, nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_, "SELECT count(*), max(ts) FROM samples WHERE ts > ?1", -1,
-                            SQLITE_PREPARE_PERSISTENT, &count_after_, nullptr);
+    rc = sqlite3_prepare_v3(db_,
+                            "SELECT (SELECT coalesce(sum(ticks), 0) FROM blocks WHERE ts > ?1), "
+                            "(SELECT max(last) FROM blocks WHERE ts > ?1), "
+                            "(SELECT count(*) FROM samples WHERE ts > ?1), "
+                            "(SELECT max(ts) FROM samples WHERE ts > ?1)",
+                            -1, SQLITE_PREPARE_PERSISTENT, &count_after_, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
-    sqlite3_finalize(latest_);
-    sqlite3_finalize(range_);
+    ticks_.finalize();
     sqlite3_finalize(rollups_);
     sqlite3_finalize(bounds_);
-    sqlite3_finalize(after_);
+    sqlite3_finalize(count_after_);
     sqlite3_close(db_);
     throw StoreError(msg);
   }
 }
 
 ReadConnection::~ReadConnection() {
-  sqlite3_finalize(latest_);
-  sqlite3_finalize(range_);
+  ticks_.finalize();
   sqlite3_finalize(rollups_);
   sqlite3_finalize(bounds_);
-  sqlite3_finalize(after_);
   sqlite3_finalize(count_after_);
   sqlite3_close(db_);
 }
+
+namespace {
+std::string_view column_blob(sqlite3_stmt* st, int col) {
+  auto* data = static_cast<const char*>(sqlite3_column_blob(st, col));
+  return {data ? data : "", static_cast<std::size_t>(sqlite3_column_bytes(st, col))};
+}
+
+// Calls fn(ts, blob) for every tick stored with from <= ts <= to, oldest first (newest first when
+// `newest_first`), each ts once, until fn returns false: the tick rows of an older agent, then the
+// blocks (ticks only ever go forward in time, so the rows are older), or the other way round.
+// Blobs are views valid until fn returns. A block that does not unpack reads as missing, as a
+// damaged tick row did. The same ts twice (two blocks overlap when the wall clock went back
+// between two runs) is read once, the first met. Throws StoreError with SQLite's message.
+template <class Fn>
+void scan_ticks(sqlite3* db, const TickStatements& t, const std::string& path, std::int64_t from,
+                std::int64_t to, bool newest_first, Fn&& fn) {
+  if (from > to) return;
+  std::int64_t seen = newest_first ? INT64_MAX : INT64_MIN;
+  bool go = true;
+  auto emit = [&](std::int64_t ts, std::string_view blob) {
+    if (ts < from || ts > to || (newest_first ? ts >= seen : ts <= seen)) return;
+    seen = ts;
+    go = fn(ts, blob);
+  };
+  std::string buf;
+  std::vector<std::pair<std::int64_t, std::string_view>> ticks;
+  auto run = [&](sqlite3_stmt* st, bool blocks) {
+    const std::int64_t lo = !blocks                              ? from
+                            : from < INT64_MIN + kMaxBlockSpanMs ? INT64_MIN
+                                                                 : from - kMaxBlockSpanMs;
+    sqlite3_bind_int64(st, 1, lo);
+    sqlite3_bind_int64(st, 2, to);
+    if (blocks) sqlite3_bind_int64(st, 3, from);
+    int rc = SQLITE_DONE;
+    try {
+      while (go && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const std::int64_t ts = sqlite3_column_int64(st, 0);
+        if (!blocks) {
+          emit(ts, column_blob(st, 1));
+          continue;
+        }
+        if (!sample_codec::unpack_block(column_blob(st, 1), ts, buf, ticks)) continue;
+        if (newest_first)
+          for (auto it = ticks.rbegin(); go && it != ticks.rend(); ++it)
+            emit(it->first, it->second);
+        else
+          for (auto it = ticks.begin(); go && it != ticks.end(); ++it) emit(it->first, it->second);
+      }
+    } catch (...) {
+      sqlite3_reset(st);
+      throw;
+    }
+    const bool error = rc != SQLITE_ROW && rc != SQLITE_DONE;
+    std::string err = error ? sqlite3_errmsg(db) : "";
+    sqlite3_reset(st);
+    if (error) throw StoreError(path + ": cannot read history: " + err);
+  };
+  if (newest_first) {
+    run(t.blocks_down, true);
+    if (go) run(t.rows_down, false);
+  } else {
+    run(t.rows_up, false);
+    if (go) run(t.blocks_up, true);
+  }
+}
+}  // namespace
 
 namespace {
 // What SQLite says of a file it cannot read as a database: damaged (or not one at all).
@@ -183,8 +261,8 @@ struct Malformed : StoreError {
 
 // Tables an agent creates (any version); sqlite_* are SQLite's own (autoindexes).
 bool our_table(std::string_view name) {
-  return name == "series" || name == "samples" || name == "rollups" || name == "output_cursors" ||
-         name.starts_with("sqlite_");
+  return name == "series" || name == "samples" || name == "blocks" || name == "rollups" ||
+         name == "output_cursors" || name.starts_with("sqlite_");
 }
 
 // 20261202T041700Z
@@ -316,9 +394,13 @@ void Store::open_file() {
       exec("CREATE TABLE IF NOT EXISTS rollups(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
       exec(mark.c_str());
       exec("COMMIT");
-    } else if (version == 1 || app == 0) {
-      exec(mark.c_str());  // an older agent's file: marked ours from now on
     }
+    // Blocks are new in version 3; a file of version 1 or 2 gets the table and the mark (an
+    // older agent then refuses it instead of missing every tick written from now on).
+    exec(
+        "CREATE TABLE IF NOT EXISTS blocks(ts INTEGER PRIMARY KEY, last INTEGER NOT NULL, ticks "
+        "INTEGER NOT NULL, data BLOB NOT NULL)");
+    if (version != kSchemaVersion || app == 0) exec(mark.c_str());
     // Added in 0.4 without a version change: a file of either version gets it, and agents that
     // do not know it leave it alone. A no-op (no write) when it exists.
     exec(
@@ -328,9 +410,10 @@ void Store::open_file() {
       if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, st, nullptr) != SQLITE_OK)
         fail("cannot prepare statement");
     };
-    prepare("INSERT OR REPLACE INTO samples(ts, data) VALUES(?1, ?2)", &insert_sample_);
+    prepare("INSERT OR REPLACE INTO blocks(ts, last, ticks, data) VALUES(?1, ?2, ?3, ?4)",
+            &insert_block_);
     prepare("INSERT OR REPLACE INTO rollups(ts, data) VALUES(?1, ?2)", &insert_rollup_);
-    prepare("SELECT ts, data FROM samples WHERE ts >= ?1 AND ts < ?2 ORDER BY ts", &minute_rows_);
+    if (writer_ticks_.prepare(db_) != SQLITE_OK) fail("cannot prepare statement");
     prepare(
         "DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts LIMIT "
         "?2)",
@@ -340,9 +423,13 @@ void Store::open_file() {
     prepare("INSERT OR REPLACE INTO output_cursors(name, acked_ms) VALUES(?1, ?2)",
             &insert_cursor_);
     prepare(
+        "DELETE FROM blocks WHERE ts IN (SELECT ts FROM blocks WHERE ts < ?1 AND last < ?1 ORDER "
+        "BY ts LIMIT ?2)",
+        &prune_);
+    prepare(
         "DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT "
         "?2)",
-        &prune_);
+        &prune_rows_);
     if (recoveries() > 0) return;  // a new file after a recovery: the catalog is kept in memory
     {
       sqlite3_stmt* c = nullptr;
@@ -398,11 +485,12 @@ void Store::open_file() {
 }
 
 void Store::close_file() {
-  for (auto** st : {&insert_sample_, &insert_series_, &prune_, &insert_rollup_, &prune_rollups_,
-                    &minute_rows_, &insert_cursor_}) {
+  for (auto** st : {&insert_block_, &insert_series_, &prune_, &prune_rows_, &insert_rollup_,
+                    &prune_rollups_, &insert_cursor_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }
+  writer_ticks_.finalize();
   sqlite3_close(db_);
   db_ = nullptr;
 }
@@ -577,22 +665,19 @@ void Store::begin_minute(std::int64_t minute) {
         if (id >= 1 && id <= known) values.emplace_back(id, v);
       });
     } catch (const StoreError&) {
-      return;  // a damaged row: summarised without it, as queries read around it
+      return true;  // a damaged row: summarised without it, as queries read around it
     }
     add_to_minute(ts, values);
     folded_until = ts;
+    return true;
   };
-  sqlite3_bind_int64(minute_rows_, 1, minute);
-  sqlite3_bind_int64(minute_rows_, 2, end);
-  while (minute_rows_ &&
-         sqlite3_step(minute_rows_) ==
-             SQLITE_ROW) {  // none: no file open now  // an error ends it: the file's rows missed
-    auto* data = static_cast<const char*>(sqlite3_column_blob(minute_rows_, 1));
-    fold(sqlite3_column_int64(minute_rows_, 0),
-         std::string_view(data ? data : "",
-                          static_cast<std::size_t>(sqlite3_column_bytes(minute_rows_, 1))));
+  if (db_) {  // none: no file open now
+    try {
+      scan_ticks(db_, writer_ticks_, path_, minute, end - 1, false, fold);
+    } catch (const StoreError&) {
+      // The file's ticks are missed (the commit that follows will say what is wrong with it).
+    }
   }
-  sqlite3_reset(minute_rows_);
   {
     std::lock_guard lock(pending_mutex_);  // queued rows are newer than committed ones
     for (auto& [ts, blob] : pending_)
@@ -626,7 +711,7 @@ void Store::close_minute() {
   values.emplace_back(0, static_cast<double>(minute_first_ - minute_start_));
   std::string blob;
   sample_codec::encode(blob, values);
-  pending_rollups_.emplace_back(minute_start_, std::move(blob));
+  pending_rollups_.emplace_back(minute_start_, sample_codec::pack_if_smaller(std::move(blob)));
   if (pending_rollups_.size() > kMaxPendingRows / 60)
     pending_rollups_.erase(pending_rollups_.begin());
 }
@@ -678,12 +763,17 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
       sqlite3_reset(insert_series_);
       if (rc != SQLITE_DONE) fail("cannot add series " + s.key);
     }
-    for (auto& [ts, blob] : rows) {
-      sqlite3_bind_int64(insert_sample_, 1, ts);
-      sqlite3_bind_blob(insert_sample_, 2, blob.data(), static_cast<int>(blob.size()),
+    // One block per commit (more only for a queue longer than kMaxBlockSpanMs).
+    for (std::size_t i = 0, j; i < rows.size(); i = j) {
+      for (j = i + 1; j < rows.size() && rows[j].first - rows[i].first < kMaxBlockSpanMs;) ++j;
+      const std::string block = sample_codec::pack_block(rows[i].first, &rows[i], &rows[0] + j);
+      sqlite3_bind_int64(insert_block_, 1, rows[i].first);
+      sqlite3_bind_int64(insert_block_, 2, rows[j - 1].first);
+      sqlite3_bind_int64(insert_block_, 3, static_cast<std::int64_t>(j - i));
+      sqlite3_bind_blob(insert_block_, 4, block.data(), static_cast<int>(block.size()),
                         SQLITE_STATIC);
-      int rc = sqlite3_step(insert_sample_);
-      sqlite3_reset(insert_sample_);
+      int rc = sqlite3_step(insert_block_);
+      sqlite3_reset(insert_block_);
       if (rc != SQLITE_DONE) fail("cannot write samples");
     }
     for (auto& [ts, blob] : pending_rollups_) {
@@ -723,9 +813,10 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
 
 int Store::prune(std::int64_t cutoff_ms, int max_rows) {
   int deleted = 0;
-  // Rollups go at 1/60 of the pace: one per minute of samples.
-  for (auto [st, rows] :
-       {std::pair{prune_, max_rows}, std::pair{prune_rollups_, max_rows / 60 + 1}}) {
+  // Blocks hold a tick or more, so max_rows of them are at least max_rows ticks; rollups go at
+  // 1/60 of the pace: one per minute of samples.
+  for (auto [st, rows] : {std::pair{prune_, max_rows}, std::pair{prune_rows_, max_rows},
+                          std::pair{prune_rollups_, max_rows / 60 + 1}}) {
     sqlite3_bind_int64(st, 1, cutoff_ms);
     sqlite3_bind_int(st, 2, rows);
     int rc = sqlite3_step(st);
@@ -781,26 +872,16 @@ std::vector<Store::RawTick> Store::read_raw(std::int64_t after_ms, std::size_t m
       if (r.first > after_ms) queued.push_back(r);
   }
   auto conn = borrow();
-  sqlite3_stmt* st = conn->after();
-  sqlite3_bind_int64(st, 1, after_ms);
-  // A row per tick: at most max_values + 1 rows can be needed (ticks hold one value or more).
-  sqlite3_bind_int64(st, 2,
-                     static_cast<std::int64_t>(std::min<std::size_t>(max_values, 1 << 20)) + 1);
-  int rc;
   std::int64_t last = after_ms;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    auto* data = static_cast<const char*>(sqlite3_column_blob(st, 1));
-    const std::int64_t ts = sqlite3_column_int64(st, 0);
-    if (!add(ts, std::string_view(data ? data : "",
-                                  static_cast<std::size_t>(sqlite3_column_bytes(st, 1)))))
-      break;
-    last = ts;
+  if (after_ms < INT64_MAX) {
+    scan_ticks(conn->db(), conn->ticks(), path_, after_ms + 1, INT64_MAX, false,
+               [&](std::int64_t ts, std::string_view blob) {
+                 if (!add(ts, blob)) return false;
+                 last = ts;
+                 return true;
+               });  // an error drops the connection with the exception
   }
-  sqlite3_reset(st);
-  const bool error = rc != SQLITE_ROW && rc != SQLITE_DONE;
-  std::string why = error ? sqlite3_errmsg(conn->db()) : "";
   give_back(std::move(conn));
-  if (error) throw StoreError(path_ + ": cannot read samples: " + why);
   if (more) *more = full;
   if (full) return out;
   // Queued rows are newer than committed ones; a row both committed and queued is read once.
@@ -817,10 +898,27 @@ std::pair<std::uint64_t, std::int64_t> Store::ticks_after(std::int64_t after_ms)
   std::uint64_t n = 0;
   std::int64_t newest = INT64_MIN;
   if (sqlite3_step(st) == SQLITE_ROW) {
-    n = static_cast<std::uint64_t>(sqlite3_column_int64(st, 0));
-    if (sqlite3_column_type(st, 1) != SQLITE_NULL) newest = sqlite3_column_int64(st, 1);
+    n = static_cast<std::uint64_t>(sqlite3_column_int64(st, 0) + sqlite3_column_int64(st, 2));
+    for (int c : {1, 3})
+      if (sqlite3_column_type(st, c) != SQLITE_NULL)
+        newest = std::max<std::int64_t>(newest, sqlite3_column_int64(st, c));
   }
   sqlite3_reset(st);
+  // A block that starts at or before after_ms may end after it: its later ticks count too.
+  if (after_ms < INT64_MAX) {
+    sqlite3_stmt* b = conn->ticks().blocks_up;
+    sqlite3_bind_int64(
+        b, 1, after_ms < INT64_MIN + kMaxBlockSpanMs ? INT64_MIN : after_ms - kMaxBlockSpanMs);
+    sqlite3_bind_int64(b, 2, after_ms);
+    sqlite3_bind_int64(b, 3, after_ms + 1);
+    std::string buf;
+    std::vector<std::pair<std::int64_t, std::string_view>> ticks;
+    while (sqlite3_step(b) == SQLITE_ROW)
+      if (sample_codec::unpack_block(column_blob(b, 1), sqlite3_column_int64(b, 0), buf, ticks))
+        for (auto& t : ticks)
+          if (t.first > after_ms) ++n, newest = std::max(newest, t.first);
+    sqlite3_reset(b);
+  }
   give_back(std::move(conn));
   std::lock_guard lock(pending_mutex_);
   for (auto& [ts, blob] : pending_)
@@ -942,13 +1040,15 @@ HistoryResult Store::query(const HistoryQuery& q) const {
   }
   {
     auto conn = borrow();
+    scan_ticks(conn->db(), conn->ticks(), path_, INT64_MIN, until_ms, true,
+               [&](std::int64_t ts, std::string_view) {
+                 newest = std::max(newest, ts);
+                 return false;
+               });  // an error drops the connection with the exception
     sqlite3_stmt* st = conn->bounds();
-    sqlite3_bind_int64(st, 1, until_ms);
     const int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-      if (sqlite3_column_type(st, 0) != SQLITE_NULL)
-        newest = std::max<std::int64_t>(newest, sqlite3_column_int64(st, 0));
-      for (int c : {1, 2})
+      for (int c : {0, 1, 2})
         if (sqlite3_column_type(st, c) != SQLITE_NULL)
           oldest = std::min<std::int64_t>(oldest, sqlite3_column_int64(st, c));
     }
@@ -1034,27 +1134,33 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
     });
   };
 
-  // Reads rows of `st` bound to [from, to] (and `limit` for the latest-N statement).
+  // Ticks in [from, to], oldest first; the rollups of minutes starting in [from, to], unpacked.
+  // An error drops the connection with the exception.
   auto conn = borrow();
-  auto scan = [&](sqlite3_stmt* st, std::int64_t from, std::int64_t to, auto&& on_row) {
+  auto scan = [&](std::int64_t from, std::int64_t to, auto&& on_tick) {
+    scan_ticks(conn->db(), conn->ticks(), path_, from, to, false,
+               [&](std::int64_t ts, std::string_view blob) {
+                 on_tick(ts, blob);
+                 return true;
+               });
+  };
+  auto scan_rollups = [&](std::int64_t from, std::int64_t to, auto&& on_row) {
+    sqlite3_stmt* st = conn->rollups();
     sqlite3_bind_int64(st, 1, from);
     sqlite3_bind_int64(st, 2, to);
-    if (st == conn->latest()) sqlite3_bind_int64(st, 3, static_cast<std::int64_t>(q.limit));
+    std::string buf;
     int rc;
     try {
-      while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        auto* data = static_cast<const char*>(sqlite3_column_blob(st, 1));
-        on_row(sqlite3_column_int64(st, 0),
-               std::string_view(data ? data : "",
-                                static_cast<std::size_t>(sqlite3_column_bytes(st, 1))));
-      }
+      while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        if (auto blob = sample_codec::unpack(column_blob(st, 1), buf))
+          on_row(sqlite3_column_int64(st, 0), *blob);  // a damaged row reads as missing
     } catch (...) {
       sqlite3_reset(st);
       throw;
     }
     std::string err = rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
     sqlite3_reset(st);
-    if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);  // conn dropped
+    if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);
   };
   // Without a step: the latest `limit` rows, read newest first and kept in that order until the
   // end. With a step: every row of the window, oldest first, folded into buckets as it streams.
@@ -1065,9 +1171,11 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
   std::vector<std::pair<std::int64_t, std::string>> newest_first;
   std::int64_t covered_until = INT64_MIN;  // rows before this are in the rollups already read
   if (!step_ms) {
-    scan(conn->latest(), since_ms, until_ms, [&](std::int64_t ts, std::string_view blob) {
-      newest_first.emplace_back(ts, std::string(blob));
-    });
+    scan_ticks(conn->db(), conn->ticks(), path_, since_ms, until_ms, true,
+               [&](std::int64_t ts, std::string_view blob) {
+                 newest_first.emplace_back(ts, std::string(blob));
+                 return newest_first.size() < q.limit;
+               });
   } else {
     std::int64_t raw_from = since_ms;  // samples from here on are not in a rollup read
     if (step_ms >= kRollupMs) {
@@ -1075,15 +1183,15 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
       const std::int64_t lo =
           since_ms < INT64_MIN + kRollupMs ? INT64_MIN : since_ms - (kRollupMs - 1);
       const std::int64_t hi = open == INT64_MAX ? until_ms : std::min(until_ms, open - 1);
-      scan(conn->rollups(), lo, hi, [&](std::int64_t ts, std::string_view blob) {
+      scan_rollups(lo, hi, [&](std::int64_t ts, std::string_view blob) {
         const std::int64_t first_ts = ts + first_sample_offset(blob);
         if (first_ts < since_ms) return;  // it has samples before the window
-        if (ts > raw_from) scan(conn->range(), raw_from, ts - 1, add_row);
+        if (ts > raw_from) scan(raw_from, ts - 1, add_row);
         add_rollup(ts, first_ts, blob);
         raw_from = covered_until = ts + kRollupMs;
       });
     }
-    scan(conn->range(), raw_from, until_ms, add_row);
+    scan(raw_from, until_ms, add_row);
   }
   give_back(std::move(conn));
 
@@ -1221,6 +1329,65 @@ void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& val
     }
   }
 }
+std::string pack(std::string_view data) {
+  std::string out(1, kDeflated);
+  put_varint(out, data.size());
+  out += deflate_raw(data);
+  return out;
+}
+
+std::string pack_if_smaller(std::string data) {
+  std::string packed = pack(data);
+  return packed.size() < data.size() ? packed : data;
+}
+
+// Envelopes claiming more than this are damaged: a block holds at most kMaxBlockSpanMs of ticks,
+// kMaxPendingRows at the most, of a few values each, and a rollup one minute.
+constexpr std::uint64_t kMaxUnpackedBytes = 256u << 20;
+
+std::optional<std::string_view> unpack(std::string_view stored, std::string& buf) {
+  if (stored.empty() || stored.front() != kDeflated) return stored;
+  stored.remove_prefix(1);
+  std::uint64_t size = 0;
+  if (!get_varint(stored, size) || size > kMaxUnpackedBytes ||
+      !inflate_raw(stored, static_cast<std::size_t>(size), buf))
+    return std::nullopt;
+  return std::string_view(buf);
+}
+
+std::string pack_block(std::int64_t block_ts, const Tick* first, const Tick* end) {
+  std::string raw;
+  std::int64_t prev = block_ts;
+  for (const Tick* t = first; t != end; ++t) {
+    put_varint(raw, static_cast<std::uint64_t>(t->first - prev));  // ticks rise: >= 0
+    put_varint(raw, t->second.size());
+    raw += t->second;
+    prev = t->first;
+  }
+  return pack_if_smaller(std::move(raw));
+}
+
+bool unpack_block(std::string_view stored, std::int64_t block_ts, std::string& buf,
+                  std::vector<std::pair<std::int64_t, std::string_view>>& ticks) {
+  ticks.clear();
+  auto raw = unpack(stored, buf);
+  if (!raw || raw->empty()) return false;
+  std::string_view in = *raw;
+  std::int64_t ts = block_ts;
+  while (!in.empty()) {
+    std::uint64_t delta = 0, size = 0;
+    if (!get_varint(in, delta) || !get_varint(in, size) || size > in.size() ||
+        delta > static_cast<std::uint64_t>(kMaxBlockSpanMs) || (ticks.empty() != (delta == 0))) {
+      ticks.clear();
+      return false;
+    }
+    ts += static_cast<std::int64_t>(delta);
+    ticks.emplace_back(ts, in.substr(0, static_cast<std::size_t>(size)));
+    in.remove_prefix(static_cast<std::size_t>(size));
+  }
+  return true;
+}
+
 }  // namespace sample_codec
 
 }  // namespace kiwi::agent

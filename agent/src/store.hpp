@@ -4,25 +4,33 @@
 // lives in memory instead of a -shm file (which cost a third of the bytes written to flash), and
 // other processes cannot open the file while the agent runs ("in use by another process").
 //
-// Schema (PRAGMA application_id = kApplicationId, PRAGMA user_version = 2; a version-1 file is
-// taken over, its rows still read):
+// Schema (PRAGMA application_id = kApplicationId, PRAGMA user_version = 3; a file of version 1
+// or 2 is taken over, its rows still read):
 //   series(id INTEGER PRIMARY KEY, name, labels, unit, kind, UNIQUE(name, labels))
-//   samples(ts INTEGER PRIMARY KEY  -- unix milliseconds of the tick
-//           , data BLOB)            -- every value of that tick, compactly encoded (sample_codec)
+//   blocks(ts INTEGER PRIMARY KEY   -- unix milliseconds of the block's first tick
+//          , last INTEGER           -- of its last tick (last - ts < kMaxBlockSpanMs)
+//          , ticks INTEGER          -- how many ticks it holds
+//          , data BLOB)             -- the ticks, each with every value (sample_codec), deflated
+//   samples(ts INTEGER PRIMARY KEY, data BLOB)  -- a tick per row: what agents before version 3
+//                                   -- wrote; read (and pruned) as long as such rows last
 //   rollups(ts INTEGER PRIMARY KEY  -- start of a minute, unix milliseconds
 //           , data BLOB)            -- per series: mean, min, max, last and count of that minute,
-//                                   -- and (key 0) the offset of its first sample in ms
+//                                   -- and (key 0) the offset of its first sample in ms; deflated
+//                                   -- when that is smaller
 //   output_cursors(name TEXT PRIMARY KEY  -- [[remote_write]] name
 //           , acked_ms INTEGER)     -- newest sample ts the receiver acknowledged
-//   (created if missing in a file of either version: older agents ignore it)
+//   (created if missing in a file of any version: older agents ignore it)
 // Queries with a step of a minute or more read the rollups: a 24 h chart reads 1,440 rows, not
 // 86,400. Their buckets are made of whole minutes (raw samples fill the rest of the window).
 // A minute's summary always folds every sample of that minute, also across a restart inside it
 // (begin_minute()).
-// One row per tick instead of one per value keeps the file and the bytes written to flash small,
-// and so does batching: append() keeps rows in memory, flush() commits them in one transaction
-// every few seconds (a crash loses at most that), and queries see the pending rows too.
-//
+// Flash wear sets the layout. append() keeps ticks in memory and flush() commits them every few
+// seconds (a crash loses at most that; queries see the queued ticks too) as one block row: the
+// ticks of a commit compress together about 3.4-fold (each repeats the series ids and most
+// values of the one before), so a commit of 10 s at the default sensors is one row of ~0.8 kB
+// that fits one 1 KiB page, where a row per tick took four pages and their parent. Each page a
+// commit touches is a WAL frame, and a checkpoint writes it again: bytes written per hour follow
+// pages touched per commit (docs/benchmarks.md, "Disk writes").
 // Whose file it is, and a damaged one. Before anything is written, the file is identified: ours
 // (our application_id, or an agent before it set one: user_version 1 or 2 and only our tables),
 // new (empty), or foreign, which is refused (ForeignDatabase) and left byte-identical. A file
@@ -55,6 +63,23 @@ std::string canonical_labels(const std::vector<std::pair<std::string, std::strin
 void append_canonical_labels(std::string& out,
                              const std::vector<std::pair<std::string, std::string>>& labels);
 
+// The longest a block may span (last - ts): readers look this far before a window for the block
+// that may run into it. Five minutes, the longest commit_interval; a longer queue (a store that
+// failed for a while) is cut into blocks of at most this.
+inline constexpr std::int64_t kMaxBlockSpanMs = 300'000;
+
+// The statements that read ticks from both places they are kept, prepared on one connection:
+// blocks, and the tick rows of a version-2 file (read until pruned). scan_ticks() in store.cpp
+// runs them.
+struct TickStatements {
+  sqlite3_stmt* blocks_up = nullptr;    // ?1 <= ts <= ?2 and last >= ?3: ts, data; oldest first
+  sqlite3_stmt* blocks_down = nullptr;  // the same, newest first
+  sqlite3_stmt* rows_up = nullptr;      // samples with ?1 <= ts <= ?2: ts, data; oldest first
+  sqlite3_stmt* rows_down = nullptr;    // the same, newest first
+  int prepare(sqlite3* db);             // an SQLite result code
+  void finalize();
+};
+
 // A read-only connection (SQLITE_OPEN_READONLY): any write through it fails.
 class ReadConnection {
  public:
@@ -63,22 +88,20 @@ class ReadConnection {
   ReadConnection(const ReadConnection&) = delete;
   ReadConnection& operator=(const ReadConnection&) = delete;
   sqlite3* db() const { return db_; }
-  std::uint64_t generation = 0;                     // the store's pool generation it was opened in
-  sqlite3_stmt* latest() const { return latest_; }  // ?1 since ?2 until ?3 limit, newest first
-  sqlite3_stmt* range() const { return range_; }    // ?1 since ?2 until, oldest first
+  std::uint64_t generation = 0;  // the store's pool generation it was opened in
+  const TickStatements& ticks() const { return ticks_; }
   sqlite3_stmt* rollups() const { return rollups_; }  // ?1 since ?2 until, oldest first
-  // One row: newest sample ts <= ?1, oldest sample ts, oldest rollup ts (each NULL if none).
+  // One row: the oldest tick row ts, the oldest block ts, the oldest rollup ts (each NULL if none).
   sqlite3_stmt* bounds() const { return bounds_; }
-  sqlite3_stmt* after() const { return after_; }              // ?1 after ?2 limit, oldest first
-  sqlite3_stmt* count_after() const { return count_after_; }  // count(*), max(ts) after ?1
+  // One row, of what has ts > ?1: ticks in blocks, the newest block's last tick, tick rows, the
+  // newest tick row (NULL if none).
+  sqlite3_stmt* count_after() const { return count_after_; }
 
  private:
   sqlite3* db_ = nullptr;
-  sqlite3_stmt* latest_ = nullptr;
-  sqlite3_stmt* range_ = nullptr;
+  TickStatements ticks_;
   sqlite3_stmt* rollups_ = nullptr;
   sqlite3_stmt* bounds_ = nullptr;
-  sqlite3_stmt* after_ = nullptr;
   sqlite3_stmt* count_after_ = nullptr;
 };
 
@@ -153,8 +176,9 @@ class Store {
 
   // Writer side (one thread). Queues one tick, visible to queries at once; no disk I/O.
   void append(std::int64_t ts_ms, const std::vector<const MetricValue*>& metrics);
-  // Commits the queued ticks (and new series) in one transaction, then deletes at most
-  // `prune_rows` samples older than `cutoff_ms`. On failure (disk full, I/O error) nothing queued
+  // Commits the queued ticks (as one block; and new series) in one transaction, then deletes at
+  // most `prune_rows` blocks whose every tick is older than `cutoff_ms` (and as many tick rows of
+  // an older agent's file). On failure (disk full, I/O error) nothing queued
   // is lost: it stays queued, up to kMaxPendingRows, for the next flush. Throws StoreError.
   // A malformed file is moved aside and the commit retried once on a new one.
   void flush(std::int64_t cutoff_ms, int prune_rows);
@@ -219,9 +243,11 @@ class Store {
 
   std::string path_;
   sqlite3* db_ = nullptr;
-  sqlite3_stmt* insert_sample_ = nullptr;
+  sqlite3_stmt* insert_block_ = nullptr;
   sqlite3_stmt* insert_series_ = nullptr;
-  sqlite3_stmt* prune_ = nullptr;
+  sqlite3_stmt* prune_ = nullptr;       // blocks wholly before ?1, at most ?2
+  sqlite3_stmt* prune_rows_ = nullptr;  // tick rows before ?1, at most ?2
+  TickStatements writer_ticks_;         // begin_minute() reads a minute's ticks with them
 
   // Ticks not yet committed, oldest first; read by workers (merged into query results).
   mutable std::mutex pending_mutex_;
@@ -244,7 +270,6 @@ class Store {
                      const std::vector<std::pair<std::uint32_t, double>>& values);
   void close_minute();
   sqlite3_stmt* insert_rollup_ = nullptr;
-  sqlite3_stmt* minute_rows_ = nullptr;  // ?1 from ?2 to (exclusive): samples, oldest first
   sqlite3_stmt* prune_rollups_ = nullptr;
   std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
 
@@ -283,9 +308,29 @@ class Store {
   std::string recovery_note_;
 };
 
-// The compact per-tick encoding, exposed for tests.
+// The compact per-tick encoding, and the blocks and compressed rows built on it; exposed for tests
+// and the fuzzer.
 namespace sample_codec {
 void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& values);  // sorts
+
+// A stored row's envelope: kDeflated, varint(size of the data), the data deflated (raw). pack()
+// always wraps; pack_if_smaller() only when that is smaller (a rollup blob of two series is not).
+// unpack() gives the data of a wrapped row (in `buf`) or the row itself when it is not wrapped;
+// nullopt for a damaged envelope. The marker cannot start a plain blob: format 2 starts with
+// kFormat2 and format 1 with a byte of 4 or more.
+inline constexpr char kDeflated = 0x02;
+std::string pack(std::string_view data);
+std::string pack_if_smaller(std::string data);
+std::optional<std::string_view> unpack(std::string_view stored, std::string& buf);
+
+// A block: ticks in time order, each varint(ts - the previous tick's ts; 0 for the first, which
+// is at the block's ts), varint(blob size), blob; then pack_if_smaller(). unpack_block() gives
+// the (ts, blob) pairs (views into `stored` or `buf`); false for a damaged block, or one whose
+// ticks do not rise in time.
+using Tick = std::pair<std::int64_t, std::string>;
+std::string pack_block(std::int64_t block_ts, const Tick* first, const Tick* end);
+bool unpack_block(std::string_view stored, std::int64_t block_ts, std::string& buf,
+                  std::vector<std::pair<std::int64_t, std::string_view>>& ticks);
 // Calls fn(series_id, value) for each entry; throws StoreError on a malformed blob.
 template <class Fn>
 void decode(std::string_view blob, Fn&& fn);

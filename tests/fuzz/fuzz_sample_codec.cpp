@@ -1,6 +1,7 @@
-// The store's sample codec: decode() on any blob (a corrupt row) gives values or StoreError;
+// The store's sample codec: decode() on any blob (a corrupt row) gives values or StoreError, and
+// unpack() / unpack_block() on any row give its data or refuse it (ticks that rise in time);
 // values taken from the input, encoded, decode to the same ids, every value finite or not as it
-// was.
+// was, and a block of ticks made from them unpacks to the same ticks.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -16,6 +17,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     sample_codec::decode(in, [](std::uint32_t, double) {});
   } catch (const kiwi::StoreError&) {
   }
+  std::string buf;
+  (void)sample_codec::unpack(in, buf);
+  std::vector<std::pair<std::int64_t, std::string_view>> ticks;
+  if (sample_codec::unpack_block(in, 0, buf, ticks))
+    for (std::size_t i = 1; i < ticks.size(); ++i)
+      KIWI_FUZZ_CHECK(ticks[i].first > ticks[i - 1].first);
   // 12 bytes per value: a 32-bit id and a double.
   std::vector<std::pair<std::uint32_t, double>> values;
   for (std::size_t at = 0; at + 12 <= in.size(); at += 12) {
@@ -37,5 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     KIWI_FUZZ_CHECK(back[i].first == sorted[i].first);
     KIWI_FUZZ_CHECK(std::isnan(back[i].second) == std::isnan(sorted[i].second));
   }
+  const std::vector<sample_codec::Tick> made{{0, blob}, {1000, blob}};
+  const std::string block = sample_codec::pack_block(0, made.data(), made.data() + 2);
+  KIWI_FUZZ_CHECK(sample_codec::unpack_block(block, 0, buf, ticks));
+  KIWI_FUZZ_CHECK(ticks.size() == 2 && ticks[1].first == 1000 && ticks[1].second == blob);
   return 0;
 }

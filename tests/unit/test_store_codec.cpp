@@ -204,3 +204,64 @@ TEST_CASE("sample codec: malformed blobs are refused, not misread") {
   CHECK(decode(std::string_view("\x01", 1)).empty());  // a tick without values
   CHECK(decode(std::string_view("\x01\x0b\x0b", 3)) == Values{{1, 0}, {2, 0}});
 }
+
+TEST_CASE("sample codec: a block gives back its ticks, and a damaged one is refused whole") {
+  std::vector<sample_codec::Tick> ticks;
+  for (int t = 0; t < 10; ++t) {
+    Values v;
+    for (std::uint32_t id = 1; id <= 30; ++id) v.emplace_back(id, id % 3 ? 20.5 + t : 1536.0 * t);
+    std::string blob;
+    sample_codec::encode(blob, v);
+    ticks.emplace_back(60'000 + t * 1000, blob);
+  }
+  const std::string block =
+      sample_codec::pack_block(60'000, ticks.data(), ticks.data() + ticks.size());
+  std::size_t plain = 0;
+  for (auto& [ts, blob] : ticks) plain += blob.size();
+  INFO("10 ticks: " << plain << " bytes plain, " << block.size() << " in a block");
+  CHECK(block.size() < plain);
+  std::string buf;
+  std::vector<std::pair<std::int64_t, std::string_view>> back;
+  REQUIRE(sample_codec::unpack_block(block, 60'000, buf, back));
+  REQUIRE(back.size() == 10);
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    CHECK(back[i].first == ticks[i].first);
+    CHECK(back[i].second == ticks[i].second);
+  }
+  // Cut short, a byte flipped in the deflate stream, a size that is not the data's, no envelope:
+  // refused (false, nothing given), never a crash or a misread.
+  CHECK_FALSE(sample_codec::unpack_block(block.substr(0, block.size() - 3), 60'000, buf, back));
+  CHECK(back.empty());
+  std::string flipped = block;
+  flipped[flipped.size() / 2] ^= 0x55;
+  // A flip may still inflate (deflate has no checksum); then the framing must hold.
+  if (sample_codec::unpack_block(flipped, 60'000, buf, back))
+    for (std::size_t i = 1; i < back.size(); ++i) CHECK(back[i].first > back[i - 1].first);
+  std::string resized = block;
+  resized[1] = static_cast<char>(resized[1] + 1);  // varint(size) of the data, one more
+  CHECK_FALSE(sample_codec::unpack_block(resized, 60'000, buf, back));
+  CHECK_FALSE(sample_codec::unpack_block(ticks[0].second, 60'000, buf, back));  // not a block
+  CHECK_FALSE(sample_codec::unpack_block("", 60'000, buf, back));
+  // A block too small to gain from deflate is stored as it is, and read the same.
+  const sample_codec::Tick one{5000, std::string("\x01\x0b\x0b", 3)};
+  const std::string tiny = sample_codec::pack_block(5000, &one, &one + 1);
+  CHECK(tiny.front() != sample_codec::kDeflated);
+  REQUIRE(sample_codec::unpack_block(tiny, 5000, buf, back));
+  CHECK(back == std::vector<std::pair<std::int64_t, std::string_view>>{{5000, one.second}});
+}
+
+TEST_CASE("sample codec: rows are deflated only when that is smaller, and read either way") {
+  std::string buf;
+  const std::string small("\x01\x0b\x0b", 3);
+  CHECK(sample_codec::pack_if_smaller(small) == small);  // too short to gain
+  CHECK(sample_codec::unpack(small, buf) == std::optional<std::string_view>(small));
+  Values v;
+  for (std::uint32_t id = 1; id <= 200; ++id) v.emplace_back(id * 5, 45.5);
+  std::string big;
+  sample_codec::encode(big, v);
+  const std::string packed = sample_codec::pack_if_smaller(big);
+  CHECK(packed.size() * 4 < big.size());
+  CHECK(packed.front() == sample_codec::kDeflated);
+  CHECK(sample_codec::unpack(packed, buf) == std::optional<std::string_view>(big));
+  CHECK_FALSE(sample_codec::unpack(packed.substr(0, packed.size() / 2), buf));
+}
