@@ -2,15 +2,18 @@
 
 #include <charconv>
 #include <cmath>
+#include <concepts>
 #include <deque>
 #include <kiwi/io.hpp>
-#include <map>
-#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace kiwi_metrics {
 
 namespace {
 
+// Rendered once per sample (each scrape after a tick renders it afresh), so it is built for few
+// allocations: one string per series (its label text), one per family, lookups on views.
 struct Series {
   std::string labels;  // rendered `{a="b"}` or ""
   double value;
@@ -21,34 +24,64 @@ struct Family {
   std::string help;
   bool counter = false;
   std::vector<Series> series;
-  std::set<std::string> seen;  // label sets, to drop duplicates
+  std::unordered_set<std::size_t> seen;  // hashes of the label texts, to drop duplicates
 };
 
 class Families {
  public:
-  Family& get(const std::string& name, std::string_view help, bool counter) {
-    auto [it, inserted] = index_.emplace(name, families_.size());
-    if (inserted) families_.push_back({name, std::string(help), counter, {}, {}});
-    return families_[it->second];
+  // The family `name`; `help` is called for a new one only.
+  template <std::invocable Help>
+  Family& get(std::string_view name, Help&& help, bool counter) {
+    if (auto it = index_.find(name); it != index_.end()) return families_[it->second];
+    families_.push_back({std::string(name), std::string(help()), counter, {}, {}});
+    index_.emplace(families_.back().name, families_.size() - 1);  // a view of the deque's copy
+    return families_.back();
+  }
+  Family& get(std::string_view name, std::string_view help, bool counter) {
+    return get(
+        name, [&] { return help; }, counter);
   }
   void add(Family& f, std::string labels, double value) {
-    if (f.seen.insert(labels).second) f.series.push_back({std::move(labels), value});
+    const std::size_t h = std::hash<std::string>()(labels);
+    if (!f.seen.insert(h).second)  // the same hash: a duplicate, or (rarely) another label set
+      for (auto& s : f.series)
+        if (s.labels == labels) return;
+    f.series.push_back({std::move(labels), value});
   }
   const std::deque<Family>& all() const { return families_; }
 
  private:
-  std::deque<Family> families_;  // a deque: get() hands out references that later get()s keep valid
-  std::map<std::string, std::size_t> index_;
+  std::deque<Family> families_;  // a deque: its elements never move, so views of names stay valid
+  std::unordered_map<std::string_view, std::size_t> index_;
 };
 
+void append_escaped_label_value(std::string& out, std::string_view v) {
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+}
+
 std::string labels_text(const std::vector<std::pair<std::string, std::string>>& labels) {
-  if (labels.empty()) return {};
-  std::string out = "{";
+  std::string out;
+  if (labels.empty()) return out;
+  out.reserve(16 * labels.size());
+  out += '{';
   for (auto& [k, v] : labels) {
     if (out.size() > 1) out += ',';
-    out += k + "=\"" + escape_label_value(v) + "\"";
+    out += k;
+    out += "=\"";
+    append_escaped_label_value(out, v);
+    out += '"';
   }
-  return out + "}";
+  out += '}';
+  return out;
 }
 
 std::string one_label(std::string_view k, std::string_view v) {
@@ -64,20 +97,23 @@ const kiwi::MetricSpec* find_spec(const kiwi::AgentStats& stats, std::string_vie
   return nullptr;
 }
 
+void append_value(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "+Inf" : "-Inf";
+  } else {
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+  }
+}
+
 }  // namespace
 
 std::string escape_label_value(std::string_view v) {
   std::string out;
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
+  append_escaped_label_value(out, v);
   return out;
 }
 
@@ -95,24 +131,25 @@ std::string escape_help(std::string_view v) {
 }
 
 std::string format_value(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
+  std::string out;
+  append_value(out, v);
+  return out;
 }
 
 std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   Families fams;
+  std::string name;  // reused: no allocation per metric for the lookup
   for (auto& sensor : snap.sensors)
     for (auto& m : sensor.metrics) {
-      const kiwi::MetricSpec* spec = find_spec(stats, sensor.plugin, m.name);
       const bool counter = m.kind == kiwi::MetricKind::counter;
-      std::string name = "kiwi_" + m.name;
+      name.assign("kiwi_").append(m.name);
       if (counter && !name.ends_with("_total")) name += "_total";
-      std::string help = spec ? std::string(spec->help)
-                              : m.name + " from sensor plugin " + sensor.plugin +
-                                    (m.unit.empty() ? "" : " (" + m.unit + ")");
+      auto help = [&] {
+        const kiwi::MetricSpec* spec = find_spec(stats, sensor.plugin, m.name);
+        return spec ? std::string(spec->help)
+                    : m.name + " from sensor plugin " + sensor.plugin +
+                          (m.unit.empty() ? "" : " (" + m.unit + ")");
+      };
       fams.add(fams.get(name, help, counter), labels_text(m.labels), m.value);
     }
 
@@ -229,13 +266,22 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
                  (r.status ? std::to_string(r.status) : std::string("other")) + "\"}",
              static_cast<double>(r.count));
 
+  std::size_t size = 0;
+  for (auto& f : fams.all()) {
+    size += 2 * f.name.size() + f.help.size() + 24;
+    for (auto& s : f.series) size += f.name.size() + s.labels.size() + 26;
+  }
   std::string out;
-  out.reserve(8192);
+  out.reserve(size);
   for (auto& f : fams.all()) {
     if (f.series.empty()) continue;
-    out += "# HELP " + f.name + " " + escape_help(f.help) + "\n";
-    out += "# TYPE " + f.name + (f.counter ? " counter\n" : " gauge\n");
-    for (auto& s : f.series) out += f.name + s.labels + " " + format_value(s.value) + "\n";
+    out.append("# HELP ").append(f.name).append(" ").append(escape_help(f.help)).append("\n");
+    out.append("# TYPE ").append(f.name).append(f.counter ? " counter\n" : " gauge\n");
+    for (auto& s : f.series) {
+      out.append(f.name).append(s.labels).append(" ");
+      append_value(out, s.value);
+      out += '\n';
+    }
   }
   return out;
 }

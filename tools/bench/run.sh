@@ -8,8 +8,9 @@
 # Usage: tools/bench/run.sh [MODE] [OPTIONS]
 #   (no mode)        full matrix: 3 repetitions x 20 s, connections 1 8 32, plus start-up and
 #                    body sizes (about 30 minutes)
-#   --quick          1 repetition x 3 s, connections 1 and 32, and --scale at 1/16 for 3 s (under
-#                    2 minutes once built); writes
+#   --quick          1 repetition x 3 s, connections 1 and 32, --scale at 1/16 for 3 s and the
+#                    Catch2 micro-benchmarks (kiwi-bench-micro) with 3 samples (under 2 minutes
+#                    once built); writes
 #                    build/bench/benchmarks-quick.md, not docs/benchmarks.md (unless --out)
 #   --soak [MIN]     history route at 32 connections for MIN minutes (default 5), RSS and PSS
 #                    sampled every second, then PRAGMA quick_check on the database
@@ -879,6 +880,21 @@ run_scale() {
     --doc "$out" >/dev/null || check_failures+=("scale: tools/bench/scale.py failed (its messages are above)")
 }
 
+# Catch2 BENCHMARKs of the parsers, the sample codec and the renderer (tools/bench/micro.cpp),
+# built with the tests: the quick mode runs them with 3 samples, as a smoke test (figures from it
+# mean little; run the binary alone for them).
+run_micro() {
+  local micro=$build_dir/bin/kiwi-bench-micro
+  if [[ ! -x $micro ]]; then
+    say "micro-benchmarks: not built in $build_dir (they come with -DKIWI_BUILD_TESTS=ON)"
+    return
+  fi
+  say "micro-benchmarks: $micro, 3 samples each"
+  "$micro" --benchmark-samples 3 --benchmark-resamples 100 --benchmark-warmup-time 10 \
+    >"$results/micro.txt" 2>&1 ||
+    check_failures+=("micro-benchmarks: $micro failed (output: $results/micro.txt)")
+}
+
 run_reload() {
   local rounds=$reload_rounds load_before cfg=$run/reload.toml tsv=$results/reload.tsv
   local port_a port_b i t0 deadline now from to from_port to_port t200 trefused rc code start_time
@@ -1224,8 +1240,9 @@ if ((ncpu >= 2)); then taskset -pc 1 $$ >/dev/null; fi
 say "pinning: $pinning"
 say "results: $results; output: $out"
 case $mode in
-  # quick: the scale runner at 1/16 for 3 s too, so that it and the generated host keep working.
-  quick) run_matrix; scale_seconds=3 scale_warmup=1 scale_divide=16 run_scale ;;
+  # quick: the scale runner at 1/16 for 3 s and the micro-benchmarks with 3 samples too, so that
+  # they and the generated host keep working.
+  quick) run_matrix; scale_seconds=3 scale_warmup=1 scale_divide=16 run_scale; run_micro ;;
   full) run_matrix ;;
   soak) run_soak ;;
   idle) run_idle ;;
