@@ -6,6 +6,7 @@ Only the Python 3 standard library."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -377,3 +378,25 @@ def guarded(body, say, failure_status=1):
     except KeyboardInterrupt:
         say("interrupted; every process it started is stopped")
         return 130
+
+
+def kiwi_config(binary, changes):
+    """The agent's built-in configuration (kiwi-agent --print-default-config) with some settings
+    changed: `changes` maps (table, key) to a value (a str is written quoted, anything else as
+    is). Every one must exist in the default: a renamed setting fails here, not silently."""
+    text = subprocess.run([binary, "--print-default-config"], capture_output=True, text=True,
+                          check=True).stdout
+    changes = dict(changes)
+    out, table = [], None
+    for line in text.splitlines():
+        m = re.match(r"\[+([a-z_.]+)\]+", line)
+        if m:
+            table = m.group(1)
+        k = re.match(r"([a-z_]+) = ", line)
+        if k and (table, k.group(1)) in changes:
+            v = changes.pop((table, k.group(1)))
+            line = f'{k.group(1)} = ' + (f'"{v}"' if isinstance(v, str) else str(v))
+        out.append(line)
+    if changes:
+        raise Failure(f"kiwi-agent --print-default-config has no {sorted(changes)}")
+    return "\n".join(out) + "\n"

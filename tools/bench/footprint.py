@@ -55,8 +55,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import (Failure, Processes, Results, TreeMeter, find_program,  # noqa: E402
-                      free_ports, guarded, loadavg, publish, read_results, version_line,
-                      wait_until)
+                      free_ports, guarded, kiwi_config, loadavg, publish, read_results,
+                      version_line, wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Footprint: beside node_exporter, Netdata and collectd"
@@ -109,25 +109,13 @@ class Kiwi(Agent):
     def __init__(self, workdir, port, binary, shm):
         super().__init__(workdir, port)
         self.binary = binary
-        text = subprocess.run([binary, "--print-default-config"], capture_output=True, text=True,
-                              check=True).stdout
-        changes = {("agent", "data_dir"): os.path.join(workdir, "data"),
-                   ("http", "bind"): f"127.0.0.1:{port}",
-                   ("collector", "snapshot_path"): os.path.join(shm, "current.json")}
-        out, table = [], None
-        for line in text.splitlines():
-            m = re.match(r"\[+([a-z_.]+)\]+", line)
-            if m:
-                table = m.group(1)
-            k = re.match(r"([a-z_]+) = ", line)
-            if k and (table, k.group(1)) in changes:
-                line = f'{k.group(1)} = "{changes.pop((table, k.group(1)))}"'
-            out.append(line)
-        if changes:
-            raise Failure(f"kiwi-agent --print-default-config has no {sorted(changes)}")
+        text = kiwi_config(binary, {("agent", "data_dir"): os.path.join(workdir, "data"),
+                                    ("http", "bind"): f"127.0.0.1:{port}",
+                                    ("collector", "snapshot_path"):
+                                        os.path.join(shm, "current.json")})
         self.config = os.path.join(workdir, "kiwi.toml")
         with open(self.config, "w") as f:
-            f.write("\n".join(out) + "\n")
+            f.write(text)
 
     def argv(self):
         return [self.binary, "--config", self.config]

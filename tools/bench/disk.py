@@ -1,0 +1,221 @@
+#!/usr/bin/python3
+"""Disk writes: what kiwi-agent writes to flash per hour, at steady state and on a young history.
+
+Runs the agent on its built-in configuration (the six default sensors at 1 s, commit every 10 s)
+twice side by side, each with its own data directory on a disk filesystem and the snapshot file
+on tmpfs (as /run when installed):
+
+  - steady: retention = "1m", so from the first minute on every prune (once a minute) removes
+    about what the minute added: the file has stopped growing and freed pages are reused, as
+    after 24 h at the default retention (a database that really holds 24 h differs only in the
+    depth of its b-trees: one more interior page per commit at most);
+  - young: the default 24 h retention on a new file (nothing pruned yet).
+
+With --baseline BIN, that binary (another build, e.g. the commit before a storage change) runs the
+same two cases at the same time, so the two are compared in one window on one machine. After
+--warmup seconds (default 90: the steady case has pruned) it measures over --seconds (default
+600) write_bytes of each agent (/proc/PID/io: the bytes it caused to be written to the block
+device; its WAL, the checkpoints into the database file, nothing else: the log goes to tmpfs).
+At the end, from each database: blocks or rows, their average size, and the page count, for the
+floor arithmetic in docs/benchmarks.md.
+
+One JSON line per measurement goes to --results (default build/bench/disk.jsonl); the report
+renders the last run as the section "Disk writes: steady state" (--doc puts it into a file, e.g.
+docs/benchmarks.md). Every process started is stopped by its PID at the end.
+
+Usage: tools/bench/disk.py [--seconds S] [--warmup S] [--agent-bin PATH] [--baseline PATH]
+                           [--results FILE] [--doc FILE]
+       tools/bench/disk.py --report FILE [--doc FILE]
+"""
+
+import argparse
+import datetime
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import (Failure, Processes, Results, free_ports, guarded,  # noqa: E402
+                      kiwi_config, loadavg, publish, read_int_fields, read_results,
+                      version_line, wait_until)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SECTION = "## Disk writes: steady state"
+CASES = (("steady", "1m"), ("young", "24h"))
+
+
+def say(msg):
+    print(f"disk: {msg}", file=sys.stderr, flush=True)
+
+
+def db_figures(path):
+    """Blocks (schema 3) or tick rows (older), their average stored size, pages in the file."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        out = {"pages": con.execute("PRAGMA page_count").fetchone()[0],
+               "page_size": con.execute("PRAGMA page_size").fetchone()[0],
+               "freelist": con.execute("PRAGMA freelist_count").fetchone()[0]}
+        if "blocks" in tables:
+            n, ticks, size = con.execute(
+                "SELECT count(*), sum(ticks), avg(length(data)) FROM blocks").fetchone()
+            out.update(blocks=n, block_ticks=ticks, block_bytes=size)
+        n, size = con.execute("SELECT count(*), avg(length(data)) FROM samples").fetchone()
+        out.update(rows=n, row_bytes=size)
+        n, size = con.execute("SELECT count(*), avg(length(data)) FROM rollups").fetchone()
+        out.update(rollups=n, rollup_bytes=size)
+        return out
+    finally:
+        con.close()
+
+
+def run(args):
+    binaries = [("this build", args.agent_bin)]
+    if args.baseline:
+        binaries.append(("baseline", args.baseline))
+    for _, b in binaries:
+        if not os.access(b, os.X_OK):
+            raise Failure(f"no agent binary at {b} (tools/build.sh builds one)")
+    os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
+    work = tempfile.mkdtemp(prefix="disk.", dir=os.path.join(ROOT, "build", "bench"))
+    shm_root = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    shm = tempfile.mkdtemp(prefix="kiwi-disk.", dir=shm_root)
+    os.chmod(shm, 0o755)
+    fs = subprocess.run(["stat", "-f", "-c", "%T", work], capture_output=True, text=True).stdout
+    run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    res = Results(args.results, run_id)
+    res.add("run", "command", " ".join(["tools/bench/disk.py"] + sys.argv[1:]), "")
+    res.add("run", "machine", {"cpus": os.cpu_count(), "filesystem": fs.strip(),
+                               "seconds": args.seconds, "warmup": args.warmup,
+                               "kernel": os.uname().release}, "")
+    res.add("run", "loadavg_before", loadavg(), "")
+    procs = Processes(work)
+    agents = []
+    try:
+        ports = free_ports(len(binaries) * len(CASES))
+        for (label, binary), i in zip(binaries, range(len(binaries))):
+            for (case, retention), j in zip(CASES, range(len(CASES))):
+                name = f"{'base' if i else 'this'}-{case}"
+                d = os.path.join(work, name)
+                snap = os.path.join(shm, name)
+                os.makedirs(d)
+                os.makedirs(snap, mode=0o755)
+                port = ports[i * len(CASES) + j]
+                text = kiwi_config(binary, {("agent", "data_dir"): os.path.join(d, "data"),
+                                            ("http", "bind"): f"127.0.0.1:{port}",
+                                            ("collector", "retention"): retention,
+                                            ("collector", "snapshot_path"):
+                                                os.path.join(snap, "current.json")})
+                cfg = os.path.join(d, "kiwi.toml")
+                with open(cfg, "w") as f:
+                    f.write(text)
+                p = procs.start(name, "kiwi-agent", [binary, "--config", cfg], cwd=d,
+                                log_dir=snap)
+                agents.append({"label": label, "binary": binary, "case": case,
+                               "retention": retention, "proc": p, "port": port,
+                               "db": os.path.join(d, "data", "kiwi.db"),
+                               "version": version_line([binary])})
+        for a in agents:
+            wait_until(f"{a['case']} agent ({a['label']}) answering",
+                       lambda a=a: _answers(a["port"]), 15, procs)
+        say(f"{len(agents)} agents running; warm-up {args.warmup:.0f} s")
+        time.sleep(args.warmup)
+        procs.check_alive()
+        start = time.monotonic()
+        before = [_written(a["proc"].pid) for a in agents]
+        say(f"measuring {args.seconds:.0f} s")
+        time.sleep(args.seconds)
+        procs.check_alive()
+        elapsed = time.monotonic() - start
+        after = [_written(a["proc"].pid) for a in agents]
+        for a, w0, w1 in zip(agents, before, after):
+            procs.stop(a["proc"])
+            figures = db_figures(a["db"])
+            value = {"label": a["label"], "case": a["case"], "retention": a["retention"],
+                     "version": a["version"], "binary": a["binary"],
+                     "write_bytes": w1 - w0, "seconds": elapsed,
+                     "mb_per_h": (w1 - w0) * 3600 / elapsed / 1e6, **figures}
+            res.add(a["label"], "disk", value, "")
+            say(f"{a['label']} {a['case']}: {value['mb_per_h']:.2f} MB/h")
+        res.add("run", "loadavg_after", loadavg(), "")
+    finally:
+        procs.stop_all()
+        subprocess.run(["rm", "-rf", shm, work], check=False)
+    return read_results(args.results)
+
+
+def _answers(port):
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def _written(pid):
+    return read_int_fields(f"/proc/{pid}/io", ["write_bytes"])["write_bytes"]
+
+
+def render(rows):
+    rows = [r for r in rows if r["run"] == rows[-1]["run"]]  # the last run of the file
+    run = {r["measure"]: r["value"] for r in rows if r["side"] == "run"}
+    disks = [r["value"] for r in rows if r["measure"] == "disk"]
+    if not disks:
+        raise Failure("no disk measurements in the results")
+    m = run.get("machine", {})
+    out = [SECTION, "",
+           f"- command: `{run.get('command', '?')}` ({rows[0]['run']})",
+           f"- machine: {m.get('cpus')} CPUs, Linux {m.get('kernel')}; data on {m.get('filesystem')}; "
+           f"load average before: {run.get('loadavg_before', '?')}, after: "
+           f"{run.get('loadavg_after', '?')}",
+           f"- {len(disks)} agents at once, each on the built-in configuration (six sensors at 1 s, "
+           "commit every 10 s) with its own data directory, snapshot on tmpfs; "
+           f"write_bytes over {m.get('seconds', 0):.0f} s after {m.get('warmup', 0):.0f} s of "
+           "warm-up; steady = retention 1m (every minute's prune frees what the minute added, "
+           "as after 24 h), young = retention 24h on a new file", ""]
+    out += ["| build | history | disk writes | per commit | stored per commit | pages in file |",
+            "|---|---|---:|---:|---:|---:|"]
+    for d in disks:
+        commits = d["seconds"] / 10
+        if d.get("blocks"):
+            stored = f"{d['block_bytes']:.0f} B (one block of {d['block_ticks'] / d['blocks']:.1f} ticks)"
+        else:
+            stored = f"{d['row_bytes'] * 10:.0f} B (10 rows of {d['row_bytes']:.0f} B)"
+        out.append(f"| {d['label']}: {d['version']} | {d['case']} | {d['mb_per_h']:.2f} MB/h | "
+                   f"{d['write_bytes'] / commits / 1024:.1f} KiB | {stored} | {d['pages']} |")
+    base = {d["case"]: d for d in disks if d["label"] == "baseline"}
+    for d in disks:
+        if d["label"] != "baseline" and d["case"] in base and base[d["case"]]["mb_per_h"] > 0:
+            out.append("")
+            out.append(f"- {d['case']}: this build writes {d['mb_per_h'] / base[d['case']]['mb_per_h']:.2f} "
+                       "of the baseline's bytes in the same window")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n", 1)[1])
+    ap.add_argument("--seconds", type=float, default=600.0)
+    ap.add_argument("--warmup", type=float, default=90.0)
+    ap.add_argument("--agent-bin", default=os.path.join(ROOT, "build", "bin", "kiwi-agent"))
+    ap.add_argument("--baseline", metavar="BIN")
+    ap.add_argument("--results", default=os.path.join(ROOT, "build", "bench", "disk.jsonl"))
+    ap.add_argument("--report", metavar="FILE")
+    ap.add_argument("--doc", metavar="FILE")
+    args = ap.parse_args()
+
+    def body():
+        rows = read_results(args.report) if args.report else run(args)
+        publish(render(rows), SECTION, say, doc=args.doc)
+        return 0
+
+    return guarded(body, say)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
