@@ -1164,10 +1164,11 @@ assemble() {
   mem=$(awk '/^MemTotal:/{printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
   cpu=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/.*: //')
   # Sections that other programs write into $out (--doc), not this script, kept as they are, in
-  # this order: tools/bench/footprint.py, scale.py and fleet.py.
+  # this order: tools/bench/footprint.py, scale.py, fleet.py and disk.py (with the hand-written
+  # "Disk writes: where the bytes go" after it).
   local kept=() heading text
   if [[ -f $out ]]; then
-    for heading in "Footprint: " "Scale: " "Fleet: "; do
+    for heading in "Footprint: " "Scale: " "Fleet: " "Disk writes: "; do
       text=$(awk -v h="## $heading" 'index($0, h) == 1 {f=1; print; next} f && /^## /{f=0} f' "$out")
       if [[ -n $text ]]; then kept+=("$text"); fi
     done
