@@ -763,9 +763,12 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
       sqlite3_reset(insert_series_);
       if (rc != SQLITE_DONE) fail("cannot add series " + s.key);
     }
-    // One block per commit (more only for a queue longer than kMaxBlockSpanMs).
+    // One block per commit (more only for a queue longer than kMaxBlockSpanMs, or one whose
+    // ticks do not rise: the collector's always do, a caller's might not).
     for (std::size_t i = 0, j; i < rows.size(); i = j) {
-      for (j = i + 1; j < rows.size() && rows[j].first - rows[i].first < kMaxBlockSpanMs;) ++j;
+      for (j = i + 1; j < rows.size() && rows[j].first > rows[j - 1].first &&
+                      rows[j].first - rows[i].first < kMaxBlockSpanMs;)
+        ++j;
       const std::string block = sample_codec::pack_block(rows[i].first, &rows[i], &rows[0] + j);
       sqlite3_bind_int64(insert_block_, 1, rows[i].first);
       sqlite3_bind_int64(insert_block_, 2, rows[j - 1].first);
