@@ -361,6 +361,18 @@ def publish(md, heading, say, doc=None, markdown=None):
         say(f"wrote the section to {doc}")
 
 
+def run_or_report(args, run, render, heading, say):
+    """A runner's main: measure (run(args) gives the results' rows) or, with --report FILE,
+    read an earlier run's; render it, print it and put it into --doc as `heading` (publish), all
+    guarded (Failure, SIGTERM, Ctrl-C). Returns the exit status."""
+    def body():
+        rows = read_results(args.report) if args.report else run(args)
+        publish(render(rows), heading, say, doc=args.doc)
+        return 0
+
+    return guarded(body, say)
+
+
 def guarded(body, say, failure_status=1):
     """Run a runner's main `body()` and return its exit status: a Failure is said and gives
     `failure_status`; SIGTERM (a CI timeout) and SIGINT unwind as Ctrl-C does, through the

@@ -38,9 +38,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (Failure, Processes, Results, free_ports, guarded,  # noqa: E402
-                      kiwi_config, loadavg, publish, read_int_fields, read_results,
-                      version_line, wait_until)
+from benchlib import (Failure, Processes, Results, free_ports, kiwi_config,  # noqa: E402
+                      loadavg, read_int_fields, read_results, run_or_report, version_line,
+                      wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Disk writes: steady state"
@@ -209,12 +209,7 @@ def main():
     ap.add_argument("--doc", metavar="FILE")
     args = ap.parse_args()
 
-    def body():
-        rows = read_results(args.report) if args.report else run(args)
-        publish(render(rows), SECTION, say, doc=args.doc)
-        return 0
-
-    return guarded(body, say)
+    return run_or_report(args, run, render, SECTION, say)
 
 
 if __name__ == "__main__":

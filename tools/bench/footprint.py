@@ -55,8 +55,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import (Failure, Processes, Results, TreeMeter, find_program,  # noqa: E402
-                      free_ports, guarded, kiwi_config, loadavg, publish, read_results,
-                      version_line, wait_until)
+                      free_ports, kiwi_config, loadavg, run_or_report, version_line,
+                      wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Footprint: beside node_exporter, Netdata and collectd"
@@ -468,12 +468,7 @@ def main():
     if args.quick:
         args.seconds, args.warmup = 60.0, 10.0
 
-    def body():
-        rows = read_results(args.report) if args.report else run(args)
-        publish(render(rows), SECTION, say, doc=args.doc)
-        return 0
-
-    return guarded(body, say)
+    return run_or_report(args, run, render, SECTION, say)
 
 
 if __name__ == "__main__":

@@ -41,8 +41,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bighost  # noqa: E402
 from benchlib import (Failure, Processes, Results, TreeMeter, find_program,  # noqa: E402
-                      free_ports, guarded, http_get, loadavg, publish, read_results,
-                      version_line, wait_until)
+                      free_ports, http_get, loadavg, run_or_report, version_line,
+                      wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Scale: a big host and its 1/4 and 1/16"
@@ -281,12 +281,7 @@ def main():
         print('scale: --divide takes sizes among "16 4 1"', file=sys.stderr)
         return 2
 
-    def body():
-        rows = read_results(args.report) if args.report else run(args)
-        publish(render(rows), SECTION, say, doc=args.doc)
-        return 0
-
-    return guarded(body, say)
+    return run_or_report(args, run, render, SECTION, say)
 
 if __name__ == "__main__":
     sys.exit(main())
