@@ -169,11 +169,11 @@ def render(rows):
     m = run.get("machine", {})
     out = [SECTION, "",
            f"- command: `{run.get('command', '?')}` ({rows[0]['run']})",
-           f"- machine: {m.get('cpus')} CPUs, Linux {m.get('kernel')}; data on {m.get('filesystem')}; "
-           f"load average before: {run.get('loadavg_before', '?')}, after: "
+           f"- machine: {m.get('cpus')} CPUs, Linux {m.get('kernel')}; data on "
+           f"{m.get('filesystem')}; load average before: {run.get('loadavg_before', '?')}, after: "
            f"{run.get('loadavg_after', '?')}",
-           f"- {len(disks)} agents at once, each on the built-in configuration (six sensors at 1 s, "
-           "commit every 10 s) with its own data directory, snapshot on tmpfs; "
+           f"- {len(disks)} agents at once, each on the built-in configuration (six sensors at "
+           "1 s, commit every 10 s) with its own data directory, snapshot on tmpfs; "
            f"write_bytes over {m.get('seconds', 0):.0f} s after {m.get('warmup', 0):.0f} s of "
            "warm-up; steady = retention 1m (every minute's prune frees what the minute added, "
            "as after 24 h), young = retention 24h on a new file", ""]
@@ -182,7 +182,8 @@ def render(rows):
     for d in disks:
         commits = d["seconds"] / 10
         if d.get("blocks"):
-            stored = f"{d['block_bytes']:.0f} B (one block of {d['block_ticks'] / d['blocks']:.1f} ticks)"
+            per_block = d["block_ticks"] / d["blocks"]
+            stored = f"{d['block_bytes']:.0f} B (one block of {per_block:.1f} ticks)"
         else:
             stored = f"{d['row_bytes'] * 10:.0f} B (10 rows of {d['row_bytes']:.0f} B)"
         out.append(f"| {d['label']}: {d['version']} | {d['case']} | {d['mb_per_h']:.2f} MB/h | "
@@ -190,9 +191,10 @@ def render(rows):
     base = {d["case"]: d for d in disks if d["label"] == "baseline"}
     for d in disks:
         if d["label"] != "baseline" and d["case"] in base and base[d["case"]]["mb_per_h"] > 0:
+            ratio = d["mb_per_h"] / base[d["case"]]["mb_per_h"]
             out.append("")
-            out.append(f"- {d['case']}: this build writes {d['mb_per_h'] / base[d['case']]['mb_per_h']:.2f} "
-                       "of the baseline's bytes in the same window")
+            out.append(f"- {d['case']}: this build writes {ratio:.2f} of the baseline's bytes in "
+                       "the same window")
     return "\n".join(out) + "\n"
 
 
