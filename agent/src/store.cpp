@@ -82,6 +82,12 @@ std::int64_t floor_to(std::int64_t t, std::int64_t step) {
   return t - ((t % step) + step) % step;
 }
 
+// t - d (d >= 0), or INT64_MIN where that would go below it: the start of a lookback from a
+// window that may begin in the far past.
+std::int64_t minus_saturating(std::int64_t t, std::int64_t d) {
+  return t < INT64_MIN + d ? INT64_MIN : t - d;
+}
+
 void bind_text(sqlite3_stmt* st, int i, std::string_view s) {
   sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
 }
@@ -207,10 +213,7 @@ void scan_ticks(sqlite3* db, const TickStatements& t, const std::string& path, s
   std::string buf;
   std::vector<std::pair<std::int64_t, std::string_view>> ticks;
   auto run = [&](sqlite3_stmt* st, bool blocks) {
-    const std::int64_t lo = !blocks                              ? from
-                            : from < INT64_MIN + kMaxBlockSpanMs ? INT64_MIN
-                                                                 : from - kMaxBlockSpanMs;
-    sqlite3_bind_int64(st, 1, lo);
+    sqlite3_bind_int64(st, 1, blocks ? minus_saturating(from, kMaxBlockSpanMs) : from);
     sqlite3_bind_int64(st, 2, to);
     if (blocks) sqlite3_bind_int64(st, 3, from);
     int rc = SQLITE_DONE;
@@ -910,8 +913,7 @@ std::pair<std::uint64_t, std::int64_t> Store::ticks_after(std::int64_t after_ms)
   // A block that starts at or before after_ms may end after it: its later ticks count too.
   if (after_ms < INT64_MAX) {
     sqlite3_stmt* b = conn->ticks().blocks_up;
-    sqlite3_bind_int64(
-        b, 1, after_ms < INT64_MIN + kMaxBlockSpanMs ? INT64_MIN : after_ms - kMaxBlockSpanMs);
+    sqlite3_bind_int64(b, 1, minus_saturating(after_ms, kMaxBlockSpanMs));
     sqlite3_bind_int64(b, 2, after_ms);
     sqlite3_bind_int64(b, 3, after_ms + 1);
     std::string buf;
@@ -1183,8 +1185,7 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
     std::int64_t raw_from = since_ms;  // samples from here on are not in a rollup read
     if (step_ms >= kRollupMs) {
       const std::int64_t open = open_minute_.load(std::memory_order_acquire);
-      const std::int64_t lo =
-          since_ms < INT64_MIN + kRollupMs ? INT64_MIN : since_ms - (kRollupMs - 1);
+      const std::int64_t lo = minus_saturating(since_ms, kRollupMs - 1);
       const std::int64_t hi = open == INT64_MAX ? until_ms : std::min(until_ms, open - 1);
       scan_rollups(lo, hi, [&](std::int64_t ts, std::string_view blob) {
         const std::int64_t first_ts = ts + first_sample_offset(blob);
