@@ -38,9 +38,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (Failure, Processes, Results, free_ports, kiwi_config,  # noqa: E402
-                      loadavg, read_int_fields, read_results, run_or_report, version_line,
-                      wait_until)
+from benchlib import (Failure, Processes, Results, free_ports, http_get,  # noqa: E402
+                      kiwi_config, loadavg, read_int_fields, read_results, run_or_report,
+                      version_line, wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Disk writes: steady state"
@@ -148,10 +148,8 @@ def run(args):
 
 
 def _answers(port):
-    import urllib.request
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as r:
-            return r.status == 200
+        return http_get(f"http://127.0.0.1:{port}/api/health", timeout=2)[0] == 200
     except OSError:
         return False
 
