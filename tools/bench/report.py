@@ -482,8 +482,8 @@ def render_targets(res, results_dir):
     fp = [r["value"] for r in res["footprint"] if r["measure"] == "footprint"]
     kiwi = next((f for f in fp if f["agent"] == "kiwi-agent"), None)
     node = next((f for f in fp if f["agent"] == "node_exporter"), None)
-    fsrc = (f"tools/bench/footprint.py (--footprint), whole tree over {kiwi['window_s']:.0f} s, {res['footprint'][0]['run']}"
-            if kiwi else "run --footprint (root)")
+    fsrc = (f"tools/bench/footprint.py (--footprint), whole tree over {kiwi['window_s']:.0f} s, "
+            f"{res['footprint'][0]['run']}" if kiwi else "run --footprint (root)")
     row("idle CPU at 1 Hz, polled once a second", "≤ 0.05 % of a core",
         f"{kiwi['cpu_pct']:.3f} %" if kiwi else "", kiwi["cpu_pct"] <= 0.05 if kiwi else None,
         fsrc)
