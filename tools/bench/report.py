@@ -534,7 +534,7 @@ def render_targets(res, results_dir):
             "tools/bench/disk.py)")
     else:
         row("disk writes at steady state", "≤ 1.0 MB/h", "", None,
-            "run --idle or tools/bench/disk.py")
+            f"run --idle, or tools/bench/disk.py --results {rel(results_dir)}/disk.jsonl")
 
     sm = startup_median(res["startup"])
     row("start-up, exec to the first 200", "≤ 20 ms",
