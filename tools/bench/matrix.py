@@ -1,6 +1,7 @@
 """The HTTP matrix of tools/bench/run.sh (the default mode, --quick, and the first step of --all):
-start-up time, the history filled, the history body's size, then every route at each connection
-count against the ceiling server with the same body size, side by side, several repetitions with
+start-up time (on a fresh data directory and on one holding 24 h of history), the history filled,
+the history body's size, then every route at each connection count against the ceiling server
+with the same body size, side by side, several repetitions with
 the route order rotated.
 
 Each wrk run, each start-up run and each body size is one JSON line (results/matrix.jsonl,
@@ -210,19 +211,64 @@ class Ceiling:
             self.p = None
 
 
+def fill_day(b):
+    """A data directory holding 24 h of 1 Hz history ending now (build/bin/kiwi-bench-fill,
+    built with the tests: 112 series through the agent's Store, a commit every 10 s); its path,
+    or None when the tool is not in the build tree."""
+    fill = os.path.join(b.build_dir, "bin", "kiwi-bench-fill")
+    if not os.access(fill, os.X_OK):
+        b.say(f"start-up on 24 h of history: no {fill} (it comes with -DKIWI_BUILD_TESTS=ON); "
+              "skipped")
+        return None
+    d = os.path.join(b.run_dir, "day-data")
+    shutil.rmtree(d, ignore_errors=True)
+    out = subprocess.run([fill, d], capture_output=True, text=True, timeout=600)
+    if out.returncode:
+        raise Failure(f"{fill} failed: {(out.stdout + out.stderr).strip()}")
+    b.say(out.stdout.strip())
+    return d
+
+
 def measure_startup(b):
     """Exec to the first 200 on / (server up) and on /api/current (first sample served), 5 times
-    on a fresh data directory, with the agent's CPU time and run-queue wait until then."""
+    on a fresh data directory and 5 times on a copy of one holding 24 h of history (fill_day),
+    with the agent's CPU time and run-queue wait until then."""
     res = b.results("startup")
     load_before = loadavg()
-    b.say("start-up: 5 runs, exec to first 200")
+    day = fill_day(b)
+    if day:
+        # What the agent's open costs on such a file: its PRAGMA quick_check reads every page.
+        db = os.path.join(day, "kiwi.db")
+        ms = []
+        for _ in range(3):
+            t0 = time.monotonic_ns()
+            subprocess.run(["sqlite3", db, "PRAGMA quick_check(1);"], check=True,
+                           capture_output=True)
+            ms.append((time.monotonic_ns() - t0) / 1e6)
+        res.add("agent", "quick_check", {"ms": sorted(ms)[1], "db_bytes": os.path.getsize(db)},
+                "")
+    for data in ("fresh", "24h") if day else ("fresh",):
+        b.say(f"start-up: 5 runs, exec to first 200, {data} data directory")
+        startup_runs(b, res, data, day)
+    b.section_meta(res, load_before)
+    if day:
+        shutil.rmtree(day, ignore_errors=True)
+
+
+def startup_runs(b, res, data, day):
+    size = 0
     for i in range(1, 6):
         for attempt in range(1, 4):
             port = free_ports(1)[0]
             t0 = time.monotonic_ns()
             p = None
             try:
-                shutil.rmtree(os.path.join(b.run_dir, "startup-data"), ignore_errors=True)
+                target = os.path.join(b.run_dir, "startup-data")
+                shutil.rmtree(target, ignore_errors=True)
+                if data == "24h":
+                    shutil.copytree(day, target)
+                    size = sum(os.path.getsize(os.path.join(target, f))
+                               for f in os.listdir(target))
                 cfg = b.config("startup", bind=f"127.0.0.1:{port}")
                 t0 = time.monotonic_ns()
                 p = b.procs.start("agent", "startup", b.pin_server + [
@@ -247,13 +293,14 @@ def measure_startup(b):
             b.say(f"start-up run {i}: no 200 (try {attempt}; log: {p.log})")
         if t_current is None:
             raise Failure(f"start-up run {i}: no 200 within 5 s (log: {p.log})")
-        res.add("agent", "startup", {"run": i, "root_ms": t_root / 1e6,
-                                     "current_ms": t_current / 1e6, "cpu_ms": cpu / 1e3,
-                                     "wait_ms": wait / 1e3}, "")
-    b.section_meta(res, load_before)
-    rows = [r["value"] for r in res.rows if r["measure"] == "startup"]
+        res.add("agent", "startup", {"run": i, "data": data, "db_bytes": size,
+                                     "root_ms": t_root / 1e6, "current_ms": t_current / 1e6,
+                                     "cpu_ms": cpu / 1e3, "wait_ms": wait / 1e3}, "")
+    rows = [r["value"] for r in res.rows if r["measure"] == "startup"
+            and r["value"].get("data") == data]
     med = sorted(r["current_ms"] for r in rows)[2]
-    b.say(f"start-up median to the first 200 on /api/current: {med:.1f} ms")
+    b.say(f"start-up median to the first 200 on /api/current, {data} data directory: "
+          f"{med:.1f} ms")
 
 
 def run(b):

@@ -222,27 +222,54 @@ def render_matrix(rows, results_dir):
     return "".join(out)
 
 
+def startup_groups(rows):
+    """{"fresh": [runs], "24h": [runs]} (runs before the 24 h case existed count as fresh)."""
+    out = {}
+    for r in values(rows, "startup"):
+        out.setdefault(r.get("data", "fresh"), []).append(r)
+    return out
+
+
 def render_startup(rows):
-    runs = values(rows, "startup")
+    groups = startup_groups(rows)
     out = [section_header("Start-up", meta(rows, "section"))]
-    out.append(f"- exec to first 200, {len(runs)} runs, a fresh data directory each run (the "
-               "database is created); agent pinned to CPU 0, the poller (a socket from Python, "
-               "no process per try) on CPU 1\n")
+    n = max(len(v) for v in groups.values())
+    out.append(f"- exec to first 200, {n} runs each: a fresh data directory each run (the "
+               "database is created)")
+    day = groups.get("24h")
+    if day:
+        mb = day[0]["db_bytes"] / 1e6
+        out.append(f", and a copy of one holding 24 h of 1 Hz history ({mb:.1f} MB, written by "
+                   "`build/bin/kiwi-bench-fill` through the agent's Store, a commit every 10 s, "
+                   "ending when the runs began; copied before each run, so it is in the "
+                   "page cache: a start after a reboot reads it from flash)")
+    out.append("; agent pinned to CPU 0, the poller (a socket from Python, no process per try) "
+               "on CPU 1\n")
     out.append("- agent CPU time and run-queue wait (all threads, /proc/PID/task/*/schedstat) "
                "until the first 200 on `/api/current`: the wait is time the agent was runnable "
-               "but another process had the CPU\n\n")
-    out.append("| measure | median | runs |\n|---|---:|---|\n")
+               "but another process had the CPU\n")
+    qc = values(rows, "quick_check")
+    if qc:
+        out.append(f"- `sqlite3 kiwi.db 'PRAGMA quick_check(1);'` on the 24 h file (the check "
+                   f"the agent's store runs at open; it reads every page): {qc[-1]['ms']:.1f} ms, "
+                   "median of 3, the sqlite3 process included\n")
+    out.append("\n")
+    cols = [k for k in ("fresh", "24h") if k in groups]
+    out.append("| measure | " + " | ".join(f"{k} data directory: median | runs" for k in cols)
+               + " |\n|---" + "|---:|---" * len(cols) + "|\n")
     for label, key in (("first 200 on `/`, ms", "root_ms"),
                        ("first 200 on `/api/current` (first sample served), ms", "current_ms"),
                        ("agent CPU time, ms", "cpu_ms"), ("agent run-queue wait, ms", "wait_ms")):
-        vs = [r[key] for r in runs]
-        out.append(f"| {label} | {statistics.median(vs):.1f} | "
-                   + "".join(f"{v:.1f} " for v in vs) + "|\n")
+        cells = []
+        for k in cols:
+            vs = [r[key] for r in groups[k]]
+            cells.append(f"{statistics.median(vs):.1f} | " + " ".join(f"{v:.1f}" for v in vs))
+        out.append(f"| {label} | " + " | ".join(cells) + " |\n")
     return "".join(out) + "\n"
 
 
-def startup_median(rows):
-    runs = values(rows, "startup")
+def startup_median(rows, data="fresh"):
+    runs = startup_groups(rows).get(data)
     if not runs:
         return None
     return (statistics.median(r["root_ms"] for r in runs),
@@ -536,13 +563,16 @@ def render_targets(res, results_dir):
         row("disk writes at steady state", "≤ 1.0 MB/h", "", None,
             f"run --idle, or tools/bench/disk.py --results {rel(results_dir)}/disk.jsonl")
 
-    sm = startup_median(res["startup"])
-    row("start-up, exec to the first 200", "≤ 20 ms",
+    sm, sd = startup_median(res["startup"]), startup_median(res["startup"], "24h")
+    when = meta(res["startup"], "section").get("when", "?")
+    row("start-up, exec to the first 200, data directory holding 24 h", "≤ 20 ms",
+        f"{sd[1]:.1f} ms on `/api/current` ({sd[0]:.1f} ms on `/`)" if sd else "",
+        sd[1] <= 20 if sd else None,
+        f"median of 5, a copy of kiwi-bench-fill's day, {when}" if sd else
+        "run the matrix with kiwi-bench-fill built (-DKIWI_BUILD_TESTS=ON)")
+    row("start-up, exec to the first 200, fresh data directory", "≤ 20 ms",
         f"{sm[1]:.1f} ms on `/api/current` ({sm[0]:.1f} ms on `/`)" if sm else "",
-        sm[1] <= 20 if sm else None,
-        (f"median of {len(values(res['startup'], 'startup'))}, fresh data directory (the "
-         f"target asks one holding 24 h), {meta(res['startup'], 'section').get('when', '?')}")
-        if sm else "run the matrix")
+        sm[1] <= 20 if sm else None, f"median of 5, {when}" if sm else "run the matrix")
 
     sc = {r["value"]["divide"]: r["value"] for r in res["scale"] if r["measure"] == "scale"}
     if 1 in sc and 4 in sc:
