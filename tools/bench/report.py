@@ -2,13 +2,13 @@
 """Renders docs/benchmarks.md from the JSON lines of tools/bench/run.sh's modes.
 
 Reads the last run of each results file in the results directory (matrix.jsonl, startup.jsonl,
-bodies.jsonl, soak.jsonl, idle.jsonl, reload.jsonl, machine.jsonl; footprint.jsonl, scale.jsonl
-and disk.jsonl for the targets table) and rewrites the page: the introduction, the machine, the
-targets table (issue 17's targets, each with its verdict and the source of its figure; a target
-without results says "not measured"), then the sections. A section of these modes whose results
-are not in the directory is kept as it is in the page, and so is every other section (those that
-tools/bench/footprint.py, scale.py, fleet.py and disk.py put into the page, and the hand-written
-ones), each where it was.
+keepalive.jsonl, bodies.jsonl, soak.jsonl, idle.jsonl, reload.jsonl, machine.jsonl;
+footprint.jsonl, scale.jsonl and disk.jsonl for the targets table) and rewrites the page: the
+introduction, the machine, the targets table (issue 17's targets, each with its verdict and the
+source of its figure; a target without results says "not measured"), then the sections. A section
+of these modes whose results are not in the directory is kept as it is in the page, and so is every
+other section (those that tools/bench/footprint.py, scale.py, fleet.py and disk.py put into the
+page, and the hand-written ones), each where it was.
 
 Usage: tools/bench/report.py [--results DIR] [--out FILE]
   (defaults: build/bench/results and docs/benchmarks.md; tools/bench/run.sh --report-only runs
@@ -26,6 +26,7 @@ ROUTES = {"root": "/", "current": "/api/current", "history": "/api/history?limit
           "metrics": "/metrics"}
 MATRIX = "## Throughput and latency: agent vs ceiling"
 STARTUP = "## Start-up"
+KEEPALIVE = "## Keep-alive: 1,000 idle connections"
 SOAK = "## Soak: history at 32 connections"
 IDLE = "## Idle: CPU and disk writes at 1 Hz"
 RELOAD = "## Reload: SIGHUP"
@@ -33,7 +34,7 @@ BODIES = "## History body size"
 MACHINE = "## Machine"
 TARGETS = "## Targets (issue 17)"
 NOTES_HEADING = "## How to read these figures"
-OWNED = (MATRIX, STARTUP, SOAK, IDLE, RELOAD, BODIES)  # in the order of a new page
+OWNED = (MATRIX, STARTUP, KEEPALIVE, SOAK, IDLE, RELOAD, BODIES)  # in the order of a new page
 
 INTRO = """# kiwi-agent benchmarks
 
@@ -277,6 +278,58 @@ def startup_median(rows, data="fresh"):
 
 
 # ----------------------------------------------------------------------------------------------
+# keep-alive
+
+
+def keepalive_summary(rows):
+    """{conns: {"without": [runs before and after], "with": [runs]}}."""
+    out = {}
+    for r in rows:
+        if r["measure"] != "wrk":
+            continue
+        v = r["value"]
+        phase = "with" if v["rep"] == "with" else "without"
+        out.setdefault(v["conns"], {"without": [], "with": []})[phase].append(v)
+    return out
+
+
+def keepalive_ratio(cell):
+    """resp/s with the idle connections over the mean of the runs without them."""
+    base = statistics.mean(x["rps"] for x in cell["without"]) if cell["without"] else 0
+    return cell["with"][0]["rps"] / base if base and cell["with"] else None
+
+
+def render_keepalive(rows):
+    sw = meta(rows, "swarm")
+    s = keepalive_summary(rows)
+    st, en = sw.get("start", {}), sw.get("end", {})
+    out = [section_header("Keep-alive: 1,000 idle connections", meta(rows, "section"))]
+    out.append(f"- `/api/current` with wrk ({sw.get('duration', '?')} s a run) on the agent's "
+               f"defaults (`[http] max_connections` 256), without, then with {sw.get('count')} "
+               "idle keep-alive connections (tools/faults/faults.py's `Swarm`: each sends one "
+               "GET, reads the answer, then stays silent; one the agent closes is opened again a "
+               "second later), then without again; ratio = with / mean of the two without; "
+               f"ulimit -n {sw.get('ulimit_n', '?')}\n")
+    out.append(f"- the swarm while wrk ran: {en.get('connects', 0) - st.get('connects', 0)} "
+               f"connects, {en.get('closed_by_server', 0) - st.get('closed_by_server', 0)} "
+               f"closed by the agent, {en.get('connect_errors', 0) - st.get('connect_errors', 0)}"
+               f" connect errors; {en.get('open_now', '?')} open at the end\n\n")
+    out.append("| conns | without: resp/s (before, after) | with: resp/s | ratio | p99 ms "
+               "without / with | errors with (non-2xx + bad + socket) |\n"
+               "|---:|---:|---:|---:|---:|---:|\n")
+    for c, cell in s.items():
+        q = keepalive_ratio(cell)
+        w = cell["with"][0] if cell["with"] else None
+        wo = cell["without"]
+        p99 = statistics.median(x["p99_us"] for x in wo) / 1000 if wo else 0
+        out.append(f"| {c} | " + ", ".join(f"{x['rps']:.0f}" for x in wo) + " | "
+                   + (f"{w['rps']:.0f} | **{q:.2f}** | {p99:.2f} / {w['p99_us'] / 1000:.2f} | "
+                      f"{w['non2xx'] + w['bad_body'] + w['socket_errors']} |" if w and q
+                      else "- | - | - | - |") + "\n")
+    return "".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------------------------
 # soak, idle, reload, bodies
 
 
@@ -503,8 +556,22 @@ def render_targets(res, results_dir):
         for route in ROUTES:
             row(f"`{ROUTES[route]}` vs ceiling, 1, 8 and 32 conns", "resp/s ≥ 0.95, p99 ≤ 1.2x",
                 "", None, "run the matrix (tools/bench/run.sh)")
-    row("`/api/current` with 1,000 idle keep-alive connections open", "≥ 0.9 of its rate "
-        "without them", "", None, "no runner measures it yet")
+    ka = keepalive_summary(res["keepalive"])
+    name = "`/api/current` with 1,000 idle keep-alive connections open"
+    if ka:
+        qs = {c: keepalive_ratio(cell) for c, cell in ka.items()}
+        errs = sum(x["non2xx"] + x["bad_body"] + x["socket_errors"]
+                   for cell in ka.values() for x in cell["with"])
+        ok = all(q is not None and q >= 0.9 for q in qs.values()) and errs == 0
+        row(name, "≥ 0.9 of its rate without them",
+            ", ".join(f"{q:.2f} at {c} conn{'s' if c > 1 else ''}" for c, q in qs.items()
+                      if q is not None) + f"; {errs} errors; the swarm held "
+            f"{meta(res['keepalive'], 'swarm').get('end', {}).get('open_now', '?')} of its 1,000 "
+            "open at the end (the agent keeps at most `max_connections`, 256, and closes the "
+            "longest idle for a newcomer)", ok,
+            f"--keepalive, {meta(res['keepalive'], 'section').get('when', '?')}")
+    else:
+        row(name, "≥ 0.9 of its rate without them", "", None, "run --keepalive (or the matrix)")
 
     fp = [r["value"] for r in res["footprint"] if r["measure"] == "footprint"]
     kiwi = next((f for f in fp if f["agent"] == "kiwi-agent"), None)
@@ -558,10 +625,10 @@ def render_targets(res, results_dir):
             idle["steady_write_bytes_per_hour"] <= 1e6,
             f"--idle, {meta(res['idle'], 'section').get('when', '?')}: write_bytes of a "
             f"retention-1m agent over {idle['elapsed_s']:.0f} s (the target asks ≥ 10 min: "
-            "tools/bench/disk.py)")
+            "run --disk)")
     else:
         row("disk writes at steady state", "≤ 1.0 MB/h", "", None,
-            f"run --idle, or tools/bench/disk.py --results {rel(results_dir)}/disk.jsonl")
+            "run --disk (tools/bench/disk.py, >= 10 min) or --idle")
 
     sm, sd = startup_median(res["startup"]), startup_median(res["startup"], "24h")
     when = meta(res["startup"], "section").get("when", "?")
@@ -618,7 +685,7 @@ def split_sections(text):
 
 def render(results_dir, old):
     res = {name: last_run(results_dir, name, "section") for name in (
-        "matrix", "startup", "soak", "idle", "reload")}
+        "matrix", "startup", "keepalive", "soak", "idle", "reload")}
     res["machine"] = last_run(results_dir, "machine", "machine")
     res["bodies"] = last_run(results_dir, "bodies", "history_body")
     for name in ("footprint", "scale", "disk"):  # written by their own programs
@@ -628,6 +695,8 @@ def render(results_dir, old):
         fresh[MATRIX] = render_matrix(res["matrix"], results_dir)
     if res["startup"]:
         fresh[STARTUP] = render_startup(res["startup"])
+    if res["keepalive"]:
+        fresh[KEEPALIVE] = render_keepalive(res["keepalive"])
     if res["soak"]:
         fresh[SOAK] = render_soak(res["soak"], results_dir)
     if res["idle"]:
