@@ -6,8 +6,9 @@ start-up time, history body size, a soak (memory), an idle mode (CPU, disk write
 mode (SIGHUP: time to apply, the old and new ports, a failed reload).
 
 Usage: tools/bench/run.sh [MODE] [OPTIONS]
-  (no mode)        full matrix: 3 repetitions x 20 s, connections 1 8 32, plus start-up and
-                   body sizes (about 30 minutes)
+  (no mode)        full matrix: 3 repetitions x 20 s, connections 1 8 32, plus start-up (on a
+                   fresh data directory and on a day of history written by kiwi-bench-fill, built
+                   with the tests), body sizes and the --keepalive step (about 35 minutes)
   --quick          1 repetition x 3 s, connections 1 and 32, --scale at 1/16 for 3 s and the
                    Catch2 micro-benchmarks (kiwi-bench-micro) with 3 samples (under 2 minutes
                    once built); writes
@@ -39,8 +40,18 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
                    tick and per series, writes, RSS, /metrics bytes and rate against the
                    ceiling, /api/history time; SECONDS (default 120) each after 15 s of warm-up
                    (tools/bench/scale.py; about 3 x (SECONDS + 35) s)
-  --all            full matrix, then --idle, then --soak, then --reload, then --footprint,
-                   then --scale
+  --keepalive      /api/current at each connection count (--conns, --duration) without, with
+                   1,000 idle keep-alive connections open (tools/faults/faults.py's swarm), and
+                   without again (also a step of the full matrix and of --quick; about
+                   3 x conns x duration s + 25 s)
+  --disk [SECONDS] steady-state disk writes: tools/bench/disk.py, the default config with
+                   retention 1m (prunes every minute, as a database holding 24 h) beside a
+                   young 24 h one, write_bytes over SECONDS (default and minimum 600) after
+                   90 s of warm-up; its section goes into the page, its JSON lines into
+                   <results>/disk.jsonl, from which the targets table takes its disk row
+  --all            full matrix (with start-up on a day of history and the keep-alive step),
+                   then --idle, --soak, --reload, --disk, --footprint, then --scale (about
+                   1 h 25 min: matrix 32, disk 12, footprint 22, scale 8, the rest 12 minutes)
   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 Options:
   --reps N  --duration SECONDS  --conns "1 8 32"
@@ -99,10 +110,12 @@ def parse_args(argv):
     and a mode's optional count is the next argument when that is a number."""
     o = dict(mode="full", reps=3, duration=20, conns="1 8 32", soak_minutes=5, idle_seconds=120,
              http_threads="auto", footprint_seconds=300, scale_seconds=120, scale_warmup=15,
-             scale_divide="16 4 1", reload_rounds=10, build_dir="", no_build=False, out="")
+             scale_divide="16 4 1", reload_rounds=10, disk_seconds=600, build_dir="",
+             no_build=False, out="")
     counted = {"--idle": ("idle", "idle_seconds"), "--footprint": ("footprint",
                "footprint_seconds"), "--scale": ("scale", "scale_seconds"),
-               "--soak": ("soak", "soak_minutes"), "--reload": ("reload", "reload_rounds")}
+               "--soak": ("soak", "soak_minutes"), "--reload": ("reload", "reload_rounds"),
+               "--disk": ("disk", "disk_seconds")}
     valued = {"--reps": "reps", "--duration": "duration", "--conns": "conns",
               "--threads": "http_threads", "--build-dir": "build_dir", "--out": "out"}
     given = set()
@@ -114,8 +127,9 @@ def parse_args(argv):
             if i + 1 < len(argv) and argv[i + 1].isdigit():
                 o[key] = argv[i + 1]
                 i += 1
-        elif a in ("--quick", "--all", "--report-only"):
-            o["mode"] = {"--quick": "quick", "--all": "all", "--report-only": "report"}[a]
+        elif a in ("--quick", "--all", "--report-only", "--keepalive"):
+            o["mode"] = {"--quick": "quick", "--all": "all", "--report-only": "report",
+                         "--keepalive": "keepalive"}[a]
         elif a in valued:
             if i + 1 >= len(argv):
                 raise Usage(f"{a} needs a value (see --help)")
@@ -135,13 +149,15 @@ def parse_args(argv):
         o["duration"] = o["duration"] if "duration" in given else 3
         o["conns"] = o["conns"] if "conns" in given else "1 32"
     for key in ("reps", "duration", "soak_minutes", "reload_rounds", "footprint_seconds",
-                "scale_seconds", "idle_seconds"):
+                "scale_seconds", "idle_seconds", "disk_seconds"):
         v = str(o[key])
         if not re.fullmatch(r"[1-9][0-9]*", v):
             raise Usage(f"'{v}' is not a positive integer")
         o[key] = int(v)
     if o["idle_seconds"] < 120:
         raise Usage("--idle needs at least 120 s (write_bytes over 2 minutes)")
+    if o["disk_seconds"] < 600:
+        raise Usage("--disk needs at least 600 s (issue 17: steady state over >= 10 minutes)")
     if not (o["http_threads"] == "auto" or re.fullmatch(r"[1-9][0-9]*", o["http_threads"])):
         raise Usage("--threads takes a positive integer or auto")
     try:
@@ -456,6 +472,21 @@ def run_scale(b, seconds=None, warmup=None, divide=None):
         b.check_failures.append("scale: tools/bench/scale.py failed (its messages are above)")
 
 
+def run_disk(b):
+    """Steady-state disk writes from tools/bench/disk.py, with its JSON lines in this results
+    directory (the targets table's disk row reads them) and its section put into the page (the
+    report keeps it); data directories under the work directory (KIWI_BENCH_DIR: a disk
+    filesystem). Unpinned, as the agents would run."""
+    say(f"disk: steady-state writes, {b.disk_seconds} s after 90 s of warm-up")
+    r = subprocess.run(["taskset", "-c", f"0-{b.ncpu - 1}", sys.executable,
+                        os.path.join(HERE, "disk.py"), "--agent-bin", b.agent_bin,
+                        "--seconds", str(b.disk_seconds), "--work", b.work, "--results",
+                        os.path.join(b.results_dir, "disk.jsonl"), "--doc", b.out],
+                       stdout=subprocess.DEVNULL)
+    if r.returncode:
+        b.check_failures.append("disk: tools/bench/disk.py failed (its messages are above)")
+
+
 def run_micro(b):
     """Catch2 BENCHMARKs of the parsers, the sample codec and the renderer (tools/bench/micro.cpp),
     built with the tests: the quick mode runs them with 3 samples, as a smoke test (figures from
@@ -484,6 +515,7 @@ def main(argv):
 
     def body():
         import idle
+        import keepalive
         import matrix
         import reload
         import report
@@ -504,15 +536,18 @@ def main(argv):
         say(f"pinning: {b.pinning}")
         say(f"results: {b.results_dir}; output: {b.out}")
         b.record_machine()
-        modes = {"quick": [matrix.run, lambda b: run_scale(b, 3, 1, "16"), run_micro],
-                 "full": [matrix.run], "soak": [soak.run], "idle": [idle.run],
+        modes = {"quick": [matrix.run, keepalive.run, lambda b: run_scale(b, 3, 1, "16"),
+                           run_micro],
+                 "full": [matrix.run, keepalive.run], "soak": [soak.run], "idle": [idle.run],
                  "reload": [reload.run], "footprint": [run_footprint], "scale": [run_scale],
-                 "all": [matrix.run, idle.run, soak.run, reload.run, run_footprint, run_scale]}
+                 "keepalive": [keepalive.run], "disk": [run_disk],
+                 "all": [matrix.run, keepalive.run, idle.run, soak.run, reload.run, run_disk,
+                         run_footprint, run_scale]}
         for step in modes[b.mode]:
             step(b)
-        # --footprint and --scale alone: their program has put its section into the page in
-        # place; the page is not rendered again.
-        if b.mode not in ("footprint", "scale"):
+        # --footprint, --scale and --disk alone: their program has put its section into the
+        # page in place; the page is not rendered again.
+        if b.mode not in ("footprint", "scale", "disk"):
             report.write(b.results_dir, b.out)
             with open(b.out) as f:
                 sys.stdout.write(f.read())
