@@ -9,9 +9,10 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
   (no mode)        full matrix: 3 repetitions x 20 s, connections 1 8 32, plus start-up (on a
                    fresh data directory and on a day of history written by kiwi-bench-fill, built
                    with the tests), body sizes and the --keepalive step (about 35 minutes)
-  --quick          1 repetition x 3 s, connections 1 and 32, --scale at 1/16 for 3 s and the
-                   Catch2 micro-benchmarks (kiwi-bench-micro) with 3 samples (under 2 minutes
-                   once built); writes
+  --quick          1 repetition x 3 s, connections 1 and 32, start-up as the full matrix
+                   (fresh and on a day of history), the keep-alive step at 32 connections,
+                   --scale at 1/16 for 3 s and the Catch2 micro-benchmarks (kiwi-bench-micro)
+                   with 3 samples (about 2 minutes once built); writes
                    build/bench/benchmarks-quick.md, not docs/benchmarks.md (unless --out)
   --soak [MIN]     history route at 32 connections for MIN minutes (default 5), RSS and PSS
                    sampled every second, then PRAGMA quick_check on the database
@@ -42,8 +43,8 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
                    (tools/bench/scale.py; about 3 x (SECONDS + 35) s)
   --keepalive      /api/current at each connection count (--conns, --duration) without, with
                    1,000 idle keep-alive connections open (tools/faults/faults.py's swarm), and
-                   without again (also a step of the full matrix and of --quick; about
-                   3 x conns x duration s + 25 s)
+                   without again (also a step of the full matrix, and of --quick at its
+                   largest connection count only; about 3 x conns x (duration + 1) s + 10 s)
   --disk [SECONDS] steady-state disk writes: tools/bench/disk.py, the default config with
                    retention 1m (prunes every minute, as a database holding 24 h) beside a
                    young 24 h one, write_bytes over SECONDS (default and minimum 600) after

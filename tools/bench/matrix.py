@@ -269,6 +269,8 @@ def startup_runs(b, res, data, day):
                     shutil.copytree(day, target)
                     size = sum(os.path.getsize(os.path.join(target, f))
                                for f in os.listdir(target))
+                    # The copy's dirty pages go to disk now, not as writeback beside the start.
+                    os.sync()
                 cfg = b.config("startup", bind=f"127.0.0.1:{port}")
                 t0 = time.monotonic_ns()
                 p = b.procs.start("agent", "startup", b.pin_server + [
