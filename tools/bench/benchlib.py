@@ -1,4 +1,5 @@
-"""What the Python benchmark runners (tools/bench/fleet.py, tools/bench/footprint.py) share:
+"""What the Python benchmark runners (tools/bench/bench.py and its modes, fleet.py, footprint.py,
+scale.py, disk.py) share:
 starting and stopping processes by PID, reading /proc, loopback helpers, finding programs, one
 JSON line per measurement, and putting a runner's section into docs/benchmarks.md.
 
@@ -314,8 +315,8 @@ class Results:
 
 def put_section(path, heading, md):
     """Replace the section `heading` of a Markdown file (from that line to the next `## `), or add
-    it before "## How to read these figures" (tools/bench/run.sh keeps the sections of these
-    Python runners when it rewrites the file)."""
+    it before "## How to read these figures" (tools/bench/report.py keeps the sections of these
+    Python runners when it renders the file again)."""
     try:
         with open(path) as f:
             lines = f.read().split("\n")

@@ -24,7 +24,8 @@ renders the last run as the section "Disk writes: steady state" (--doc puts it i
 docs/benchmarks.md). Every process started is stopped by its PID at the end.
 
 Usage: tools/bench/disk.py [--seconds S] [--warmup S] [--agent-bin PATH] [--baseline PATH]
-                           [--results FILE] [--doc FILE]
+                           [--results FILE] [--doc FILE] [--work DIR]
+       (tools/bench/run.sh --disk and --all run it with --results in their results directory)
        tools/bench/disk.py --report FILE [--doc FILE]
 """
 
@@ -80,7 +81,8 @@ def run(args):
         if not os.access(b, os.X_OK):
             raise Failure(f"no agent binary at {b} (tools/build.sh builds one)")
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
-    work = tempfile.mkdtemp(prefix="disk.", dir=os.path.join(ROOT, "build", "bench"))
+    os.makedirs(args.work, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="disk.", dir=args.work)
     shm_root = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
     shm = tempfile.mkdtemp(prefix="kiwi-disk.", dir=shm_root)
     os.chmod(shm, 0o755)
@@ -205,6 +207,8 @@ def main():
     ap.add_argument("--agent-bin", default=os.path.join(ROOT, "build", "bin", "kiwi-agent"))
     ap.add_argument("--baseline", metavar="BIN")
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "bench", "disk.jsonl"))
+    ap.add_argument("--work", metavar="DIR", default=os.path.join(ROOT, "build", "bench"),
+                    help="where the data directories go (a disk filesystem)")
     ap.add_argument("--report", metavar="FILE")
     ap.add_argument("--doc", metavar="FILE")
     args = ap.parse_args()
