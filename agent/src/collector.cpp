@@ -614,7 +614,10 @@ void Collector::tick(std::int64_t tick_index) {
   store_.append(ts_ms, fresh);
   ++ticks_since_prune_;
   if (last_flush_ms_ == 0) last_flush_ms_ = ts_ms;
-  if (ts_ms - last_flush_ms_ >= settings_.commit_interval.count()) flush_store(ts_ms);
+  // The store's check of the file it opened found damage: flush now, which moves the file aside,
+  // rather than serving from it until the next commit.
+  if (ts_ms - last_flush_ms_ >= settings_.commit_interval.count() || store_.damage_found())
+    flush_store(ts_ms);
 
   auto snap = std::make_shared<Snapshot>();
   snap->sequence = ++sequence_;

@@ -279,6 +279,28 @@ std::string utc_stamp() {
 }
 }  // namespace
 
+namespace {
+// PRAGMA quick_check(1) on `db`: `code` SQLITE_ROW with the verdict ("ok" or the first problem, on
+// one line, at most 200 bytes), or the error code with SQLite's message.
+struct CheckVerdict {
+  int code;
+  std::string text;
+};
+CheckVerdict quick_check_verdict(sqlite3* db) {
+  sqlite3_stmt* st = nullptr;
+  int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, nullptr);
+  std::string verdict;
+  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+    verdict = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  else
+    verdict = sqlite3_errmsg(db);
+  sqlite3_finalize(st);
+  std::replace(verdict.begin(), verdict.end(), '\n', ' ');  // one log line
+  if (verdict.size() > 200) verdict.resize(200);
+  return {rc, verdict};
+}
+}  // namespace
+
 Store::Store(std::string path) : path_(std::move(path)) {
   try {
     open_file();
@@ -358,20 +380,28 @@ void Store::open_file() {
                             ": an SQLite database with tables named like a kiwi-agent history "
                             "but no schema version" +
                             leave);
-    // A damaged page anywhere (not only where the next commit happens to go) is found here, once,
-    // instead of by every commit after.
-    {
-      sqlite3_stmt* st = nullptr;
-      rc = sqlite3_prepare_v2(db_, "PRAGMA quick_check(1)", -1, &st, nullptr);
-      std::string verdict;
-      if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        verdict = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-      sqlite3_finalize(st);
-      if (rc != SQLITE_ROW) fail("quick_check");
-      if (verdict != "ok") {
-        std::replace(verdict.begin(), verdict.end(), '\n', ' ');  // one log line
-        throw Malformed(path_ + ": quick_check: " + verdict.substr(0, 200));
-      }
+    // A damaged page anywhere (not only where the next commit happens to go) is found by
+    // quick_check, once, instead of by every commit after. It reads every page, so a file that
+    // opening leaves as it is (ours, of this schema) is checked on a thread of its own while the
+    // agent starts, and commit() takes the verdict before the first write; one that opening is
+    // about to change is checked here, before anything is written to it.
+    if (app == kApplicationId && version == kSchemaVersion) {
+      check_ = std::async(std::launch::async, [path = path_] {
+        sqlite3* db = nullptr;
+        std::string verdict = "ok";  // a check that cannot run leaves the commits to find damage
+        if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                            history_vfs()) == SQLITE_OK) {
+          sqlite3_busy_timeout(db, 1000);
+          if (auto v = quick_check_verdict(db); v.code == SQLITE_ROW || malformed(v.code))
+            verdict = v.text;
+        }
+        sqlite3_close(db);
+        return verdict;
+      });
+    } else {
+      const CheckVerdict v = quick_check_verdict(db_);
+      if (v.code != SQLITE_ROW && !malformed(v.code)) fail("quick_check");
+      if (v.text != "ok") throw Malformed(path_ + ": quick_check: " + v.text);
     }
 
     // synchronous=NORMAL in WAL: a crash loses at most the last commits, never corrupts the file.
@@ -509,6 +539,9 @@ void Store::recover(const std::string& why) {
       throw StoreError(why + " (the history file was replaced " + std::to_string(recoveries_) +
                        " times since start already; not again until a restart)");
   }
+  if (check_.valid()) check_.wait();  // of the file going aside: moot
+  check_ = {};
+  verdict_.reset();
   if (db_) close_file();
   const std::string stamp = utc_stamp();
   std::string aside = path_ + ".corrupt-" + stamp;
@@ -733,8 +766,22 @@ void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
   }
 }
 
+std::optional<std::string> Store::check_verdict(bool wait) {
+  if (check_.valid() &&
+      (wait || check_.wait_for(std::chrono::seconds(0)) == std::future_status::ready))
+    verdict_ = check_.get();
+  return verdict_;
+}
+
+bool Store::damage_found() {
+  const auto v = check_verdict(false);
+  return v && *v != "ok";
+}
+
 void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
   if (!db_) open_file();  // a recovery could not create the new file: again now
+  if (const auto v = check_verdict(true); v && *v != "ok")
+    throw Malformed(path_ + ": quick_check: " + *v);  // before anything is written to it
   std::vector<std::pair<std::int64_t, std::string>> rows;
   {
     std::lock_guard lock(pending_mutex_);

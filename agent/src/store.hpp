@@ -46,6 +46,7 @@
 
 #include <array>
 #include <atomic>
+#include <future>
 #include <kiwi/handler.hpp>
 #include <map>
 #include <memory>
@@ -167,8 +168,11 @@ struct ForeignDatabase : StoreError {
 
 class Store {
  public:
-  // Opens or creates `path`, identifies it, runs quick_check, sets WAL mode, creates or checks the
-  // schema; a malformed file is moved aside and a new one started (recovery_note()). Throws
+  // Opens or creates `path`, identifies it, sets WAL mode, creates or checks the schema, and runs
+  // quick_check: before anything is written to a file that open changes (a new one, an older
+  // schema taken over), else on a thread of its own beside start-up (it reads every page: ~50 ms
+  // for a day of history), whose verdict the writer takes before its first write. A malformed
+  // file is moved aside and a new one started (recovery_note()). Throws
   // ForeignDatabase for another application's database, StoreError with the path and SQLite's
   // message otherwise (in use by another process, a newer schema, an unwritable directory).
   explicit Store(std::string path);
@@ -182,6 +186,10 @@ class Store {
   // is lost: it stays queued, up to kMaxPendingRows, for the next flush. Throws StoreError.
   // A malformed file is moved aside and the commit retried once on a new one.
   void flush(std::int64_t cutoff_ms, int prune_rows);
+  // The quick_check started at open has finished and found the file damaged: the next flush()
+  // moves it aside (the collector flushes at once, so that is within a tick of start-up).
+  // Writer thread.
+  bool damage_found();
   // Since the store was opened: how many times a malformed file was moved aside, and what was
   // done the last time ("" if never). Any thread.
   std::uint64_t recoveries() const;
@@ -233,6 +241,9 @@ class Store {
   void close_file();  // finalizes the writer's statements and closes it
   void recover(const std::string& why);  // moves path_ aside, opens a new file (StoreError)
   void commit(std::int64_t cutoff_ms, int prune_rows);  // flush() once (StoreError)
+  // The verdict of the quick_check started at open ("ok" or what it found), once it is in
+  // (waiting for it with `wait`); nullopt while it runs or when none was started. Writer thread.
+  std::optional<std::string> check_verdict(bool wait);
   HistoryResult query_window(const HistoryQuery& q, std::int64_t since_ms, std::int64_t until_ms,
                              std::int64_t step_ms) const;
   int prune(std::int64_t cutoff_ms, int max_rows);
@@ -302,6 +313,10 @@ class Store {
   mutable std::mutex pool_mutex_;
   mutable std::vector<std::unique_ptr<ReadConnection>> pool_;
   std::uint64_t pool_generation_ = 0;  // guarded by pool_mutex_
+
+  // quick_check of the file opened, on a thread of its own (see the constructor); the writer's.
+  std::future<std::string> check_;
+  std::optional<std::string> verdict_;
 
   mutable std::mutex recovery_mutex_;
   std::uint64_t recoveries_ = 0;

@@ -242,7 +242,7 @@ void scribble(const std::string& path, long offset, std::size_t n, unsigned seed
 }
 }  // namespace
 
-TEST_CASE("store: a page damaged while closed is found by quick_check at open and moved aside") {
+TEST_CASE("store: a page damaged while closed is found by quick_check and moved aside unwritten") {
   TempDb db;
   // Values that do not repeat, so that blocks do not compress to almost nothing.
   auto wide_at = [](int t) {
@@ -259,13 +259,34 @@ TEST_CASE("store: a page damaged while closed is found by quick_check at open an
   }
   REQUIRE(fs::file_size(db.path()) > 20 * 1024);
   scribble(db.path(), 12 * 1024, 2048, 16);  // dd bs=1024 seek=12 count=2, deterministic
-  Store store(db.path());
-  CHECK(store.recoveries() == 1);
-  CHECK_THAT(store.recovery_note(), Catch::Contains("new history started"));
-  CHECK(store.series()->empty());  // a new file
-  append(store, 300'000, wide);
-  CHECK(kiwi_test::rows_on_disk(db.path()) == 1);
-  CHECK(store.series()->size() == 50);
+  const std::string damaged = slurp(db.path());
+  SECTION("the collector asks, and flushes once the check has found it") {
+    Store store(db.path());
+    CHECK(store.recoveries() == 0);  // opened: the check runs on a thread of its own
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!store.damage_found() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(store.damage_found());
+    CHECK(slurp(db.path()) == damaged);  // nothing written to it meanwhile
+    append(store, 300'000, wide);        // the flush moves it aside and commits to a new file
+    CHECK(store.recoveries() == 1);
+    CHECK_THAT(store.recovery_note(),
+               Catch::Contains("quick_check") && Catch::Contains("new history started"));
+    CHECK_FALSE(store.damage_found());  // the new file's
+    CHECK(kiwi_test::rows_on_disk(db.path()) == 1);
+    CHECK(store.series()->size() == 50);  // ids kept: the catalog is in memory
+  }
+  SECTION("a flush before the check has finished waits for its verdict") {
+    Store store(db.path());
+    append(store, 300'000, wide);
+    CHECK(store.recoveries() == 1);
+    CHECK(kiwi_test::rows_on_disk(db.path()) == 1);
+    std::vector<fs::path> aside;
+    for (auto& e : fs::directory_iterator(db.dir))
+      if (e.path().filename().string().starts_with("kiwi.db.corrupt-")) aside.push_back(e.path());
+    REQUIRE(aside.size() == 1);
+    CHECK(slurp(aside[0]) == damaged);
+  }
 }
 
 TEST_CASE("store: a commit that finds the file damaged moves it aside and keeps queue and ids") {
