@@ -552,6 +552,8 @@ void Collector::tick(std::int64_t tick_index) {
   for (auto& s : sensors_) look_at(s);
   lock.lock();
   int awaited = 0;
+  std::vector<Worker*> posted;  // woken once the lock is let go, so none wakes to wait for it
+  posted.reserve(sensors_.size());
   for (auto& s : sensors_) {
     Worker& w = *s.handle.worker;
     if (w.done) {  // came back just now: next tick
@@ -569,10 +571,15 @@ void Collector::tick(std::int64_t tick_index) {
       w.deadline = started + timeout_of(s);
       w.awaited = true;
       ++awaited;
-      w.wake.notify_one();
+      posted.push_back(&w);
     }
   }
   hub_->awaited = awaited;
+  if (!posted.empty()) {
+    lock.unlock();
+    for (Worker* w : posted) w->wake.notify_one();
+    lock.lock();
+  }
 
   // Wait for them: until the last one is done, or each one's deadline, or the publish budget.
   while (hub_->awaited > 0) {
