@@ -58,11 +58,10 @@ int main(int argc, char** argv) {
     std::vector<const kiwi::MetricValue*> ptrs;
     for (auto& m : metrics) ptrs.push_back(&m);
     const std::int64_t ticks = hours * 3600;
-    const std::int64_t now_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(
-            std::chrono::system_clock::now().time_since_epoch())
-            .count() /
-        1000 * 1000;
+    const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count() /
+                                1000 * 1000;
     const std::int64_t t0 = now_ms - (ticks - 1) * 1000;
     const std::int64_t retention_ms = hours * 3600 * 1000;
     for (std::int64_t t = 0; t < ticks; ++t) {
@@ -84,7 +83,7 @@ int main(int argc, char** argv) {
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("kiwi-bench-fill: %ld h x %ld series at 1 Hz, %.1f MB in %s, %.1f s\n", hours,
-              series, std::filesystem::file_size(dir / "kiwi.db") / 1e6, dir.c_str(), secs);
+  std::printf("kiwi-bench-fill: %ld h x %ld series at 1 Hz, %.1f MB in %s, %.1f s\n", hours, series,
+              std::filesystem::file_size(dir / "kiwi.db") / 1e6, dir.c_str(), secs);
   return 0;
 }
