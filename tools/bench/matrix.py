@@ -237,7 +237,8 @@ def measure_startup(b):
     load_before = loadavg()
     day = fill_day(b)
     if day:
-        # What the agent's open costs on such a file: its PRAGMA quick_check reads every page.
+        # The check the agent's store runs on such a file beside start-up (a thread of its own,
+        # off the path to the first 200): PRAGMA quick_check reads every page.
         db = os.path.join(day, "kiwi.db")
         ms = []
         for _ in range(3):

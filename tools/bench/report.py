@@ -252,7 +252,8 @@ def render_startup(rows):
     qc = values(rows, "quick_check")
     if qc:
         out.append(f"- `sqlite3 kiwi.db 'PRAGMA quick_check(1);'` on the 24 h file (the check "
-                   f"the agent's store runs at open; it reads every page): {qc[-1]['ms']:.1f} ms, "
+                   "the agent's store runs on a thread of its own beside start-up, off the path "
+                   f"to the first 200; it reads every page): {qc[-1]['ms']:.1f} ms, "
                    "median of 3, the sqlite3 process included\n")
     out.append("\n")
     cols = [k for k in ("fresh", "24h") if k in groups]
