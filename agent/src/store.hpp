@@ -91,6 +91,10 @@ class ReadConnection {
   std::uint64_t generation = 0;  // the store's pool generation it was opened in
   const TickStatements& ticks() const { return ticks_; }
   sqlite3_stmt* rollups() const { return rollups_; }  // ?1 since ?2 until, oldest first
+  // The first rollup row with ?1 <= ts <= ?2 (ts, data), and the row at ts = ?1 (data).
+  sqlite3_stmt* rollup_next() const { return rollup_next_; }
+  sqlite3_stmt* rollup_at() const { return rollup_at_; }
+  sqlite3_stmt* hour_at() const { return hour_at_; }  // the hour row at ts = ?1 (data)
   // One row: the oldest tick row ts, the oldest block ts, the oldest rollup ts (each NULL if none).
   sqlite3_stmt* bounds() const { return bounds_; }
   // One row, of what has ts > ?1: ticks in blocks, the newest block's last tick, tick rows, the
@@ -101,6 +105,9 @@ class ReadConnection {
   sqlite3* db_ = nullptr;
   TickStatements ticks_;
   sqlite3_stmt* rollups_ = nullptr;
+  sqlite3_stmt* rollup_next_ = nullptr;
+  sqlite3_stmt* rollup_at_ = nullptr;
+  sqlite3_stmt* hour_at_ = nullptr;
   sqlite3_stmt* bounds_ = nullptr;
   sqlite3_stmt* count_after_ = nullptr;
 };
@@ -195,6 +202,10 @@ class Store {
   std::size_t pending_rows() const;
   static constexpr std::size_t kMaxPendingRows = 3600;  // an hour at 1 Hz, then the oldest go
   static constexpr std::int64_t kRollupMs = 60'000;
+  static constexpr std::int64_t kHourMs = 3'600'000;
+  static constexpr std::uint32_t kGroupSeries = 64;  // series per rollup row (ids / 64 = group)
+  // A query of at most this many series reads closed hours from the per-series hour rows.
+  static constexpr std::size_t kNarrowSeries = 16;
 
   // Reader side, any thread. Throws StoreError.
   HistoryResult query(const HistoryQuery& q) const;
@@ -252,7 +263,16 @@ class Store {
   // Ticks not yet committed, oldest first; read by workers (merged into query results).
   mutable std::mutex pending_mutex_;
   std::vector<std::pair<std::int64_t, std::string>> pending_;
-  std::vector<std::pair<std::int64_t, std::string>> pending_rollups_;  // writer thread only
+  // Closed minutes not yet committed (writer thread only): one blob per group (empty: none).
+  struct PendingMinute {
+    std::int64_t minute;
+    std::vector<std::string> groups;
+  };
+  std::vector<PendingMinute> pending_rollups_;
+  // The hour of the newest minute row written (INT64_MIN: none): when a minute of another hour
+  // is written, this one is folded into hour rows (fold_hour()).
+  std::int64_t rollup_hour_ = INT64_MIN;
+  void fold_hour(std::int64_t hour);  // inside commit()'s transaction (StoreError)
 
   // The minute being summarised (writer thread only): series id -> running summary.
   struct MinuteStats {
@@ -271,6 +291,12 @@ class Store {
   void close_minute();
   sqlite3_stmt* insert_rollup_ = nullptr;
   sqlite3_stmt* prune_rollups_ = nullptr;
+  sqlite3_stmt* delete_minute_ = nullptr;  // rollup rows with ?1 <= ts <= ?2
+  sqlite3_stmt* delete_hour_ = nullptr;    // hour rows with ?1 <= ts <= ?2
+  sqlite3_stmt* insert_hour_ = nullptr;
+  sqlite3_stmt* prune_hours_ = nullptr;    // hour rows before ?1, at most ?2
+  sqlite3_stmt* rollup_next_ = nullptr;    // as ReadConnection's, on the writer
+  sqlite3_stmt* rollup_at_ = nullptr;
   std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
 
   // Series catalog: written by the writer, read by every worker (series_mutex_ guards the

@@ -547,8 +547,8 @@ TEST_CASE("store: a version-1 database is taken over: its rows still read, new t
     CHECK(std::isnan(r.series[1].values[0]));
     CHECK(r.series[1].values[1] == 0);
   }
-  // Marked version 3, so an older agent refuses the file instead of missing the new ticks.
-  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "3");
+  // Marked version 4, so an older agent refuses the file instead of missing the new ticks.
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "4");
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM samples") == "1");  // as it was
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT ticks FROM blocks WHERE ts = 2000") == "1");
   const char* first_byte = "SELECT hex(substr(data, 1, 1)) FROM blocks WHERE ts = 2000";
@@ -824,7 +824,7 @@ TEST_CASE("store: a version-2 database's tick rows are read beside the blocks, t
     append(store, t * 1000, {metric("x", t, "")}, false);
     if (t % 10 == 9) store.flush(0, 0);
   }
-  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "3");
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "4");
   CHECK(kiwi_test::rows_on_disk(db.path()) == 120);
   // The latest 5 run from the blocks; 8 around 60 s cross from the rows to the blocks.
   kiwi::HistoryQuery q;
