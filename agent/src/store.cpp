@@ -280,8 +280,7 @@ struct Malformed : StoreError {
 // Tables an agent creates (any version); sqlite_* are SQLite's own (autoindexes).
 bool our_table(std::string_view name) {
   return name == "series" || name == "samples" || name == "blocks" || name == "rollups" ||
-         name == "hours" ||
-         name == "output_cursors" || name.starts_with("sqlite_");
+         name == "hours" || name == "output_cursors" || name.starts_with("sqlite_");
 }
 
 // 20261202T041700Z
@@ -527,8 +526,8 @@ void Store::open_file() {
 
 void Store::close_file() {
   for (auto** st : {&insert_block_, &insert_series_, &prune_, &prune_rows_, &insert_rollup_,
-                    &prune_rollups_, &insert_cursor_, &delete_minute_, &delete_hour_,
-                    &insert_hour_, &prune_hours_, &rollup_next_, &rollup_at_}) {
+                    &prune_rollups_, &insert_cursor_, &delete_minute_, &delete_hour_, &insert_hour_,
+                    &prune_hours_, &rollup_next_, &rollup_at_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }
@@ -912,8 +911,8 @@ int Store::prune(std::int64_t cutoff_ms, int max_rows) {
   };
   run(prune_, cutoff_ms, max_rows);
   run(prune_rows_, cutoff_ms, max_rows);
-  run(prune_hours_,
-      cutoff_ms == INT64_MIN ? cutoff_ms : floor_to(cutoff_ms - 1, kHourMs) + kHourMs, hour_rows);
+  run(prune_hours_, cutoff_ms == INT64_MIN ? cutoff_ms : floor_to(cutoff_ms - 1, kHourMs) + kHourMs,
+      hour_rows);
   std::int64_t cut = cutoff_ms;
   sqlite3_stmt* o = nullptr;
   if (sqlite3_prepare_v2(db_, "SELECT ts FROM hours ORDER BY ts LIMIT 1", -1, &o, nullptr) !=
@@ -1375,9 +1374,10 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
       // Minutes starting in [lo, hi] are read from their rollup; their rows are keyed up to hi_key.
       const std::int64_t lo = minus_saturating(since_ms, kRollupMs - 1);
       const std::int64_t hi = open == INT64_MAX ? until_ms : std::min(until_ms, open - 1);
-      const std::int64_t hi_key = hi > INT64_MAX - kRollupMs   ? INT64_MAX
-                                  : hi < INT64_MIN + kRollupMs ? hi
-                                                               : floor_to(hi, kRollupMs) + kRollupMs - 1;
+      const std::int64_t hi_key = hi > INT64_MAX - kRollupMs ? INT64_MAX
+                                  : hi < INT64_MIN + kRollupMs
+                                      ? hi
+                                      : floor_to(hi, kRollupMs) + kRollupMs - 1;
       // A minute that has a rollup (its group 0 row), first sample at first_ts: false if it is
       // read from its samples instead (it has samples before the window).
       auto take_minute = [&](std::int64_t minute, std::int64_t first_ts) {
@@ -1487,7 +1487,8 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
               if (!take_minute(at, first_ts)) continue;
               const std::size_t bucket = bucket_of(floor_to(at, step_ms), first_ts);
               for (std::size_t i = 0; i < ids.size(); ++i)
-                if (has[i * 60 + m]) add_parts(bucket, ids[i], &five[i * 300 + m * 5], five[i * 300 + m * 5 + 4]);
+                if (has[i * 60 + m])
+                  add_parts(bucket, ids[i], &five[i * 300 + m * 5], five[i * 300 + m * 5 + 4]);
             }
             if (hour > INT64_MAX - kHourMs) break;
             cursor = hour + kHourMs;

@@ -870,8 +870,8 @@ void check_paths_agree(const Store& store, std::int64_t from_ms, std::int64_t to
     double since, until, step;
   };
   const std::vector<Window> windows = {
-      {from, to, 60},          {from, to, 86.4},          {from + 1830.5, to - 700, 300},
-      {from, to, 3600},        {from + 7, to - 7, 60},    {from + 3599, from + 3 * 3600 + 61, 120},
+      {from, to, 60},          {from, to, 86.4},           {from + 1830.5, to - 700, 300},
+      {from, to, 3600},        {from + 7, to - 7, 60},     {from + 3599, from + 3 * 3600 + 61, 120},
       {from - 86400, to, 900}, {from + 5400, to + 100, 60}};
   for (auto& w : windows)
     for (auto agg : {kiwi::Aggregate::mean, kiwi::Aggregate::min, kiwi::Aggregate::max,
@@ -929,7 +929,8 @@ TEST_CASE("store: a query of a few series (hour rows) answers as the query of ev
         "2");
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours") == "302");
   CHECK(kiwi_test::sqlite_value(db.path(), ("SELECT count(*) FROM rollups WHERE ts >= " +
-                                    std::to_string(t0 + 2 * 3'600'000)).c_str()) == "63");
+                                            std::to_string(t0 + 2 * 3'600'000))
+                                               .c_str()) == "63");
   {
     // Restarted inside the minute it stopped in, then down for 90 minutes (the hour it left is
     // folded on the first minute after), then the clock goes back into a folded hour.
@@ -939,17 +940,23 @@ TEST_CASE("store: a query of a few series (hour rows) answers as the query of ev
     store.close_current_minute();
     store.flush(0, 0);
     fill(store, t0 + 4 * 3'600'000 + 1'800'000, t0 + 5 * 3'600'000 + 120'000);
-    CHECK(kiwi_test::sqlite_value(db.path(),
-                                  "SELECT count(*) FROM hours WHERE ts % 3600000 = 0") == "4");
+    CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours WHERE ts % 3600000 = 0") ==
+          "4");
     fill(store, t0 + 3'600'000 + 600'500, t0 + 3'600'000 + 900'000);  // clock back 4 h
     // The hour it went back into is open again (its hour rows gone), the one it left folded.
-    CHECK(kiwi_test::sqlite_value(db.path(), ("SELECT count(*) FROM hours WHERE ts = " +
-                                                 std::to_string(t0 + 3'600'000)).c_str()) == "0");
+    CHECK(
+        kiwi_test::sqlite_value(
+            db.path(),
+            ("SELECT count(*) FROM hours WHERE ts = " + std::to_string(t0 + 3'600'000)).c_str()) ==
+        "0");
     check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
     store.close_current_minute();
     fill(store, t0 + 5 * 3'600'000 + 130'000, t0 + 5 * 3'600'000 + 200'000);  // and forward
-    CHECK(kiwi_test::sqlite_value(db.path(), ("SELECT count(*) FROM hours WHERE ts = " +
-                                                 std::to_string(t0 + 3'600'000)).c_str()) == "1");
+    CHECK(
+        kiwi_test::sqlite_value(
+            db.path(),
+            ("SELECT count(*) FROM hours WHERE ts = " + std::to_string(t0 + 3'600'000)).c_str()) ==
+        "1");
     check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
     // Retention: an hour's rows go when the hour starts before the cutoff; the minutes left of
     // it are read from their minute rows.
@@ -958,7 +965,8 @@ TEST_CASE("store: a query of a few series (hour rows) answers as the query of ev
     check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
     store.flush(t0 + 3'600'000 + 1'800'000, 1000);
     CHECK(kiwi_test::sqlite_value(db.path(), ("SELECT count(*) FROM hours WHERE ts < " +
-                                                 std::to_string(t0 + 2 * 3'600'000)).c_str()) == "0");
+                                              std::to_string(t0 + 2 * 3'600'000))
+                                                 .c_str()) == "0");
     check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
   }
   Store store(db.path());
