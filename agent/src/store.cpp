@@ -30,7 +30,11 @@ constexpr const char* kCacheSizePragma = "PRAGMA cache_size=-32";
 // instead of misreading the new rows.
 // 3: ticks in blocks (a row per commit), rollups deflated. A file of version 1 or 2 gets the
 // blocks table and is marked 3; its tick rows are read until retention prunes them.
-constexpr int kSchemaVersion = 3;
+// 4: rollup rows of at most 64 series each, keyed minute + group (group = series id / 64; group 0
+// holds the first-sample offset), and per-series hour rows (table hours) folded from them when the
+// hour is over. A file of version 1-3 gets the hours table and is marked 4; its whole-minute rows
+// are read as group 0 (keyed minute + 0) until retention prunes them.
+constexpr int kSchemaVersion = 4;
 
 // "unix-excl" is the default unix VFS, except that the first connection of this process takes an
 // exclusive lock on the file for the whole process: the writer and the workers' read-only
@@ -157,6 +161,17 @@ ReadConnection::ReadConnection(const std::string& path) {
                             -1, SQLITE_PREPARE_PERSISTENT, &rollups_, nullptr);
   if (rc == SQLITE_OK)
     rc = sqlite3_prepare_v3(db_,
+                            "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts "
+                            "LIMIT 1",
+                            -1, SQLITE_PREPARE_PERSISTENT, &rollup_next_, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v3(db_, "SELECT data FROM rollups WHERE ts = ?1", -1,
+                            SQLITE_PREPARE_PERSISTENT, &rollup_at_, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v3(db_, "SELECT data FROM hours WHERE ts = ?1", -1,
+                            SQLITE_PREPARE_PERSISTENT, &hour_at_, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v3(db_,
                             "SELECT (SELECT ts FROM samples ORDER BY ts LIMIT 1), "
                             "(SELECT ts FROM blocks ORDER BY ts LIMIT 1), "
                             "(SELECT ts FROM rollups ORDER BY ts LIMIT 1)",
@@ -171,7 +186,7 @@ ReadConnection::ReadConnection(const std::string& path) {
   if (rc != SQLITE_OK) {
     std::string msg = path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
     ticks_.finalize();
-    sqlite3_finalize(rollups_);
+    for (auto* st : {rollups_, rollup_next_, rollup_at_, hour_at_}) sqlite3_finalize(st);
     sqlite3_finalize(bounds_);
     sqlite3_finalize(count_after_);
     sqlite3_close(db_);
@@ -181,7 +196,7 @@ ReadConnection::ReadConnection(const std::string& path) {
 
 ReadConnection::~ReadConnection() {
   ticks_.finalize();
-  sqlite3_finalize(rollups_);
+  for (auto* st : {rollups_, rollup_next_, rollup_at_, hour_at_}) sqlite3_finalize(st);
   sqlite3_finalize(bounds_);
   sqlite3_finalize(count_after_);
   sqlite3_close(db_);
@@ -265,7 +280,7 @@ struct Malformed : StoreError {
 // Tables an agent creates (any version); sqlite_* are SQLite's own (autoindexes).
 bool our_table(std::string_view name) {
   return name == "series" || name == "samples" || name == "blocks" || name == "rollups" ||
-         name == "output_cursors" || name.starts_with("sqlite_");
+         name == "hours" || name == "output_cursors" || name.starts_with("sqlite_");
 }
 
 // 20261202T041700Z
@@ -433,6 +448,9 @@ void Store::open_file() {
     exec(
         "CREATE TABLE IF NOT EXISTS blocks(ts INTEGER PRIMARY KEY, last INTEGER NOT NULL, ticks "
         "INTEGER NOT NULL, data BLOB NOT NULL)");
+    // Hour rows are new in version 4 (a file of version 1-3 gets the table and the mark: an older
+    // agent would rewrite a minute without refolding its hour).
+    exec("CREATE TABLE IF NOT EXISTS hours(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
     if (version != kSchemaVersion || app == 0) exec(mark.c_str());
     // Added in 0.4 without a version change: a file of either version gets it, and agents that
     // do not know it leave it alone. A no-op (no write) when it exists.
@@ -446,6 +464,15 @@ void Store::open_file() {
     prepare("INSERT OR REPLACE INTO blocks(ts, last, ticks, data) VALUES(?1, ?2, ?3, ?4)",
             &insert_block_);
     prepare("INSERT OR REPLACE INTO rollups(ts, data) VALUES(?1, ?2)", &insert_rollup_);
+    prepare("DELETE FROM rollups WHERE ts BETWEEN ?1 AND ?2", &delete_minute_);
+    prepare("DELETE FROM hours WHERE ts BETWEEN ?1 AND ?2", &delete_hour_);
+    prepare("INSERT OR REPLACE INTO hours(ts, data) VALUES(?1, ?2)", &insert_hour_);
+    prepare(
+        "DELETE FROM hours WHERE ts IN (SELECT ts FROM hours WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
+        &prune_hours_);
+    prepare("SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts LIMIT 1",
+            &rollup_next_);
+    prepare("SELECT data FROM rollups WHERE ts = ?1", &rollup_at_);
     if (writer_ticks_.prepare(db_) != SQLITE_OK) fail("cannot prepare statement");
     prepare(
         "DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts LIMIT "
@@ -463,6 +490,16 @@ void Store::open_file() {
         "DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT "
         "?2)",
         &prune_rows_);
+    {
+      // The hour of the newest minute row: folded when a minute of a later hour is written.
+      sqlite3_stmt* m = nullptr;
+      rollup_hour_ = INT64_MIN;
+      if (sqlite3_prepare_v2(db_, "SELECT max(ts) FROM rollups", -1, &m, nullptr) != SQLITE_OK)
+        fail("cannot read rollups");
+      if (sqlite3_step(m) == SQLITE_ROW && sqlite3_column_type(m, 0) != SQLITE_NULL)
+        rollup_hour_ = floor_to(sqlite3_column_int64(m, 0), kHourMs);
+      sqlite3_finalize(m);
+    }
     if (recoveries() > 0) return;  // a new file after a recovery: the catalog is kept in memory
     {
       sqlite3_stmt* c = nullptr;
@@ -519,7 +556,8 @@ void Store::open_file() {
 
 void Store::close_file() {
   for (auto** st : {&insert_block_, &insert_series_, &prune_, &prune_rows_, &insert_rollup_,
-                    &prune_rollups_, &insert_cursor_}) {
+                    &prune_rollups_, &insert_cursor_, &delete_minute_, &delete_hour_, &insert_hour_,
+                    &prune_hours_, &rollup_next_, &rollup_at_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }
@@ -730,24 +768,36 @@ void Store::close_current_minute() {
 
 // Rollup blob: sample_codec pairs keyed id * 5 + k, k = 0 mean, 1 min, 2 max, 3 last, 4 count;
 // key 0 (no series has id 0) is the offset of the minute's first sample from its start, in ms
-// (agents before it ignore key 0, and a row without it reads as offset 0).
+// (agents before it ignore key 0, and a row without it reads as offset 0). One row per group of
+// kGroupSeries ids (ids 64g .. 64g + 63), keyed minute + g; group 0 has key 0, so it is there
+// for every minute that has a sample: it says that the minute has a rollup, and where it starts.
 void Store::close_minute() {
+  bool any = false;
+  for (auto& m : minute_) any = any || m.n;
+  if (!any) return;
+  PendingMinute out{minute_start_, {}};
   std::vector<std::pair<std::uint32_t, double>> values;
-  for (std::uint32_t id = 0; id < minute_.size(); ++id) {
-    const MinuteStats& m = minute_[id];
-    if (!m.n) continue;
-    values.insert(values.end(), {{id * 5 + 0, m.sum / m.n},
-                                 {id * 5 + 1, m.min},
-                                 {id * 5 + 2, m.max},
-                                 {id * 5 + 3, m.last},
-                                 {id * 5 + 4, static_cast<double>(m.n)}});
+  values.emplace_back(0, static_cast<double>(minute_first_ - minute_start_));
+  for (std::uint32_t g = 0; g * kGroupSeries < minute_.size(); ++g) {
+    const auto end = std::min<std::size_t>(minute_.size(), (g + 1) * kGroupSeries);
+    for (std::uint32_t id = g * kGroupSeries; id < end; ++id) {
+      const MinuteStats& m = minute_[id];
+      if (!m.n) continue;
+      values.insert(values.end(), {{id * 5 + 0, m.sum / m.n},
+                                   {id * 5 + 1, m.min},
+                                   {id * 5 + 2, m.max},
+                                   {id * 5 + 3, m.last},
+                                   {id * 5 + 4, static_cast<double>(m.n)}});
+    }
+    out.groups.emplace_back();
+    if (values.empty()) continue;
+    std::string blob;
+    sample_codec::encode(blob, values);
+    out.groups.back() = sample_codec::pack_if_smaller(std::move(blob));
+    values.clear();
   }
   minute_.assign(minute_.size(), MinuteStats{});
-  if (values.empty()) return;
-  values.emplace_back(0, static_cast<double>(minute_first_ - minute_start_));
-  std::string blob;
-  sample_codec::encode(blob, values);
-  pending_rollups_.emplace_back(minute_start_, sample_codec::pack_if_smaller(std::move(blob)));
+  pending_rollups_.push_back(std::move(out));
   if (pending_rollups_.size() > kMaxPendingRows / 60)
     pending_rollups_.erase(pending_rollups_.begin());
 }
@@ -793,6 +843,7 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
     std::lock_guard lock(cursor_mutex_);
     cursors.swap(cursors_dirty_);
   }
+  std::int64_t hour = rollup_hour_;  // as it will be after this commit
   exec("BEGIN");
   try {
     for (auto& [name, acked] : cursors) {
@@ -829,13 +880,35 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
       sqlite3_reset(insert_block_);
       if (rc != SQLITE_DONE) fail("cannot write samples");
     }
-    for (auto& [ts, blob] : pending_rollups_) {
-      sqlite3_bind_int64(insert_rollup_, 1, ts);
-      sqlite3_bind_blob(insert_rollup_, 2, blob.data(), static_cast<int>(blob.size()),
-                        SQLITE_STATIC);
-      int rc = sqlite3_step(insert_rollup_);
-      sqlite3_reset(insert_rollup_);
+    // A minute replaces every row it had (a rewrite after a restart inside it, or after the
+    // clock went back), and opens its hour again: that hour's rows go, and it is folded anew
+    // when a minute of another hour is written. Both deletes find nothing in the usual case (a
+    // new minute of the open hour) and then write nothing.
+    auto step_range = [&](sqlite3_stmt* st, std::int64_t a, std::int64_t b) {
+      sqlite3_bind_int64(st, 1, a);
+      sqlite3_bind_int64(st, 2, b);
+      int rc = sqlite3_step(st);
+      sqlite3_reset(st);
       if (rc != SQLITE_DONE) fail("cannot write rollups");
+    };
+    for (auto& pm : pending_rollups_) {
+      const std::int64_t h = floor_to(pm.minute, kHourMs);
+      step_range(delete_hour_, h, h + kHourMs - 1);
+      step_range(delete_minute_, pm.minute, pm.minute + kRollupMs - 1);
+      for (std::size_t g = 0; g < pm.groups.size(); ++g) {
+        const std::string& blob = pm.groups[g];
+        if (blob.empty()) continue;
+        sqlite3_bind_int64(insert_rollup_, 1, pm.minute + static_cast<std::int64_t>(g));
+        sqlite3_bind_blob(insert_rollup_, 2, blob.data(), static_cast<int>(blob.size()),
+                          SQLITE_STATIC);
+        int rc = sqlite3_step(insert_rollup_);
+        sqlite3_reset(insert_rollup_);
+        if (rc != SQLITE_DONE) fail("cannot write rollups");
+      }
+      // The hour of the minute before is over (or the clock went back out of it): fold it. Also
+      // an hour the agent left when it stopped, on the first minute after a restart.
+      if (hour != INT64_MIN && h != hour) fold_hour(hour);
+      hour = h;
     }
     if (prune_rows > 0) prune(cutoff_ms, prune_rows);
     exec("COMMIT");
@@ -855,6 +928,7 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
   }
   series_committed_ = catalog->size();
   pending_rollups_.clear();
+  rollup_hour_ = hour;
   std::lock_guard lock(pending_mutex_);
   // Rows appended while this flush ran stay queued (append() only adds at the end, and drops
   // from the front only when the queue is full, which a successful flush makes impossible).
@@ -866,17 +940,35 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
 
 int Store::prune(std::int64_t cutoff_ms, int max_rows) {
   int deleted = 0;
-  // Blocks hold a tick or more, so max_rows of them are at least max_rows ticks; rollups go at
-  // 1/60 of the pace: one per minute of samples.
-  for (auto [st, rows] : {std::pair{prune_, max_rows}, std::pair{prune_rows_, max_rows},
-                          std::pair{prune_rollups_, max_rows / 60 + 1}}) {
-    sqlite3_bind_int64(st, 1, cutoff_ms);
+  // Blocks hold a tick or more, so max_rows of them are at least max_rows ticks. Rollups go at
+  // 1/60 of that pace per group (a minute is a row per kGroupSeries series). Hour rows go a whole
+  // hour at a time (series + 1 rows, the table's left edge) once their hour starts before the
+  // cutoff; the minutes of it that are left are then read from their minute rows. Minute rows of
+  // an hour that still has hour rows stay (with more hours behind than a commit prunes): the two
+  // would disagree.
+  const int groups = static_cast<int>(series_count_ / kGroupSeries + 1);
+  const int hour_rows = static_cast<int>(series_count_ + 1);
+  auto run = [&](sqlite3_stmt* st, std::int64_t cut, int rows) {
+    sqlite3_bind_int64(st, 1, cut);
     sqlite3_bind_int(st, 2, rows);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) fail("cannot prune old samples");
     deleted += sqlite3_changes(db_);
-  }
+  };
+  run(prune_, cutoff_ms, max_rows);
+  run(prune_rows_, cutoff_ms, max_rows);
+  run(prune_hours_, cutoff_ms == INT64_MIN ? cutoff_ms : floor_to(cutoff_ms - 1, kHourMs) + kHourMs,
+      hour_rows);
+  std::int64_t cut = cutoff_ms;
+  sqlite3_stmt* o = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT ts FROM hours ORDER BY ts LIMIT 1", -1, &o, nullptr) !=
+      SQLITE_OK)
+    fail("cannot prune old samples");
+  if (sqlite3_step(o) == SQLITE_ROW)
+    cut = std::min(cut, floor_to(sqlite3_column_int64(o, 0), kHourMs));
+  sqlite3_finalize(o);
+  run(prune_rollups_, cut, (max_rows / 60 + 1) * groups);
   return deleted;
 }
 
@@ -1055,6 +1147,94 @@ std::int64_t first_sample_offset(std::string_view blob) {
 
 }  // namespace
 
+// Hour rows: for each series id > 0, sample_codec pairs keyed m * 5 + k (m the minute of the hour,
+// 0..59; k as in a minute row), at ts = hour + id; and at ts = hour + 0 ("series 0") the hour's
+// minute map: key m, value the offset of minute m's first sample, for every minute that has a
+// rollup (a group 0 row). Made from the minute rows only, so they say exactly what those say: a
+// minute without a group 0 row is missing from all of them, with the rows of its other groups (as
+// a query of the minute rows reads that minute from its samples). An hour of whole-minute rows of
+// a file of version 3 or before (ids beyond group 0 in a group 0 row), or one that does not
+// decode, is left unfolded: queries read it from its minute rows, as before.
+void Store::fold_hour(std::int64_t hour) {
+  const std::int64_t end = hour + kHourMs - 1;
+  auto range = [&](sqlite3_stmt* st) {
+    sqlite3_bind_int64(st, 1, hour);
+    sqlite3_bind_int64(st, 2, end);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) fail("cannot write hour rows");
+  };
+  range(delete_hour_);
+  std::vector<std::pair<std::uint32_t, double>> minutes;  // m -> first-sample offset
+  std::vector<std::vector<std::pair<std::uint32_t, double>>> rows(kGroupSeries);
+  std::string buf;
+  bool ok = true;
+  // Decodes a minute row (already unpacked) of minute m, group g, into `rows`.
+  auto take = [&](std::uint32_t m, std::uint32_t g, std::string_view blob) {
+    try {
+      sample_codec::decode(blob, [&](std::uint32_t key, double v) {
+        const std::uint32_t id = key / 5;
+        if (id == 0) return;
+        if (id / kGroupSeries != g) return void(ok = false);
+        rows[id % kGroupSeries].emplace_back(m * 5 + key % 5, v);
+      });
+    } catch (const StoreError&) {
+      ok = false;
+    }
+  };
+  auto put = [&](std::int64_t ts, std::vector<std::pair<std::uint32_t, double>>& values) {
+    std::string blob;
+    sample_codec::encode(blob, values);
+    blob = sample_codec::pack_if_smaller(std::move(blob));
+    sqlite3_bind_int64(insert_hour_, 1, ts);
+    sqlite3_bind_blob(insert_hour_, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+    int rc = sqlite3_step(insert_hour_);
+    sqlite3_reset(insert_hour_);
+    if (rc != SQLITE_DONE) fail("cannot write hour rows");
+    values.clear();
+  };
+  auto put_group = [&](std::uint32_t g) {
+    for (std::uint32_t i = 0; i < kGroupSeries; ++i)
+      if (!rows[i].empty()) put(hour + g * kGroupSeries + i, rows[i]);
+  };
+  // Group 0 of each minute: the minute map, and ids 1..63.
+  for (std::int64_t cursor = hour; ok && cursor <= end;) {
+    sqlite3_bind_int64(rollup_next_, 1, cursor);
+    sqlite3_bind_int64(rollup_next_, 2, end);
+    const int rc = sqlite3_step(rollup_next_);
+    if (rc != SQLITE_ROW) {
+      sqlite3_reset(rollup_next_);
+      if (rc != SQLITE_DONE) fail("cannot read rollups");
+      break;
+    }
+    const std::int64_t key = sqlite3_column_int64(rollup_next_, 0);
+    const std::int64_t minute = floor_to(key, kRollupMs);
+    const auto m = static_cast<std::uint32_t>((minute - hour) / kRollupMs);
+    if (key == minute)
+      if (auto blob = sample_codec::unpack(column_blob(rollup_next_, 1), buf)) {
+        minutes.emplace_back(m, static_cast<double>(first_sample_offset(*blob)));
+        take(m, 0, *blob);
+      }
+    sqlite3_reset(rollup_next_);
+    cursor = minute + kRollupMs;
+  }
+  if (!ok || minutes.empty()) return range(delete_hour_);
+  put_group(0);
+  for (std::uint32_t g = 1; ok && g * kGroupSeries <= series_count_; ++g) {
+    for (auto& [m, offset] : minutes) {
+      sqlite3_bind_int64(rollup_at_, 1, hour + m * kRollupMs + g);
+      const int rc = sqlite3_step(rollup_at_);
+      if (rc == SQLITE_ROW)
+        if (auto blob = sample_codec::unpack(column_blob(rollup_at_, 0), buf)) take(m, g, *blob);
+      sqlite3_reset(rollup_at_);
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail("cannot read rollups");
+    }
+    if (ok) put_group(g);
+  }
+  if (!ok) return range(delete_hour_);
+  put(hour, minutes);
+}
+
 // Without a step: the latest `limit` samples in [since, until]. With a step: buckets aligned to
 // multiples of it, and `limit` keeps the latest `limit` buckets that hold data (empty buckets are
 // left out, so they do not count). A step without `since` has no window to read; it is found by
@@ -1101,8 +1281,10 @@ HistoryResult Store::query(const HistoryQuery& q) const {
     const int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
       for (int c : {0, 1, 2})
-        if (sqlite3_column_type(st, c) != SQLITE_NULL)
-          oldest = std::min<std::int64_t>(oldest, sqlite3_column_int64(st, c));
+        if (sqlite3_column_type(st, c) != SQLITE_NULL) {
+          const std::int64_t v = sqlite3_column_int64(st, c);  // a rollup key is minute + group
+          oldest = std::min<std::int64_t>(oldest, c == 2 ? floor_to(v, kRollupMs) : v);
+        }
     }
     std::string err = rc == SQLITE_ROW ? "" : sqlite3_errmsg(conn->db());
     sqlite3_reset(st);
@@ -1166,6 +1348,19 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
 
   // A rollup row whose first sample is at `first_ts`: the five values of each series arrive
   // together (keys id * 5 + k, sorted); key 0 (id 0) is the first sample's offset.
+  // One series' minute (mean, min, max, last; count) into `bucket`.
+  auto add_parts = [&](std::size_t bucket, std::uint32_t id, const double* parts, double count) {
+    if (column_of[id] < 0) {
+      column_of[id] = static_cast<int>(columns.size());
+      columns.push_back({id - 1, {}, {}});
+    }
+    const double chosen = parts[q.aggregate == Aggregate::mean  ? 0
+                                : q.aggregate == Aggregate::min ? 1
+                                : q.aggregate == Aggregate::max ? 2
+                                                                : 3];
+    accumulate(columns[static_cast<std::size_t>(column_of[id])], bucket, chosen, q.aggregate,
+               static_cast<std::uint32_t>(count));
+  };
   auto add_rollup = [&](std::int64_t ts, std::int64_t first_ts, std::string_view blob) {
     const std::size_t bucket = bucket_of(floor_to(ts, step_ms), first_ts);
     double parts[4] = {};
@@ -1173,16 +1368,7 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
       const std::uint32_t id = key / 5, k = key % 5;
       if (id == 0 || id >= wanted.size() || !wanted[id]) return;
       if (k < 4) return void(parts[k] = v);
-      if (column_of[id] < 0) {
-        column_of[id] = static_cast<int>(columns.size());
-        columns.push_back({id - 1, {}, {}});
-      }
-      const double chosen = parts[q.aggregate == Aggregate::mean  ? 0
-                                  : q.aggregate == Aggregate::min ? 1
-                                  : q.aggregate == Aggregate::max ? 2
-                                                                  : 3];
-      accumulate(columns[static_cast<std::size_t>(column_of[id])], bucket, chosen, q.aggregate,
-                 static_cast<std::uint32_t>(v));
+      add_parts(bucket, id, parts, v);
     });
   };
 
@@ -1232,15 +1418,139 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
     std::int64_t raw_from = since_ms;  // samples from here on are not in a rollup read
     if (step_ms >= kRollupMs) {
       const std::int64_t open = open_minute_.load(std::memory_order_acquire);
+      // Minutes starting in [lo, hi] are read from their rollup; their rows are keyed up to hi_key.
       const std::int64_t lo = minus_saturating(since_ms, kRollupMs - 1);
       const std::int64_t hi = open == INT64_MAX ? until_ms : std::min(until_ms, open - 1);
-      scan_rollups(lo, hi, [&](std::int64_t ts, std::string_view blob) {
-        const std::int64_t first_ts = ts + first_sample_offset(blob);
-        if (first_ts < since_ms) return;  // it has samples before the window
-        if (ts > raw_from) scan(raw_from, ts - 1, add_row);
-        add_rollup(ts, first_ts, blob);
-        raw_from = covered_until = ts + kRollupMs;
-      });
+      const std::int64_t hi_key = hi > INT64_MAX - kRollupMs ? INT64_MAX
+                                  : hi < INT64_MIN + kRollupMs
+                                      ? hi
+                                      : floor_to(hi, kRollupMs) + kRollupMs - 1;
+      // A minute that has a rollup (its group 0 row), first sample at first_ts: false if it is
+      // read from its samples instead (it has samples before the window).
+      auto take_minute = [&](std::int64_t minute, std::int64_t first_ts) {
+        if (first_ts < since_ms) return false;
+        if (minute > raw_from) scan(raw_from, minute - 1, add_row);
+        raw_from = covered_until = minute + kRollupMs;
+        return true;
+      };
+      std::vector<std::uint32_t> ids;  // wanted, if few
+      for (std::uint32_t id = 1; id < wanted.size() && ids.size() <= kNarrowSeries; ++id)
+        if (wanted[id]) ids.push_back(id);
+      if (ids.size() > kNarrowSeries || hi < lo) {
+        // Every row of every minute, group 0 first.
+        std::int64_t taken = INT64_MIN, taken_first = 0;
+        scan_rollups(lo, hi_key, [&](std::int64_t key, std::string_view blob) {
+          const std::int64_t minute = floor_to(key, kRollupMs);
+          if (minute < lo) return;
+          if (key == minute) {
+            const std::int64_t first_ts = minute + first_sample_offset(blob);
+            if (!take_minute(minute, first_ts)) return;
+            taken = minute, taken_first = first_ts;
+          } else if (minute != taken) {
+            return;  // a minute without a group 0 row is not a rollup
+          }
+          add_rollup(minute, taken_first, blob);
+        });
+      } else {
+        // A few series: closed hours from their hour rows (the minute map, then a row per
+        // series), other minutes from group 0 and the groups of those series; each row by its
+        // key, so the cost does not grow with the series in the file.
+        std::vector<std::uint32_t> groups;
+        for (auto id : ids)
+          if (id / kGroupSeries && (groups.empty() || groups.back() != id / kGroupSeries))
+            groups.push_back(id / kGroupSeries);
+        std::string buf;
+        // Calls fn(unpacked data) for the row at `key` of `st`, if there is one that unpacks.
+        auto row_at = [&](sqlite3_stmt* st, std::int64_t key, auto&& fn) {
+          sqlite3_bind_int64(st, 1, key);
+          const int rc = sqlite3_step(st);
+          try {
+            if (rc == SQLITE_ROW)
+              if (auto blob = sample_codec::unpack(column_blob(st, 0), buf)) fn(*blob);
+          } catch (...) {
+            sqlite3_reset(st);
+            throw;
+          }
+          std::string err = rc == SQLITE_ROW || rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
+          sqlite3_reset(st);
+          if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);
+        };
+        std::int64_t probed_hour = INT64_MIN;
+        bool folded = false;
+        std::vector<std::pair<std::uint32_t, std::int64_t>> minutes;  // of the hour: m, offset
+        std::vector<double> five(ids.size() * 300);
+        std::vector<char> has(ids.size() * 60);
+        for (std::int64_t cursor = lo; cursor <= hi;) {
+          sqlite3_stmt* st = conn->rollup_next();
+          sqlite3_bind_int64(st, 1, cursor);
+          sqlite3_bind_int64(st, 2, hi_key);
+          const int rc = sqlite3_step(st);
+          if (rc != SQLITE_ROW) {
+            std::string err = rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
+            sqlite3_reset(st);
+            if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);
+            break;
+          }
+          const std::int64_t key = sqlite3_column_int64(st, 0);
+          const std::int64_t minute = floor_to(key, kRollupMs);
+          std::string row;  // group 0 of this minute, unpacked
+          bool have_row = false;
+          if (key == minute && minute >= lo)
+            if (auto blob = sample_codec::unpack(column_blob(st, 1), buf))
+              row.assign(*blob), have_row = true;
+          sqlite3_reset(st);
+          if (minute < lo) {
+            cursor = minute + kRollupMs;
+            continue;
+          }
+          const std::int64_t hour = floor_to(minute, kHourMs);
+          if (hour != probed_hour) {
+            probed_hour = hour;
+            folded = false;
+            minutes.clear();
+            row_at(conn->hour_at(), hour, [&](std::string_view blob) {
+              sample_codec::decode(blob, [&](std::uint32_t m, double v) {
+                minutes.emplace_back(m, static_cast<std::int64_t>(v));
+              });
+              folded = true;
+            });
+            if (folded) {
+              std::fill(has.begin(), has.end(), 0);
+              for (std::size_t i = 0; i < ids.size(); ++i)
+                row_at(conn->hour_at(), hour + ids[i], [&](std::string_view blob) {
+                  sample_codec::decode(blob, [&](std::uint32_t key5, double v) {
+                    if (key5 >= 300) return;
+                    five[i * 300 + key5] = v;
+                    if (key5 % 5 == 4) has[i * 60 + key5 / 5] = 1;
+                  });
+                });
+            }
+          }
+          if (folded) {
+            for (auto& [m, offset] : minutes) {
+              const std::int64_t at = hour + static_cast<std::int64_t>(m) * kRollupMs;
+              if (m >= 60 || at < cursor || at > hi) continue;
+              const std::int64_t first_ts = at + offset;
+              if (!take_minute(at, first_ts)) continue;
+              const std::size_t bucket = bucket_of(floor_to(at, step_ms), first_ts);
+              for (std::size_t i = 0; i < ids.size(); ++i)
+                if (has[i * 60 + m])
+                  add_parts(bucket, ids[i], &five[i * 300 + m * 5], five[i * 300 + m * 5 + 4]);
+            }
+            if (hour > INT64_MAX - kHourMs) break;
+            cursor = hour + kHourMs;
+            continue;
+          }
+          cursor = minute + kRollupMs;
+          if (!have_row) continue;  // no group 0 row: not a rollup
+          const std::int64_t first_ts = minute + first_sample_offset(row);
+          if (!take_minute(minute, first_ts)) continue;
+          add_rollup(minute, first_ts, row);
+          for (auto g : groups)
+            row_at(conn->rollup_at(), minute + g,
+                   [&](std::string_view blob) { add_rollup(minute, first_ts, blob); });
+        }
+      }
     }
     scan(raw_from, until_ms, add_row);
   }

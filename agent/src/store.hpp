@@ -4,8 +4,8 @@
 // lives in memory instead of a -shm file (which cost a third of the bytes written to flash), and
 // other processes cannot open the file while the agent runs ("in use by another process").
 //
-// Schema (PRAGMA application_id = kApplicationId, PRAGMA user_version = 3; a file of version 1
-// or 2 is taken over, its rows still read):
+// Schema (PRAGMA application_id = kApplicationId, PRAGMA user_version = 4; a file of version 1
+// to 3 is taken over, its rows still read):
 //   series(id INTEGER PRIMARY KEY, name, labels, unit, kind, UNIQUE(name, labels))
 //   blocks(ts INTEGER PRIMARY KEY   -- unix milliseconds of the block's first tick
 //          , last INTEGER           -- of its last tick (last - ts < kMaxBlockSpanMs)
@@ -13,17 +13,29 @@
 //          , data BLOB)             -- the ticks, each with every value (sample_codec), deflated
 //   samples(ts INTEGER PRIMARY KEY, data BLOB)  -- a tick per row: what agents before version 3
 //                                   -- wrote; read (and pruned) as long as such rows last
-//   rollups(ts INTEGER PRIMARY KEY  -- start of a minute, unix milliseconds
-//           , data BLOB)            -- per series: mean, min, max, last and count of that minute,
-//                                   -- and (key 0) the offset of its first sample in ms; deflated
-//                                   -- when that is smaller
+//   rollups(ts INTEGER PRIMARY KEY  -- start of a minute + group (series id / kGroupSeries), ms
+//           , data BLOB)            -- per series of the group: mean, min, max, last and count of
+//                                   -- that minute; group 0 also (key 0) the offset of its first
+//                                   -- sample in ms, so it is there for every minute summarised;
+//                                   -- deflated when that is smaller. A version 1-3 file's rows
+//                                   -- hold every series at ts = minute: they read as group 0
+//   hours(ts INTEGER PRIMARY KEY    -- start of an hour + series id
+//           , data BLOB)            -- that series' minute rows of the hour (minute * 5 + k);
+//                                   -- id 0: the hour's minute map (minute -> first-sample offset)
 //   output_cursors(name TEXT PRIMARY KEY  -- [[remote_write]] name
 //           , acked_ms INTEGER)     -- newest sample ts the receiver acknowledged
 //   (created if missing in a file of any version: older agents ignore it)
-// Queries with a step of a minute or more read the rollups: a 24 h chart reads 1,440 rows, not
-// 86,400. Their buckets are made of whole minutes (raw samples fill the rest of the window).
+// Queries with a step of a minute or more read the rollups: a 24 h chart reads 1,440 minutes, not
+// 86,400 ticks. Their buckets are made of whole minutes (raw samples fill the rest of the window).
 // A minute's summary always folds every sample of that minute, also across a restart inside it
-// (begin_minute()).
+// (begin_minute()). Hour rows are a second copy of the minute rows, made from them alone
+// (fold_hour()) when a minute of another hour is written, in that commit; writing a minute
+// deletes its hour's rows first (a rewrite after a restart, a clock gone back), so the two never
+// disagree. A query of at most kNarrowSeries series reads hours that have hour rows from those
+// (a row per series, and the minute map) and other minutes by key (group 0 and the wanted
+// groups): a day of one series is ~24 + 2 x 60 lookups whatever the number of series. Wider
+// queries read every minute row, as before. An hour of a version-3 file's whole-minute rows is
+// not folded (it ages out in a day).
 // Flash wear sets the layout. append() keeps ticks in memory and flush() commits them every few
 // seconds (a crash loses at most that; queries see the queued ticks too) as one block row: the
 // ticks of a commit compress together about 3.4-fold (each repeats the series ids and most
@@ -92,6 +104,10 @@ class ReadConnection {
   std::uint64_t generation = 0;  // the store's pool generation it was opened in
   const TickStatements& ticks() const { return ticks_; }
   sqlite3_stmt* rollups() const { return rollups_; }  // ?1 since ?2 until, oldest first
+  // The first rollup row with ?1 <= ts <= ?2 (ts, data), and the row at ts = ?1 (data).
+  sqlite3_stmt* rollup_next() const { return rollup_next_; }
+  sqlite3_stmt* rollup_at() const { return rollup_at_; }
+  sqlite3_stmt* hour_at() const { return hour_at_; }  // the hour row at ts = ?1 (data)
   // One row: the oldest tick row ts, the oldest block ts, the oldest rollup ts (each NULL if none).
   sqlite3_stmt* bounds() const { return bounds_; }
   // One row, of what has ts > ?1: ticks in blocks, the newest block's last tick, tick rows, the
@@ -102,6 +118,9 @@ class ReadConnection {
   sqlite3* db_ = nullptr;
   TickStatements ticks_;
   sqlite3_stmt* rollups_ = nullptr;
+  sqlite3_stmt* rollup_next_ = nullptr;
+  sqlite3_stmt* rollup_at_ = nullptr;
+  sqlite3_stmt* hour_at_ = nullptr;
   sqlite3_stmt* bounds_ = nullptr;
   sqlite3_stmt* count_after_ = nullptr;
 };
@@ -203,6 +222,10 @@ class Store {
   std::size_t pending_rows() const;
   static constexpr std::size_t kMaxPendingRows = 3600;  // an hour at 1 Hz, then the oldest go
   static constexpr std::int64_t kRollupMs = 60'000;
+  static constexpr std::int64_t kHourMs = 3'600'000;
+  static constexpr std::uint32_t kGroupSeries = 64;  // series per rollup row (ids / 64 = group)
+  // A query of at most this many series reads closed hours from the per-series hour rows.
+  static constexpr std::size_t kNarrowSeries = 16;
 
   // Reader side, any thread. Throws StoreError.
   HistoryResult query(const HistoryQuery& q) const;
@@ -263,7 +286,16 @@ class Store {
   // Ticks not yet committed, oldest first; read by workers (merged into query results).
   mutable std::mutex pending_mutex_;
   std::vector<std::pair<std::int64_t, std::string>> pending_;
-  std::vector<std::pair<std::int64_t, std::string>> pending_rollups_;  // writer thread only
+  // Closed minutes not yet committed (writer thread only): one blob per group (empty: none).
+  struct PendingMinute {
+    std::int64_t minute;
+    std::vector<std::string> groups;
+  };
+  std::vector<PendingMinute> pending_rollups_;
+  // The hour of the newest minute row written (INT64_MIN: none): when a minute of another hour
+  // is written, this one is folded into hour rows (fold_hour()).
+  std::int64_t rollup_hour_ = INT64_MIN;
+  void fold_hour(std::int64_t hour);  // inside commit()'s transaction (StoreError)
 
   // The minute being summarised (writer thread only): series id -> running summary.
   struct MinuteStats {
@@ -282,6 +314,12 @@ class Store {
   void close_minute();
   sqlite3_stmt* insert_rollup_ = nullptr;
   sqlite3_stmt* prune_rollups_ = nullptr;
+  sqlite3_stmt* delete_minute_ = nullptr;  // rollup rows with ?1 <= ts <= ?2
+  sqlite3_stmt* delete_hour_ = nullptr;    // hour rows with ?1 <= ts <= ?2
+  sqlite3_stmt* insert_hour_ = nullptr;
+  sqlite3_stmt* prune_hours_ = nullptr;  // hour rows before ?1, at most ?2
+  sqlite3_stmt* rollup_next_ = nullptr;  // as ReadConnection's, on the writer
+  sqlite3_stmt* rollup_at_ = nullptr;
   std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
 
   // Series catalog: written by the writer, read by every worker (series_mutex_ guards the

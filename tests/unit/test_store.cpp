@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "emulator.hpp"
@@ -568,8 +569,8 @@ TEST_CASE("store: a version-1 database is taken over: its rows still read, new t
     CHECK(std::isnan(r.series[1].values[0]));
     CHECK(r.series[1].values[1] == 0);
   }
-  // Marked version 3, so an older agent refuses the file instead of missing the new ticks.
-  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "3");
+  // Marked version 4, so an older agent refuses the file instead of missing the new ticks.
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "4");
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM samples") == "1");  // as it was
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT ticks FROM blocks WHERE ts = 2000") == "1");
   const char* first_byte = "SELECT hex(substr(data, 1, 1)) FROM blocks WHERE ts = 2000";
@@ -845,7 +846,7 @@ TEST_CASE("store: a version-2 database's tick rows are read beside the blocks, t
     append(store, t * 1000, {metric("x", t, "")}, false);
     if (t % 10 == 9) store.flush(0, 0);
   }
-  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "3");
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "4");
   CHECK(kiwi_test::rows_on_disk(db.path()) == 120);
   // The latest 5 run from the blocks; 8 around 60 s cross from the rows to the blocks.
   kiwi::HistoryQuery q;
@@ -870,4 +871,213 @@ TEST_CASE("store: a version-2 database's tick rows are read beside the blocks, t
   store.flush(65'000, 1000);
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM samples") == "0");
   CHECK(kiwi_test::rows_on_disk(db.path()) == 60);
+}
+
+namespace {
+// Whether two history answers are the same, NaN (no data) equal to NaN.
+bool same_values(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+// Every query of `keys` one at a time (the per-series path: hour rows, minute rows by key) gives
+// what the query of every series (every row of every minute) gives for that series.
+void check_paths_agree(const Store& store, std::int64_t from_ms, std::int64_t to_ms,
+                       const std::vector<std::string>& keys) {
+  const double from = from_ms / 1000.0, to = to_ms / 1000.0;
+  struct Window {
+    double since, until, step;
+  };
+  const std::vector<Window> windows = {
+      {from, to, 60},          {from, to, 86.4},           {from + 1830.5, to - 700, 300},
+      {from, to, 3600},        {from + 7, to - 7, 60},     {from + 3599, from + 3 * 3600 + 61, 120},
+      {from - 86400, to, 900}, {from + 5400, to + 100, 60}};
+  for (auto& w : windows)
+    for (auto agg : {kiwi::Aggregate::mean, kiwi::Aggregate::min, kiwi::Aggregate::max,
+                     kiwi::Aggregate::last}) {
+      kiwi::HistoryQuery q;
+      q.since = w.since;
+      q.until = w.until;
+      q.step = w.step;
+      q.aggregate = agg;
+      q.limit = 1000;
+      const auto wide = store.query(q);
+      REQUIRE(wide.series.size() > Store::kNarrowSeries);
+      for (auto& key : keys) {
+        q.patterns = {key};
+        const auto narrow = store.query(q);
+        INFO("series " << key << ", since " << w.since << ", until " << w.until << ", step "
+                       << w.step << ", aggregate " << static_cast<int>(agg));
+        CHECK(narrow.timestamps == wide.timestamps);
+        auto* a = find(wide, key);
+        auto* b = find(narrow, key);
+        REQUIRE((a == nullptr) == (b == nullptr));
+        if (a) CHECK(same_values(a->values, b->values));
+      }
+      q.patterns.clear();
+    }
+}
+
+// 150 series (three groups of rollup rows); values vary with the tick and the series.
+std::vector<kiwi::MetricValue> host_metrics(std::int64_t ts, int n = 150) {
+  std::vector<kiwi::MetricValue> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back(metric("s" + std::to_string(i),
+                         static_cast<double>((ts / 1000 + i * 7) % 97) / 8.0 + i, ""));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("store: a query of a few series (hour rows) answers as the query of every series does") {
+  TempDb db;
+  const std::int64_t t0 = 1'764'460'800'000;  // a whole hour
+  const std::vector<std::string> keys = {"s0", "s62", "s63", "s64", "s130", "s149"};
+  auto fill = [&](Store& s, std::int64_t from, std::int64_t to) {
+    for (std::int64_t ts = from; ts < to; ts += 5000)
+      append(s, ts, host_metrics(ts), (ts - from) % 50'000 == 0);  // a commit every 10 ticks
+    s.flush(0, 0);
+  };
+  {
+    Store store(db.path());
+    fill(store, t0 + 2000, t0 + 2 * 3'600'000 + 1'234'000);  // two closed hours, one open
+    store.close_current_minute();
+    store.flush(0, 0);
+  }
+  // Two hours folded; the open hour's minutes in rows of 64 series (3 per minute).
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours WHERE ts % 3600000 = 0") ==
+        "2");
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours") == "302");
+  CHECK(kiwi_test::sqlite_value(db.path(), ("SELECT count(*) FROM rollups WHERE ts >= " +
+                                            std::to_string(t0 + 2 * 3'600'000))
+                                               .c_str()) == "63");
+  {
+    // Restarted inside the minute it stopped in, then down for 90 minutes (the hour it left is
+    // folded on the first minute after), then the clock goes back into a folded hour.
+    Store store(db.path());
+    fill(store, t0 + 2 * 3'600'000 + 1'236'000, t0 + 2 * 3'600'000 + 1'500'000);
+    check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);  // with a minute open
+    store.close_current_minute();
+    store.flush(0, 0);
+    fill(store, t0 + 4 * 3'600'000 + 1'800'000, t0 + 5 * 3'600'000 + 120'000);
+    CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours WHERE ts % 3600000 = 0") ==
+          "4");
+    fill(store, t0 + 3'600'000 + 600'500, t0 + 3'600'000 + 900'000);  // clock back 4 h
+    // The hour it went back into is open again (its hour rows gone), the one it left folded.
+    CHECK(
+        kiwi_test::sqlite_value(
+            db.path(),
+            ("SELECT count(*) FROM hours WHERE ts = " + std::to_string(t0 + 3'600'000)).c_str()) ==
+        "0");
+    check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
+    store.close_current_minute();
+    fill(store, t0 + 5 * 3'600'000 + 130'000, t0 + 5 * 3'600'000 + 200'000);  // and forward
+    CHECK(
+        kiwi_test::sqlite_value(
+            db.path(),
+            ("SELECT count(*) FROM hours WHERE ts = " + std::to_string(t0 + 3'600'000)).c_str()) ==
+        "1");
+    check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
+    // Retention: an hour's rows go when the hour starts before the cutoff; the minutes left of
+    // it are read from their minute rows.
+    // A commit prunes one hour's rows: with two behind, the minute rows of the second stay.
+    store.flush(t0 + 3'600'000 + 1'800'000, 1000);
+    check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
+    store.flush(t0 + 3'600'000 + 1'800'000, 1000);
+    CHECK(kiwi_test::sqlite_value(db.path(), ("SELECT count(*) FROM hours WHERE ts < " +
+                                              std::to_string(t0 + 2 * 3'600'000))
+                                                 .c_str()) == "0");
+    check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
+  }
+  Store store(db.path());
+  check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
+}
+
+TEST_CASE("store: a version-3 file's whole-minute rows read as group 0, then give way to hours") {
+  TempDb db;
+  const std::int64_t t0 = 1'764'460'800'000;
+  const std::vector<std::string> keys = {"s1", "s70", "s140"};
+  std::vector<kiwi::HistoryResult> before;
+  auto answers = [&](const Store& s) {
+    std::vector<kiwi::HistoryResult> out;
+    for (auto& key : keys) {
+      kiwi::HistoryQuery q;
+      q.since = t0 / 1000.0;
+      q.until = t0 / 1000.0 + 3 * 3600;
+      q.step = 86.4;
+      q.limit = 1000;
+      q.patterns = {key};
+      out.push_back(s.query(q));
+    }
+    return out;
+  };
+  {
+    Store store(db.path());
+    for (std::int64_t ts = t0; ts < t0 + 2 * 3'600'000 + 600'000; ts += 10'000)
+      append(store, ts, host_metrics(ts), (ts - t0) % 100'000 == 0);
+    store.close_current_minute();
+    store.flush(0, 0);
+    before = answers(store);
+  }
+  {
+    // What an agent of schema 3 wrote: one row of every series per minute, no hour rows.
+    sqlite3* h;
+    REQUIRE(sqlite3_open(db.path().c_str(), &h) == SQLITE_OK);
+    std::map<std::int64_t, std::vector<std::pair<std::uint32_t, double>>> whole;
+    sqlite3_stmt* st;
+    sqlite3_prepare_v2(h, "SELECT ts, data FROM rollups", -1, &st, nullptr);
+    std::string buf;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      const std::int64_t ts = sqlite3_column_int64(st, 0);
+      std::string_view stored(static_cast<const char*>(sqlite3_column_blob(st, 1)),
+                              static_cast<std::size_t>(sqlite3_column_bytes(st, 1)));
+      auto data = sample_codec::unpack(stored, buf);
+      REQUIRE(data);
+      sample_codec::decode(*data, [&](std::uint32_t key, double v) {
+        whole[ts - ts % 60'000].emplace_back(key, v);
+      });
+    }
+    sqlite3_finalize(st);
+    sqlite3_exec(h, "BEGIN; DELETE FROM rollups; DROP TABLE hours", nullptr, nullptr, nullptr);
+    sqlite3_prepare_v2(h, "INSERT INTO rollups VALUES(?1, ?2)", -1, &st, nullptr);
+    for (auto& [minute, values] : whole) {
+      std::string blob;
+      sample_codec::encode(blob, values);
+      blob = sample_codec::pack_if_smaller(std::move(blob));
+      sqlite3_bind_int64(st, 1, minute);
+      sqlite3_bind_blob(st, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+      REQUIRE(sqlite3_step(st) == SQLITE_DONE);
+      sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    REQUIRE(sqlite3_exec(h, "COMMIT; PRAGMA user_version=3", nullptr, nullptr, nullptr) ==
+            SQLITE_OK);
+    sqlite3_close(h);
+  }
+  Store store(db.path());
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "4");
+  const auto after = answers(store);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    INFO("series " << keys[i]);
+    CHECK(after[i].timestamps == before[i].timestamps);
+    REQUIRE(after[i].series.size() == 1);
+    CHECK(same_values(after[i].series[0].values, before[i].series[0].values));
+  }
+  check_paths_agree(store, t0, t0 + 4 * 3'600'000, keys);
+  // The hour it took over in is left unfolded (its rows hold every series); the next is folded.
+  for (std::int64_t ts = t0 + 2 * 3'600'000 + 610'000; ts < t0 + 3 * 3'600'000 + 300'000;
+       ts += 10'000)
+    append(store, ts, host_metrics(ts), ts % 100'000 == 0);
+  store.flush(0, 0);
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours WHERE ts % 3600000 = 0") ==
+        "0");
+  check_paths_agree(store, t0, t0 + 4 * 3'600'000, keys);
+  for (std::int64_t ts = t0 + 3 * 3'600'000 + 300'000; ts < t0 + 4 * 3'600'000 + 120'000;
+       ts += 10'000)
+    append(store, ts, host_metrics(ts), ts % 100'000 == 0);
+  store.flush(0, 0);
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours WHERE ts % 3600000 = 0") ==
+        "1");
+  check_paths_agree(store, t0, t0 + 5 * 3'600'000, keys);
 }

@@ -10,7 +10,7 @@
 // queries only with --raw (at 6,115 series they read half a billion values).
 // Each store is filled through Store::append() and flush() as the collector does (a tick a second,
 // a commit every 10 s, the default commit_interval), so its file has the layout an agent writes.
-// Writes the database under /tmp/kiwi-history-bench (7 MB at 80 series, 180 MB at 6,115; the fill
+// Writes the database under /tmp/kiwi-history-bench (7 MB at 80 series, 226 MB at 6,115; the fill
 // takes about 30 ms per series) and removes it after each size.
 #include <algorithm>
 #include <chrono>
