@@ -49,8 +49,11 @@ class AgentData final : public DataSource {
   }
   std::vector<std::string> series_names() const override {
     std::vector<std::string> out;
-    if (store_)
-      for (auto& s : *store_->series()) out.push_back(s.key);
+    if (!store_) return out;
+    // Held here: ranging over `*store_->series()` would free the temporary copy at once, and the
+    // collector may publish a newer catalog (dropping the last other copy) while this one is read.
+    const Store::Catalog catalog = store_->series();
+    for (auto& s : *catalog) out.push_back(s.key);
     return out;
   }
   AgentStats stats() const override {
