@@ -473,6 +473,7 @@ void Store::open_file() {
     prepare("SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts LIMIT 1",
             &rollup_next_);
     prepare("SELECT data FROM rollups WHERE ts = ?1", &rollup_at_);
+    prepare("SELECT ts FROM hours ORDER BY ts LIMIT 1", &oldest_hour_);
     if (writer_ticks_.prepare(db_) != SQLITE_OK) fail("cannot prepare statement");
     prepare(
         "DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts LIMIT "
@@ -557,7 +558,7 @@ void Store::open_file() {
 void Store::close_file() {
   for (auto** st : {&insert_block_, &insert_series_, &prune_, &prune_rows_, &insert_rollup_,
                     &prune_rollups_, &insert_cursor_, &delete_minute_, &delete_hour_, &insert_hour_,
-                    &prune_hours_, &rollup_next_, &rollup_at_}) {
+                    &prune_hours_, &oldest_hour_, &rollup_next_, &rollup_at_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }
@@ -884,17 +885,10 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
     // clock went back), and opens its hour again: that hour's rows go, and it is folded anew
     // when a minute of another hour is written. Both deletes find nothing in the usual case (a
     // new minute of the open hour) and then write nothing.
-    auto step_range = [&](sqlite3_stmt* st, std::int64_t a, std::int64_t b) {
-      sqlite3_bind_int64(st, 1, a);
-      sqlite3_bind_int64(st, 2, b);
-      int rc = sqlite3_step(st);
-      sqlite3_reset(st);
-      if (rc != SQLITE_DONE) fail("cannot write rollups");
-    };
     for (auto& pm : pending_rollups_) {
       const std::int64_t h = floor_to(pm.minute, kHourMs);
-      step_range(delete_hour_, h, h + kHourMs - 1);
-      step_range(delete_minute_, pm.minute, pm.minute + kRollupMs - 1);
+      step_range(delete_hour_, h, h + kHourMs - 1, "cannot write rollups");
+      step_range(delete_minute_, pm.minute, pm.minute + kRollupMs - 1, "cannot write rollups");
       for (std::size_t g = 0; g < pm.groups.size(); ++g) {
         const std::string& blob = pm.groups[g];
         if (blob.empty()) continue;
@@ -961,13 +955,11 @@ int Store::prune(std::int64_t cutoff_ms, int max_rows) {
   run(prune_hours_, cutoff_ms == INT64_MIN ? cutoff_ms : floor_to(cutoff_ms - 1, kHourMs) + kHourMs,
       hour_rows);
   std::int64_t cut = cutoff_ms;
-  sqlite3_stmt* o = nullptr;
-  if (sqlite3_prepare_v2(db_, "SELECT ts FROM hours ORDER BY ts LIMIT 1", -1, &o, nullptr) !=
-      SQLITE_OK)
-    fail("cannot prune old samples");
-  if (sqlite3_step(o) == SQLITE_ROW)
-    cut = std::min(cut, floor_to(sqlite3_column_int64(o, 0), kHourMs));
-  sqlite3_finalize(o);
+  const int rc = sqlite3_step(oldest_hour_);
+  if (rc == SQLITE_ROW)
+    cut = std::min(cut, floor_to(sqlite3_column_int64(oldest_hour_, 0), kHourMs));
+  sqlite3_reset(oldest_hour_);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail("cannot prune old samples");
   run(prune_rollups_, cut, (max_rows / 60 + 1) * groups);
   return deleted;
 }
@@ -1155,16 +1147,18 @@ std::int64_t first_sample_offset(std::string_view blob) {
 // a query of the minute rows reads that minute from its samples). An hour of whole-minute rows of
 // a file of version 3 or before (ids beyond group 0 in a group 0 row), or one that does not
 // decode, is left unfolded: queries read it from its minute rows, as before.
+void Store::step_range(sqlite3_stmt* st, std::int64_t a, std::int64_t b, const char* what) {
+  sqlite3_bind_int64(st, 1, a);
+  sqlite3_bind_int64(st, 2, b);
+  const int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) fail(what);
+}
+
 void Store::fold_hour(std::int64_t hour) {
   const std::int64_t end = hour + kHourMs - 1;
-  auto range = [&](sqlite3_stmt* st) {
-    sqlite3_bind_int64(st, 1, hour);
-    sqlite3_bind_int64(st, 2, end);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) fail("cannot write hour rows");
-  };
-  range(delete_hour_);
+  auto clear_hour = [&] { step_range(delete_hour_, hour, end, "cannot write hour rows"); };
+  clear_hour();
   std::vector<std::pair<std::uint32_t, double>> minutes;  // m -> first-sample offset
   std::vector<std::vector<std::pair<std::uint32_t, double>>> rows(kGroupSeries);
   std::string buf;
@@ -1218,7 +1212,7 @@ void Store::fold_hour(std::int64_t hour) {
     sqlite3_reset(rollup_next_);
     cursor = minute + kRollupMs;
   }
-  if (!ok || minutes.empty()) return range(delete_hour_);
+  if (!ok || minutes.empty()) return clear_hour();
   put_group(0);
   for (std::uint32_t g = 1; ok && g * kGroupSeries <= series_count_; ++g) {
     for (auto& [m, offset] : minutes) {
@@ -1231,7 +1225,7 @@ void Store::fold_hour(std::int64_t hour) {
     }
     if (ok) put_group(g);
   }
-  if (!ok) return range(delete_hour_);
+  if (!ok) return clear_hour();
   put(hour, minutes);
 }
 

@@ -296,6 +296,8 @@ class Store {
   // is written, this one is folded into hour rows (fold_hour()).
   std::int64_t rollup_hour_ = INT64_MIN;
   void fold_hour(std::int64_t hour);  // inside commit()'s transaction (StoreError)
+  // Runs the writer's statement `st` (?1 = a, ?2 = b) that returns no rows; StoreError `what`.
+  void step_range(sqlite3_stmt* st, std::int64_t a, std::int64_t b, const char* what);
 
   // The minute being summarised (writer thread only): series id -> running summary.
   struct MinuteStats {
@@ -318,6 +320,7 @@ class Store {
   sqlite3_stmt* delete_hour_ = nullptr;    // hour rows with ?1 <= ts <= ?2
   sqlite3_stmt* insert_hour_ = nullptr;
   sqlite3_stmt* prune_hours_ = nullptr;  // hour rows before ?1, at most ?2
+  sqlite3_stmt* oldest_hour_ = nullptr;  // the first hour row's ts
   sqlite3_stmt* rollup_next_ = nullptr;  // as ReadConnection's, on the writer
   sqlite3_stmt* rollup_at_ = nullptr;
   std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
