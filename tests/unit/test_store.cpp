@@ -1012,10 +1012,14 @@ TEST_CASE("store: a version-3 file's whole-minute rows read as group 0, then giv
     }
     return out;
   };
+  // Ticks every 10 s in [from, to), a commit every 10 of them.
+  auto fill = [&](Store& s, std::int64_t from, std::int64_t to) {
+    for (std::int64_t ts = from; ts < to; ts += 10'000)
+      append(s, ts, host_metrics(ts), (ts - t0) % 100'000 == 0);
+  };
   {
     Store store(db.path());
-    for (std::int64_t ts = t0; ts < t0 + 2 * 3'600'000 + 600'000; ts += 10'000)
-      append(store, ts, host_metrics(ts), (ts - t0) % 100'000 == 0);
+    fill(store, t0, t0 + 2 * 3'600'000 + 600'000);
     store.close_current_minute();
     store.flush(0, 0);
     before = answers(store);
@@ -1066,16 +1070,12 @@ TEST_CASE("store: a version-3 file's whole-minute rows read as group 0, then giv
   }
   check_paths_agree(store, t0, t0 + 4 * 3'600'000, keys);
   // The hour it took over in is left unfolded (its rows hold every series); the next is folded.
-  for (std::int64_t ts = t0 + 2 * 3'600'000 + 610'000; ts < t0 + 3 * 3'600'000 + 300'000;
-       ts += 10'000)
-    append(store, ts, host_metrics(ts), ts % 100'000 == 0);
+  fill(store, t0 + 2 * 3'600'000 + 610'000, t0 + 3 * 3'600'000 + 300'000);
   store.flush(0, 0);
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours WHERE ts % 3600000 = 0") ==
         "0");
   check_paths_agree(store, t0, t0 + 4 * 3'600'000, keys);
-  for (std::int64_t ts = t0 + 3 * 3'600'000 + 300'000; ts < t0 + 4 * 3'600'000 + 120'000;
-       ts += 10'000)
-    append(store, ts, host_metrics(ts), ts % 100'000 == 0);
+  fill(store, t0 + 3 * 3'600'000 + 300'000, t0 + 4 * 3'600'000 + 120'000);
   store.flush(0, 0);
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours WHERE ts % 3600000 = 0") ==
         "1");
