@@ -87,7 +87,8 @@ import time
 import urllib.error
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import Failure, Processes, Results, guarded, http_get, loadavg  # noqa: E402
+from benchlib import (Failure, Processes, Results, guarded, http_get, loadavg,  # noqa: E402
+                      tail)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(ROOT, "tools", "bench")
@@ -246,7 +247,7 @@ class Bench:
             if p.poll() is not None:
                 break
             time.sleep(0.01)
-        raise Failure(f"the agent did not start (log: {p.log}):\n{tail_lines(p.log, 5)}")
+        raise Failure(f"the agent did not start (log: {p.log}):\n{tail(p.log, 5).rstrip()}")
 
     def stop(self, p):
         self.procs.finish(p)
@@ -283,7 +284,7 @@ class Bench:
                 r = subprocess.run(["cmake", "--build", self.build_dir, "-j", str(self.ncpu)],
                                    stdout=f, stderr=subprocess.STDOUT)
             if r.returncode:
-                print(tail_lines(log, 30), file=sys.stderr)
+                print(tail(log, 30).rstrip(), file=sys.stderr)
                 raise Failure(f"agent build failed (log: {log})")
         self.agent_bin = os.path.join(self.build_dir, "bin", "kiwi-agent")
         self.plugin_dir = os.path.join(self.build_dir, "lib", "kiwi-agent")
@@ -423,10 +424,6 @@ def read_text(path):
             return f.read()
     except OSError:
         return ""
-
-
-def tail_lines(path, n):
-    return "\n".join(read_text(path).splitlines()[-n:])
 
 
 def status(url, timeout=5.0):

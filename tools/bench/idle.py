@@ -10,24 +10,11 @@ import shutil
 import subprocess
 import time
 
-from benchlib import CLK_TCK, Failure, cpu_ticks, loadavg, read_int_fields, smaps_rollup
+from benchlib import (CLK_TCK, Failure, TreeMeter, cpu_ticks, loadavg, read_int_fields,
+                      smaps_rollup)
 from matrix import measure_history_body
 
 CPU_WINDOW_S = 60
-
-
-def thread_cpu(pid):
-    """{tid: (comm, ns on CPU)} of every thread of `pid` (schedstat)."""
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                comm = f.read().strip().replace(" ", "_")
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                out[tid] = (comm, int(f.read().split()[0]))
-        except (OSError, ValueError, IndexError):
-            continue
-    return out
 
 
 def written(pid):
@@ -56,7 +43,9 @@ def run(b):
           "second); warm-up 5 s")
     time.sleep(5)
     t0 = time.monotonic()
-    threads0 = thread_cpu(p.pid)
+    threads = TreeMeter(p.pid)  # per thread (schedstat), for the 60 s breakdown
+    threads.sample()
+    threads0 = dict(threads.threads)
     c0, w0, sw0 = cpu_ticks(p.pid), written(p.pid), written(steady.pid)
     polls, c60, threads60 = 0, None, None
     for i in range(1, window + 1):
@@ -68,7 +57,9 @@ def run(b):
         if delay > 0:
             time.sleep(delay)
         if i == CPU_WINDOW_S:
-            c60, threads60 = cpu_ticks(p.pid), thread_cpu(p.pid)
+            c60 = cpu_ticks(p.pid)
+            threads.sample()
+            threads60 = threads.by_thread(threads0)  # name -> ns
         b.procs.check_alive()
     elapsed = time.monotonic() - t0
     cend, wend, swend = cpu_ticks(p.pid), written(p.pid), written(steady.pid)
@@ -76,9 +67,7 @@ def run(b):
     measure_history_body(b, url, "filled at the default 1 s interval during the idle run")
     m = smaps_rollup(p.pid)
     b.stop(p)
-    by_thread = {}
-    for tid, (comm, ns) in threads60.items():
-        by_thread[comm] = by_thread.get(comm, 0.0) + (ns - threads0.get(tid, (comm, 0))[1]) / 1e6
+    by_thread = {name: ns / 1e6 for name, ns in threads60.items()}
     fs = subprocess.run(["df", "-T", b.run_dir], capture_output=True, text=True).stdout
     fs = fs.splitlines()[1].split()[1] if len(fs.splitlines()) > 1 else "?"
     wb, swb = wend - w0, swend - sw0
