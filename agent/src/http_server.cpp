@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -1061,6 +1062,31 @@ bool needs_new_daemon(const HttpSettings& a, const HttpSettings& b, bool same_ad
 
 constexpr auto kRetireWait = std::chrono::seconds(2);
 
+// Descriptors the process needs for `max_connections`: twice that (a reload runs the old workers
+// beside the new ones until they drain), plus the store, plugins' files, the exec sensor's pipes
+// and MHD's own. A soft RLIMIT_NOFILE below it is raised as far as the hard limit allows (the
+// default 1,024 of a shell or of systemd is below it past about 380 connections); the default
+// max_connections, 256, needs no change, so scripts the agent runs inherit the usual limit. Where
+// the hard limit is too low, the log says so: accept() would fail with EMFILE and new
+// connections would wait for a free descriptor.
+void ensure_descriptors(std::uint64_t max_connections, Logger& log) {
+  const rlim_t need = 2 * static_cast<rlim_t>(max_connections) + 256;
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= need) return;
+  const rlim_t before = lim.rlim_cur;
+  lim.rlim_cur = std::min(need, lim.rlim_max);
+  if (lim.rlim_cur > before && ::setrlimit(RLIMIT_NOFILE, &lim) != 0) lim.rlim_cur = before;
+  if (lim.rlim_cur < need)
+    log.warn("http: max_connections " + std::to_string(max_connections) + " needs about " +
+             std::to_string(need) + " file descriptors and the limit (RLIMIT_NOFILE) is " +
+             std::to_string(lim.rlim_cur) +
+             "; past it new connections wait for a free one (systemd: LimitNOFILE=)");
+  else
+    log.info("http: raised the open-file limit from " + std::to_string(before) + " to " +
+             std::to_string(lim.rlim_cur) + " for max_connections " +
+             std::to_string(max_connections));
+}
+
 // A descriptor closed unless released.
 struct OwnedFd {
   int fd = -1;
@@ -1101,6 +1127,7 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
   const auto timeout_s = static_cast<unsigned>(s.keep_alive.count() / 1000);
   const auto threads = static_cast<std::uint64_t>(s.threads);
   const auto max_connections = static_cast<std::uint64_t>(s.max_connections);
+  ensure_descriptors(max_connections, log_);
   for (std::uint64_t i = 0; i < threads; ++i) {
     auto& w = *d->workers.emplace_back(std::make_unique<HttpWorker>());
     w.api = d->api;

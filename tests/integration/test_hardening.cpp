@@ -1,8 +1,13 @@
 // Issue 16 on the real binary: a safe snapshot file (modes, no link followed, no directory others
-// can write) and the last log line of an agent a plugin crashed.
+// can write), the last log line of an agent a plugin crashed, and an open-file limit that fits
+// max_connections.
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+#include <memory>
+#include <optional>
+#include <sstream>
 
 #include <catch2/catch.hpp>
 
@@ -30,6 +35,26 @@ struct Umask {
 void no_core_files() {
   const rlimit none{0, 0};
   ::setrlimit(RLIMIT_CORE, &none);
+}
+
+// The test process's soft open-file limit for one scope; the agents it starts inherit it.
+struct OpenFileLimit {
+  rlimit old{};
+  explicit OpenFileLimit(rlim_t soft) {
+    ::getrlimit(RLIMIT_NOFILE, &old);
+    rlimit l = old;
+    l.rlim_cur = soft;
+    if (::setrlimit(RLIMIT_NOFILE, &l) != 0) throw std::runtime_error("setrlimit failed");
+  }
+  ~OpenFileLimit() { ::setrlimit(RLIMIT_NOFILE, &old); }
+};
+
+// The soft "Max open files" of a process, from /proc/PID/limits.
+long soft_open_files(pid_t pid) {
+  std::istringstream in(read_text("/proc/" + std::to_string(pid) + "/limits"));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("Max open files", 0) == 0) return std::stol(line.substr(14));
+  throw std::runtime_error("no Max open files line");
 }
 
 // A config with its own data_dir, snapshot path and port, and `extra`.
@@ -220,4 +245,54 @@ TEST_CASE("hardening: the errors libmicrohttpd answers by itself have the API's 
     CHECK(d["error"]["message"].GetStringLength() > 0);
   }
   CHECK(HttpClient(agent.port()).get("/api/health").status == 200);
+}
+
+TEST_CASE("hardening: a max_connections above the open-file limit raises it or the log says why") {
+  // 1,000 connections need 2 x 1,000 + 256 descriptors (a reload runs two sets of workers).
+  const std::string http = "max_connections = 1000\n";
+  SECTION("raised as far as needed: 600 connections open at once on a soft limit of 512") {
+    rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    INFO("this test needs a hard RLIMIT_NOFILE of at least 2,256 + 600 (ulimit -Hn)");
+    REQUIRE(lim.rlim_max >= 2856);
+    std::optional<Agent> agent;
+    {
+      OpenFileLimit scope(512);
+      agent.emplace("", "", http);
+    }
+    CHECK(soft_open_files(agent->pid()) == 2256);
+    CHECK_THAT(agent->stderr_text(),
+               Catch::Contains("info: http: raised the open-file limit from 512 to 2256 for "
+                               "max_connections 1000"));
+    // Past 512 descriptors the agent's accept() would have failed with EMFILE: each of these
+    // is answered, and again once all of them are open.
+    std::vector<std::unique_ptr<HttpClient>> clients;
+    for (int i = 0; i < 600; ++i) {
+      clients.push_back(std::make_unique<HttpClient>(agent->port()));
+      REQUIRE(clients.back()->get("/api/health").status == 200);
+    }
+    int answered = 0;
+    for (auto& c : clients) answered += c->get("/api/health").status == 200;
+    CHECK(answered == 600);
+  }
+  SECTION("a hard limit below it: the agent starts and the log names the limit") {
+    TempDir tmp;
+    const std::string file = config_in(tmp, tmp.path / "data", tmp.path / "run" / "current.json");
+    std::string text = read_text(file);
+    text.insert(text.find("[http]\n") + 7, http);
+    write_text(file, text);
+    std::vector<std::string> argv = {"/usr/bin/prlimit", "--nofile=512:512", "--"};
+    for (auto& a : emulated({KIWI_AGENT_BIN, "--config", file})) argv.push_back(a);
+    pid_t pid = spawn(argv, tmp.path / "out", tmp.path / "err");
+    CHECK(eventually(
+        [&] { return read_text(tmp.path / "err").find("listening on") != std::string::npos; },
+        20s));
+    CHECK_THAT(read_text(tmp.path / "err"),
+               Catch::Contains("warn: http: max_connections 1000 needs about 2256 file "
+                               "descriptors and the limit (RLIMIT_NOFILE) is 512; past it new "
+                               "connections wait for a free one (systemd: LimitNOFILE=)"));
+    CHECK(soft_open_files(pid) == 512);
+    kill(pid, SIGTERM);
+    CHECK(wait_exit(pid, 20s) == 0);
+  }
 }
