@@ -218,25 +218,26 @@ class Bench:
                                    "load_before": load_before, "load_after": loadavg()}, "")
 
     # -- the agent --------------------------------------------------------------------------
-    def config(self, name, interval="1s", retention="24h", bind="127.0.0.1:0"):
+    def config(self, name, interval="1s", retention="24h", bind="127.0.0.1:0", http=""):
         """A config on loopback (port 0: the kernel picks a free port, the log says which),
-        history on disk under the run directory, the snapshot on tmpfs; returns its path."""
+        history on disk under the run directory, the snapshot on tmpfs; returns its path.
+        `http`: more lines for the [http] table."""
         threads = '"auto"' if self.http_threads == "auto" else self.http_threads
         path = os.path.join(self.run_dir, f"{name}.toml")
         with open(path, "w") as f:
             f.write(f'[agent]\ndata_dir = "{self.run_dir}/{name}-data"\n'
                     f'plugin_dir = "{self.plugin_dir}"\n[http]\nbind = "{bind}"\n'
-                    f'threads = {threads}\n[collector]\ninterval = "{interval}"\n'
+                    f'threads = {threads}\n{http}[collector]\ninterval = "{interval}"\n'
                     f'retention = "{retention}"\nsnapshot_path = "{self.snapdir}/{name}.json"\n')
         return path
 
     def start_agent(self, name, interval="1s", keep=False, bind="127.0.0.1:0", pin=None,
-                    retention="24h"):
+                    retention="24h", http=""):
         """Starts the agent pinned (to the server's CPU unless `pin`), waits 10 s at most for its
         "listening on" line; returns (Popen, url). A fresh data dir unless `keep`."""
         if not keep:
             shutil.rmtree(os.path.join(self.run_dir, f"{name}-data"), ignore_errors=True)
-        cfg = self.config(name, interval, retention, bind)
+        cfg = self.config(name, interval, retention, bind, http)
         p = self.procs.start("agent", name, (self.pin_server if pin is None else pin)
                              + [self.agent_bin, "--config", cfg], log_dir=self.run_dir)
         deadline = time.monotonic() + 10

@@ -1,7 +1,8 @@
 """The keep-alive step of tools/bench/run.sh (the default mode, --quick and --all; alone:
 --keepalive): `/api/current` with wrk at each connection count, without and with 1,000 idle
 keep-alive connections open (each sent one GET /api/current, read its answer and then stayed
-silent; one the agent closes is opened again a second later). The swarm is
+silent; one the agent closes is opened again a second later), on the agent's defaults and then with
+max_connections above the crowd (below, VARIANTS). The swarm is
 tools/faults/faults.py's Swarm (issue 16's idle case), imported, in a process of its own so that
 it takes no time from this one; it runs on the client's CPU beside wrk (bench.py pins itself
 there before the swarm forks), and is stopped by its PID at the end. Order: without, with,
@@ -24,6 +25,12 @@ from faults import Swarm, raise_nofile  # noqa: E402
 IDLE_CONNECTIONS = 1000
 OPENING = b"GET /api/current HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 SETTLE_S = 15  # the swarm at its count (at most; usually 1-2 s)
+# Two agents, one after the other: on the defaults, [http] max_connections 256, the agent keeps 256
+# slots and gives a newcomer the longest-idle one, so the swarm churns (what a board owner's agent
+# does under such a crowd); with max_connections raised above the crowd plus wrk, all 1,000 stay
+# open and silent for the whole phase (what the target names: idle connections held open).
+HELD_SLOTS = IDLE_CONNECTIONS + 100
+VARIANTS = [("default", ""), ("held", f"max_connections = {HELD_SLOTS}\n")]
 
 
 def stop_swarm(swarm):
@@ -40,24 +47,34 @@ def run(b):
     res = b.results("keepalive")
     load_before = loadavg()
     limit = raise_nofile(4096)
-    if limit < IDLE_CONNECTIONS + 256:
+    if limit < HELD_SLOTS + 64:
         raise Failure(f"ulimit -n is {limit}: {IDLE_CONNECTIONS} idle connections need more")
-    p, url = b.start_agent("keepalive", "1s")
+    # --quick: the largest connection count only (the step stays under 40 s).
+    conns = [max(b.conns)] if b.mode == "quick" else b.conns
+    b.say(f"keep-alive: /api/current at {' '.join(map(str, conns))} connections, {b.duration} s"
+          f" each, without, with {IDLE_CONNECTIONS} idle keep-alive connections, without again;"
+          f" on the defaults, then with max_connections {HELD_SLOTS}")
+    for variant, http in VARIANTS:
+        run_variant(b, res, variant, http, conns, limit)
+    b.section_meta(res, load_before)
+
+
+def run_variant(b, res, variant, http, conns, limit):
+    """One agent, its three phases; `variant` prefixes the phases' names but on the defaults."""
+    p, url = b.start_agent(f"keepalive-{variant}", "1s", http=http)
     b.wait_for_200(f"{url}/api/current", 10)
     port = int(url.rsplit(":", 1)[1])
     target = f"{url}/api/current"
     errors = 0
-    # --quick: the largest connection count only (the step stays under 20 s).
-    conns = [max(b.conns)] if b.mode == "quick" else b.conns
     seconds = len(conns) * (b.duration + 1) + SETTLE_S + 5
-    b.say(f"keep-alive: /api/current at {' '.join(map(str, conns))} connections, {b.duration} s"
-          f" each, without, with {IDLE_CONNECTIONS} idle keep-alive connections, without again")
+    prefix = "" if variant == "default" else f"{variant}-"
 
     def wrk_all(phase):
         nonlocal errors
         for c in conns:
             body = len(http_get(target, timeout=5)[2])
-            r = run_wrk(b, res, phase, "agent", "current", c, body, target, "json", p.pid)
+            r = run_wrk(b, res, prefix + phase, "agent", "current", c, body, target, "json",
+                        p.pid)
             if phase != "with":  # under the swarm, errors are what is measured (reported)
                 errors += r["non2xx"] + r["bad_body"] + r["socket_errors"]
 
@@ -84,9 +101,11 @@ def run(b):
         if swarm is not None:
             stop_swarm(swarm)
         b.stop(p)
-    res.add("run", "swarm", {"count": IDLE_CONNECTIONS, "ulimit_n": limit, "start": at_start,
-                             "end": at_end, "duration": b.duration, "conns": conns}, "")
-    b.section_meta(res, load_before)
+    res.add("run", "swarm", {"variant": variant, "count": IDLE_CONNECTIONS, "ulimit_n": limit,
+                             "max_connections": HELD_SLOTS if variant == "held" else 256,
+                             "start": at_start, "end": at_end, "duration": b.duration,
+                             "conns": conns}, "")
     b.errors += errors
-    b.say(f"keep-alive: swarm {at_end['open_now']} open at the end, {at_end['connects']} "
-          f"connects, {at_end['closed_by_server']} closed by the agent")
+    b.say(f"keep-alive ({variant}): swarm {at_end['open_now']} open at the end, "
+          f"{at_end['connects'] - at_start['connects']} connects while wrk ran, "
+          f"{at_end['closed_by_server']} closed by the agent")

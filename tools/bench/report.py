@@ -282,16 +282,34 @@ def startup_median(rows, data="fresh"):
 # keep-alive
 
 
+KEEPALIVE_VARIANTS = {
+    "default": "on the agent's defaults (`[http] max_connections` 256: it keeps 256 slots and "
+               "gives a newcomer the longest-idle one, so the swarm churns)",
+    "held": "with `[http] max_connections` raised above the crowd, so all of it stays open and "
+            "silent",
+}
+
+
 def keepalive_summary(rows):
-    """{conns: {"without": [runs before and after], "with": [runs]}}."""
+    """{variant: {conns: {"without": [runs before and after], "with": [runs]}}}; a run's rep is
+    its phase, prefixed with "VARIANT-" but on the defaults."""
     out = {}
     for r in rows:
         if r["measure"] != "wrk":
             continue
         v = r["value"]
-        phase = "with" if v["rep"] == "with" else "without"
-        out.setdefault(v["conns"], {"without": [], "with": []})[phase].append(v)
+        variant, _, phase = v["rep"].rpartition("-")
+        phase = "with" if phase == "with" else "without"
+        cell = out.setdefault(variant or "default", {}).setdefault(v["conns"],
+                                                                   {"without": [], "with": []})
+        cell[phase].append(v)
     return out
+
+
+def swarm_meta(rows, variant):
+    return next((r["value"] for r in reversed(rows) if r["side"] == "run"
+                 and r["measure"] == "swarm"
+                 and r["value"].get("variant", "default") == variant), {})
 
 
 def keepalive_ratio(cell):
@@ -301,33 +319,35 @@ def keepalive_ratio(cell):
 
 
 def render_keepalive(rows):
-    sw = meta(rows, "swarm")
-    s = keepalive_summary(rows)
-    st, en = sw.get("start", {}), sw.get("end", {})
     out = [section_header("Keep-alive: 1,000 idle connections", meta(rows, "section"))]
-    out.append(f"- `/api/current` with wrk ({sw.get('duration', '?')} s a run) on the agent's "
-               f"defaults (`[http] max_connections` 256), without, then with {sw.get('count')} "
-               "idle keep-alive connections (tools/faults/faults.py's `Swarm`: each sends one "
-               "GET, reads the answer, then stays silent; one the agent closes is opened again a "
-               "second later), then without again; ratio = with / mean of the two without; "
-               f"ulimit -n {sw.get('ulimit_n', '?')}\n")
-    out.append(f"- the swarm while wrk ran: {en.get('connects', 0) - st.get('connects', 0)} "
-               f"connects, {en.get('closed_by_server', 0) - st.get('closed_by_server', 0)} "
-               f"closed by the agent, {en.get('connect_errors', 0) - st.get('connect_errors', 0)}"
-               f" connect errors; {en.get('open_now', '?')} open at the end\n\n")
-    out.append("| conns | without: resp/s (before, after) | with: resp/s | ratio | p99 ms "
-               "without / with | errors with (non-2xx + bad + socket) |\n"
-               "|---:|---:|---:|---:|---:|---:|\n")
-    for c, cell in s.items():
-        q = keepalive_ratio(cell)
-        w = cell["with"][0] if cell["with"] else None
-        wo = cell["without"]
-        p99 = statistics.median(x["p99_us"] for x in wo) / 1000 if wo else 0
-        out.append(f"| {c} | " + ", ".join(f"{x['rps']:.0f}" for x in wo) + " | "
-                   + (f"{w['rps']:.0f} | **{q:.2f}** | {p99:.2f} / {w['p99_us'] / 1000:.2f} | "
-                      f"{w['non2xx'] + w['bad_body'] + w['socket_errors']} |" if w and q
-                      else "- | - | - | - |") + "\n")
-    return "".join(out) + "\n"
+    for variant, cells in keepalive_summary(rows).items():
+        sw = swarm_meta(rows, variant)
+        st, en = sw.get("start", {}), sw.get("end", {})
+        out.append(f"**{variant}**: `/api/current` with wrk ({sw.get('duration', '?')} s a run) "
+                   f"{KEEPALIVE_VARIANTS.get(variant, '')}; without, then with "
+                   f"{sw.get('count')} idle keep-alive connections (tools/faults/faults.py's "
+                   "`Swarm`: each sends one GET, reads the answer, then stays silent; one the "
+                   "agent closes is opened again a second later), then without again; ratio = "
+                   f"with / mean of the two without; ulimit -n {sw.get('ulimit_n', '?')}\n\n")
+        out.append(f"- the swarm while wrk ran: {en.get('connects', 0) - st.get('connects', 0)} "
+                   f"connects, {en.get('closed_by_server', 0) - st.get('closed_by_server', 0)} "
+                   "closed by the agent, "
+                   f"{en.get('connect_errors', 0) - st.get('connect_errors', 0)} connect errors; "
+                   f"{en.get('open_now', '?')} open at the end\n\n")
+        out.append("| conns | without: resp/s (before, after) | with: resp/s | ratio | p99 ms "
+                   "without / with | errors with (non-2xx + bad + socket) |\n"
+                   "|---:|---:|---:|---:|---:|---:|\n")
+        for c, cell in cells.items():
+            q = keepalive_ratio(cell)
+            w = cell["with"][0] if cell["with"] else None
+            wo = cell["without"]
+            p99 = statistics.median(x["p99_us"] for x in wo) / 1000 if wo else 0
+            out.append(f"| {c} | " + ", ".join(f"{x['rps']:.0f}" for x in wo) + " | "
+                       + (f"{w['rps']:.0f} | **{q:.2f}** | {p99:.2f} / {w['p99_us'] / 1000:.2f}"
+                          f" | {w['non2xx'] + w['bad_body'] + w['socket_errors']} |" if w and q
+                          else "- | - | - | - |") + "\n")
+        out.append("\n")
+    return "".join(out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -559,19 +579,22 @@ def render_targets(res, results_dir):
                 "", None, "run the matrix (tools/bench/run.sh)")
     ka = keepalive_summary(res["keepalive"])
     name = "`/api/current` with 1,000 idle keep-alive connections open"
-    if ka:
-        qs = {c: keepalive_ratio(cell) for c, cell in ka.items()}
+    for variant, cells in ka.items():
+        qs = {c: keepalive_ratio(cell) for c, cell in cells.items()}
         errs = sum(x["non2xx"] + x["bad_body"] + x["socket_errors"]
-                   for cell in ka.values() for x in cell["with"])
+                   for cell in cells.values() for x in cell["with"])
         ok = all(q is not None and q >= 0.9 for q in qs.values()) and errs == 0
-        row(name, "≥ 0.9 of its rate without them",
+        sw = swarm_meta(res["keepalive"], variant)
+        how = ("held open (`max_connections` "
+               f"{sw.get('max_connections', '?')})" if variant == "held" else
+               "on the defaults (the agent keeps at most `max_connections`, 256, and closes the "
+               "longest idle for a newcomer)")
+        row(f"{name}: {variant}", "≥ 0.9 of its rate without them",
             ", ".join(f"{q:.2f} at {c} conn{'s' if c > 1 else ''}" for c, q in qs.items()
-                      if q is not None) + f"; {errs} errors; the swarm held "
-            f"{meta(res['keepalive'], 'swarm').get('end', {}).get('open_now', '?')} of its 1,000 "
-            "open at the end (the agent keeps at most `max_connections`, 256, and closes the "
-            "longest idle for a newcomer)", ok,
+                      if q is not None) + f"; {errs} errors; {how}; "
+            f"{sw.get('end', {}).get('open_now', '?')} of the 1,000 open at the end", ok,
             f"--keepalive, {meta(res['keepalive'], 'section').get('when', '?')}")
-    else:
+    if not ka:
         row(name, "≥ 0.9 of its rate without them", "", None, "run --keepalive (or the matrix)")
 
     fp = [r["value"] for r in res["footprint"] if r["measure"] == "footprint"]
