@@ -50,17 +50,22 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
                    young 24 h one, write_bytes over SECONDS (default and minimum 600) after
                    90 s of warm-up; its section goes into the page, its JSON lines into
                    <results>/disk.jsonl, from which the targets table takes its disk row
+  --history-day    a 24 h, 1,000-point query of one series and of all series, on a day of 1 Hz
+                   history at 80, 393, 1,537 and 6,115 series (kiwi-bench-history, built with the
+                   tests; tools/bench/history_day.py; about 5 minutes)
   --all            full matrix (with start-up on a day of history and the keep-alive step),
-                   then --idle, --soak, --reload, --disk, --footprint, then --scale (about
-                   1 h 25 min: matrix 32, disk 12, footprint 22, scale 8, the rest 12 minutes)
+                   then --idle, --soak, --reload, --disk, --footprint, --scale, then
+                   --history-day (about 1 h 35 min: matrix 35, disk 12, footprint 22, scale 8,
+                   history-day 5, the rest 12 minutes)
   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 Options:
   --reps N  --duration SECONDS  --conns "1 8 32"
   --threads N|auto HTTP worker threads of the agent ([http] threads) and the ceiling (default
                    auto, the agent's default: one per CPU the server may run on, at most 4; the
                    ceiling applies the same rule, so with both pinned to one CPU, both run 1)
-  --build-dir DIR  agent build tree (default build/bench/agent, configured Release; an existing
-                   configured tree is only rebuilt, never reconfigured)
+  --build-dir DIR  agent build tree (default build/bench/agent, configured Release with the
+                   benchmark programs; an existing tree keeps its build type and gets
+                   KIWI_BUILD_TESTS=ON, but only the agent and those programs are built)
   --no-build       use the binaries already in the build tree
   --out FILE       markdown output (default docs/benchmarks.md; quick:
                    build/bench/benchmarks-quick.md)
@@ -133,9 +138,9 @@ def parse_args(argv):
             if i + 1 < len(argv) and argv[i + 1].isdigit():
                 o[key] = argv[i + 1]
                 i += 1
-        elif a in ("--quick", "--all", "--report-only", "--keepalive"):
+        elif a in ("--quick", "--all", "--report-only", "--keepalive", "--history-day"):
             o["mode"] = {"--quick": "quick", "--all": "all", "--report-only": "report",
-                         "--keepalive": "keepalive"}[a]
+                         "--keepalive": "keepalive", "--history-day": "history-day"}[a]
         elif a in valued:
             if i + 1 >= len(argv):
                 raise Usage(f"{a} needs a value (see --help)")
@@ -520,6 +525,7 @@ def main(argv):
     b = Bench(opts, argv)
 
     def body():
+        import history_day
         import idle
         import keepalive
         import matrix
@@ -547,8 +553,9 @@ def main(argv):
                  "full": [matrix.run, keepalive.run], "soak": [soak.run], "idle": [idle.run],
                  "reload": [reload.run], "footprint": [run_footprint], "scale": [run_scale],
                  "keepalive": [keepalive.run], "disk": [run_disk],
+                 "history-day": [history_day.run],
                  "all": [matrix.run, keepalive.run, idle.run, soak.run, reload.run, run_disk,
-                         run_footprint, run_scale]}
+                         run_footprint, run_scale, history_day.run]}
         for step in modes[b.mode]:
             step(b)
         # --footprint, --scale and --disk alone: their program has put its section into the

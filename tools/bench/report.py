@@ -2,13 +2,13 @@
 """Renders docs/benchmarks.md from the JSON lines of tools/bench/run.sh's modes.
 
 Reads the last run of each results file in the results directory (matrix.jsonl, startup.jsonl,
-keepalive.jsonl, bodies.jsonl, soak.jsonl, idle.jsonl, reload.jsonl, machine.jsonl;
-footprint.jsonl, scale.jsonl and disk.jsonl for the targets table) and rewrites the page: the
-introduction, the machine, the targets table (issue 17's targets, each with its verdict and the
-source of its figure; a target without results says "not measured"), then the sections. A section
-of these modes whose results are not in the directory is kept as it is in the page, and so is every
-other section (those that tools/bench/footprint.py, scale.py, fleet.py and disk.py put into the
-page, and the hand-written ones), each where it was.
+keepalive.jsonl, bodies.jsonl, soak.jsonl, idle.jsonl, reload.jsonl, history_day.jsonl,
+machine.jsonl; footprint.jsonl, scale.jsonl and disk.jsonl for the targets table) and rewrites
+the page: the introduction, the machine, the targets table (issue 17's targets, each with its
+verdict and the source of its figure; a target without results says "not measured"), then the
+sections. A section of these modes whose results are not in the directory is kept as it is in the
+page, and so is every other section (those that tools/bench/footprint.py, scale.py, fleet.py and
+disk.py put into the page, and the hand-written ones), each where it was.
 
 Usage: tools/bench/report.py [--results DIR] [--out FILE]
   (defaults: build/bench/results and docs/benchmarks.md; tools/bench/run.sh --report-only runs
@@ -31,10 +31,12 @@ SOAK = "## Soak: history at 32 connections"
 IDLE = "## Idle: CPU and disk writes at 1 Hz"
 RELOAD = "## Reload: SIGHUP"
 BODIES = "## History body size"
+HISTORY_DAY = "## History: one series over 24 h at each series count"
 MACHINE = "## Machine"
 TARGETS = "## Targets (issue 17)"
 NOTES_HEADING = "## How to read these figures"
-OWNED = (MATRIX, STARTUP, KEEPALIVE, SOAK, IDLE, RELOAD, BODIES)  # in the order of a new page
+# in the order of a new page
+OWNED = (MATRIX, STARTUP, KEEPALIVE, SOAK, IDLE, RELOAD, BODIES, HISTORY_DAY)
 
 INTRO = """# kiwi-agent benchmarks
 
@@ -348,6 +350,28 @@ def render_keepalive(rows):
                           else "- | - | - | - |") + "\n")
         out.append("\n")
     return "".join(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# history over a day (tools/bench/history_day.py)
+
+
+def render_history_day(rows):
+    found = values(rows, "day_query")
+    out = [section_header(HISTORY_DAY[3:], meta(rows, "section"))]
+    out.append(f"- program: `{meta(rows, 'program').get('command', '?')}` "
+               "(tools/bench/history_query.cpp), pinned to the server's CPU: each size a new "
+               "store filled with a day of 1 Hz samples through `Store::append()` and `flush()` "
+               "as the collector does (a commit every 10 s), then `Store::query()` over the day "
+               "at a step of 86.4 s (1,000 points), median of 5; 393, 1,537 and 6,115 are the "
+               "series of the big host at 1/16, 1/4 and full size (`tools/bench/scale.py`)\n\n"
+               "| series | file (db + wal) | fill (append + flush) | one series, 24 h | "
+               "all series, 24 h |\n|---:|---:|---:|---:|---:|\n")
+    for f in found:
+        out.append(f"| {f['series']:,} | {f['file_mb']:.1f} MB | {f['fill_s']:.1f} s | "
+                   f"{f['one_ms']:.2f} ms ({f['one_points']} points) | {f['all_ms']:.1f} ms "
+                   f"({f['all_points']} points) |\n")
+    return "".join(out) + "\n"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -674,6 +698,16 @@ def render_targets(res, results_dir):
         row("cost per series per tick, big host over its 1/4", "≤ 1.2", "", None,
             "run --scale (all three sizes)")
 
+    day = values(res["history_day"], "day_query")
+    name = "24 h, 1,000-point query of one series, at every series count"
+    if day:
+        worst = max(f["one_ms"] for f in day)
+        row(name, "≤ 5 ms", ", ".join(f"{f['one_ms']:.2f} ms at {f['series']:,}" for f in day),
+            worst <= 5 and all(f["one_points"] >= 1000 for f in day),
+            f"--history-day, {meta(res['history_day'], 'section').get('when', '?')}")
+    else:
+        row(name, "≤ 5 ms", "", None, "run --history-day")
+
     bodies = values(res["bodies"], "history_body")
     if bodies:
         v = bodies[-1]
@@ -709,7 +743,7 @@ def split_sections(text):
 
 def render(results_dir, old):
     res = {name: last_run(results_dir, name, "section") for name in (
-        "matrix", "startup", "keepalive", "soak", "idle", "reload")}
+        "matrix", "startup", "keepalive", "soak", "idle", "reload", "history_day")}
     res["machine"] = last_run(results_dir, "machine", "machine")
     res["bodies"] = last_run(results_dir, "bodies", "history_body")
     for name in ("footprint", "scale", "disk"):  # written by their own programs
@@ -729,6 +763,8 @@ def render(results_dir, old):
         fresh[RELOAD] = render_reload(res["reload"], results_dir)
     if res["bodies"]:
         fresh[BODIES] = render_bodies(res["bodies"])
+    if res["history_day"]:
+        fresh[HISTORY_DAY] = render_history_day(res["history_day"])
     _, sections = split_sections(old)
     machine = render_machine(res["machine"]) if res["machine"] else next(
         (t for h, t in sections if h == MACHINE), "")
