@@ -2,7 +2,7 @@
 --keepalive): `/api/current` with wrk at each connection count, without and with 1,000 idle
 keep-alive connections open (each sent one GET /api/current, read its answer and then stayed
 silent; one the agent closes is opened again a second later), on the agent's defaults and then with
-max_connections above the crowd (below, VARIANTS). The swarm is
+max_connections above the crowd and keep_alive above the step (below, VARIANTS). The swarm is
 tools/faults/faults.py's Swarm (issue 16's idle case), imported, in a process of its own so that
 it takes no time from this one; it runs on the client's CPU beside wrk (bench.py pins itself
 there before the swarm forks), and is stopped by its PID at the end. Order: without, with,
@@ -27,10 +27,14 @@ OPENING = b"GET /api/current HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 SETTLE_S = 15  # the swarm at its count (at most; usually 1-2 s)
 # Two agents, one after the other: on the defaults, [http] max_connections 256, the agent keeps 256
 # slots and gives a newcomer the longest-idle one, so the swarm churns (what a board owner's agent
-# does under such a crowd); with max_connections raised above the crowd plus wrk, all 1,000 stay
-# open and silent for the whole phase (what the target names: idle connections held open).
+# does under such a crowd); with max_connections raised above the crowd plus wrk and keep_alive
+# above the length of the step (the default 5 s would close each idle one after 5 s, and the swarm
+# would open it again), all 1,000 stay open and silent for the whole phase (what the target names:
+# idle connections held open).
 HELD_SLOTS = IDLE_CONNECTIONS + 100
-VARIANTS = [("default", ""), ("held", f"max_connections = {HELD_SLOTS}\n")]
+HELD_KEEP_ALIVE = "10m"
+VARIANTS = [("default", ""),
+            ("held", f'max_connections = {HELD_SLOTS}\nkeep_alive = "{HELD_KEEP_ALIVE}"\n')]
 
 
 def stop_swarm(swarm):
@@ -53,7 +57,8 @@ def run(b):
     conns = [max(b.conns)] if b.mode == "quick" else b.conns
     b.say(f"keep-alive: /api/current at {' '.join(map(str, conns))} connections, {b.duration} s"
           f" each, without, with {IDLE_CONNECTIONS} idle keep-alive connections, without again;"
-          f" on the defaults, then with max_connections {HELD_SLOTS}")
+          f" on the defaults, then with max_connections {HELD_SLOTS} and keep_alive "
+          f"{HELD_KEEP_ALIVE}")
     for variant, http in VARIANTS:
         run_variant(b, res, variant, http, conns, limit)
     b.section_meta(res, load_before)
@@ -103,6 +108,7 @@ def run_variant(b, res, variant, http, conns, limit):
         b.stop(p)
     res.add("run", "swarm", {"variant": variant, "count": IDLE_CONNECTIONS, "ulimit_n": limit,
                              "max_connections": HELD_SLOTS if variant == "held" else 256,
+                             "keep_alive": HELD_KEEP_ALIVE if variant == "held" else "5s",
                              "start": at_start, "end": at_end, "duration": b.duration,
                              "conns": conns}, "")
     b.errors += errors

@@ -287,8 +287,8 @@ def startup_median(rows, data="fresh"):
 KEEPALIVE_VARIANTS = {
     "default": "on the agent's defaults (`[http] max_connections` 256: it keeps 256 slots and "
                "gives a newcomer the longest-idle one, so the swarm churns)",
-    "held": "with `[http] max_connections` raised above the crowd, so all of it stays open and "
-            "silent",
+    "held": "with `[http] max_connections` raised above the crowd and `keep_alive` above the "
+            "step, so all of it stays open and silent",
 }
 
 
@@ -610,7 +610,8 @@ def render_targets(res, results_dir):
         ok = all(q is not None and q >= 0.9 for q in qs.values()) and errs == 0
         sw = swarm_meta(res["keepalive"], variant)
         how = ("held open (`max_connections` "
-               f"{sw.get('max_connections', '?')})" if variant == "held" else
+               f"{sw.get('max_connections', '?')}, `keep_alive` {sw.get('keep_alive', '5s')})"
+               if variant == "held" else
                "on the defaults (the agent keeps at most `max_connections`, 256, and closes the "
                "longest idle for a newcomer)")
         row(f"{name}: {variant}", "≥ 0.9 of its rate without them",
