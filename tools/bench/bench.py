@@ -43,8 +43,10 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
                    (tools/bench/scale.py; about 3 x (SECONDS + 35) s)
   --keepalive      /api/current at each connection count (--conns, --duration) without, with
                    1,000 idle keep-alive connections open (tools/faults/faults.py's swarm), and
-                   without again (also a step of the full matrix, and of --quick at its
-                   largest connection count only; about 3 x conns x (duration + 1) s + 10 s)
+                   without again, on the defaults (256 slots: the swarm churns) and then held
+                   open (max_connections 1100, keep_alive 10m) (also a step of the full matrix,
+                   and of --quick at its largest connection count only; about
+                   2 x (3 x conns x (duration + 1) s + 10 s))
   --disk [SECONDS] steady-state disk writes: tools/bench/disk.py, the default config with
                    retention 1m (prunes every minute, as a database holding 24 h) beside a
                    young 24 h one, write_bytes over SECONDS (default and minimum 600) after
