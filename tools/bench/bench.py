@@ -102,7 +102,7 @@ HERE = os.path.join(ROOT, "tools", "bench")
 # catch2: the benchmark programs are configured with the tests (tests/CMakeLists.txt).
 PACKAGES = ("wrk", "curl", "sqlite3", "gzip", "util-linux", "catch2")
 # What the harness runs besides the agent and its plugins: a day of history for start-up
-# (matrix.py), the one-series query at each scale size (scale.py) and the Catch2 BENCHMARKs.
+# (matrix.py), the day query at each series count (history_day.py) and the Catch2 BENCHMARKs.
 BENCH_TARGETS = ("kiwi-agent", "kiwi-bench-fill", "kiwi-bench-history", "kiwi-bench-micro")
 
 

@@ -31,10 +31,11 @@ SETTLE_S = 15  # the swarm at its count (at most; usually 1-2 s)
 # above the length of the step (the default 5 s would close each idle one after 5 s, and the swarm
 # would open it again), all 1,000 stay open and silent for the whole phase (what the target names:
 # idle connections held open).
+# Each variant: its [http] settings over the agent's defaults (none for "default").
 HELD_SLOTS = IDLE_CONNECTIONS + 100
 HELD_KEEP_ALIVE = "10m"
-VARIANTS = [("default", ""),
-            ("held", f'max_connections = {HELD_SLOTS}\nkeep_alive = "{HELD_KEEP_ALIVE}"\n')]
+VARIANTS = [("default", {}), ("held", {"max_connections": HELD_SLOTS,
+                                      "keep_alive": f'"{HELD_KEEP_ALIVE}"'})]
 
 
 def stop_swarm(swarm):
@@ -59,13 +60,14 @@ def run(b):
           f" each, without, with {IDLE_CONNECTIONS} idle keep-alive connections, without again;"
           f" on the defaults, then with max_connections {HELD_SLOTS} and keep_alive "
           f"{HELD_KEEP_ALIVE}")
-    for variant, http in VARIANTS:
-        run_variant(b, res, variant, http, conns, limit)
+    for variant, settings in VARIANTS:
+        run_variant(b, res, variant, settings, conns, limit)
     b.section_meta(res, load_before)
 
 
-def run_variant(b, res, variant, http, conns, limit):
+def run_variant(b, res, variant, settings, conns, limit):
     """One agent, its three phases; `variant` prefixes the phases' names but on the defaults."""
+    http = "".join(f"{k} = {v}\n" for k, v in settings.items())
     p, url = b.start_agent(f"keepalive-{variant}", "1s", http=http)
     b.wait_for_200(f"{url}/api/current", 10)
     port = int(url.rsplit(":", 1)[1])
@@ -107,10 +109,8 @@ def run_variant(b, res, variant, http, conns, limit):
             stop_swarm(swarm)
         b.stop(p)
     res.add("run", "swarm", {"variant": variant, "count": IDLE_CONNECTIONS, "ulimit_n": limit,
-                             "max_connections": HELD_SLOTS if variant == "held" else 256,
-                             "keep_alive": HELD_KEEP_ALIVE if variant == "held" else "5s",
-                             "start": at_start, "end": at_end, "duration": b.duration,
-                             "conns": conns}, "")
+                             "http": http.strip(), "start": at_start, "end": at_end,
+                             "duration": b.duration, "conns": conns}, "")
     b.errors += errors
     b.say(f"keep-alive ({variant}): swarm {at_end['open_now']} open at the end, "
           f"{at_end['connects'] - at_start['connects']} connects while wrk ran, "

@@ -609,9 +609,14 @@ def render_targets(res, results_dir):
                    for cell in cells.values() for x in cell["with"])
         ok = all(q is not None and q >= 0.9 for q in qs.values()) and errs == 0
         sw = swarm_meta(res["keepalive"], variant)
-        how = ("held open (`max_connections` "
-               f"{sw.get('max_connections', '?')}, `keep_alive` {sw.get('keep_alive', '5s')})"
-               if variant == "held" else
+        # The [http] lines the variant set over the defaults. Results written before they were
+        # recorded so kept the held variant's two settings as fields of their own.
+        http = sw.get("http")
+        if http is None:
+            http = ("" if variant == "default" else f"max_connections = "
+                    f"{sw.get('max_connections')}\nkeep_alive = \"{sw.get('keep_alive')}\"")
+        how = ("held open (" + ", ".join(f"`{line}`" for line in http.splitlines()) + ")"
+               if http else
                "on the defaults (the agent keeps at most `max_connections`, 256, and closes the "
                "longest idle for a newcomer)")
         row(f"{name}: {variant}", "≥ 0.9 of its rate without them",
