@@ -358,13 +358,17 @@ bool is_content_type(std::string_view name) {
   return true;
 }
 
-// What handle() collects from the plugin's kiwi_response calls.
+// What handle_into() collects from the plugin's kiwi_response calls, into the caller's Response:
+// its strings and header rows are reused, so a response shaped like the worker's last one costs
+// no allocation. A body whose bytes are the ones `previous` (the last response's body) holds is
+// that Body again: the plugin's owner is released at once, and no new control block is made.
 struct Call {
   const std::shared_ptr<const void>& code;
-  Response res;
+  Response& res;
+  Body previous;
+  std::size_t headers = 0;  // rows of res.headers set by this call
   std::string error;
 };
-
 // The rows of `params` as kiwi_params, in a vector of the calling thread (no allocation once it
 // has grown to a request's size).
 const kiwi_param* c_params(std::vector<kiwi_param>& out, std::span<const Param> params) {
@@ -376,6 +380,12 @@ const kiwi_param* c_params(std::vector<kiwi_param>& out, std::span<const Param> 
 }  // namespace
 
 Response CHandler::handle(const Request& r) {
+  Response out;
+  handle_into(r, out);
+  return out;
+}
+
+void CHandler::handle_into(const Request& r, Response& res) {
   thread_local std::vector<kiwi_param> query, headers;
   kiwi_request req{};
   req.size = sizeof req;
@@ -392,33 +402,50 @@ Response CHandler::handle(const Request& r) {
   req.local_address = to_c(r.local_address);
   req.local_port = r.local_port;
 
-  Call call{host_.code, {}, {}};
+  // The C defaults (kiwi_response): 200, application/json, no headers, no body.
+  res.status = 200;
+  assign_text(res.content_type, "application/json");
+  Call call{host_.code, res, std::move(res.body), 0, {}};
+  res.body.reset();
   kiwi_response out{};
   out.size = sizeof out;
   out.ctx = &call;
   out.status = [](void* ctx, int status) { static_cast<Call*>(ctx)->res.status = status; };
   out.header = [](void* ctx, kiwi_str name, kiwi_str value) {
-    auto& res = static_cast<Call*>(ctx)->res;
-    if (is_content_type(from_c(name)))
-      res.content_type = std::string(from_c(value));
-    else
-      res.headers.push_back({std::string(from_c(name)), std::string(from_c(value))});
+    auto& c = *static_cast<Call*>(ctx);
+    if (is_content_type(from_c(name))) {
+      assign_text(c.res.content_type, from_c(value));
+    } else if (c.headers < c.res.headers.size()) {
+      Header& h = c.res.headers[c.headers++];
+      assign_text(h.name, from_c(name));
+      assign_text(h.value, from_c(value));
+    } else {
+      c.res.headers.push_back({std::string(from_c(name)), std::string(from_c(value))});
+      ++c.headers;
+    }
   };
   out.body = [](void* ctx, kiwi_body body) {
     auto& c = *static_cast<Call*>(ctx);
+    if (body.data && c.previous && c.previous.identity() == body.data &&
+        c.previous->size() == body.size) {
+      if (body.release) body.release(body.owner);  // `previous` keeps these very bytes
+      c.res.body = std::move(c.previous);
+      return;
+    }
     c.res.body = body_from(body, c.code);  // a second body replaces (releases) the first
   };
   out.error = [](void* ctx, kiwi_str message) {
     static_cast<Call*>(ctx)->error = std::string(from_c(message));
   };
-  if (plugin_.handler_handle(instance_, &req, &out) != 0)
-    return Response::error(
+  const int failed = plugin_.handler_handle(instance_, &req, &out);
+  res.headers.resize(call.headers);
+  if (failed != 0)
+    res = Response::error(
         500,
         "handler failed: " + (call.error.empty() ? std::string("no reason given") : call.error));
-  if (call.res.status < 100 || call.res.status > 599)
-    return Response::error(
-        500, "handler failed: it answered with status " + std::to_string(call.res.status));
-  return std::move(call.res);
+  else if (res.status < 100 || res.status > 599)
+    res = Response::error(500,
+                          "handler failed: it answered with status " + std::to_string(res.status));
 }
 
 }  // namespace kiwi::agent

@@ -67,6 +67,8 @@ class CHandler final : public Handler {
   // Calls handler_handle (concurrently, as the server does). A non-zero return is a 500 with the
   // plugin's message: {"error":{"status":500,"message":"handler failed: ..."}}.
   Response handle(const Request& request) override;
+  // The same, into `out` (a Response the caller reuses: see Handler::handle_into).
+  void handle_into(const Request& request, Response& out) override;
   // handler_methods as the instance said it after create; "GET, HEAD" when it says nothing.
   std::string_view methods() const override { return methods_; }
 

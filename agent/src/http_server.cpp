@@ -841,7 +841,10 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   const auto& cors = published->cors_origins;
 
   int route = -1;
-  Response res;
+  // The worker's response of its last request, reused: each branch below sets it whole, and a
+  // handler's answer is filled in place (Handler::handle_into), so a response shaped like the
+  // last one allocates nothing. It keeps that body until the next request, as LastResponse does.
+  thread_local Response res;
   if (uri_bytes > kMaxUriBytes)
     res =
         Response::error(414, "request URI longer than " + std::to_string(kMaxUriBytes) + " bytes");
@@ -866,7 +869,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
     res = std::move(*refused);
     route = router.route_of(req.path);  // counted as the route's, not as unmatched
   } else
-    res = router.dispatch(req, &route);
+    router.dispatch(req, res, &route);
   not_modified_if_matching(req, res);
   add_cors_headers(cors, req, res);
   router.count(route, res.status);

@@ -62,30 +62,37 @@ Router::Router(std::vector<Route> routes, const Router* previous) : routes_(std:
 }
 
 Response Router::dispatch(const Request& request, int* route_index) const {
+  Response out;
+  dispatch(request, out, route_index);
+  return out;
+}
+
+void Router::dispatch(const Request& request, Response& out, int* route_index) const {
   const int i = route_of(request.path);
   if (route_index) *route_index = i;
-  if (i >= 0) {
-    const Route& r = routes_[static_cast<std::size_t>(i)];
-    const std::string_view allowed = r.handler->object->methods();
-    if (!method_listed(allowed, request.method)) {
-      // "GET, HEAD" reads "use GET or HEAD".
-      std::string list(allowed);
-      if (auto last = list.rfind(", "); last != std::string::npos) list.replace(last, 2, " or ");
-      Response res = Response::error(
-          405, "method " + std::string(request.method) + " is not allowed here; use " + list);
-      res.headers.push_back({"Allow", std::string(allowed)});
-      return res;
-    }
-    try {
-      CurrentActivity running(activities_[static_cast<std::size_t>(i)].c_str());
-      return r.handler->object->handle(request);
-    } catch (const StoreError& e) {
-      return Response::error(503, std::string("history store unavailable: ") + e.what());
-    } catch (const std::exception& e) {
-      return Response::error(500, std::string("handler failed: ") + e.what());
-    }
+  if (i < 0) {
+    out = Response::error(404, "no route for " + std::string(request.path));
+    return;
   }
-  return Response::error(404, "no route for " + std::string(request.path));
+  const Route& r = routes_[static_cast<std::size_t>(i)];
+  const std::string_view allowed = r.handler->object->methods();
+  if (!method_listed(allowed, request.method)) {
+    // "GET, HEAD" reads "use GET or HEAD".
+    std::string list(allowed);
+    if (auto last = list.rfind(", "); last != std::string::npos) list.replace(last, 2, " or ");
+    out = Response::error(
+        405, "method " + std::string(request.method) + " is not allowed here; use " + list);
+    out.headers.push_back({"Allow", std::string(allowed)});
+    return;
+  }
+  try {
+    CurrentActivity running(activities_[static_cast<std::size_t>(i)].c_str());
+    r.handler->object->handle_into(request, out);
+  } catch (const StoreError& e) {
+    out = Response::error(503, std::string("history store unavailable: ") + e.what());
+  } catch (const std::exception& e) {
+    out = Response::error(500, std::string("handler failed: ") + e.what());
+  }
 }
 
 int Router::route_of(std::string_view path) const {

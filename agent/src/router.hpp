@@ -54,6 +54,8 @@ class Router {
   // Answers one request: the handler's response, or the JSON 404/405 of the API.
   // `route_index` receives the index of the matching route in routes(), or -1 for none.
   Response dispatch(const Request& request, int* route_index = nullptr) const;
+  // The same, into `out`, which the server reuses from request to request (Handler::handle_into).
+  void dispatch(const Request& request, Response& out, int* route_index) const;
 
   // The methods the route `path` would dispatch to takes (its handler's methods()), for a CORS
   // preflight; "GET, HEAD" when no route matches.

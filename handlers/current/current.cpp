@@ -1,6 +1,7 @@
 // /api/current: the latest snapshot as JSON (kiwi/json.hpp render_snapshot_json), rendered once
 // per sample on the first request for it and served to every later one as the same body (the
 // server gzips it once, by the body's identity).
+#include <charconv>
 #include <chrono>
 #include <kiwi/handler.hpp>
 #include <kiwi/json.hpp>
@@ -11,22 +12,27 @@ namespace {
 constexpr std::string_view kFresh = "\"stale\":false";
 constexpr std::string_view kStale = "\"stale\":true";
 
-class CurrentHandler final : public kiwi::Handler {
+class CurrentHandler final : public kiwi::InPlaceHandler {
  public:
   explicit CurrentHandler(const kiwi::HandlerContext& ctx) : data_(ctx.data) {}
 
-  kiwi::Response handle(const kiwi::Request&) override {
+  void handle_into(const kiwi::Request&, kiwi::Response& out) override {
     auto snap = data_.snapshot();
-    if (snap->sequence == 0) return kiwi::Response::error(503, "no sample yet; retry in a second");
+    if (snap->sequence == 0) {
+      out = kiwi::Response::error(503, "no sample yet; retry in a second");
+      return;
+    }
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     const bool stale = now - snap->timestamp > snap->stale_after_seconds;
     // The body differs between fresh and stale for one sequence, so the ETag does too.
-    std::string etag = "\"" + std::to_string(snap->sequence) + (stale ? "s\"" : "\"");
-    kiwi::Response res;
-    res.headers = {{"ETag", std::move(etag)}, {"Cache-Control", "no-cache"}};
-    res.body = body(*snap, stale);
-    return res;
+    char etag[32] = "\"";
+    char* end = std::to_chars(etag + 1, etag + sizeof etag - 2, snap->sequence).ptr;
+    if (stale) *end++ = 's';
+    *end++ = '"';
+    out.set(200, "application/json",
+            {{"ETag", std::string_view(etag, end - etag)}, {"Cache-Control", "no-cache"}},
+            body(*snap, stale));
   }
 
  private:

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "kiwi_embedded.hpp"
 
@@ -78,7 +79,7 @@ std::string render_index(std::string html, const std::map<std::string, std::stri
   return html;
 }
 
-class DashboardHandler final : public kiwi::Handler {
+class DashboardHandler final : public kiwi::InPlaceHandler {
  public:
   explicit DashboardHandler(const kiwi::HandlerContext& ctx) {
     const auto& o = ctx.options;
@@ -113,17 +114,15 @@ class DashboardHandler final : public kiwi::Handler {
     for (std::size_t i = 0; i < kiwi_vendor_count; ++i) add(kiwi_vendor[i]);
   }
 
-  kiwi::Response handle(const kiwi::Request& req) override {
+  void handle_into(const kiwi::Request& req, kiwi::Response& out) override {
     // Only exact names of embedded files are served: no path from the request reaches a filesystem.
     auto it = files_.find(req.path == "/" ? std::string_view("/index.html") : req.path);
-    if (it == files_.end())
-      return kiwi::Response::error(404, "no such file: " + std::string(req.path));
+    if (it == files_.end()) {
+      out = kiwi::Response::error(404, "no such file: " + std::string(req.path));
+      return;
+    }
     const File& f = it->second;
-    kiwi::Response res;
-    res.content_type = f.type;
-    res.headers = {{"ETag", f.etag}, {"Cache-Control", "no-cache"}};
-    res.body = f.body;
-    return res;
+    out.set(200, f.type, {{"ETag", f.etag}, {"Cache-Control", "no-cache"}}, f.body);
   }
 
  private:
@@ -132,7 +131,12 @@ class DashboardHandler final : public kiwi::Handler {
     std::string type;
     std::string etag;  // of the bytes: they change exactly when the file does
   };
-  std::map<std::string, File, std::less<>> files_;
+  // Hashed, looked up by the request's path as it is (no std::string made per request).
+  struct PathHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view p) const { return std::hash<std::string_view>{}(p); }
+  };
+  std::unordered_map<std::string, File, PathHash, std::equal_to<>> files_;
 };
 
 }  // namespace

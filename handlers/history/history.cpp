@@ -46,12 +46,12 @@ std::string raw_key(const kiwi::Request& req, std::uint64_t sequence) {
   return key.append("#").append(std::to_string(sequence));
 }
 
-class HistoryHandler final : public kiwi::Handler {
+class HistoryHandler final : public kiwi::InPlaceHandler {
  public:
   explicit HistoryHandler(const kiwi::HandlerContext& ctx)
       : data_(ctx.data), default_series_(ctx.options.get_strings("default_series")) {}
 
-  kiwi::Response handle(const kiwi::Request& req) override {
+  void handle_into(const kiwi::Request& req, kiwi::Response& out) override {
     auto snap = data_.snapshot();
     std::string raw = raw_key(req, snap->sequence);
     std::shared_ptr<const Rendered> r = lookup(raw);
@@ -60,8 +60,10 @@ class HistoryHandler final : public kiwi::Handler {
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
               .count();
       auto parsed = kiwi_history::parse_query(req, now, data_.series_names(), default_series_);
-      if (auto* err = std::get_if<kiwi_history::ParamError>(&parsed))
-        return kiwi::Response::error(400, err->message, err->parameter);
+      if (auto* err = std::get_if<kiwi_history::ParamError>(&parsed)) {
+        out = kiwi::Response::error(400, err->message, err->parameter);
+        return;
+      }
       auto& pq = std::get<kiwi_history::ParsedQuery>(parsed);
       // A relative window (until=-60) slides with the clock: the same URL gets other samples
       // later, so it is never served as closed (cacheable for an hour).
@@ -81,10 +83,9 @@ class HistoryHandler final : public kiwi::Handler {
       }
       insert({std::move(raw), snap->sequence, r}, snap->sequence);  // raw keys name the sample
     }
-    kiwi::Response res;
-    res.headers = {{"ETag", r->etag}, {"Cache-Control", r->closed ? "max-age=3600" : "no-cache"}};
-    res.body = r->body;
-    return res;
+    out.set(200, "application/json",
+            {{"ETag", r->etag}, {"Cache-Control", r->closed ? "max-age=3600" : "no-cache"}},
+            r->body);
   }
 
  private:

@@ -217,6 +217,95 @@ TEST_CASE(
   CHECK(code.expired());  // released through the plugin, then the code let go
 }
 
+namespace {
+
+// Answers in place (kiwi::InPlaceHandler): ?mode=a a full answer with its shared body, ?mode=b
+// the defaults with one header and no body, ?mode=static bytes of static storage.
+class InPlaceEcho final : public InPlaceHandler {
+ public:
+  explicit InPlaceEcho(const HandlerContext&) { self = this; }
+  void handle_into(const Request& r, Response& out) override {
+    const auto mode = r.param("mode").value_or("");
+    if (mode == "a")
+      out.set(201, "text/plain",
+              {{"ETag", "W/\"a long enough tag\""}, {"X-One", "1"}, {"X-Two", "2"}}, body);
+    else if (mode == "b")
+      out.set(200, "application/json", {{"X-Only", "b"}}, nullptr);
+    else
+      out.set(200, "text/plain", {}, Body(nullptr, "static bytes"));
+  }
+  Body body = std::make_shared<const std::string>("shared bytes");
+  static inline InPlaceEcho* self = nullptr;
+};
+
+}  // namespace
+
+TEST_CASE("C ABI handler: a reused Response is filled whole; a repeated body is the same Body") {
+  Fixture f;
+  static constexpr OptionSpec kNone[] = {{"unused", OptionType::boolean, "false", "-"}};
+  const kiwi_plugin& plugin = *abi::handler_descriptor<InPlaceEcho>("inplace", "answers", kNone);
+  OptionValue unused;
+  unused.key = "unused";
+  unused.type = OptionType::boolean;
+  const Options options({unused});
+  auto h = std::make_unique<CHandler>(plugin, f.code, "/r", options, f.log, f.data, "0.2.0");
+  REQUIRE(InPlaceEcho::self);
+  const Param a[] = {{"mode", "a"}}, b[] = {{"mode", "b"}}, st[] = {{"mode", "static"}};
+  Request r;
+  r.method = "GET";
+  r.path = "/r";
+
+  Response out;  // reused from request to request, as the server's worker does
+  r.query = a;
+  h->handle_into(r, out);
+  CHECK(out.status == 201);
+  CHECK(out.content_type == "text/plain");
+  REQUIRE(out.headers.size() == 3);
+  CHECK(out.headers[0].value == "W/\"a long enough tag\"");
+  CHECK(out.headers[2].name == "X-Two");
+  REQUIRE(out.body);
+  CHECK(*out.body == "shared bytes");
+  const void* identity = out.body.identity();
+  const long holders = InPlaceEcho::self->body.keep().use_count();
+  for (int i = 0; i < 5; ++i) {
+    h->handle_into(r, out);
+    CHECK(out.body.identity() == identity);
+    CHECK(*out.body == "shared bytes");
+  }
+  // Each request's owner went back to the plugin: the holders are as many as after the first.
+  CHECK(InPlaceEcho::self->body.keep().use_count() == holders);
+
+  // Nothing of the earlier answer is left: status, type, header rows and body are the new ones.
+  r.query = b;
+  h->handle_into(r, out);
+  CHECK(out.status == 200);
+  CHECK(out.content_type == "application/json");
+  REQUIRE(out.headers.size() == 1);
+  CHECK(out.headers[0].name == "X-Only");
+  CHECK(out.headers[0].value == "b");
+  CHECK_FALSE(out.body);
+  CHECK(InPlaceEcho::self->body.keep().use_count() == 1);  // the handler's own only
+
+  r.query = a;
+  h->handle_into(r, out);
+  CHECK(out.headers.size() == 3);
+  CHECK(out.headers[1].name == "X-One");
+
+  // Static bytes cross without an owner: the plugin's code keeps them.
+  r.query = st;
+  h->handle_into(r, out);
+  CHECK(out.headers.empty());
+  REQUIRE(out.body);
+  CHECK(*out.body == "static bytes");
+  std::weak_ptr<int> code = f.code;
+  f.code.reset();
+  h.reset();
+  CHECK(*out.body == "static bytes");
+  CHECK_FALSE(code.expired());
+  out = Response();
+  CHECK(code.expired());
+}
+
 TEST_CASE("C ABI handler: failures are a 500 naming the reason, a store error a 503, a refusal") {
   Fixture f;
   const Options options = greeting("hello");

@@ -16,10 +16,15 @@
 //     and the agent's C views of its data into the DataSource below.
 #pragma once
 
+#include <atomic>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "kiwi/plugin.hpp"
 #include "kiwi/sensor.hpp"
@@ -176,6 +181,12 @@ class Body {
   std::shared_ptr<const void> keep_;
   bool set_ = false;  // a body of static bytes, which has no keep
 };
+// Sets `to` to `text`, reusing its storage; one that already holds it is not written (the usual
+// case for a Response reused from request to request: see Handler::handle_into).
+inline void assign_text(std::string& to, std::string_view text) {
+  if (std::string_view(to) != text) to.assign(text);
+}
+
 // What a handler answers. Compression is the server's: for a client that accepts gzip, a body of
 // a textual type (text/*, JSON, JavaScript, XML, SVG) of 1 KiB or more goes out gzip-compressed,
 // with "Vary: Accept-Encoding" on every response of such a type. A response with an ETag header
@@ -191,6 +202,23 @@ struct Response {
   // A JSON error body in the API's one error shape:
   //   {"error":{"status":400,"parameter":"limit","message":"..."}}  ("parameter" only if given)
   static Response error(int status, std::string_view message, std::string_view parameter = {});
+
+  // Sets every field, reusing the storage of the strings and header rows already here (what a
+  // Handler::handle_into does to the Response it is handed; see there).
+  void set(int new_status, std::string_view type,
+           std::initializer_list<std::pair<std::string_view, std::string_view>> new_headers,
+           Body new_body) {
+    status = new_status;
+    assign_text(content_type, type);
+    headers.resize(new_headers.size());
+    auto row = headers.begin();
+    for (const auto& [name, value] : new_headers) {
+      assign_text(row->name, name);
+      assign_text(row->value, value);
+      ++row;
+    }
+    body = std::move(new_body);
+  }
 };
 
 // --- Data the host shares with handlers (read-only) ----------------------------------------------
@@ -357,9 +385,27 @@ class Handler {
  public:
   virtual ~Handler() = default;
   virtual Response handle(const Request& request) = 0;
+  // What is called for each request: answers into `out`, a Response reused from request to
+  // request (it holds an earlier answer), so that its strings and header rows keep their storage.
+  // The default assigns handle()'s answer. A handler that answers a busy route may override it
+  // to set every field of `out` in place (Response::set), and saves the allocations of a new
+  // Response per request; its handle() then answers through it.
+  virtual void handle_into(const Request& request, Response& out) { out = handle(request); }
   // The methods handle() takes, as the Allow header lists them. The router answers any other
   // method with 405 and this list, comparing whole, case-sensitive tokens (RFC 9110 section 9.1).
   virtual std::string_view methods() const { return "GET, HEAD"; }
+};
+
+// A Handler that answers in place: it implements handle_into only, and handle() answers
+// through it.
+class InPlaceHandler : public Handler {
+ public:
+  Response handle(const Request& request) final {
+    Response out;
+    handle_into(request, out);
+    return out;
+  }
+  void handle_into(const Request& request, Response& out) override = 0;
 };
 
 // Handed to the factory; valid only during the factory call, except `data` and `log`, which
@@ -665,6 +711,39 @@ class HostData final : public DataSource {
   mutable std::shared_ptr<const Snapshot> cached_;  // guarded by mutex_
 };
 
+// Responses that handle_request reuses: a request takes one (or makes one), the handler fills it
+// (Handler::handle_into) and it goes back, its body dropped, so that a handler that fills it in
+// place allocates nothing for it. Lock-free: a few slots that requests on any thread take and
+// give back; one that finds them all taken (more requests at once than slots) makes its own.
+class ResponsePool {
+ public:
+  ResponsePool() = default;
+  ResponsePool(const ResponsePool&) = delete;
+  ResponsePool& operator=(const ResponsePool&) = delete;
+  ~ResponsePool() {
+    for (auto& s : slots_) delete s.load();
+  }
+  std::unique_ptr<Response> take() {
+    for (auto& s : slots_)
+      if (Response* r = s.exchange(nullptr, std::memory_order_acquire))
+        return std::unique_ptr<Response>(r);
+    return std::make_unique<Response>();
+  }
+  void give(std::unique_ptr<Response> r) {
+    r->body.reset();  // the bytes are not held past their request
+    for (auto& s : slots_) {
+      Response* empty = nullptr;
+      if (s.compare_exchange_strong(empty, r.get(), std::memory_order_release)) {
+        r.release();
+        return;
+      }
+    }
+  }
+
+ private:
+  std::atomic<Response*> slots_[8] = {};
+};
+
 // One handler instance behind the C ABI, with what it holds on to.
 struct HandlerBox {
   explicit HandlerBox(const kiwi_handler_context* c)
@@ -672,6 +751,7 @@ struct HandlerBox {
   HostLogger log;
   Options options;
   HostData data;
+  ResponsePool responses;
   std::unique_ptr<Handler> handler;  // goes first: it may log or read data in its destructor
   ~HandlerBox() { handler.reset(); }
 };
@@ -695,17 +775,20 @@ inline void release_body(void* owner) noexcept {
 
 // Params of a request as kiwi::Params: in `stack` when they fit (nearly every request), else in
 // `heap`. Not a thread_local vector: a thread_local with a destructor in a shared object keeps
-// glibc from unloading it while any thread that touched it lives.
+// glibc from unloading it while any thread that touched it lives. `stack` is raw storage: an
+// array of Param would be zeroed (1.5 KiB) on every request, for the few rows it then holds.
 struct Params {
-  Param stack[48];
+  static constexpr std::size_t kStack = 48;
+  alignas(Param) unsigned char stack[kStack * sizeof(Param)];
   std::vector<Param> heap;
   std::span<const Param> from(const kiwi_param* c, std::size_t n) {
-    Param* out = stack;
-    if (n > std::size(stack)) {
+    static_assert(std::is_trivially_destructible_v<Param>);
+    Param* out = reinterpret_cast<Param*>(stack);
+    if (n > kStack) {
       heap.resize(n);
       out = heap.data();
     }
-    for (std::size_t i = 0; i < n; ++i) out[i] = {view(c[i].name), view(c[i].value)};
+    for (std::size_t i = 0; i < n; ++i) new (out + i) Param{view(c[i].name), view(c[i].value)};
     return {out, n};
   }
 };
@@ -719,6 +802,10 @@ inline void write_response(const Response& res, const kiwi_response* out) {
   out->header(out->ctx, str("Content-Type"), str(res.content_type));
   for (const auto& h : res.headers) out->header(out->ctx, str(h.name), str(h.value));
   if (!res.body) return;
+  if (!res.body.keep()) {  // static storage (this plugin's image, which the agent keeps loaded)
+    out->body(out->ctx, kiwi_body{res.body->data(), res.body->size(), nullptr, nullptr});
+    return;
+  }
   auto owner = std::make_unique<Body>(res.body);
   const kiwi_body body{owner->view().data(), owner->view().size(), owner.get(), &release_body};
   owner.release();  // the agent's from here on, even if it never sends it
@@ -744,14 +831,16 @@ inline int handle_request(void* instance, const kiwi_request* c,
     req.protocol = view(c->protocol);
     req.local_address = view(c->local_address);
     req.local_port = c->local_port;
-    Response res;
+    auto& box = *static_cast<HandlerBox*>(instance);
+    std::unique_ptr<Response> res = box.responses.take();
     try {
-      res = static_cast<HandlerBox*>(instance)->handler->handle(req);
+      box.handler->handle_into(req, *res);
     } catch (const StoreError& e) {
       // The agent's answer when the store cannot read, as before the C ABI: 503, not 500.
-      res = Response::error(503, std::string("history store unavailable: ") + e.what());
+      *res = Response::error(503, std::string("history store unavailable: ") + e.what());
     }
-    write_response(res, out);
+    write_response(*res, out);
+    box.responses.give(std::move(res));
     return 0;
   } catch (const std::exception& e) {
     return fail(e.what());
