@@ -135,6 +135,16 @@ Options greeting(std::string g) {
   return Options({v});
 }
 
+// One boolean option nobody reads, for test handlers that take no options of their own.
+constexpr OptionSpec kUnusedOption[] = {{"unused", OptionType::boolean, "false", "-"}};
+
+Options unused_option() {
+  OptionValue unused;
+  unused.key = "unused";
+  unused.type = OptionType::boolean;
+  return Options({unused});
+}
+
 // Reads the agent's data through the C ABI, as a plugin does.
 class DataReader final : public Handler {
  public:
@@ -242,12 +252,9 @@ class InPlaceEcho final : public InPlaceHandler {
 
 TEST_CASE("C ABI handler: a reused Response is filled whole; a repeated body is the same Body") {
   Fixture f;
-  static constexpr OptionSpec kNone[] = {{"unused", OptionType::boolean, "false", "-"}};
-  const kiwi_plugin& plugin = *abi::handler_descriptor<InPlaceEcho>("inplace", "answers", kNone);
-  OptionValue unused;
-  unused.key = "unused";
-  unused.type = OptionType::boolean;
-  const Options options({unused});
+  const kiwi_plugin& plugin =
+      *abi::handler_descriptor<InPlaceEcho>("inplace", "answers", kUnusedOption);
+  const Options options = unused_option();
   auto h = std::make_unique<CHandler>(plugin, f.code, "/r", options, f.log, f.data, "0.2.0");
   REQUIRE(InPlaceEcho::self);
   const Param a[] = {{"mode", "a"}}, b[] = {{"mode", "b"}}, st[] = {{"mode", "static"}};
@@ -359,12 +366,9 @@ TEST_CASE("C ABI data: snapshot, stats, history and series names cross the C ABI
       {"rx_total", "rx_total", {}, "bytes", MetricKind::counter, {1, 2, 3}}};
   fake.names = {"temp{zone=\"a\"}", "rx_total"};
 
-  static constexpr OptionSpec kNone[] = {{"unused", OptionType::boolean, "false", "-"}};
-  const kiwi_plugin& plugin = *abi::handler_descriptor<DataReader>("reader", "reads", kNone);
-  OptionValue unused;
-  unused.key = "unused";
-  unused.type = OptionType::boolean;
-  const Options options({unused});
+  const kiwi_plugin& plugin =
+      *abi::handler_descriptor<DataReader>("reader", "reads", kUnusedOption);
+  const Options options = unused_option();
   CHandler h(plugin, nullptr, "/r", options, log, fake, "0.2.0");
   REQUIRE(DataReader::self);
   const DataSource& data = DataReader::self->data;
