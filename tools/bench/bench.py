@@ -55,10 +55,14 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
   --history-day    a 24 h, 1,000-point query of one series and of all series, on a day of 1 Hz
                    history at 80, 393, 1,537 and 6,115 series (kiwi-bench-history, built with the
                    tests; tools/bench/history_day.py; about 5 minutes)
+  --instructions   instructions per request under valgrind's callgrind, the agent and the
+                   ceiling on each route of the matrix at 8 connections: the HTTP worker thread
+                   and the request callback (tools/bench/instructions.py; about 3 minutes): the
+                   cost figure that does not change with the machine's load
   --all            full matrix (with start-up on a day of history and the keep-alive step),
-                   then --idle, --soak, --reload, --disk, --footprint, --scale, then
-                   --history-day (about 1 h 35 min: matrix 35, disk 12, footprint 22, scale 8,
-                   history-day 5, the rest 12 minutes)
+                   then --idle, --soak, --reload, --disk, --footprint, --scale, --instructions,
+                   then --history-day (about 1 h 40 min: matrix 35, disk 12, footprint 22, scale
+                   8, history-day 5, instructions 3, the rest 12 minutes)
   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 Options:
   --reps N  --duration SECONDS  --conns "1 8 32"
@@ -100,7 +104,7 @@ from benchlib import (Failure, Processes, Results, guarded, http_get, loadavg,  
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(ROOT, "tools", "bench")
 # catch2: the benchmark programs are configured with the tests (tests/CMakeLists.txt).
-PACKAGES = ("wrk", "curl", "sqlite3", "gzip", "util-linux", "catch2")
+PACKAGES = ("wrk", "curl", "sqlite3", "gzip", "util-linux", "catch2", "valgrind")
 # What the harness runs besides the agent and its plugins: a day of history for start-up
 # (matrix.py), the day query at each series count (history_day.py) and the Catch2 BENCHMARKs.
 BENCH_TARGETS = ("kiwi-agent", "kiwi-bench-fill", "kiwi-bench-history", "kiwi-bench-micro")
@@ -140,9 +144,11 @@ def parse_args(argv):
             if i + 1 < len(argv) and argv[i + 1].isdigit():
                 o[key] = argv[i + 1]
                 i += 1
-        elif a in ("--quick", "--all", "--report-only", "--keepalive", "--history-day"):
+        elif a in ("--quick", "--all", "--report-only", "--keepalive", "--history-day",
+                   "--instructions"):
             o["mode"] = {"--quick": "quick", "--all": "all", "--report-only": "report",
-                         "--keepalive": "keepalive", "--history-day": "history-day"}[a]
+                         "--keepalive": "keepalive", "--history-day": "history-day",
+                         "--instructions": "instructions"}[a]
         elif a in valued:
             if i + 1 >= len(argv):
                 raise Usage(f"{a} needs a value (see --help)")
@@ -529,6 +535,7 @@ def main(argv):
     def body():
         import history_day
         import idle
+        import instructions
         import keepalive
         import matrix
         import reload
@@ -555,9 +562,9 @@ def main(argv):
                  "full": [matrix.run, keepalive.run], "soak": [soak.run], "idle": [idle.run],
                  "reload": [reload.run], "footprint": [run_footprint], "scale": [run_scale],
                  "keepalive": [keepalive.run], "disk": [run_disk],
-                 "history-day": [history_day.run],
+                 "history-day": [history_day.run], "instructions": [instructions.run],
                  "all": [matrix.run, keepalive.run, idle.run, soak.run, reload.run, run_disk,
-                         run_footprint, run_scale, history_day.run]}
+                         run_footprint, run_scale, instructions.run, history_day.run]}
         for step in modes[b.mode]:
             step(b)
         # --footprint, --scale and --disk alone: their program has put its section into the

@@ -3,7 +3,7 @@
 
 Reads the last run of each results file in the results directory (matrix.jsonl, startup.jsonl,
 keepalive.jsonl, bodies.jsonl, soak.jsonl, idle.jsonl, reload.jsonl, history_day.jsonl,
-machine.jsonl; footprint.jsonl, scale.jsonl and disk.jsonl for the targets table) and rewrites
+instructions.jsonl, machine.jsonl; footprint.jsonl, scale.jsonl and disk.jsonl for the targets table) and rewrites
 the page: the introduction, the machine, the targets table (issue 17's targets, each with its
 verdict and the source of its figure; a target without results says "not measured"), then the
 sections. A section of these modes whose results are not in the directory is kept as it is in the
@@ -32,11 +32,12 @@ IDLE = "## Idle: CPU and disk writes at 1 Hz"
 RELOAD = "## Reload: SIGHUP"
 BODIES = "## History body size"
 HISTORY_DAY = "## History: one series over 24 h at each series count"
+INSTRUCTIONS = "## Instructions per request (callgrind)"
 MACHINE = "## Machine"
 TARGETS = "## Targets (issue 17)"
 NOTES_HEADING = "## How to read these figures"
 # in the order of a new page
-OWNED = (MATRIX, STARTUP, KEEPALIVE, SOAK, IDLE, RELOAD, BODIES, HISTORY_DAY)
+OWNED = (MATRIX, INSTRUCTIONS, STARTUP, KEEPALIVE, SOAK, IDLE, RELOAD, BODIES, HISTORY_DAY)
 
 INTRO = """# kiwi-agent benchmarks
 
@@ -371,6 +372,35 @@ def render_history_day(rows):
         out.append(f"| {f['series']:,} | {f['file_mb']:.1f} MB | {f['fill_s']:.1f} s | "
                    f"{f['one_ms']:.2f} ms ({f['one_points']} points) | {f['all_ms']:.1f} ms "
                    f"({f['all_points']} points) |\n")
+    return "".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------------------------
+# instructions per request (tools/bench/instructions.py)
+
+
+def render_instructions(rows):
+    by = {(r["side"], r["value"]["route"]): r["value"] for r in rows
+          if r["measure"] == "per_request"}
+    out = [section_header(INSTRUCTIONS[3:], meta(rows, "section"))]
+    out.append("- the agent (default sensors at a 1 min interval, so that no new sample lands in "
+               "the window: its history holds one; pinned, 1 HTTP worker) and the ceiling with a "
+               "body of the same size, each under `valgrind --tool=callgrind --separate-threads=yes`; "
+               "3 s of wrk at 8 connections, counters zeroed, 10 s more, then a dump "
+               "(tools/bench/instructions.py). Worker: every instruction of the HTTP worker "
+               "threads (libmicrohttpd's parsing, its 16 KiB memset of the connection's pool, "
+               "the callback, the response headers; the kernel is not counted) over the "
+               "requests; callback: `on_request` inclusive (the agent's: the gates, the router, "
+               "the handler across the C ABI). Counts do not depend on the machine's load.\n\n"
+               "| route | body B | agent, worker | ceiling, worker | ratio | agent, callback "
+               "| ceiling, callback |\n|---|---:|---:|---:|---:|---:|---:|\n")
+    for name, path in ROUTES.items():
+        a, c = by.get(("agent", name)), by.get(("ceiling", name))
+        if not a or not c:
+            continue
+        out.append(f"| `{path}` | {a['body']} | {a['worker']:,.0f} | {c['worker']:,.0f} | "
+                   f"{a['worker'] / c['worker']:.2f} | {a['callback']:,.0f} | "
+                   f"{c['callback']:,.0f} |\n")
     return "".join(out) + "\n"
 
 
@@ -749,7 +779,8 @@ def split_sections(text):
 
 def render(results_dir, old):
     res = {name: last_run(results_dir, name, "section") for name in (
-        "matrix", "startup", "keepalive", "soak", "idle", "reload", "history_day")}
+        "matrix", "startup", "keepalive", "soak", "idle", "reload", "history_day",
+        "instructions")}
     res["machine"] = last_run(results_dir, "machine", "machine")
     res["bodies"] = last_run(results_dir, "bodies", "history_body")
     for name in ("footprint", "scale", "disk"):  # written by their own programs
@@ -771,6 +802,8 @@ def render(results_dir, old):
         fresh[BODIES] = render_bodies(res["bodies"])
     if res["history_day"]:
         fresh[HISTORY_DAY] = render_history_day(res["history_day"])
+    if res["instructions"]:
+        fresh[INSTRUCTIONS] = render_instructions(res["instructions"])
     _, sections = split_sections(old)
     machine = render_machine(res["machine"]) if res["machine"] else next(
         (t for h, t in sections if h == MACHINE), "")
