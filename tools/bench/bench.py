@@ -104,7 +104,9 @@ from benchlib import (Failure, Processes, Results, guarded, http_get, loadavg,  
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(ROOT, "tools", "bench")
 # catch2: the benchmark programs are configured with the tests (tests/CMakeLists.txt).
-PACKAGES = ("wrk", "curl", "sqlite3", "gzip", "util-linux", "catch2", "valgrind")
+PACKAGES = ("wrk", "curl", "sqlite3", "gzip", "util-linux", "catch2")
+# ... and those of one mode only (the quick benchmark of tools/test.sh does without them).
+MODE_PACKAGES = {"instructions": ("valgrind",), "all": ("valgrind",)}
 # What the harness runs besides the agent and its plugins: a day of history for start-up
 # (matrix.py), the day query at each series count (history_day.py) and the Catch2 BENCHMARKs.
 BENCH_TARGETS = ("kiwi-agent", "kiwi-bench-fill", "kiwi-bench-history", "kiwi-bench-micro")
@@ -288,7 +290,7 @@ class Bench:
             say(f"not building (--no-build); using {self.build_dir}")
         else:
             subprocess.run([os.path.join(ROOT, "tools", "setup.sh")], check=True)
-            install_packages()
+            install_packages(self.mode)
             # The benchmark programs come with the test targets (which are not built here): an
             # existing tree keeps its build type and options but gets KIWI_BUILD_TESTS=ON.
             cache = os.path.join(self.build_dir, "CMakeCache.txt")
@@ -420,8 +422,9 @@ class Bench:
         return utc_minute()
 
 
-def install_packages():
-    missing = [p for p in PACKAGES if "install ok installed" not in subprocess.run(
+def install_packages(mode):
+    wanted = PACKAGES + MODE_PACKAGES.get(mode, ())
+    missing = [p for p in wanted if "install ok installed" not in subprocess.run(
         ["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True).stdout]
     if not missing:
         return
