@@ -250,7 +250,8 @@ class InPlaceEcho final : public InPlaceHandler {
 
 }  // namespace
 
-TEST_CASE("C ABI handler: a reused Response is filled whole; a repeated body is the same Body") {
+TEST_CASE(
+    "C ABI handler: a reused Response is filled whole, and a repeated body is the same Body") {
   Fixture f;
   const kiwi_plugin& plugin =
       *abi::handler_descriptor<InPlaceEcho>("inplace", "answers", kUnusedOption);
