@@ -44,10 +44,11 @@ test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-fo
 # its write_prometheus plugin needs libprotobuf-c1 and libmicrohttpd12, which collectd-core only
 # suggests) beside the agent. On a machine with systemd, Debian starts their services when it
 # installs them: the footprint report says when one ran during the benchmark (stop it with
-# `systemctl disable --now netdata collectd prometheus-node-exporter`). Not part of --test:
-# tools/test.sh runs neither benchmark.
+# `systemctl disable --now netdata collectd prometheus-node-exporter`). valgrind: the callgrind
+# counts of run.sh --instructions (also a step of --all; tools/bench/bench.py installs it for those
+# modes when it is missing). Not part of --test: tools/test.sh runs none of these.
 bench_packages=(prometheus-node-exporter prometheus python3 curl coreutils netdata collectd rrdtool
-  libprotobuf-c1 libmicrohttpd12)
+  libprotobuf-c1 libmicrohttpd12 valgrind)
 
 # A cross build (--arch): Debian's cross compiler (crossbuild-essential-ARCH), the target's
 # libraries through multiarch (libsqlite3-dev:arm64, ...), qemu-user-static to run the tests,

@@ -251,23 +251,30 @@ class Bench:
         return path
 
     def start_agent(self, name, interval="1s", keep=False, bind="127.0.0.1:0", pin=None,
-                    retention="24h", http=""):
-        """Starts the agent pinned (to the server's CPU unless `pin`), waits 10 s at most for its
-        "listening on" line; returns (Popen, url). A fresh data dir unless `keep`."""
+                    retention="24h", http="", wait=10):
+        """Starts the agent pinned (to the server's CPU unless `pin`, which may also name a
+        program to run it under), waits `wait` s at most for its "listening on" line; returns
+        (Popen, url). A fresh data dir unless `keep`."""
         if not keep:
             shutil.rmtree(os.path.join(self.run_dir, f"{name}-data"), ignore_errors=True)
         cfg = self.config(name, interval, retention, bind, http)
         p = self.procs.start("agent", name, (self.pin_server if pin is None else pin)
                              + [self.agent_bin, "--config", cfg], log_dir=self.run_dir)
-        deadline = time.monotonic() + 10
+        return p, self.wait_listening(p, wait, "the agent")
+
+    @staticmethod
+    def wait_listening(p, seconds, what):
+        """The URL of the "listening on" line that `p` (the agent or the ceiling) logs, waited
+        for `seconds` at most; Failure naming `what` if it does not come or `p` exits."""
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             m = re.search(r"listening on (http://127\.0\.0\.1:[0-9]+)/", read_text(p.log))
             if m:
-                return p, m.group(1)
+                return m.group(1)
             if p.poll() is not None:
                 break
             time.sleep(0.01)
-        raise Failure(f"the agent did not start (log: {p.log}):\n{tail(p.log, 5).rstrip()}")
+        raise Failure(f"{what} did not start (log: {p.log}):\n{tail(p.log, 5).rstrip()}")
 
     def stop(self, p):
         self.procs.finish(p)

@@ -15,7 +15,6 @@ installs it); about 3 minutes."""
 import glob
 import os
 import re
-import shutil
 import subprocess
 import time
 
@@ -24,6 +23,7 @@ from benchlib import Failure, loadavg
 ROUTES = (("root", "/"), ("current", "/api/current"), ("history", "/api/history?limit=120"),
           ("metrics", "/metrics"))
 WARMUP_S, SECONDS, CONNS = 3, 10, 8
+START_S = 60  # to the "listening on" line, under valgrind
 CALLBACK = re.compile(r"^\s*([\d,]+) .*[: ](?:kiwi::agent::\(anonymous namespace\)::)?"
                       r"on_request[ (]")
 
@@ -80,19 +80,6 @@ def measure(b, p, url, out):
     return n, total, callback
 
 
-def wait_listening(b, p, seconds=60):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with open(p.log, errors="replace") as f:
-            m = re.search(r"listening on (http://127\.0\.0\.1:[0-9]+)/", f.read())
-        if m:
-            return m.group(1)
-        if p.poll() is not None:
-            break
-        time.sleep(0.1)
-    raise Failure(f"no 'listening on' line under valgrind in {seconds} s (log: {p.log})")
-
-
 def run(b):
     res = b.results("instructions")
     load_before = loadavg()
@@ -102,16 +89,13 @@ def run(b):
     os.makedirs(work, exist_ok=True)
     for name, path in ROUTES:
         out = os.path.join(work, f"agent-{name}")
-        shutil.rmtree(os.path.join(b.run_dir, "instructions-data"), ignore_errors=True)
         # One sample a minute: the first is taken at start, and no other lands in the window, so
         # the counts are of requests alone (at 1 s, the render of each new sample, once per
         # second for the thousands of requests per second served, would be in them under
         # valgrind's slowness, where at full speed it is spread over a hundred thousand).
-        cfg = b.config("instructions", interval="1m")
-        p = b.procs.start("agent", "instructions", b.pin_server + valgrind_argv(out)
-                          + [b.agent_bin, "--config", cfg], log_dir=b.run_dir)
+        p, url = b.start_agent("instructions", interval="1m",
+                               pin=b.pin_server + valgrind_argv(out), wait=START_S)
         try:
-            url = wait_listening(b, p)
             b.wait_for_200(url + "/api/current", 60)  # a first sample
             size = len(subprocess.run(["curl", "-sf", url + path], capture_output=True,
                                       timeout=60).stdout)
@@ -122,7 +106,8 @@ def run(b):
         c = b.procs.start("ceiling", "ceiling", b.pin_server + valgrind_argv(out) + [
             b.ceiling_bin, "--threads", "1", "--body-size", str(size)], log_dir=b.run_dir)
         try:
-            ceiling = measure(b, c, wait_listening(b, c) + "/", out)
+            ceiling = measure(b, c, b.wait_listening(c, START_S, "the ceiling under valgrind")
+                              + "/", out)
         finally:
             b.stop(c)
         for target, (n, total, callback) in (("agent", agent), ("ceiling", ceiling)):

@@ -195,15 +195,7 @@ class Ceiling:
             b.ceiling_bin, "--threads", str(b.http_threads), "--body-size", str(size)],
             log_dir=b.run_dir)
         self.size = size
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            with open(self.p.log, errors="replace") as f:
-                m = re.search(r"listening on (http://127\.0\.0\.1:[0-9]+)/", f.read())
-            if m:
-                self.url = m.group(1)
-                return
-            time.sleep(0.01)
-        raise Failure(f"the ceiling server did not start (log: {self.p.log})")
+        self.url = b.wait_listening(self.p, 5, "the ceiling server")
 
     def stop(self):
         if self.p:
