@@ -379,12 +379,6 @@ const kiwi_param* c_params(std::vector<kiwi_param>& out, std::span<const Param> 
 
 }  // namespace
 
-Response CHandler::handle(const Request& r) {
-  Response out;
-  handle_into(r, out);
-  return out;
-}
-
 void CHandler::handle_into(const Request& r, Response& res) {
   thread_local std::vector<kiwi_param> query, headers;
   kiwi_request req{};

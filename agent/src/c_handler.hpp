@@ -54,7 +54,7 @@ class CData {
 // plugin's destroy(). `code` keeps the plugin's shared object loaded: every Body this handler
 // returns holds it too, so the plugin's release() (and its bytes) outlive the handler and the
 // router (an MHD response cached by a worker thread).
-class CHandler final : public Handler {
+class CHandler final : public InPlaceHandler {
  public:
   // Calls handler_create; throws std::runtime_error with the plugin's refusal.
   CHandler(const kiwi_plugin& plugin, std::shared_ptr<const void> code, std::string_view route_path,
@@ -64,10 +64,9 @@ class CHandler final : public Handler {
   CHandler(const CHandler&) = delete;
   CHandler& operator=(const CHandler&) = delete;
 
-  // Calls handler_handle (concurrently, as the server does). A non-zero return is a 500 with the
-  // plugin's message: {"error":{"status":500,"message":"handler failed: ..."}}.
-  Response handle(const Request& request) override;
-  // The same, into `out` (a Response the caller reuses: see Handler::handle_into).
+  // Calls handler_handle (concurrently, as the server does), into `out` (a Response the caller
+  // reuses: see Handler::handle_into; handle() answers through it). A non-zero return is a 500
+  // with the plugin's message: {"error":{"status":500,"message":"handler failed: ..."}}.
   void handle_into(const Request& request, Response& out) override;
   // handler_methods as the instance said it after create; "GET, HEAD" when it says nothing.
   std::string_view methods() const override { return methods_; }
