@@ -74,6 +74,23 @@ TEST_CASE("json: strings escape quotes, backslashes and control characters only"
   CHECK(string_literal("/ \x7f caf\xc3\xa9") == "\"/ \x7f caf\xc3\xa9\"");
 }
 
+TEST_CASE("json: strings with escapes and bad bytes at either end of a plain run") {
+  CHECK(string_literal("\"") == "\"\\\"\"");
+  CHECK(string_literal("\nabc\n") == "\"\\nabc\\n\"");
+  CHECK(string_literal("abc\\") == "\"abc\\\\\"");
+  // Each byte that starts no well-formed sequence is one U+FFFD; a good sequence is kept whole.
+  CHECK(string_literal("\xff") == "\"\xef\xbf\xbd\"");
+  CHECK(string_literal("a\xc3") == "\"a\xef\xbf\xbd\"");  // cut short at the end
+  CHECK(string_literal("\xc3\xa9\xe2\x82\xac") == "\"\xc3\xa9\xe2\x82\xac\"");  // two good ones
+  CHECK(string_literal("\xc0\xae/x") ==
+        "\"\xef\xbf\xbd\xef\xbf\xbd/x\"");  // overlong: two bad bytes
+  CHECK(string_literal("x\xed\xa0\x80") ==
+        "\"x\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");  // a surrogate
+  const std::string long_plain(1000, 'a');
+  CHECK(string_literal(long_plain + "\t" + long_plain) ==
+        "\"" + long_plain + "\\t" + long_plain + "\"");
+}
+
 TEST_CASE("json: the /api/current body of a snapshot") {
   kiwi::Snapshot s;
   s.sequence = 7;

@@ -26,7 +26,19 @@ namespace kiwi {
 inline void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789ABCDEF";
   out.push_back('"');
-  for (std::size_t i = 0; i < s.size(); ++i) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    // The run of printable ASCII that needs no escape goes in with one append: names, labels and
+    // units are nothing else, and a byte at a time cost most of a snapshot's rendering.
+    std::size_t plain = i;
+    while (plain < s.size()) {
+      const auto c = static_cast<unsigned char>(s[plain]);
+      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
+      ++plain;
+    }
+    out.append(s.data() + i, plain - i);
+    i = plain;
+    if (i == s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
       // Any byte that is not part of a well-formed sequence becomes U+FFFD: the body stays JSON
@@ -34,38 +46,39 @@ inline void append_json_string(std::string& out, std::string_view s) {
       const std::size_t n = utf8_sequence_length(s.substr(i));
       if (n == 0) {
         out += "\xef\xbf\xbd";
+        ++i;
       } else {
         out.append(s.substr(i, n));
-        i += n - 1;
+        i += n;
       }
-    } else if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      out.push_back('\\');
-      switch (c) {
-        case '\b':
-          out.push_back('b');
-          break;
-        case '\t':
-          out.push_back('t');
-          break;
-        case '\n':
-          out.push_back('n');
-          break;
-        case '\f':
-          out.push_back('f');
-          break;
-        case '\r':
-          out.push_back('r');
-          break;
-        default:
-          out += "u00";
-          out.push_back(hex[c >> 4]);
-          out.push_back(hex[c & 15]);
-      }
-    } else {
-      out.push_back(static_cast<char>(c));
+      continue;
+    }
+    ++i;
+    out.push_back('\\');
+    switch (c) {
+      case '"':
+      case '\\':
+        out.push_back(static_cast<char>(c));
+        break;
+      case '\b':
+        out.push_back('b');
+        break;
+      case '\t':
+        out.push_back('t');
+        break;
+      case '\n':
+        out.push_back('n');
+        break;
+      case '\f':
+        out.push_back('f');
+        break;
+      case '\r':
+        out.push_back('r');
+        break;
+      default:
+        out += "u00";
+        out.push_back(hex[c >> 4]);
+        out.push_back(hex[c & 15]);
     }
   }
   out.push_back('"');
@@ -121,9 +134,12 @@ inline void append_json_shortest(std::string& out, double r) {
   const char* end = std::to_chars(sci, sci + sizeof sci, r, std::chars_format::scientific).ptr;
   const std::string_view text(sci, static_cast<std::size_t>(end - sci));
   const std::size_t e = text.find('e');
-  std::string digits(1, text[0]);
-  if (e > 1) digits.append(text.substr(2, e - 2));  // after "D."
-  std::string_view exponent = text.substr(e + 1);   // "+16", "-07"
+  char digit_buf[32];  // on the stack: 17 digits would not fit a short string
+  std::size_t n_digits = 0;
+  digit_buf[n_digits++] = text[0];
+  for (std::size_t k = 2; k < e; ++k) digit_buf[n_digits++] = text[k];  // after "D."
+  const std::string_view digits(digit_buf, n_digits);
+  std::string_view exponent = text.substr(e + 1);  // "+16", "-07"
   if (exponent.front() == '+') exponent.remove_prefix(1);
   int exp10 = 0;
   std::from_chars(exponent.data(), exponent.data() + exponent.size(), exp10);
@@ -134,9 +150,9 @@ inline void append_json_shortest(std::string& out, double r) {
     out.append(static_cast<std::size_t>(point - n), '0');
     out += ".0";
   } else if (0 < point && point <= 21) {  // 1234e-2 -> 12.34
-    out.append(digits, 0, static_cast<std::size_t>(point));
+    out += digits.substr(0, static_cast<std::size_t>(point));
     out.push_back('.');
-    out.append(digits, static_cast<std::size_t>(point));
+    out += digits.substr(static_cast<std::size_t>(point));
   } else if (-6 < point && point <= 0) {  // 1234e-6 -> 0.001234
     out += "0.";
     out.append(static_cast<std::size_t>(-point), '0');
@@ -145,7 +161,7 @@ inline void append_json_shortest(std::string& out, double r) {
     out.push_back(digits[0]);
     if (n > 1) {
       out.push_back('.');
-      out.append(digits, 1);
+      out += digits.substr(1);
     }
     out.push_back('e');
     append_json_integer(out, static_cast<std::int64_t>(point - 1));
