@@ -12,19 +12,37 @@ namespace kiwi_metrics {
 
 namespace {
 
+// Appends `v` escaped as the exposition format wants: \\ and \n, and \" when `quotes` (label
+// values; HELP text keeps its quotes). The runs between them go in with one append each.
+void append_escaped(std::string& out, std::string_view v, bool quotes) {
+  std::size_t run = 0;  // start of the run not appended yet
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const char c = v[i];
+    if (c != '\\' && c != '\n' && (c != '"' || !quotes)) continue;
+    out.append(v.data() + run, i - run);
+    out += c == '\n' ? "\\n" : c == '"' ? "\\\"" : "\\\\";
+    run = i + 1;
+  }
+  out.append(v.data() + run, v.size() - run);
+}
+
+void append_escaped_label_value(std::string& out, std::string_view v) {
+  append_escaped(out, v, true);
+}
+
 // Rendered once per sample (each scrape after a tick renders it afresh), so it is built for few
-// allocations: one string per series (its label text), one per family, lookups on views.
+// allocations: one text that holds every series' labels, one string per family, lookups on
+// views and hashes.
 struct Series {
-  std::string labels;  // rendered `{a="b"}` or ""
+  std::size_t labels_at, labels_size;  // `{a="b"}` or "" in Families::labels_
   double value;
 };
 
 struct Family {
   std::string name;  // full exposed name
-  std::string help;
+  std::string help;  // escaped
   bool counter = false;
   std::vector<Series> series;
-  std::unordered_set<std::size_t> seen;  // hashes of the label texts, to drop duplicates
 };
 
 class Families {
@@ -33,59 +51,74 @@ class Families {
   template <std::invocable Help>
   Family& get(std::string_view name, Help&& help, bool counter) {
     if (auto it = index_.find(name); it != index_.end()) return families_[it->second];
-    families_.push_back({std::string(name), std::string(help()), counter, {}, {}});
-    index_.emplace(families_.back().name, families_.size() - 1);  // a view of the deque's copy
-    return families_.back();
+    Family& f = families_.emplace_back();
+    f.name = name;
+    append_escaped(f.help, help(), false);
+    f.counter = counter;
+    index_.emplace(f.name, families_.size() - 1);  // a view of the deque's copy
+    return f;
   }
   Family& get(std::string_view name, std::string_view help, bool counter) {
     return get(
         name, [&] { return help; }, counter);
   }
-  void add(Family& f, std::string labels, double value) {
-    const std::size_t h = std::hash<std::string>()(labels);
-    if (!f.seen.insert(h).second)  // the same hash: a duplicate, or (rarely) another label set
+  // The label text of the next add() is written here, then add() takes it.
+  std::string& labels() { return labels_; }
+  // A series of `f` with the labels written to labels() since the last add(); a repeat of a label
+  // set `f` has already is dropped.
+  void add(Family& f, double value) {
+    const std::size_t at = pending_;
+    const std::string_view text = std::string_view(labels_).substr(at);
+    pending_ = labels_.size();
+    const std::size_t h =
+        std::hash<std::string_view>()(text) ^ reinterpret_cast<std::uintptr_t>(&f);
+    if (!seen_.insert(h).second)  // the same hash: a duplicate, or (rarely) another label set
       for (auto& s : f.series)
-        if (s.labels == labels) return;
-    f.series.push_back({std::move(labels), value});
+        if (std::string_view(labels_).substr(s.labels_at, s.labels_size) == text) {
+          labels_.resize(at);
+          pending_ = at;
+          return;
+        }
+    f.series.push_back({at, text.size(), value});
+  }
+  void add(Family& f, std::string_view labels, double value) {
+    labels_ += labels;
+    add(f, value);
+  }
+  std::string_view labels_of(const Series& s) const {
+    return std::string_view(labels_).substr(s.labels_at, s.labels_size);
   }
   const std::deque<Family>& all() const { return families_; }
 
  private:
   std::deque<Family> families_;  // a deque: its elements never move, so views of names stay valid
   std::unordered_map<std::string_view, std::size_t> index_;
+  std::unordered_set<std::size_t> seen_;  // hashes of (family, label text)
+  std::string labels_;                    // every series' label text, one after another
+  std::size_t pending_ = 0;               // where the next series' labels start
 };
 
-void append_escaped_label_value(std::string& out, std::string_view v) {
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-}
-
-std::string labels_text(const std::vector<std::pair<std::string, std::string>>& labels) {
-  std::string out;
-  if (labels.empty()) return out;
-  out.reserve(16 * labels.size());
+void append_labels(std::string& out,
+                   const std::vector<std::pair<std::string, std::string>>& labels) {
+  if (labels.empty()) return;
   out += '{';
+  bool first = true;
   for (auto& [k, v] : labels) {
-    if (out.size() > 1) out += ',';
+    if (!first) out += ',';
+    first = false;
     out += k;
     out += "=\"";
     append_escaped_label_value(out, v);
     out += '"';
   }
   out += '}';
-  return out;
 }
 
 std::string one_label(std::string_view k, std::string_view v) {
-  return "{" + std::string(k) + "=\"" + escape_label_value(v) + "\"}";
+  std::string out = "{";
+  out.append(k).append("=\"");
+  append_escaped_label_value(out, v);
+  return out += "\"}";
 }
 
 const kiwi::MetricSpec* find_spec(const kiwi::AgentStats& stats, std::string_view plugin,
@@ -119,14 +152,7 @@ std::string escape_label_value(std::string_view v) {
 
 std::string escape_help(std::string_view v) {
   std::string out;
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
+  append_escaped(out, v, false);
   return out;
 }
 
@@ -150,7 +176,9 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
                     : m.name + " from sensor plugin " + sensor.plugin +
                           (m.unit.empty() ? "" : " (" + m.unit + ")");
       };
-      fams.add(fams.get(name, help, counter), labels_text(m.labels), m.value);
+      Family& f = fams.get(name, help, counter);
+      append_labels(fams.labels(), m.labels);
+      fams.add(f, m.value);
     }
 
   // Self-metrics: how the agent itself is doing.
@@ -269,16 +297,16 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   std::size_t size = 0;
   for (auto& f : fams.all()) {
     size += 2 * f.name.size() + f.help.size() + 24;
-    for (auto& s : f.series) size += f.name.size() + s.labels.size() + 26;
+    for (auto& s : f.series) size += f.name.size() + s.labels_size + 26;
   }
   std::string out;
   out.reserve(size);
   for (auto& f : fams.all()) {
     if (f.series.empty()) continue;
-    out.append("# HELP ").append(f.name).append(" ").append(escape_help(f.help)).append("\n");
+    out.append("# HELP ").append(f.name).append(" ").append(f.help).append("\n");
     out.append("# TYPE ").append(f.name).append(f.counter ? " counter\n" : " gauge\n");
     for (auto& s : f.series) {
-      out.append(f.name).append(s.labels).append(" ");
+      out.append(f.name).append(fams.labels_of(s)).append(" ");
       append_value(out, s.value);
       out += '\n';
     }

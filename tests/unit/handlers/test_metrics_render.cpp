@@ -72,3 +72,30 @@ TEST_CASE("metrics: sample values in Prometheus spelling") {
   CHECK(kiwi_metrics::format_value(std::nan("")) == "NaN");
   CHECK(kiwi_metrics::format_value(-1.0 / 0.0) == "-Inf");
 }
+
+TEST_CASE("metrics: escaping of HELP text and label values, at the ends and in between") {
+  CHECK(kiwi_metrics::escape_help("") == "");
+  CHECK(kiwi_metrics::escape_help("a \"quoted\" path\\to\nnext") ==
+        "a \"quoted\" path\\\\to\\nnext");  // quotes stay as they are in HELP
+  CHECK(kiwi_metrics::escape_help("\n\\") == "\\n\\\\");
+  CHECK(kiwi_metrics::escape_label_value("\"x\"") == "\\\"x\\\"");
+  CHECK(kiwi_metrics::escape_label_value("a\\b\nc\"") == "a\\\\b\\nc\\\"");
+}
+
+TEST_CASE(
+    "metrics: a label set repeated in one family is kept once, the same set in two families "
+    "twice") {
+  kiwi::Snapshot s;
+  s.sequence = 1;
+  kiwi::SensorReport r;
+  r.name = r.plugin = "x";
+  for (double v : {1.0, 2.0})
+    for (const char* name : {"a_bytes", "b_bytes"})
+      r.metrics.push_back({name, {{"dev", "sda"}}, v, "bytes", kiwi::MetricKind::gauge});
+  r.metrics.push_back({"a_bytes", {{"dev", "sdb"}}, 3, "bytes", kiwi::MetricKind::gauge});
+  s.sensors = {r};
+  const std::string text = kiwi_metrics::render(s, {});
+  CHECK_THAT(text, Catch::Contains("kiwi_a_bytes{dev=\"sda\"} 1\nkiwi_a_bytes{dev=\"sdb\"} 3\n"));
+  CHECK_THAT(text, Catch::Contains("kiwi_b_bytes{dev=\"sda\"} 1\n# HELP"));
+  CHECK(text.find("} 2\n") == std::string::npos);
+}
