@@ -651,7 +651,15 @@ void Store::exec(const char* sql) {
 
 // Ids are assigned in memory (contiguous, as loaded) and the series rows written by flush().
 // Called for every metric of every tick: the lookup builds its key in a reused buffer.
-std::uint32_t Store::series_id(const MetricValue& m) {
+std::uint32_t Store::series_id(const MetricValue& m, std::size_t position) {
+  if (position < recent_ids_.size()) {
+    const std::uint32_t id = recent_ids_[position];
+    if (id >= 1 && id <= series_count_) {
+      const std::size_t i = id - 1, n = SeriesCatalog::kChunk;
+      const SeriesInfo& s = (*(*chunks_)[i / n])[i % n];
+      if (s.name == m.name && s.labels == m.labels) return id;
+    }
+  }
   labels_buf_.clear();
   append_canonical_labels(labels_buf_, m.labels);
   assign_key(key_buf_, m.name, labels_buf_);
@@ -685,6 +693,7 @@ void Store::publish_series() {
 // A file that turned out malformed while its series were read: none of them count.
 void Store::forget_series() {
   series_ids_.clear();
+  recent_ids_.clear();
   chunks_ = std::make_shared<SeriesCatalog::Chunks>();
   series_count_ = 0;
   publish_series();
@@ -693,7 +702,11 @@ void Store::forget_series() {
 void Store::append(std::int64_t ts_ms, const std::vector<const MetricValue*>& metrics) {
   std::vector<std::pair<std::uint32_t, double>> values;
   values.reserve(metrics.size());
-  for (auto* m : metrics) values.emplace_back(series_id(*m), m->value);
+  recent_ids_.resize(metrics.size());
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    recent_ids_[i] = series_id(*metrics[i], i);
+    values.emplace_back(recent_ids_[i], metrics[i]->value);
+  }
 
   const std::int64_t minute = floor_to(ts_ms, kRollupMs);
   if (minute != minute_start_) {
