@@ -84,6 +84,36 @@ TEST_CASE("store: a series missing from a sample is null (NaN) in that row") {
   CHECK(r.series[1].values[1] == 5);
 }
 
+TEST_CASE("store: series that change places, labels or order between ticks keep their own ids") {
+  // Each tick's series are first looked for where they were the tick before; none may take the
+  // id of the one that was there.
+  TempDb db;
+  Store store(db.path());
+  append(store, 1000, {metric("a", 1, ""), metric("b", 2, ""), metric("c", 3, "", {{"x", "1"}})});
+  append(store, 2000,
+         {metric("b", 20, ""), metric("a", 10, ""), metric("c", 30, "", {{"x", "2"}})});
+  append(store, 3000,
+         {metric("a", 100, ""), metric("c", 300, "", {{"x", "1"}}),
+          metric("c", 301, "", {{"x", "1"}, {"y", "1"}})});
+  append(store, 4000, {metric("a", 1000, "")});
+  auto r = store.query({});
+  REQUIRE(r.timestamps.size() == 4);
+  auto values = [&](const std::string& key) {
+    auto* s = find(r, key);
+    REQUIRE(s);
+    std::vector<std::string> out;
+    for (double v : s->values) out.push_back(std::isnan(v) ? "-" : std::to_string(int(v)));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  CHECK(values("a") == V{"1", "10", "100", "1000"});
+  CHECK(values("b") == V{"2", "20", "-", "-"});
+  CHECK(values("c{x=\"1\"}") == V{"3", "-", "300", "-"});
+  CHECK(values("c{x=\"2\"}") == V{"-", "30", "-", "-"});
+  CHECK(values("c{x=\"1\",y=\"1\"}") == V{"-", "-", "301", "-"});
+  CHECK(r.series.size() == 5);
+}
+
 TEST_CASE("store: since/until and series globs select rows and columns") {
   TempDb db;
   Store store(db.path());
