@@ -71,100 +71,127 @@ void keep_instance_forever(PluginInstance<Sensor> instance) {
 
 }  // namespace
 
-// What one sample() call gave: made on the worker, read by the collector.
+// What one sample() call gave: made on a sampler, read by the collector.
 struct Collector::Outcome : SampleCall {
   steady_clock::time_point posted, started, finished;  // posted: when the collector asked
 };
 
-// The lock every worker shares with the collector, and the collector's one condition variable:
-// notified by the last worker a tick waits for, and by a worker that exits.
-struct Collector::Hub {
-  std::mutex mutex;
-  std::condition_variable cv;
-  int awaited = 0;  // workers the tick in progress still waits for
-};
-
-// One sensor's worker. Everything but `name` and `wake` is guarded by hub->mutex; `instance` is
-// used by the worker thread alone, except that stop() takes it from an abandoned one.
+// One sensor's side of the hand-off to the samplers. Everything but `name`, `activity` and `rates`
+// is guarded by hub->mutex; `instance` and `rates` are used by the sampler in its call alone,
+// except that stop() takes the instance of an abandoned one.
 struct Collector::Worker {
-  std::shared_ptr<Hub> hub;
   std::string name;
   std::string activity;  // "sensor <name> (<plugin file>)", named by a crash in sample()
   PluginInstance<Sensor> instance;
-  std::condition_variable wake;  // a request, or exit
-  std::string procfs;            // whose uptime is the clock of the sensor's rates
-  RateDeriver rates;             // the worker thread's alone
+  std::string procfs;  // whose uptime is the clock of the sensor's rates
+  RateDeriver rates;   // the sampler's, in a call
 
-  bool requested = false;  // posted, not taken up yet
+  bool requested = false;  // in the job queue, to be sampled (or destroyed, with `exit`)
   bool in_call = false;    // in sample()
   bool done = false;       // `outcome` is ready for the collector
   bool awaited = false;    // counted in hub->awaited
-  bool exit = false;       // retired or stopping: exit when idle
+  bool exit = false;       // retired or stopping: destroy it instead of sampling it again
   bool abandoned = false;  // stop() gave up on it; it has its instance no more
-  bool exited = false;     // the thread is about to return (its instance is gone)
+  bool exited = false;     // its instance is destroyed
   steady_clock::time_point posted;
   steady_clock::time_point deadline;  // posted + the sensor's timeout: the sink hands it on
   Outcome outcome;
 
   bool busy() const { return requested || in_call; }
 
-  void run() {
-    name_this_thread("kiwi-s:" + name);
+  // The metric check and the rates (call_sensor) only touch `out` and the sensor's own
+  // RateDeriver, so they run here, on the sampler. `deadline` is the instant the collector times
+  // this call out at (MetricSink::deadline()).
+  void call(Outcome& out, steady_clock::time_point until) {
+    CurrentActivity running(activity.c_str());
+    out.started = steady_clock::now();
+    static_cast<SampleCall&>(out) = call_sensor(*instance.object, rates, procfs, until);
+    out.finished = steady_clock::now();
+  }
+};
+
+// A thread of the pool. Guarded by hub->mutex, but `thread`, which the collector alone touches.
+struct Collector::Sampler {
+  std::thread thread;
+  Worker* current = nullptr;  // the sensor it calls or destroys now
+  steady_clock::time_point since;
+  bool handed_off = false;  // the collector gave the queue to another sampler meanwhile
+  bool exited = false;
+};
+
+// The lock every sensor and sampler shares with the collector, the job queue and the pool.
+struct Collector::Hub {
+  std::mutex mutex;
+  std::condition_variable cv;    // to the collector: the last awaited reading, or a sensor gone
+  std::condition_variable work;  // to the samplers: a job, or closing
+  std::deque<std::shared_ptr<Worker>> jobs;  // sensors to sample, or to destroy (exit)
+  std::vector<std::shared_ptr<Sampler>> samplers;
+  int awaited = 0;       // sensors the tick in progress still waits for
+  int idle = 0;          // samplers waiting for a job
+  bool closing = false;  // stop(): samplers exit once the queue is empty
+
+  // A sampler's life: the next job, in order, until closing and none is left.
+  static void run(std::shared_ptr<Hub> hub, std::shared_ptr<Sampler> self) {
+    name_this_thread("kiwi-sampler");
     std::unique_lock lock(hub->mutex);
     for (;;) {
-      wake.wait(lock, [&] { return requested || exit; });
-      if (exit) break;
-      requested = false;
-      in_call = true;
-      Sensor& sensor = *instance.object;
-      Outcome out;
-      out.posted = posted;
-      const steady_clock::time_point until = deadline;
-      lock.unlock();
-      {
-        CurrentActivity running(activity.c_str());
-        call(sensor, out, until, rates, procfs);
+      if (hub->jobs.empty()) {
+        if (hub->closing) break;
+        ++hub->idle;
+        hub->work.wait(lock, [&] { return !hub->jobs.empty() || hub->closing; });
+        --hub->idle;
+        continue;
       }
-      lock.lock();
-      in_call = false;
-      if (abandoned) return;  // stop() keeps the instance: this thread must not touch it
-      outcome = std::move(out);
-      done = true;
-      if (awaited) {
-        awaited = false;
-        if (--hub->awaited == 0) {  // the last one the tick waits for: one wakeup per tick
-          lock.unlock();
-          hub->cv.notify_one();
-          lock.lock();
+      std::shared_ptr<Worker> w = std::move(hub->jobs.front());
+      hub->jobs.pop_front();
+      w->requested = false;
+      self->current = w.get();
+      self->since = steady_clock::now();
+      if (!w->exit) {
+        w->in_call = true;
+        Outcome out;
+        out.posted = w->posted;
+        const steady_clock::time_point until = w->deadline;
+        lock.unlock();
+        w->call(out, until);
+        lock.lock();
+        w->in_call = false;
+        if (!w->abandoned && !w->exit) {
+          w->outcome = std::move(out);
+          w->done = true;
+          if (w->awaited) {
+            w->awaited = false;
+            if (--hub->awaited == 0) hub->cv.notify_all();  // one wakeup per tick
+          }
         }
       }
+      // Retired (before or during its call) or stopping: the instance goes here, object first,
+      // then its library. An abandoned one's instance is stop()'s: not touched.
+      if (w->exit && !w->abandoned && !w->exited) {
+        {
+          CurrentActivity destroying(w->activity.c_str());  // the plugin's destructor runs here
+          PluginInstance<Sensor> dying = std::move(w->instance);
+          lock.unlock();
+        }
+        lock.lock();
+        w->exited = true;
+        hub->cv.notify_all();
+      }
+      self->current = nullptr;
+      if (self->handed_off) {
+        self->handed_off = false;
+        name_this_thread("kiwi-sampler");
+      }
     }
-    // Retired or stopped: the instance goes on this thread (object first, then its library).
-    {
-      CurrentActivity destroying(activity.c_str());  // the plugin's destructor runs here
-      PluginInstance<Sensor> dying = std::move(instance);
-      lock.unlock();
-    }
-    lock.lock();
-    exited = true;
+    self->exited = true;
     lock.unlock();
-    hub->cv.notify_one();
-  }
-
-  // The metric check and the rates (call_sensor) only touch `out` and the worker's own
-  // RateDeriver, so they run here, on the worker. `deadline` is the instant the collector times
-  // this call out at (MetricSink::deadline()).
-  static void call(Sensor& sensor, Outcome& out, steady_clock::time_point deadline,
-                   RateDeriver& rates, const std::string& procfs) {
-    out.started = steady_clock::now();
-    static_cast<SampleCall&>(out) = call_sensor(sensor, rates, procfs, deadline);
-    out.finished = steady_clock::now();
+    hub->cv.notify_all();
   }
 };
 
 // One sensor as the collector sees it (collector thread only).
 struct Collector::Slot {
-  WorkerHandle handle;
+  std::shared_ptr<Worker> worker;
   std::string name;
   std::string plugin;
   std::int64_t every_ticks = 1;
@@ -199,12 +226,7 @@ Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors
   for (auto& s : sensors)
     if (!s.instance.object)
       throw std::invalid_argument("collector: sensor " + s.name + " has no instance");
-  try {
-    for (auto& s : sensors) sensors_.push_back(make_slot(std::move(s)));
-  } catch (...) {
-    shut_down_workers();
-    throw;
-  }
+  for (auto& s : sensors) sensors_.push_back(make_slot(std::move(s)));
 }
 
 Collector::~Collector() {
@@ -218,15 +240,62 @@ Collector::Slot Collector::make_slot(SensorSpec spec) {
   slot.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
   slot.timeout = spec.timeout;
   auto worker = std::make_shared<Worker>();
-  worker->hub = hub_;
   worker->name = std::move(spec.name);
   worker->activity = "sensor " + worker->name + " (" +
                      (spec.instance.library ? spec.instance.library->file : slot.plugin) + ")";
   worker->procfs = settings_.procfs;
   worker->instance = std::move(spec.instance);
-  slot.handle.worker = worker;
-  slot.handle.thread = std::thread([worker] { worker->run(); });
+  slot.worker = std::move(worker);
   return slot;
+}
+
+// Sees that the job queue is served (hub lock held): by an idle sampler (woken), or by one in a
+// call that began less than kHandOffAfter ago, or else by a new one. A sampler past that is
+// handed off: renamed after its sensor until the call returns, no longer counted on. Returns
+// when to look again (a call that may pass kHandOffAfter), or time_point::max().
+steady_clock::time_point Collector::hand_off(std::unique_lock<std::mutex>&) {
+  Hub& hub = *hub_;
+  if (hub.jobs.empty()) return steady_clock::time_point::max();
+  const auto now = steady_clock::now();
+  if (hub.idle > 0) {  // woken now: the earliest its first call can pass kHandOffAfter
+    hub.work.notify_one();
+    return now + kHandOffAfter;
+  }
+  auto next = steady_clock::time_point::max();
+  bool served = false;
+  for (auto& s : hub.samplers) {
+    if (s->exited || s->handed_off) continue;
+    if (!s->current) {  // starting, or between two jobs: it takes the next one
+      served = true;
+    } else if (now < s->since + kHandOffAfter) {
+      served = true;
+      next = std::min(next, s->since + kHandOffAfter);
+    } else {
+      s->handed_off = true;
+      std::string name = "kiwi-s:" + s->current->name;  // `top -H` names the slow sensor
+      name.resize(std::min<std::size_t>(name.size(), 15));
+      pthread_setname_np(s->thread.native_handle(), name.c_str());
+    }
+  }
+  if (!served) {
+    auto sampler = std::make_shared<Sampler>();
+    sampler->thread = std::thread(&Hub::run, hub_, sampler);
+    hub.samplers.push_back(std::move(sampler));
+  }
+  return next;
+}
+
+// Waits on hub->cv until `done()` or `until`, handing the queue off as calls run long. The hub
+// lock is held on entry and on return; returns done().
+template <class Done>
+bool Collector::wait_for_samplers(std::unique_lock<std::mutex>& lock,
+                                  steady_clock::time_point until, Done done) {
+  while (!done()) {
+    const auto look_again = hand_off(lock);
+    if (steady_clock::now() >= until) return false;
+    hub_->cv.wait_until(lock, std::min(until, look_again));
+  }
+  return true;
 }
 
 // The interval boundary nearest to the wall clock now, as a tick number.
@@ -267,9 +336,8 @@ void Collector::apply(Pending p) {
   std::vector<Slot> next;
   next.reserve(p.sensors.size());
   for (auto& spec : p.sensors) {
-    auto running = std::find_if(sensors_.begin(), sensors_.end(), [&](const Slot& s) {
-      return s.handle.worker && s.name == spec.name;
-    });
+    auto running = std::find_if(sensors_.begin(), sensors_.end(),
+                                [&](const Slot& s) { return s.worker && s.name == spec.name; });
     if (spec.instance.object) {
       // A new instance; the running one of this name (if any) stays in sensors_ and is retired.
       next.push_back(make_slot(std::move(spec)));
@@ -279,88 +347,102 @@ void Collector::apply(Pending p) {
     } else {
       // Unchanged: the same instance, state and counters.
       Slot kept = std::move(*running);
-      running->handle = {};
+      running->worker = nullptr;
       kept.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
       kept.timeout = spec.timeout;
       next.push_back(std::move(kept));
     }
   }
+  std::vector<Slot*> gone;
   for (auto& s : sensors_)
-    if (s.handle.worker) retire(s);
+    if (s.worker) gone.push_back(&s);
+  retire(std::move(gone));
   sensors_ = std::move(next);
 }
 
-void Collector::retire(Slot& slot) {
-  Worker& w = *slot.handle.worker;
-  bool in_call;
-  {
-    std::lock_guard lock(hub_->mutex);
-    w.exit = true;
-    in_call = w.in_call;
+// Idle ones are destroyed on a sampler now, and waited for (as long as their destructors take);
+// those in a call (or queued behind one) are destroyed by their sampler when it gets to them.
+void Collector::retire(std::vector<Slot*> slots) {
+  if (slots.empty()) return;
+  std::vector<std::shared_ptr<Worker>> now;
+  std::unique_lock lock(hub_->mutex);
+  for (Slot* s : slots) {
+    std::shared_ptr<Worker> w = std::move(s->worker);
+    w->exit = true;
+    if (w->busy()) {
+      retiring_.push_back(std::move(w));
+    } else {
+      w->requested = true;
+      hub_->jobs.push_back(w);
+      now.push_back(std::move(w));
+    }
   }
-  w.wake.notify_one();
-  if (in_call) {
-    // It exits (and destroys its instance) when its call returns; never waited for here.
-    retiring_.push_back(std::move(slot.handle));
-  } else {
-    slot.handle.thread.join();  // idle: it destroys its instance and exits at once
-  }
-  slot.handle = {};
+  wait_for_samplers(lock, steady_clock::time_point::max(), [&] {
+    return std::all_of(now.begin(), now.end(), [](auto& w) { return w->exited; });
+  });
 }
 
 void Collector::reap_retiring() {
   if (retiring_.empty()) return;
-  std::vector<WorkerHandle> gone;
-  {
-    std::lock_guard lock(hub_->mutex);
-    auto keep = std::partition(retiring_.begin(), retiring_.end(),
-                               [](const WorkerHandle& h) { return !h.worker->exited; });
-    std::move(keep, retiring_.end(), std::back_inserter(gone));
-    retiring_.erase(keep, retiring_.end());
-  }
-  for (auto& h : gone) h.thread.join();
+  std::lock_guard lock(hub_->mutex);
+  std::erase_if(retiring_, [](const std::shared_ptr<Worker>& w) { return w->exited; });
 }
 
 void Collector::shut_down_workers() {
-  std::vector<WorkerHandle*> all;
+  std::vector<std::shared_ptr<Worker>> all;
   for (auto& s : sensors_)
-    if (s.handle.worker) all.push_back(&s.handle);
-  for (auto& h : retiring_) all.push_back(&h);
-  std::vector<WorkerHandle*> finished;
+    if (s.worker) all.push_back(std::move(s.worker));
+  for (auto& w : retiring_) all.push_back(std::move(w));
+  retiring_.clear();
+  std::vector<std::shared_ptr<Sampler>> samplers;
   std::vector<std::string> abandoned;
   {
     std::unique_lock lock(hub_->mutex);
-    for (auto* h : all) {
-      h->worker->exit = true;
-      h->worker->wake.notify_one();
-    }
-    // One bound for all of them: SIGTERM never waits longer for a sensor.
-    hub_->cv.wait_until(lock, steady_clock::now() + kStopGrace, [&] {
-      return std::all_of(all.begin(), all.end(), [](auto* h) { return h->worker->exited; });
-    });
-    for (auto* h : all) {
-      Worker& w = *h->worker;
-      if (w.exited) {
-        finished.push_back(h);
-        continue;
+    hub_->closing = true;
+    for (auto& w : all) {
+      w->exit = true;
+      if (!w->busy()) {
+        w->requested = true;
+        hub_->jobs.push_back(w);
       }
-      w.abandoned = true;
-      if (w.in_call) {
-        keep_instance_forever(std::move(w.instance));
-        abandoned.push_back("sensor " + w.name +
+    }
+    hub_->work.notify_all();
+    // One bound for all of them: SIGTERM never waits longer for a sensor.
+    wait_for_samplers(lock, steady_clock::now() + kStopGrace, [&] {
+      return std::all_of(all.begin(), all.end(), [](auto& w) { return w->exited; }) &&
+             std::all_of(hub_->samplers.begin(), hub_->samplers.end(),
+                         [](auto& s) { return s->exited; });
+    });
+    for (auto& w : all) {
+      if (w->exited) continue;
+      w->abandoned = true;
+      if (w->in_call) {
+        keep_instance_forever(std::move(w->instance));
+        abandoned.push_back("sensor " + w->name +
                             " abandoned: its sample() has not returned after " +
                             format_duration(kStopGrace) + "; its library stays loaded");
       } else {
-        abandoned.push_back("sensor " + w.name + " abandoned: its thread has not finished after " +
+        abandoned.push_back("sensor " + w->name + " abandoned: its thread has not finished after " +
                             format_duration(kStopGrace) + " (in the sensor's destructor)");
       }
-      h->thread.detach();
       ++abandoned_;
     }
+    hub_->jobs.clear();
+    samplers = hub_->samplers;
   }
-  for (auto* h : finished) h->thread.join();
+  // A sampler still in a call (or a destructor) goes on alone, holding what it uses.
+  for (auto& s : samplers) {
+    bool exited;
+    {
+      std::lock_guard lock(hub_->mutex);
+      exited = s->exited;
+    }
+    if (exited)
+      s->thread.join();
+    else
+      s->thread.detach();
+  }
   for (auto& line : abandoned) log_.warn(line);
-  retiring_.clear();
 }
 
 void Collector::stop() {
@@ -540,22 +622,20 @@ void Collector::tick(std::int64_t tick_index) {
     read(s, std::move(o), ts_ms);
   };
 
-  // Post a request to every sensor that is due and idle; a sensor still in a call (from an
-  // earlier tick) is waited for too, until its own deadline, unless it has timed out already.
+  // Queue every sensor that is due and idle; a sensor still in a call (from an earlier tick) is
+  // waited for too, until its own deadline, unless it has timed out already.
   std::unique_lock lock(hub_->mutex);
   for (auto& s : sensors_) {
     s.read_this_tick = false;
-    Worker& w = *s.handle.worker;
+    Worker& w = *s.worker;
     if (w.done) take(s, w);
   }
   lock.unlock();
   for (auto& s : sensors_) look_at(s);
   lock.lock();
   int awaited = 0;
-  std::vector<Worker*> posted;  // woken once the lock is let go, so none wakes to wait for it
-  posted.reserve(sensors_.size());
   for (auto& s : sensors_) {
-    Worker& w = *s.handle.worker;
+    Worker& w = *s.worker;
     if (w.done) {  // came back just now: next tick
     } else if (w.busy()) {
       if (!s.timed_out) {
@@ -571,27 +651,21 @@ void Collector::tick(std::int64_t tick_index) {
       w.deadline = started + timeout_of(s);
       w.awaited = true;
       ++awaited;
-      posted.push_back(&w);
+      hub_->jobs.push_back(s.worker);
     }
   }
   hub_->awaited = awaited;
-  if (!posted.empty()) {
-    lock.unlock();
-    for (Worker* w : posted) w->wake.notify_one();
-    lock.lock();
-  }
 
   // Wait for them: until the last one is done, or each one's deadline, or the publish budget.
   while (hub_->awaited > 0) {
     auto until = publish_by;
     for (auto& s : sensors_)
-      if (s.handle.worker->awaited)
-        until = std::min(until, s.handle.worker->posted + timeout_of(s));
-    if (hub_->cv.wait_until(lock, until, [&] { return hub_->awaited == 0; })) break;
+      if (s.worker->awaited) until = std::min(until, s.worker->posted + timeout_of(s));
+    if (wait_for_samplers(lock, until, [&] { return hub_->awaited == 0; })) break;
     const auto now = steady_clock::now();
     if (now >= publish_by) break;
     for (auto& s : sensors_) {
-      Worker& w = *s.handle.worker;
+      Worker& w = *s.worker;
       if (w.awaited && now >= w.posted + timeout_of(s)) {
         w.awaited = false;
         --hub_->awaited;
@@ -602,7 +676,7 @@ void Collector::tick(std::int64_t tick_index) {
   const auto now = steady_clock::now();
   std::vector<Slot*> overdue;
   for (auto& s : sensors_) {
-    Worker& w = *s.handle.worker;
+    Worker& w = *s.worker;
     w.awaited = false;
     if (w.done)
       take(s, w);

@@ -1,13 +1,18 @@
 // The collector: one thread that ticks on a steady clock aligned to the interval, has the sensors
-// that are due sampled, each on a worker thread of its own under a deadline, and hands one
+// that are due sampled by a small pool of sampler threads under a deadline each, and hands one
 // timestamped sample to the store and the snapshot.
 //
 // Threads:
 //   - the collector thread ("kiwi-collector") runs the schedule, the ticks, reconfiguration and
 //     the heartbeat; it alone touches the store's writer side, the snapshot and the logger;
-//   - one worker per sensor ("kiwi-s:<name>") calls that sensor's sample() when the collector
-//     posts a request, and nothing else: at most one call at a time per sensor object. A worker
-//     stuck in a call delays nothing: the tick publishes on time without it.
+//   - the samplers ("kiwi-sampler") take the sensors a tick posts, in order, and call their
+//     sample(), and destroy retired instances; nothing else. One sampler does a whole tick: each
+//     thread woken costs more than most sensors' reading (tens of µs on a VM). A sensor still in
+//     its call kHandOffAfter after it began hands the rest of the queue to another sampler (an
+//     idle one, or a new one), and its thread is renamed "kiwi-s:<sensor>" until the call
+//     returns; so a slow or stuck sensor delays the others by that much at most, and the pool
+//     only grows to as many threads as there are sensors in a call at once. At most one call at a
+//     time per sensor object.
 #pragma once
 
 #include <atomic>
@@ -67,7 +72,7 @@ struct CollectorStats {
 
 class Collector {
  public:
-  // Starts one worker thread per sensor (idle until the first tick). Every spec needs an
+  // Takes the sensors; the first sampler thread starts with the first tick. Every spec needs an
   // instance; throws std::invalid_argument otherwise.
   Collector(CollectorSettings settings, std::vector<SensorSpec> sensors, Store& store,
             SnapshotHolder& snapshot, Logger& log);
@@ -91,14 +96,15 @@ class Collector {
   // Applied between ticks (by the collector thread once started, else at once by the caller);
   // returns once applied, waiting at most for the tick in progress, never for a stuck sensor.
   // Sensors not named in `sensors`, and running ones given a new instance, are retired: an idle
-  // worker is stopped and joined, a busy one exits (destroying its instance on its own thread)
-  // when its call returns. A spec without an instance whose name is not running is skipped and
-  // logged. Ignored after stop().
+  // one is destroyed on a sampler before this returns, one in a call by its sampler when the call
+  // returns. A spec without an instance whose name is not running is skipped and logged. Ignored
+  // after stop().
   void reconfigure(CollectorSettings settings, std::vector<SensorSpec> sensors);
-  // Stops the collector thread (the tick in progress finishes), then gives every sensor worker
-  // (running and retiring) at most 2 s in all to return from its call; those that do are joined,
-  // the others abandoned (thread detached, instance deliberately leaked so that its library stays
-  // loaded; logged). Then commits what is queued. Idempotent.
+  // Stops the collector thread (the tick in progress finishes), then gives every sensor (running
+  // and retiring) at most 2 s in all to return from its call and be destroyed on a sampler; the
+  // samplers are joined, except those still in a call, which are abandoned (thread detached,
+  // instance deliberately leaked so that its library stays loaded; logged). Then commits what is
+  // queued. Idempotent.
   void stop();
 
   // Sensors abandoned by stop() (their threads still in a call, or in the sensor's destructor).
@@ -115,39 +121,41 @@ class Collector {
 
   static constexpr Millis kStopGrace{2000};      // stop(): how long sensors get to return
   static constexpr Millis kStopRetryDelay{500};  // stop(): a failed last commit, tried again
+  // How long a sensor's call may hold up the sensors queued after it before another sampler takes
+  // them: far beyond a procfs read (about 0.1 ms), short against the publish budget (half an
+  // interval, 50 ms at the shortest).
+  static constexpr Millis kHandOffAfter{20};
 
  private:
   struct Hub;
   struct Worker;
-  // A worker thread and what it shares with the collector (the thread holds `worker` too, so
-  // the state outlives an abandoned thread's collector).
-  struct WorkerHandle {
-    std::shared_ptr<Worker> worker;
-    std::thread thread;
-  };
+  struct Sampler;
   struct Slot;
   struct Outcome;
   struct Pending {
     CollectorSettings settings;
     std::vector<SensorSpec> sensors;
   };
-
   void run();
   bool flush_store(std::int64_t now_ms);  // false: the store failed (logged, counted)
   void log_store_recovery();
   std::int64_t nearest_tick() const;
   Slot make_slot(SensorSpec spec);
   void apply(Pending p);
-  void retire(Slot& slot);
+  void retire(std::vector<Slot*> slots);
   void reap_retiring();
   void shut_down_workers();
+  std::chrono::steady_clock::time_point hand_off(std::unique_lock<std::mutex>& hub_lock);
+  template <class Done>
+  bool wait_for_samplers(std::unique_lock<std::mutex>& hub_lock,
+                         std::chrono::steady_clock::time_point until, Done done);
   void read(Slot& slot, Outcome outcome, std::int64_t ts_ms);
   void time_out(Slot& slot, std::int64_t ts_ms, Millis limit);
 
   CollectorSettings settings_;
-  std::shared_ptr<Hub> hub_;   // the one lock and condition variable the workers share
+  std::shared_ptr<Hub> hub_;   // the lock, the job queue and the sampler pool
   std::vector<Slot> sensors_;  // collector thread only (or the caller of tick() before start())
-  std::vector<WorkerHandle> retiring_;  // retired while in a call; joined once they exit
+  std::vector<std::shared_ptr<Worker>> retiring_;  // retired while in a call; dropped once gone
   std::shared_ptr<const Snapshot> last_published_;
   Store& store_;
   SnapshotHolder& snapshot_;

@@ -161,7 +161,7 @@ TEST_CASE("hardening: a sensor that crashes the agent is named in its last log l
   CHECK_THAT(err,
              Catch::Contains("kiwi-agent: error: SIGSEGV (invalid memory access) in sensor "
                              "crash (" +
-                             plugin + "), thread kiwi-s:crash; the agent stops with the signal\n"));
+                             plugin + "), thread kiwi-sampler; the agent stops with the signal\n"));
 }
 
 TEST_CASE("hardening: a route handler that crashes the agent is named in its last log line") {

@@ -456,28 +456,69 @@ TEST_CASE("collector: a new interval re-aligns the ticks, with no gap longer tha
   CHECK(collector.stats().missed_ticks == 0);
 }
 
-TEST_CASE("collector: the collector thread and each sensor's worker are named") {
+namespace {
+std::vector<std::string> thread_names() {
+  std::vector<std::string> out;
+  for (auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    out.push_back(name);
+  }
+  return out;
+}
+
+std::size_t threads_named(const std::string& name) {
+  auto all = thread_names();
+  return static_cast<std::size_t>(std::count(all.begin(), all.end(), name));
+}
+}  // namespace
+
+TEST_CASE("collector: the collector thread and the sampler are named") {
   Rig rig;
   auto probe = std::make_shared<Probe>();
   Collector collector(every(200ms), list(spec("a-long-sensor-name", probe)), rig.store, rig.holder,
                       rig.log);
   collector.start();
   REQUIRE(eventually([&] { return probe->calls >= 1; }));
-  auto thread_names = [] {
-    std::vector<std::string> out;
-    for (auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-      std::ifstream comm(task.path() / "comm");
-      std::string name;
-      std::getline(comm, name);
-      out.push_back(name);
-    }
-    return out;
-  };
-  auto has = [&](const std::string& name) {
-    auto all = thread_names();
-    return std::find(all.begin(), all.end(), name) != all.end();
-  };
-  CHECK(has("kiwi-collector"));
-  CHECK(has("kiwi-s:a-long-s"));  // 15 bytes, the most a thread name holds
+  CHECK(threads_named("kiwi-collector") == 1);
+  CHECK(threads_named("kiwi-sampler") == 1);
   collector.stop();
+}
+
+TEST_CASE(
+    "collector: one sampler thread reads a whole tick, and a slow sensor hands the rest to "
+    "another, named after it until it returns") {
+  Rig rig;
+  auto a = std::make_shared<Probe>(), b = std::make_shared<Probe>(), c = std::make_shared<Probe>();
+  Collector collector(every(400ms), list(spec("a", a), spec("b", b), spec("c", c)), rig.store,
+                      rig.holder, rig.log);
+  for (int i = 0; i < 3; ++i) collector.tick(i);
+  // Every reading on one thread, and one sampler in all: one thread woken per tick.
+  CHECK(a->sampled_on() == b->sampled_on());
+  CHECK(b->sampled_on() == c->sampled_on());
+  CHECK(threads_named("kiwi-sampler") == 1);
+
+  b->hold = true;
+  const auto t0 = Clock::now();
+  collector.tick(3);
+  // c, queued behind b, was read in this tick all the same, kHandOffAfter later at most (plus
+  // the time a thread takes to start), and on another thread.
+  CHECK(elapsed_s(t0) < 0.3);  // b is within its timeout: the tick waits for its budget, 200 ms
+  auto snap = rig.holder.current();
+  CHECK(value_of(report(*snap, "a")) == 4);
+  CHECK(value_of(report(*snap, "c")) == 4);
+  CHECK(value_of(report(*snap, "b")) == 3);  // its reading of tick 2, carried
+  CHECK(c->sampled_on() != b->sampled_on());
+  CHECK(threads_named("kiwi-s:b") == 1);  // `top -H` shows which sensor holds a thread
+  CHECK(threads_named("kiwi-sampler") == 1);
+  b->release();
+  REQUIRE(eventually([&] { return b->returns == 4; }));
+  REQUIRE(eventually([&] { return threads_named("kiwi-sampler") == 2; }));
+  CHECK(threads_named("kiwi-s:b") == 0);
+  // Both stay in the pool; a tick still wakes one of them.
+  collector.tick(4);
+  collector.tick(5);
+  CHECK(threads_named("kiwi-sampler") == 2);
+  CHECK(a->overlaps + b->overlaps + c->overlaps == 0);
 }
