@@ -12,13 +12,15 @@ namespace kiwi::cpu {
 CpuSensor::CpuSensor(const kiwi::SensorContext& ctx)
     : procfs_(ctx.procfs),
       sysfs_(ctx.sysfs),
+      stat_(kiwi::join_path(procfs_, "stat"), kiwi::kTableReadCap),
+      loadavg_(kiwi::join_path(procfs_, "loadavg")),
       per_core_(ctx.options.get_bool("per_core")),
       user_hz_(static_cast<double>(::sysconf(_SC_CLK_TCK) > 0 ? ::sysconf(_SC_CLK_TCK) : 100)),
       log_(ctx.log) {}
 
 kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
-  const std::string stat_path = kiwi::join_path(procfs_, "stat");
-  const std::string text = kiwi::read_required_file(stat_path, kiwi::kTableReadCap);
+  const std::string& stat_path = stat_.path();
+  const std::string text = stat_.read_required();
   ProcStat now = kiwi::parse_file(stat_path, [&] { return parse_proc_stat(text); });
   if (!now.all) throw std::runtime_error(stat_path + ": no aggregate 'cpu' line");
 
@@ -71,13 +73,18 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
   previous_ = std::move(now);
 
   if (per_core_) {
+    std::erase_if(frequency_, [&](const auto& f) { return !previous_->cores.count(f.first); });
     for (const auto& [core, times] : previous_->cores) {
       const std::string label = std::to_string(core);
-      const std::string path =
-          kiwi::join_path(sysfs_, "devices/system/cpu/cpu" + label + "/cpufreq/scaling_cur_freq");
+      auto file = frequency_.find(core);
+      if (file == frequency_.end())
+        file = frequency_
+                   .emplace(core, kiwi::join_path(sysfs_, "devices/system/cpu/cpu" + label +
+                                                              "/cpufreq/scaling_cur_freq"))
+                   .first;
       try {
         // Absent on VMs and boards without cpufreq: not worth a note.
-        if (auto khz = kiwi::read_file(path))
+        if (auto khz = file->second.read())
           if (auto hertz = parse_khz_as_hertz(*khz)) sink.emit(kFrequency, {label}, *hertz);
       } catch (const std::system_error& e) {
         notes.push_back(std::string("skipped frequency: ") + e.what());
@@ -85,9 +92,9 @@ kiwi::SampleResult CpuSensor::sample(kiwi::MetricSink& sink) {
     }
   }
 
-  const std::string load_path = kiwi::join_path(procfs_, "loadavg");
+  const std::string& load_path = loadavg_.path();
   try {
-    const auto load_text = kiwi::read_file(load_path);
+    const auto load_text = loadavg_.read();
     if (auto load = load_text ? parse_loadavg(*load_text) : std::nullopt) {
       sink.emit(kLoad1, load->load1);
       sink.emit(kLoad5, load->load5);

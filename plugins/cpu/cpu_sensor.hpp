@@ -2,6 +2,7 @@
 // averages. See README.md for the metrics.
 #pragma once
 
+#include <kiwi/io.hpp>
 #include <kiwi/sensor.hpp>
 #include <map>
 #include <optional>
@@ -62,6 +63,9 @@ class CpuSensor final : public kiwi::Sensor {
  private:
   std::string procfs_;
   std::string sysfs_;
+  kiwi::KeptFile stat_;                      // <procfs>/stat
+  kiwi::KeptFile loadavg_;                   // <procfs>/loadavg
+  std::map<int, kiwi::KeptFile> frequency_;  // each online core's scaling_cur_freq
   bool per_core_;
   double user_hz_;  // ticks per second of /proc/stat (sysconf _SC_CLK_TCK: 100 on Linux)
   kiwi::Logger& log_;

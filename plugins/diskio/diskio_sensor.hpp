@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <kiwi/glob.hpp>
+#include <kiwi/io.hpp>
 #include <kiwi/sensor.hpp>
 #include <map>
 #include <optional>
@@ -48,9 +49,15 @@ class DiskioSensor final : public kiwi::Sensor {
  private:
   std::string procfs_;
   std::string sysfs_;
-  kiwi::NameFilter filter_;  // the include and exclude options
+  kiwi::KeptFile diskstats_;  // <procfs>/diskstats
+  kiwi::NameFilter filter_;   // the include and exclude options
   bool partitions_;
   kiwi::Logger& log_;
+  // Which devices of the last diskstats are reported, looked up in <sysfs>/block again only when
+  // its list of names changes (a stat per device per sample otherwise).
+  std::vector<std::string> names_;
+  std::vector<char> reported_;
+  std::string note_;
 };
 
 }  // namespace kiwi::diskio

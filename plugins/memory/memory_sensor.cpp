@@ -8,11 +8,12 @@
 
 namespace kiwi::memory {
 
-MemorySensor::MemorySensor(const kiwi::SensorContext& ctx) : procfs_(ctx.procfs), log_(ctx.log) {}
+MemorySensor::MemorySensor(const kiwi::SensorContext& ctx)
+    : procfs_(ctx.procfs), meminfo_(kiwi::join_path(procfs_, "meminfo")), log_(ctx.log) {}
 
 kiwi::SampleResult MemorySensor::sample(kiwi::MetricSink& sink) {
-  const std::string path = kiwi::join_path(procfs_, "meminfo");
-  const std::string text = kiwi::read_required_file(path);
+  const std::string& path = meminfo_.path();
+  const std::string text = meminfo_.read_required();
   const MemoryStats stats = kiwi::parse_file(path, [&] {
     const auto meminfo = parse_meminfo(text);
     std::optional<std::uint64_t> min_free_kbytes;  // only needed to estimate MemAvailable

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <kiwi/io.hpp>
 #include <kiwi/sensor.hpp>
 #include <optional>
 #include <string>
@@ -55,6 +56,7 @@ class MemorySensor final : public kiwi::Sensor {
 
  private:
   std::string procfs_;
+  kiwi::KeptFile meminfo_;  // <procfs>/meminfo
   kiwi::Logger& log_;
   bool logged_estimate_ = false;  // say once in the log, not every second, that we estimate
 };

@@ -7,41 +7,42 @@
 #include <system_error>
 
 namespace kiwi::network {
-namespace {
-
-// Link speed in bytes per second, or nullopt. The file is absent on some virtual devices and
-// read() fails with EINVAL on Wi-Fi and on links that are down: all of these mean "unknown", which
-// is normal and not worth a note.
-std::optional<double> read_speed(const std::string& path) {
-  if (auto text = kiwi::read_file_if_readable(path)) return parse_link_speed(*text);
-  return std::nullopt;
-}
-
-}  // namespace
-
 NetworkSensor::NetworkSensor(const kiwi::SensorContext& ctx)
     : procfs_(ctx.procfs),
       sysfs_(ctx.sysfs),
+      dev_(kiwi::join_path(procfs_, "net/dev"), kiwi::kTableReadCap),
+      uptime_(kiwi::join_path(procfs_, "uptime")),
       filter_(ctx.options.get_strings("include"), ctx.options.get_strings("exclude")),
       log_(ctx.log) {}
 
 kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
-  const std::string dev_path = kiwi::join_path(procfs_, "net/dev");
-  const std::string dev_text = kiwi::read_required_file(dev_path, kiwi::kTableReadCap);
-  const std::int64_t uptime_ms = kiwi::read_uptime_ms(procfs_);
+  const std::string& dev_path = dev_.path();
+  const std::string dev_text = dev_.read_required();
+  const std::int64_t uptime_ms = kiwi::read_uptime_ms(uptime_);
   const auto all = kiwi::parse_file(dev_path, [&] { return parse_net_dev(dev_text); });
 
   Reading now{uptime_ms, {}};
   const double elapsed =
       previous_ ? static_cast<double>(uptime_ms - previous_->uptime_ms) / 1000.0 : 0.0;
   bool any = false;
+  std::erase_if(speed_, [&](const auto& f) {
+    return std::none_of(all.begin(), all.end(), [&](const auto& i) { return i.name == f.first; });
+  });
   for (const auto& iface : all) {
     if (!filter_.passes(iface.name)) continue;
     any = true;
     for (const auto& c : kCounterColumns)
       sink.emit(c.counter, {iface.name}, static_cast<double>(iface.counters[c.column]));
 
-    const auto speed = read_speed(kiwi::join_path(sysfs_, "class/net/" + iface.name + "/speed"));
+    auto file = speed_.find(iface.name);
+    if (file == speed_.end())
+      file =
+          speed_.emplace(iface.name, kiwi::join_path(sysfs_, "class/net/" + iface.name + "/speed"))
+              .first;
+    // Absent on some virtual devices, EINVAL on Wi-Fi and on links that are down: all of these
+    // mean "unknown", which is normal and not worth a note.
+    const auto text = file->second.read_if_readable();
+    const auto speed = text ? parse_link_speed(*text) : std::nullopt;
     if (!speed) continue;
     sink.emit(kSpeed, {iface.name}, *speed);
     const std::pair<double, double> bytes{static_cast<double>(iface.counters[kReceiveBytes]),

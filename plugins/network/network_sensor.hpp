@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <kiwi/glob.hpp>
+#include <kiwi/io.hpp>
 #include <kiwi/sensor.hpp>
 #include <map>
 #include <optional>
@@ -68,6 +69,10 @@ class NetworkSensor final : public kiwi::Sensor {
 
   std::string procfs_;
   std::string sysfs_;
+  kiwi::KeptFile dev_;     // <procfs>/net/dev
+  kiwi::KeptFile uptime_;  // <procfs>/uptime
+  // Each reported interface's link speed file, by interface name.
+  std::map<std::string, kiwi::KeptFile, std::less<>> speed_;
   kiwi::NameFilter filter_;  // the include and exclude options
   kiwi::Logger& log_;
   std::optional<Reading> previous_;  // nullopt before the first sample

@@ -44,7 +44,7 @@ std::vector<ThermalSensor::Source> ThermalSensor::discover() const {
     const std::string dir = kiwi::join_path(zones, zone.name);
     std::string type = read_attribute(kiwi::join_path(dir, "type"), zone.name);
     zone_mirrors.insert(thermal_zone_hwmon_name(type));
-    found.push_back({std::move(type), kiwi::join_path(dir, "temp")});
+    found.push_back({std::move(type), kiwi::KeptFile(kiwi::join_path(dir, "temp"))});
   }
 
   // hwmonN numbers follow probe order, which can change from one boot to the next (two NVMe
@@ -74,7 +74,7 @@ std::vector<ThermalSensor::Source> ThermalSensor::discover() const {
       const std::string label = read_attribute(
           kiwi::join_path(chip.dir, "temp" + std::to_string(input.number) + "_label"), "");
       found.push_back({hwmon_sensor_name(chip_name, label, input.number),
-                       kiwi::join_path(chip.dir, input.name)});
+                       kiwi::KeptFile(kiwi::join_path(chip.dir, input.name))});
     }
   }
 
@@ -92,20 +92,28 @@ kiwi::SampleResult ThermalSensor::sample(kiwi::MetricSink& sink) {
   std::vector<std::string> failed;
   std::set<std::string> failing_now;
   std::size_t excluded = 0;
-  for (const auto& source : discover()) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!discovered_at_ || now - *discovered_at_ >= kRediscoverEvery) {
+    sources_ = discover();
+    discovered_at_ = now;
+  }
+  for (auto& source : sources_) {
     if (!filter_.passes(source.name)) {
       ++excluded;
       continue;
     }
     std::string error;
     try {
-      const auto text = kiwi::read_file(source.temp_path);
-      if (!text) continue;  // a zone without a temp file is not a sensor
+      const auto text = source.temp.read();
+      if (!text) {  // a zone without a temp file is not a sensor; one that went away: look again
+        discovered_at_.reset();
+        continue;
+      }
       if (auto celsius = parse_millidegrees(*text)) {
         sink.emit(kCelsius, {source.name}, *celsius);
         max_celsius = readable++ == 0 ? *celsius : std::max(max_celsius, *celsius);
       } else {
-        error = source.temp_path +
+        error = source.temp.path() +
                 ": not a millidegree value: " + kiwi::quote_excerpt(kiwi::trim(*text));
       }
     } catch (const std::system_error& e) {

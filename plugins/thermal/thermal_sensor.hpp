@@ -2,8 +2,11 @@
 // maximum. See README.md for the metrics and naming rules.
 #pragma once
 
+#include <chrono>
 #include <kiwi/glob.hpp>
+#include <kiwi/io.hpp>
 #include <kiwi/sensor.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,16 +33,20 @@ inline constexpr kiwi::MetricSpec kMetricSpecs[] = {kCelsius, kMaxCelsius};
 
 class ThermalSensor final : public kiwi::Sensor {
  public:
-  // Copies the sysfs root and options; reads nothing (sensors are discovered on every sample, so
-  // a USB or NVMe device plugged in later shows up).
+  // Copies the sysfs root and options; reads nothing. Sensors are discovered at the first sample
+  // and again every kRediscoverEvery (so a USB or NVMe device plugged in later shows up), or at
+  // the next sample when one of them went away.
   explicit ThermalSensor(const kiwi::SensorContext& ctx);
 
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override;
 
+  // Listing the zones and chips reads a few files per sensor: not worth doing every second.
+  static constexpr std::chrono::seconds kRediscoverEvery{10};
+
  private:
   struct Source {
-    std::string name;       // unique sensor label
-    std::string temp_path;  // millidegree file
+    std::string name;     // unique sensor label
+    kiwi::KeptFile temp;  // millidegree file
   };
   std::vector<Source> discover() const;
 
@@ -47,6 +54,8 @@ class ThermalSensor final : public kiwi::Sensor {
   kiwi::NameFilter filter_;  // everything but the exclude option
   kiwi::Logger& log_;
   std::set<std::string> failing_;  // sensors that failed last time, to log changes only once
+  std::vector<Source> sources_;    // as discovered at discovered_at_
+  std::optional<std::chrono::steady_clock::time_point> discovered_at_;
 };
 
 }  // namespace kiwi::thermal

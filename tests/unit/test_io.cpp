@@ -9,10 +9,13 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <kiwi/io.hpp>
+#include <kiwi/rates.hpp>
 #include <string>
+#include <thread>
 
 #include "test_support.hpp"
 
@@ -172,4 +175,47 @@ TEST_CASE("io: UTF-8 is cut between characters, never inside one") {
   CHECK(kiwi::truncate_utf8(euros, 5) == "\xe2\x82\xac...(9 bytes)");
   CHECK(kiwi::truncate_utf8(euros, 6) == "\xe2\x82\xac\xe2\x82\xac...(9 bytes)");
   CHECK(kiwi::truncate_utf8("abcdef", 2) == "ab...(6 bytes)");
+}
+
+TEST_CASE(
+    "io: a KeptFile on a fixture tree is opened for every read, so a file replaced by "
+    "rename is read new") {
+  TempDir dir;
+  const auto path = dir.path / "stat";
+  write_file(path, "one\n");
+  kiwi::KeptFile file(path.string());
+  CHECK(file.read() == std::optional<std::string>("one\n"));
+  CHECK(file.fd() == -1);  // not procfs or sysfs: nothing kept
+  write_file(dir.path / "stat.new", "two\n");
+  std::filesystem::rename(dir.path / "stat.new", path);
+  CHECK(file.read() == std::optional<std::string>("two\n"));
+  std::filesystem::remove(path);
+  CHECK_FALSE(file.read());
+  CHECK_THROWS_WITH(file.read_required(), EndsWith("stat: not found"));
+  write_file(path, std::string(70, 'x'));
+  kiwi::KeptFile small(path.string(), 64);
+  CHECK_THROWS_WITH(small.read(), Contains("larger than the read cap of 64 bytes"));
+  CHECK_FALSE(small.read_if_readable());
+}
+
+TEST_CASE("io: a KeptFile on procfs stays open and reads the file afresh each time") {
+  // The real /proc: the one place the kept descriptor is used. /proc/uptime moves every 10 ms.
+  kiwi::KeptFile uptime("/proc/uptime");
+  const std::string first = uptime.read_required();
+  const int fd = uptime.fd();
+  CHECK(fd >= 0);
+  CHECK(kiwi::KeptFile::keepable(fd));
+  std::string now;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    REQUIRE(uptime.read_into(now));
+  } while (now == first && std::chrono::steady_clock::now() < until);
+  CHECK(now != first);
+  CHECK(uptime.fd() == fd);  // the same descriptor, read again from its start
+  CHECK(kiwi::parse_uptime_ms(now) > kiwi::parse_uptime_ms(first));
+  // Moved, the descriptor goes with it and is closed once.
+  kiwi::KeptFile moved = std::move(uptime);
+  CHECK(moved.fd() == fd);
+  CHECK(uptime.fd() == -1);
 }

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
@@ -193,6 +194,98 @@ inline std::string read_open_file(int fd, const std::string& path, std::size_t c
     detail::throw_read_error(path, std::move(s));
   return out;
 }
+
+// A file a sensor reads every sample, kept open between reads where that is safe: on procfs and
+// sysfs a read from offset 0 renders the file afresh, and the open file stays the one its name
+// meant (a sysfs file whose device went away answers ENODEV, and is then looked up again). That
+// spares four of a read's five system calls (the path lookup of stat and open, fstat, close),
+// which on a VM cost more than parsing the text. A file on any other filesystem, such as a
+// fixture tree whose files a test may replace by rename, is opened for every read as
+// read_file() does. Not thread-safe (a sensor's sample() is never concurrent with itself).
+class KeptFile {
+ public:
+  explicit KeptFile(std::string path, std::size_t cap = kReadCap)
+      : path_(std::move(path)), cap_(cap) {}
+  ~KeptFile() { close(); }
+  KeptFile(KeptFile&& o) noexcept : path_(std::move(o.path_)), cap_(o.cap_), fd_(o.fd_) {
+    o.fd_ = -1;
+  }
+  KeptFile& operator=(KeptFile&& o) noexcept {
+    if (this != &o) {
+      close();
+      path_ = std::move(o.path_);
+      cap_ = o.cap_;
+      fd_ = o.fd_;
+      o.fd_ = -1;
+    }
+    return *this;
+  }
+  KeptFile(const KeptFile&) = delete;
+  KeptFile& operator=(const KeptFile&) = delete;
+
+  // The whole text into `out` (its storage reused), false if the file does not exist
+  // (ENOENT/ENOTDIR); throws as read_file() does for any other failure.
+  bool read_into(std::string& out) {
+    if (detail::ReadStatus s = read_status(out); s.err) {
+      if (s.what.empty() && (s.err == ENOENT || s.err == ENOTDIR)) return false;
+      detail::throw_read_error(path_, std::move(s));
+    }
+    return true;
+  }
+  // As read_file(): the text, or nullopt if the file does not exist.
+  std::optional<std::string> read() {
+    std::string out;
+    if (!read_into(out)) return std::nullopt;
+    return out;
+  }
+  // As read_required_file(): the text, or std::runtime_error "<path>: not found".
+  std::string read_required() {
+    std::string out;
+    if (!read_into(out)) throw std::runtime_error(path_ + ": not found");
+    return out;
+  }
+  // As read_file_if_readable(): every failure is nullopt (the file stays open where it may).
+  std::optional<std::string> read_if_readable() {
+    std::string out;
+    if (read_status(out).err != 0) return std::nullopt;
+    return out;
+  }
+
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_; }  // the descriptor kept open, or -1 (none, or not kept)
+
+  // Whether a file open as `fd` is on procfs or sysfs.
+  static bool keepable(int fd) {
+    struct statfs fs {};
+    constexpr long kProcSuperMagic = 0x9fa0, kSysfsMagic = 0x62656572;
+    return ::fstatfs(fd, &fs) == 0 && (fs.f_type == kProcSuperMagic || fs.f_type == kSysfsMagic);
+  }
+
+ private:
+  detail::ReadStatus read_status(std::string& out) {
+    if (fd_ >= 0) {
+      detail::ReadStatus s = detail::read_capped(fd_, path_, out, cap_, true);
+      if (s.err != ENODEV && s.err != ENOENT && s.err != ESTALE) return s;
+      close();  // gone: the name is looked up again
+    }
+    int fd = -1;
+    if (detail::ReadStatus s = detail::open_regular(path_, fd); s.err) return s;
+    detail::ReadStatus s = detail::read_capped(fd, path_, out, cap_, false);
+    if (keepable(fd))
+      fd_ = fd;
+    else
+      ::close(fd);
+    return s;
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  std::string path_;
+  std::size_t cap_;
+  int fd_ = -1;
+};
 
 // Calls parse(); a std::invalid_argument from it (a parser refusing the text) comes out as
 // std::runtime_error "<path>: <what>", so the sample's error names the file it came from.

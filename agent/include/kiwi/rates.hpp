@@ -38,14 +38,20 @@ inline std::optional<std::int64_t> parse_uptime_ms(std::string_view text) {
   return ms;
 }
 
-// <procfs>/uptime in milliseconds; throws std::runtime_error naming the file if it is missing or
-// not a number.
-inline std::int64_t read_uptime_ms(std::string_view procfs) {
-  const std::string path = join_path(procfs, "uptime");
-  const auto text = read_file(path);
+// An uptime file (<procfs>/uptime) in milliseconds; throws std::runtime_error naming the file if it
+// is missing or not a number, and as KeptFile::read for other failures.
+inline std::int64_t read_uptime_ms(KeptFile& file) {
+  const auto text = file.read();
   const auto ms = text ? parse_uptime_ms(*text) : std::nullopt;
-  if (!ms) throw std::runtime_error(path + (text ? ": not a number of seconds" : ": not found"));
+  if (!ms)
+    throw std::runtime_error(file.path() + (text ? ": not a number of seconds" : ": not found"));
   return *ms;
+}
+
+// The same of <procfs>/uptime, opened for this one read.
+inline std::int64_t read_uptime_ms(std::string_view procfs) {
+  KeptFile file(join_path(procfs, "uptime"));
+  return read_uptime_ms(file);
 }
 
 // The per-second rate of a counter read `before` and then `after`, `seconds` apart; nullopt when

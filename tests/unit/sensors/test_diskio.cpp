@@ -197,3 +197,29 @@ TEST_CASE("diskio: nothing left to report is no data, a missing diskstats is an 
   kiwi::diskio::DiskioSensor missing(h2.context());
   CHECK_THROWS_WITH(h2.sample(missing), Contains("proc/diskstats: not found"));
 }
+
+TEST_CASE("diskio: a disk plugged in between samples is told from a partition at once") {
+  // Which diskstats names are whole disks is looked up in <sysfs>/block again only when the list
+  // of names changes: a new disk and its partition show up right away, each as what it is.
+  ScratchTree tree;
+  tree.write("proc/uptime", "100.00 50.00\n");
+  tree.write("proc/diskstats",
+             "179 0 mmcblk0 1 0 2 0 3 0 4 0 0 5 0\n"
+             "179 1 mmcblk0p1 1 0 2 0 3 0 4 0 0 5 0\n");
+  tree.write("sys/block/mmcblk0/size", "1\n");
+  Harness h(tree.root(), defaults());
+  kiwi::diskio::DiskioSensor sensor(h.context());
+  h.sample(sensor);
+  CHECK(h.sink.label_values("diskio_read_bytes_total", "device") ==
+        std::vector<std::string>{"mmcblk0"});
+  tree.write("proc/diskstats",
+             "179 0 mmcblk0 1 0 2 0 3 0 4 0 0 5 0\n"
+             "179 1 mmcblk0p1 1 0 2 0 3 0 4 0 0 5 0\n"
+             "8 0 sda 1 0 2 0 3 0 4 0 0 5 0\n"
+             "8 1 sda1 1 0 2 0 3 0 4 0 0 5 0\n");
+  tree.write("sys/block/sda/size", "1\n");
+  h.sink.clear();
+  h.sample(sensor);
+  CHECK(h.sink.label_values("diskio_read_bytes_total", "device") ==
+        std::vector<std::string>{"mmcblk0", "sda"});
+}

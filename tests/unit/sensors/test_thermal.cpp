@@ -294,3 +294,34 @@ TEST_CASE("thermal: sensor names are the same from one start of the agent to the
   restarted.sample(h.sink);
   CHECK(h.sink.label_values("thermal_celsius", "sensor") == before);
 }
+
+TEST_CASE(
+    "thermal: a sensor that went away is dropped, and the sensors are listed anew at the "
+    "next sample") {
+  // Between discoveries (every 10 s) only the temperature files are read; a zone unplugged makes
+  // the next sample list them again, which also finds one plugged in meanwhile.
+  ScratchTree tree("rk3588");
+  Harness h(tree.root(), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  sensor.sample(h.sink);
+  CHECK(h.sink.count("thermal_celsius") == 7);
+  tree.write("sys/class/thermal/thermal_zone7/type", "usb-thermal\n");
+  tree.write("sys/class/thermal/thermal_zone7/temp", "30000\n");
+  h.sink.clear();
+  sensor.sample(h.sink);
+  CHECK(h.sink.count("thermal_celsius") == 7);  // not listed again yet
+  tree.remove("sys/class/thermal/thermal_zone6");
+  h.sink.clear();
+  sensor.sample(h.sink);  // npu-thermal's file is gone: skipped, and a new listing is due
+  CHECK(h.sink.count("thermal_celsius") == 6);
+  h.sink.clear();
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.message.empty());
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "usb-thermal"}}) == 30.0);
+  // What a sensor made now finds: the same sensors, under the same names.
+  Harness fresh_h(tree.root(), defaults());
+  kiwi::thermal::ThermalSensor fresh(fresh_h.context());
+  fresh.sample(fresh_h.sink);
+  CHECK(h.sink.label_values("thermal_celsius", "sensor") ==
+        fresh_h.sink.label_values("thermal_celsius", "sensor"));
+}
