@@ -76,15 +76,17 @@ struct Collector::Outcome : SampleCall {
   steady_clock::time_point posted, started, finished;  // posted: when the collector asked
 };
 
-// One sensor's side of the hand-off to the samplers. Everything but `name`, `activity` and `rates`
-// is guarded by hub->mutex; `instance` and `rates` are used by the sampler in its call alone,
-// except that stop() takes the instance of an abandoned one.
+// One sensor's side of the hand-off to the samplers. Everything but `name`, `activity`, `uptime`
+// and `rates` is guarded by hub->mutex; `instance`, `uptime` and `rates` are used by the sampler
+// in its call alone, except that stop() takes the instance of an abandoned one.
 struct Collector::Worker {
   std::string name;
   std::string activity;  // "sensor <name> (<plugin file>)", named by a crash in sample()
   PluginInstance<Sensor> instance;
-  std::string procfs;  // whose uptime is the clock of the sensor's rates
-  RateDeriver rates;   // the sampler's, in a call
+  KeptFile uptime;    // <procfs>/uptime, the clock of the sensor's rates; the sampler's, in a call
+  RateDeriver rates;  // the sampler's, in a call
+
+  explicit Worker(const std::string& procfs) : uptime(join_path(procfs, "uptime")) {}
 
   bool requested = false;  // in the job queue, to be sampled (or destroyed, with `exit`)
   bool in_call = false;    // in sample()
@@ -105,7 +107,7 @@ struct Collector::Worker {
   void call(Outcome& out, steady_clock::time_point until) {
     CurrentActivity running(activity.c_str());
     out.started = steady_clock::now();
-    static_cast<SampleCall&>(out) = call_sensor(*instance.object, rates, procfs, until);
+    static_cast<SampleCall&>(out) = call_sensor(*instance.object, rates, uptime, until);
     out.finished = steady_clock::now();
   }
 };
@@ -239,11 +241,10 @@ Collector::Slot Collector::make_slot(SensorSpec spec) {
   slot.plugin = std::move(spec.plugin);
   slot.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
   slot.timeout = spec.timeout;
-  auto worker = std::make_shared<Worker>();
+  auto worker = std::make_shared<Worker>(settings_.procfs);
   worker->name = std::move(spec.name);
   worker->activity = "sensor " + worker->name + " (" +
                      (spec.instance.library ? spec.instance.library->file : slot.plugin) + ")";
-  worker->procfs = settings_.procfs;
   worker->instance = std::move(spec.instance);
   slot.worker = std::move(worker);
   return slot;

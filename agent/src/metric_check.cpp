@@ -127,13 +127,18 @@ std::string CheckedSink::finish() {
   return msg;
 }
 
-SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, const std::string& procfs,
+SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, std::string_view procfs) {
+  KeptFile uptime(join_path(procfs, "uptime"));
+  return call_sensor(sensor, rates, uptime);
+}
+
+SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, KeptFile& uptime,
                        std::chrono::steady_clock::time_point deadline) {
   if (!rates.wants_clock()) {
     rates.begin(std::nullopt);
   } else {
     try {
-      rates.begin(read_uptime_ms(procfs));
+      rates.begin(read_uptime_ms(uptime));
     } catch (const std::exception& e) {
       rates.begin(std::nullopt, e.what());
     }

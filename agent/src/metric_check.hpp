@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <kiwi/handler.hpp>
+#include <kiwi/io.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,11 +65,13 @@ struct SampleCall {
   bool rates_log_repeats = false;    // the same as the last sample's: at debug, not info
 };
 
-// Calls sensor.sample() as the collector does: reads the clock for the rates (<procfs>/uptime,
-// when `rates` wants it), checks every metric, derives the rates, and turns an exception into
-// state error with its what().
+// Calls sensor.sample() as the collector does: reads the clock for the rates (`uptime`, the
+// <procfs>/uptime the caller keeps, when `rates` wants it), checks every metric, derives the
+// rates, and turns an exception into state error with its what().
 SampleCall call_sensor(
-    Sensor& sensor, RateDeriver& rates, const std::string& procfs,
+    Sensor& sensor, RateDeriver& rates, KeptFile& uptime,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+// The same with <procfs>/uptime opened for this call.
+SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, std::string_view procfs);
 
 }  // namespace kiwi::agent
