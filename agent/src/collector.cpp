@@ -253,16 +253,16 @@ Collector::Slot Collector::make_slot(SensorSpec spec) {
 // Sees that the job queue is served (hub lock held): by an idle sampler (woken), or by one in a
 // call that began less than kHandOffAfter ago, or else by a new one. A sampler past that is
 // handed off: renamed after its sensor until the call returns, no longer counted on. Returns
-// when to look again (a call that may pass kHandOffAfter), or time_point::max().
+// when to look again: while jobs wait, within kHandOffAfter; else time_point::max().
 steady_clock::time_point Collector::hand_off(std::unique_lock<std::mutex>&) {
   Hub& hub = *hub_;
   if (hub.jobs.empty()) return steady_clock::time_point::max();
   const auto now = steady_clock::now();
-  if (hub.idle > 0) {  // woken now: the earliest its first call can pass kHandOffAfter
+  auto next = now + kHandOffAfter;
+  if (hub.idle > 0) {
     hub.work.notify_one();
-    return now + kHandOffAfter;
+    return next;
   }
-  auto next = steady_clock::time_point::max();
   bool served = false;
   for (auto& s : hub.samplers) {
     if (s->exited || s->handed_off) continue;

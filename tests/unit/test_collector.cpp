@@ -522,3 +522,16 @@ TEST_CASE(
   CHECK(threads_named("kiwi-sampler") == 2);
   CHECK(a->overlaps + b->overlaps + c->overlaps == 0);
 }
+
+TEST_CASE("collector: a sensor stuck in the very first call holds up the others 20 ms at most") {
+  // The first tick starts the first sampler: one stuck in its first call hands off all the same.
+  Rig rig;
+  auto stuck = std::make_shared<Probe>(), after = std::make_shared<Probe>();
+  stuck->hold = true;
+  Collector collector(every(400ms), list(spec("stuck", stuck), spec("after", after)), rig.store,
+                      rig.holder, rig.log);
+  collector.tick(0);
+  CHECK(value_of(report(*rig.holder.current(), "after")) == 1);
+  CHECK(after->sampled_on() != stuck->sampled_on());
+  stuck->release();
+}
