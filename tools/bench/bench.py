@@ -32,9 +32,10 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
   --footprint [SECONDS]
                    kiwi-agent beside node_exporter, Netdata and collectd, one after another, each
                    on its defaults at 1 s and polled once a second: CPU, RSS, PSS and disk writes
-                   of each whole process tree over SECONDS (default 300) after 30 s of warm-up
-                   (tools/bench/footprint.py; needs root and tools/setup.sh --bench; about
-                   4 x (SECONDS + 35) s)
+                   of each whole process tree over SECONDS (default 300) after 30 s of warm-up;
+                   and the HTTP floor: the ceiling server polled the same way with a body the
+                   size of the agent's /metrics (tools/bench/footprint.py; needs root and
+                   tools/setup.sh --bench; about 5 x (SECONDS + 35) s)
   --scale [SECONDS]
                    the agent on a generated big host (64 cores, 256 interfaces, 64 mounts, 32
                    disks, 24 zones: tools/bench/bighost.py) and at 1/4 and 1/16 of it: CPU per
@@ -61,7 +62,7 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
                    cost figure that does not change with the machine's load
   --all            full matrix (with start-up on a day of history and the keep-alive step),
                    then --idle, --soak, --reload, --disk, --footprint, --scale, --instructions,
-                   then --history-day (about 1 h 40 min: matrix 35, disk 12, footprint 22, scale
+                   then --history-day (about 1 h 45 min: matrix 35, disk 12, footprint 28, scale
                    8, history-day 5, instructions 3, the rest 12 minutes)
   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 Options:
@@ -475,9 +476,11 @@ def run_footprint(b):
         b.check_failures.append("footprint: not run: it needs root (sudo tools/bench/run.sh "
                                 "--footprint)")
         return
-    say(f"footprint: kiwi-agent, node_exporter, netdata, collectd, {b.footprint_seconds} s each")
+    say(f"footprint: kiwi-agent, the HTTP floor, node_exporter, netdata, collectd, "
+        f"{b.footprint_seconds} s each")
     r = subprocess.run(["taskset", "-c", f"0-{b.ncpu - 1}", sys.executable,
                         os.path.join(HERE, "footprint.py"), "--agent-bin", b.agent_bin,
+                        "--ceiling-bin", b.ceiling_bin,
                         "--seconds", str(b.footprint_seconds), "--results",
                         os.path.join(b.results_dir, "footprint.jsonl"), "--doc", b.out],
                        stdout=subprocess.DEVNULL)

@@ -25,6 +25,11 @@ The agents, each on its defaults but for where it keeps its data and the 1 s int
                   polled: /api/v1/allmetrics?format=prometheus
   collectd        Debian's /etc/collectd/collectd.conf (its plugins, rrdtool) with Interval 1,
                   plus write_prometheus for the poll; polled: /metrics
+And, right after kiwi-agent, a reference that is not an agent:
+  http floor      tools/bench/ceiling.c (kiwi-bench-ceiling: libmicrohttpd as the agent links
+                  it, one response object made at start, nothing sampled) answering the same
+                  poll with a body the size of kiwi-agent's /metrics in this run: what being
+                  polled alone costs on this machine, the floor under kiwi-agent's idle CPU
 
 One JSON line per measurement goes to --results (default build/bench/footprint.jsonl); the report
 renders the last run of that file as Markdown and, with --doc, puts it into docs/benchmarks.md as
@@ -37,9 +42,10 @@ report says so: it competes for the CPU. Every process started is stopped by its
 also on an error or Ctrl-C.
 
 Usage: tools/bench/footprint.py [--seconds S] [--warmup S] [--agents LIST] [--agent-bin PATH]
-                                [--results FILE] [--doc FILE] [--keep]
+                                [--ceiling-bin PATH] [--results FILE] [--doc FILE] [--keep]
        tools/bench/footprint.py --report FILE [--doc docs/benchmarks.md]
-  --agents LIST   comma-separated, in this order by default: kiwi,node_exporter,netdata,collectd
+  --agents LIST   comma-separated, in this order by default:
+                  kiwi,floor,node_exporter,netdata,collectd
   --quick         --seconds 60 --warmup 10 (a smoke test of the runner, not a figure to quote)
 """
 
@@ -61,7 +67,9 @@ from benchlib import (Failure, Processes, Results, TreeMeter, find_program,  # n
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Footprint: beside node_exporter, Netdata and collectd"
 INSTALL_HINT = "tools/setup.sh --bench"
-ALL_AGENTS = ("kiwi", "node_exporter", "netdata", "collectd")
+ALL_AGENTS = ("kiwi", "floor", "node_exporter", "netdata", "collectd")
+FLOOR = "http floor"  # the row of the reference, which is not an agent
+FLOOR_BODY = 17500    # its body without a kiwi-agent row in the run: about the default /metrics
 
 
 def say(msg):
@@ -74,7 +82,7 @@ def say(msg):
 
 def service_running(unit):
     """True when systemd runs `unit` on this machine (None when there is no systemd)."""
-    if not os.path.isdir("/run/systemd/system"):
+    if not unit or not os.path.isdir("/run/systemd/system"):
         return None
     r = subprocess.run(["systemctl", "is-active", "--quiet", unit], check=False)
     return r.returncode == 0
@@ -126,6 +134,27 @@ class Kiwi(Agent):
     def describe(self):
         return ("built-in configuration (--print-default-config): 6 sensors at 1 s, 24 h history "
                 "in SQLite (commit every 10 s); data_dir, bind and snapshot_path (tmpfs) changed")
+
+
+class Floor(Agent):
+    """Not an agent: the least that answering the poll costs (module docstring)."""
+    name = FLOOR
+
+    def __init__(self, workdir, port, binary, body):
+        super().__init__(workdir, port)
+        self.binary, self.body = binary, body
+
+    def argv(self):
+        return [self.binary, "--port", str(self.port), "--threads", "auto", "--body-size",
+                str(self.body)]
+
+    def version(self):
+        return "kiwi-bench-ceiling (tools/bench/ceiling.c), the agent's libmicrohttpd"
+
+    def describe(self):
+        return (f"not an agent: a bare libmicrohttpd answering every request with one {self.body} "
+                "B body made at start (the size of kiwi-agent's /metrics in this run), nothing "
+                "sampled: what the poll alone costs")
 
 
 class NodeExporter(Agent):
@@ -242,14 +271,19 @@ class Collectd(Agent):
 # one measurement
 
 
-def poller(url, stop, counts):
-    """GET `url` with curl once a second until `stop` is set; counts[status] += 1."""
+def poller(url, stop, counts, sizes):
+    """GET `url` with curl once a second until `stop` is set; counts[status] += 1, and the body
+    size of each answer goes to `sizes`."""
     nxt = time.monotonic()
     while not stop.is_set():
-        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-m", "5", "-w", "%{http_code}",
-                            url], capture_output=True, text=True, check=False)
-        code = r.stdout.strip() or "error"
+        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-m", "5", "-w",
+                            "%{http_code} %{size_download}", url], capture_output=True, text=True,
+                           check=False)
+        code, _, size = r.stdout.strip().partition(" ")
+        code = code or "error"
         counts[code] = counts.get(code, 0) + 1
+        if code == "200" and size.isdigit():
+            sizes.append(int(size))
         nxt += 1.0
         stop.wait(max(0.0, nxt - time.monotonic()))
 
@@ -265,8 +299,8 @@ def measure(agent, procs, res, seconds, warmup, log_dir):
                                       check=False).returncode == 0, 60, procs)
     first_answer_s = time.monotonic() - t0
     stop = threading.Event()
-    counts = {}
-    poll = threading.Thread(target=poller, args=(agent.url(), stop, counts), daemon=True)
+    counts, sizes = {}, []
+    poll = threading.Thread(target=poller, args=(agent.url(), stop, counts, sizes), daemon=True)
     poll.start()
     meter = TreeMeter(p.pid)
     say(f"{agent.name}: answering after {first_answer_s:.1f} s; warm-up {warmup:.0f} s")
@@ -308,6 +342,7 @@ def measure(agent, procs, res, seconds, warmup, log_dir):
                rss_max_kib=rss_max, pss_max_kib=pss_max, write_bytes=wb,
                write_mb_per_h=wb * 3600.0 / window / 1e6, processes=processes_max,
                first_answer_s=round(first_answer_s, 2), polls=counts,
+               poll_bytes=sorted(sizes)[len(sizes) // 2] if sizes else None,
                service_running=service_running(agent.unit),
                cpu_by_thread_ms={k: round(v / 1e6, 1) for k, v in busiest})
     res.add(agent.name, "footprint", row, "")
@@ -326,6 +361,13 @@ def make_agent(name, workdir, port, args, shm):
         if not binary:
             raise Failure("kiwi-agent not found (build it: tools/build.sh, or --agent-bin PATH)")
         return Kiwi(sub, port, binary, shm)
+    if name == "floor":
+        binary = find_program("kiwi-bench-ceiling", args.ceiling_bin,
+                              [os.path.join(ROOT, "build", "bench", "bin", "kiwi-bench-ceiling")])
+        if not binary:
+            raise Failure("kiwi-bench-ceiling not found (tools/bench/run.sh builds it into "
+                          "build/bench/bin; or --ceiling-bin PATH)")
+        return Floor(sub, port, binary, FLOOR_BODY)
     cls = {"node_exporter": NodeExporter, "netdata": Netdata, "collectd": Collectd}[name]
     if not os.access(cls.binary, os.X_OK):
         raise Failure(f"{cls.binary} not found (install: {INSTALL_HINT}, Debian package "
@@ -362,7 +404,11 @@ def run(args):
         for name, port in zip(names, ports):
             agents.append(make_agent(name, workdir, port, args, shm))
         for a in agents:
-            measure(a, procs, res, args.seconds, args.warmup, shm)
+            row = measure(a, procs, res, args.seconds, args.warmup, shm)
+            if a.name == "kiwi-agent" and row.get("poll_bytes"):
+                for f in agents:  # the floor answers with a body of the same size
+                    if isinstance(f, Floor):
+                        f.body = row["poll_bytes"]
     finally:
         procs.stop_all()
         if not args.keep:
@@ -418,6 +464,7 @@ def render(rows):
                    f"{f['write_mb_per_h']:.2f} MB/h | {f['processes']} | {ok}/{n} |")
     kiwi = next((f for f in found if f["agent"] == "kiwi-agent"), None)
     node = next((f for f in found if f["agent"] == "node_exporter"), None)
+    floor = next((f for f in found if f["agent"] == FLOOR), None)
     if kiwi:
         out.append("")
         out.append("Targets (issue 17) for kiwi-agent in this run:")
@@ -430,6 +477,11 @@ def render(rows):
             line += (f"; {ratio:.3f} of node_exporter's: target ≤ 0.1: "
                      + ("met" if ratio <= 0.1 else "**missed**"))
         out.append(line)
+        if floor:
+            out.append(f"- of which the HTTP floor (the same polls answered by a bare "
+                       f"libmicrohttpd with a body of the same size, nothing sampled): "
+                       f"{floor['cpu_pct']:.3f} %; sampling, storing and rendering cost "
+                       f"{kiwi['cpu_pct'] - floor['cpu_pct']:.3f} % on top")
         out.append(f"- RSS {mib(kiwi['rss_kib'])} at the end: target ≤ 6 MiB: "
                    + ("met" if kiwi["rss_kib"] <= 6 * 1024 else "**missed**")
                    + " (PSS beside it depends on what else maps the same libraries)")
@@ -458,6 +510,8 @@ def main():
     ap.add_argument("--agents", default=",".join(ALL_AGENTS))
     ap.add_argument("--agent-bin", help="kiwi-agent (default: $KIWI_AGENT, "
                     "build/bench/agent/bin/kiwi-agent, build/bin/kiwi-agent, PATH)")
+    ap.add_argument("--ceiling-bin", help="kiwi-bench-ceiling, for the HTTP floor (default: "
+                    "build/bench/bin/kiwi-bench-ceiling, PATH)")
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "bench", "footprint.jsonl"),
                     help="JSON lines, appended (default build/bench/footprint.jsonl)")
     ap.add_argument("--report", metavar="FILE", help="render the last run of a results file")
