@@ -181,59 +181,60 @@ namespace kiwi {
 // exact bytes occur nowhere else): the current handler rewrites it when the sample is older than
 // s.stale_after_seconds. The agent writes the same bytes to its snapshot file.
 inline std::string render_snapshot_json(const Snapshot& s) {
+  using namespace std::string_view_literals;  // appends of literals without a strlen each
   std::string out;
   out.reserve(256 + 512 * s.sensors.size());
   auto key = [&](std::string_view k) {
     append_json_string(out, k);
     out.push_back(':');
   };
-  out += "{\"version\":1,\"host\":";
+  out += "{\"version\":1,\"host\":"sv;
   append_json_string(out, s.host);
-  out += ",\"sequence\":";
+  out += ",\"sequence\":"sv;
   append_json_integer(out, s.sequence);
-  out += ",\"timestamp\":";
+  out += ",\"timestamp\":"sv;
   append_json_number(out, s.timestamp);
-  out += ",\"interval_seconds\":";
+  out += ",\"interval_seconds\":"sv;
   append_json_number(out, s.interval_seconds);
-  out += ",\"stale\":false,\"agent\":{\"version\":";
+  out += ",\"stale\":false,\"agent\":{\"version\":"sv;
   append_json_string(out, s.agent_version);
-  out += ",\"uptime_seconds\":";
+  out += ",\"uptime_seconds\":"sv;
   append_json_number(out, std::floor(std::max(0.0, s.timestamp - s.started_at)));
-  out += "},\"sensors\":{";
+  out += "},\"sensors\":{"sv;
   bool first_sensor = true;
   for (const SensorReport& r : s.sensors) {
     if (!first_sensor) out.push_back(',');
     first_sensor = false;
     key(r.name);
-    out += "{\"plugin\":";
+    out += "{\"plugin\":"sv;
     append_json_string(out, r.plugin);
-    out += ",\"status\":";
+    out += ",\"status\":"sv;
     append_json_string(out, to_string(r.state));
     if (!r.message.empty()) {
-      out += ",\"message\":";
+      out += ",\"message\":"sv;
       append_json_string(out, r.message);
     }
-    out += ",\"timestamp\":";
+    out += ",\"timestamp\":"sv;
     append_json_number(out, r.timestamp);
-    out += ",\"duration_seconds\":";
+    out += ",\"duration_seconds\":"sv;
     append_json_number(out, r.duration_seconds);
     if (r.errors_total) {
-      out += ",\"errors_total\":";
+      out += ",\"errors_total\":"sv;
       append_json_integer(out, r.errors_total);
     }
     if (r.invalid_metrics_total) {
-      out += ",\"invalid_metrics_total\":";
+      out += ",\"invalid_metrics_total\":"sv;
       append_json_integer(out, r.invalid_metrics_total);
     }
-    out += ",\"metrics\":[";
+    out += ",\"metrics\":["sv;
     bool first_metric = true;
     for (const MetricValue& m : r.metrics) {
       if (!first_metric) out.push_back(',');
       first_metric = false;
-      out += "{\"name\":";
+      out += "{\"name\":"sv;
       append_json_string(out, m.name);
       if (!m.labels.empty()) {
-        out += ",\"labels\":{";
+        out += ",\"labels\":{"sv;
         bool first_label = true;
         for (const auto& [k, v] : m.labels) {
           if (!first_label) out.push_back(',');
@@ -243,16 +244,16 @@ inline std::string render_snapshot_json(const Snapshot& s) {
         }
         out.push_back('}');
       }
-      out += ",\"value\":";
+      out += ",\"value\":"sv;
       append_json_number(out, m.value);
-      out += ",\"unit\":";
+      out += ",\"unit\":"sv;
       append_json_string(out, m.unit);
-      if (m.kind == MetricKind::counter) out += ",\"kind\":\"counter\"";
+      if (m.kind == MetricKind::counter) out += ",\"kind\":\"counter\""sv;
       out.push_back('}');
     }
-    out += "]}";
+    out += "]}"sv;
   }
-  out += "}}";
+  out += "}}"sv;
   return out;
 }
 
