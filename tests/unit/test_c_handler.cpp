@@ -406,6 +406,41 @@ TEST_CASE("C ABI data: snapshot, stats, history and series names cross the C ABI
     auto next = data.snapshot();
     CHECK(next != s);
     CHECK(next->sequence == 8);
+    CHECK(s->sequence == 7);  // a copy a request holds is never touched
+    CHECK(s->sensors[0].metrics[2].value == 1e9);
+
+    // A copy nobody holds any more is where a later sample is copied to: filled whole.
+    const Snapshot* old = s.get();
+    s.reset();
+    fake.publish(sample_snapshot(9));
+    auto third = data.snapshot();
+    CHECK(third.get() == old);
+    CHECK(third->sequence == 9);
+    CHECK(third->timestamp == 1700000009.0);
+    REQUIRE(third->sensors.size() == 2);
+    CHECK(third->sensors[0].metrics[1].labels ==
+          std::vector<std::pair<std::string, std::string>>{{"core", "0"}});
+    CHECK(third->sensors[1].message == "no zones");
+    CHECK(next->sequence == 8);
+    // Of other sensors and series (a reload), nothing is left over from the one before.
+    auto other = std::make_shared<Snapshot>();
+    other->sequence = 10;
+    other->timestamp = 1700000010.0;
+    SensorReport mem;
+    mem.name = mem.plugin = "memory";
+    mem.metrics.push_back({"memory_used_bytes", {}, 5, "bytes", MetricKind::gauge});
+    other->sensors.push_back(mem);
+    fake.publish(other);
+    next.reset();
+    third.reset();
+    auto fourth = data.snapshot();
+    REQUIRE(fourth->sensors.size() == 1);
+    CHECK(fourth->sensors[0].name == "memory");
+    CHECK(fourth->sensors[0].message.empty());
+    REQUIRE(fourth->sensors[0].metrics.size() == 1);
+    CHECK(fourth->sensors[0].metrics[0].labels.empty());
+    CHECK(fourth->sensors[0].metrics[0].value == 5);
+    CHECK(fourth->host.empty());
   }
 
   SECTION("the host builds one C view per published snapshot, shared by every handler") {

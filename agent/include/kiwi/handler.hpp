@@ -490,41 +490,54 @@ inline MetricKind kind_from(std::uint32_t kind) {
   return kind == KIWI_COUNTER ? MetricKind::counter : MetricKind::gauge;
 }
 
-// The agent's snapshot view as a Snapshot the plugin owns (copied: the view goes at release).
-// Snapshot::json stays null: the agent's rendering does not cross the C ABI.
-inline std::shared_ptr<const Snapshot> snapshot_from(const kiwi_snapshot& c) {
-  auto s = std::make_shared<Snapshot>();
-  s->sequence = c.sequence;
-  s->timestamp = c.timestamp;
-  s->interval_seconds = c.interval_seconds;
-  s->stale_after_seconds = c.stale_after_seconds;
-  s->started_at = c.started_at;
-  s->host = std::string(view(c.host));
-  s->agent_version = std::string(view(c.agent_version));
-  s->sensors.reserve(c.sensor_count);
+// Fills `s` with the agent's snapshot view `c` (copied: the view goes at release), reusing what
+// `s` already holds: a snapshot filled before, of the same sensors and series, takes in a new
+// sample without allocating (each string and row is assigned over its own storage).
+inline void assign_snapshot(Snapshot& s, const kiwi_snapshot& c) {
+  s.sequence = c.sequence;
+  s.timestamp = c.timestamp;
+  s.interval_seconds = c.interval_seconds;
+  s.stale_after_seconds = c.stale_after_seconds;
+  s.started_at = c.started_at;
+  s.host.assign(view(c.host));
+  s.agent_version.assign(view(c.agent_version));
+  s.sensors.resize(c.sensor_count);
   for (std::size_t i = 0; i < c.sensor_count; ++i) {
     const auto& r = row_at(c.sensors, c.sensor_report_size, i);
-    SensorReport& out = s->sensors.emplace_back();
-    out.name = std::string(view(r.name));
-    out.plugin = std::string(view(r.plugin));
+    SensorReport& out = s.sensors[i];
+    out.name.assign(view(r.name));
+    out.plugin.assign(view(r.plugin));
     out.state = r.state == KIWI_SENSOR_OK        ? SensorState::ok
                 : r.state == KIWI_SENSOR_NO_DATA ? SensorState::no_data
                                                  : SensorState::error;
-    out.message = std::string(view(r.message));
+    out.message.assign(view(r.message));
     out.timestamp = r.timestamp;
     out.duration_seconds = r.duration_seconds;
     out.errors_total = r.errors_total;
     out.invalid_metrics_total = r.invalid_metrics_total;
-    if (KIWI_HAS_MEMBER(&r, kiwi_sensor_report, series_refused_total))
-      out.series_refused_total = r.series_refused_total;
-    out.metrics.reserve(r.metric_count);
+    out.series_refused_total =
+        KIWI_HAS_MEMBER(&r, kiwi_sensor_report, series_refused_total) ? r.series_refused_total : 0;
+    out.metrics.resize(r.metric_count);
     for (std::size_t j = 0; j < r.metric_count; ++j) {
       const auto& m = r.metrics[j];
-      out.metrics.push_back({std::string(view(m.name)), labels_from(m.labels, m.label_count),
-                             m.value, std::string(to_string(static_cast<Unit>(m.unit))),
-                             kind_from(m.kind)});
+      MetricValue& v = out.metrics[j];
+      v.name.assign(view(m.name));
+      v.labels.resize(m.label_count);
+      for (std::size_t k = 0; k < m.label_count; ++k) {
+        v.labels[k].first.assign(view(m.labels[k].name));
+        v.labels[k].second.assign(view(m.labels[k].value));
+      }
+      v.value = m.value;
+      v.unit.assign(to_string(static_cast<Unit>(m.unit)));
+      v.kind = kind_from(m.kind);
     }
   }
+}
+
+// The agent's snapshot view as a Snapshot the plugin owns (copied: the view goes at release).
+inline std::shared_ptr<const Snapshot> snapshot_from(const kiwi_snapshot& c) {
+  auto s = std::make_shared<Snapshot>();
+  assign_snapshot(*s, c);
   return s;
 }
 
@@ -636,7 +649,8 @@ inline HistoryResult history_from(const kiwi_history_result& c) {
 // Every call acquires a view, copies what it needs out of it and releases it before returning, so
 // what a handler holds is its own. The snapshot is copied once per published snapshot and shared
 // by the requests until the next one (a request then costs a view's acquire and release, a lock
-// and a shared_ptr copy); stats, history and series names are copied per call.
+// and a shared_ptr copy), into the storage of an earlier copy nobody holds any more; stats,
+// history and series names are copied per call.
 class HostData final : public DataSource {
  public:
   explicit HostData(const kiwi_data* data) : data_(data) {}
@@ -647,8 +661,18 @@ class HostData final : public DataSource {
     std::lock_guard lock(mutex_);
     // The sequence names a tick; the timestamp tells a tick of a collector that started over
     // (a new sequence 1) from the one cached.
-    if (!cached_ || cached_->sequence != c->sequence || cached_->timestamp != c->timestamp)
-      cached_ = snapshot_from(*c);
+    if (cached_ && cached_->sequence == c->sequence && cached_->timestamp == c->timestamp)
+      return cached_;
+    // A copy whose last holder let it go is filled again (recycler_): a new sample of the same
+    // sensors and series is then copied without an allocation.
+    std::unique_ptr<Snapshot> next;
+    {
+      std::lock_guard spare_lock(recycler_->mutex);
+      next = std::move(recycler_->spare);
+    }
+    if (!next) next = std::make_unique<Snapshot>();
+    assign_snapshot(*next, *c);
+    cached_ = std::shared_ptr<const Snapshot>(next.release(), Recycle{recycler_});
     return cached_;
   }
 
@@ -707,8 +731,24 @@ class HostData final : public DataSource {
   };
 
   const kiwi_data* data_;
+  // Where the copy of a sample goes when its last holder (a request, or cached_) drops it: kept
+  // as the spare that the next sample is copied into. Shared with the copies' deleters, so it
+  // outlives this object if a request does.
+  struct Recycler {
+    std::mutex mutex;
+    std::unique_ptr<Snapshot> spare;  // guarded by mutex
+  };
+  struct Recycle {
+    std::shared_ptr<Recycler> to;
+    void operator()(const Snapshot* s) const {
+      std::unique_ptr<Snapshot> copy(const_cast<Snapshot*>(s));
+      std::lock_guard lock(to->mutex);
+      if (!to->spare) to->spare = std::move(copy);
+    }
+  };
   mutable std::mutex mutex_;
   mutable std::shared_ptr<const Snapshot> cached_;  // guarded by mutex_
+  std::shared_ptr<Recycler> recycler_ = std::make_shared<Recycler>();
 };
 
 // Responses that handle_request reuses: a request takes one (or makes one), the handler fills it
