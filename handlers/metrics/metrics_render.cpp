@@ -6,7 +6,6 @@
 #include <deque>
 #include <kiwi/io.hpp>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace kiwi_metrics {
 
@@ -36,6 +35,37 @@ void append_escaped_label_value(std::string& out, std::string_view v) {
 struct Series {
   std::size_t labels_at, labels_size;  // `{a="b"}` or "" in Families::labels_
   double value;
+};
+
+// A set of hashes without a node per element (a series each, every render): open addressing,
+// linear probing, at most half full.
+class HashSet {
+ public:
+  // False when `h` was in it already.
+  bool insert(std::size_t h) {
+    h |= 1;  // 0 marks a free slot
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      if (slots_[i] == h) return false;
+      if (slots_[i] == 0) {
+        slots_[i] = h;
+        ++size_;
+        return true;
+      }
+    }
+  }
+
+ private:
+  void grow() {
+    std::vector<std::size_t> old(std::max<std::size_t>(256, 2 * slots_.size()), 0);
+    old.swap(slots_);
+    size_ = 0;
+    for (std::size_t h : old)
+      if (h) insert(h);
+  }
+  std::vector<std::size_t> slots_;  // a power of two long
+  std::size_t size_ = 0;
 };
 
 struct Family {
@@ -72,7 +102,7 @@ class Families {
     pending_ = labels_.size();
     const std::size_t h =
         std::hash<std::string_view>()(text) ^ reinterpret_cast<std::uintptr_t>(&f);
-    if (!seen_.insert(h).second)  // the same hash: a duplicate, or (rarely) another label set
+    if (!seen_.insert(h))  // the same hash: a duplicate, or (rarely) another label set
       for (auto& s : f.series)
         if (std::string_view(labels_).substr(s.labels_at, s.labels_size) == text) {
           labels_.resize(at);
@@ -93,9 +123,9 @@ class Families {
  private:
   std::deque<Family> families_;  // a deque: its elements never move, so views of names stay valid
   std::unordered_map<std::string_view, std::size_t> index_;
-  std::unordered_set<std::size_t> seen_;  // hashes of (family, label text)
-  std::string labels_;                    // every series' label text, one after another
-  std::size_t pending_ = 0;               // where the next series' labels start
+  HashSet seen_;             // hashes of (family, label text)
+  std::string labels_;       // every series' label text, one after another
+  std::size_t pending_ = 0;  // where the next series' labels start
 };
 
 void append_labels(std::string& out,

@@ -1,5 +1,6 @@
 // The Prometheus exposition of a snapshot, on the pure renderer.
 #include <catch2/catch.hpp>
+#include <sstream>
 
 #include "metrics_render.hpp"
 
@@ -98,4 +99,29 @@ TEST_CASE(
   CHECK_THAT(text, Catch::Contains("kiwi_a_bytes{dev=\"sda\"} 1\nkiwi_a_bytes{dev=\"sdb\"} 3\n"));
   CHECK_THAT(text, Catch::Contains("kiwi_b_bytes{dev=\"sda\"} 1\n# HELP"));
   CHECK(text.find("} 2\n") == std::string::npos);
+}
+
+TEST_CASE("metrics: thousands of series, each emitted twice, are each kept once") {
+  kiwi::Snapshot s;
+  s.sequence = 1;
+  kiwi::SensorReport r;
+  r.name = r.plugin = "x";
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < 3000; ++i)
+      r.metrics.push_back({i % 2 ? "a_bytes" : "b_bytes",
+                           {{"dev", "d" + std::to_string(i)}},
+                           static_cast<double>(pass),
+                           "bytes",
+                           kiwi::MetricKind::gauge});
+  s.sensors = {r};
+  const std::string text = kiwi_metrics::render(s, {});
+  std::size_t series = 0, first_pass = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("{dev=") != std::string::npos) {
+      ++series;
+      first_pass += line.ends_with("} 0");  // the second pass is dropped whole
+    }
+  CHECK(series == 3000);
+  CHECK(first_pass == 3000);
 }
