@@ -88,26 +88,31 @@ struct Collector::Worker {
 
   explicit Worker(const std::string& procfs) : uptime(join_path(procfs, "uptime")) {}
 
-  bool requested = false;  // in the job queue, to be sampled (or destroyed, with `exit`)
-  bool in_call = false;    // in sample()
-  bool done = false;       // `outcome` is ready for the collector
-  bool awaited = false;    // counted in hub->awaited
-  bool exit = false;       // retired or stopping: destroy it instead of sampling it again
-  bool abandoned = false;  // stop() gave up on it; it has its instance no more
-  bool exited = false;     // its instance is destroyed
-  steady_clock::time_point posted;
-  steady_clock::time_point deadline;  // posted + the sensor's timeout: the sink hands it on
+  bool requested = false;           // in the job queue, to be sampled (or destroyed, with `exit`)
+  bool in_call = false;             // in sample()
+  bool done = false;                // `outcome` is ready for the collector
+  bool awaited = false;             // counted in hub->awaited
+  bool exit = false;                // retired or stopping: destroy it instead of sampling it again
+  bool abandoned = false;           // stop() gave up on it; it has its instance no more
+  bool exited = false;              // its instance is destroyed
+  steady_clock::time_point posted;  // when the collector queued it
+  Millis timeout{0};                // its call's, as of then
+  // When its call times out: the call's start plus `timeout` (posted plus `timeout` until it
+  // starts), so a sensor queued behind others has its whole timeout. The sink hands it on.
+  steady_clock::time_point deadline;
   Outcome outcome;
 
   bool busy() const { return requested || in_call; }
 
   // The metric check and the rates (call_sensor) only touch `out` and the sensor's own
-  // RateDeriver, so they run here, on the sampler. `deadline` is the instant the collector times
-  // this call out at (MetricSink::deadline()).
-  void call(Outcome& out, steady_clock::time_point until) {
+  // RateDeriver, so they run here, on the sampler. `until` is the instant the collector times
+  // this call out at (MetricSink::deadline()). `sensor` is the instance's object, taken under the
+  // hub lock (stop() may take the instance of an abandoned call meanwhile).
+  void call(Sensor& sensor, Outcome& out, steady_clock::time_point started,
+            steady_clock::time_point until) {
     CurrentActivity running(activity.c_str());
-    out.started = steady_clock::now();
-    static_cast<SampleCall&>(out) = call_sensor(*instance.object, rates, uptime, until);
+    out.started = started;
+    static_cast<SampleCall&>(out) = call_sensor(sensor, rates, uptime, until);
     out.finished = steady_clock::now();
   }
 };
@@ -151,11 +156,13 @@ struct Collector::Hub {
       self->since = steady_clock::now();
       if (!w->exit) {
         w->in_call = true;
+        w->deadline = self->since + w->timeout;
+        Sensor& sensor = *w->instance.object;
         Outcome out;
         out.posted = w->posted;
-        const steady_clock::time_point until = w->deadline;
+        const steady_clock::time_point started = self->since, until = w->deadline;
         lock.unlock();
-        w->call(out, until);
+        w->call(sensor, out, started, until);
         lock.lock();
         w->in_call = false;
         if (!w->abandoned && !w->exit) {
@@ -229,6 +236,9 @@ Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors
     if (!s.instance.object)
       throw std::invalid_argument("collector: sensor " + s.name + " has no instance");
   for (auto& s : sensors) sensors_.push_back(make_slot(std::move(s)));
+  // The first sampler now, not in the first tick (which then needs only to wake it).
+  std::unique_lock lock(hub_->mutex);
+  start_sampler();
 }
 
 Collector::~Collector() {
@@ -278,12 +288,15 @@ steady_clock::time_point Collector::hand_off(std::unique_lock<std::mutex>&) {
       pthread_setname_np(s->thread.native_handle(), name.c_str());
     }
   }
-  if (!served) {
-    auto sampler = std::make_shared<Sampler>();
-    sampler->thread = std::thread(&Hub::run, hub_, sampler);
-    hub.samplers.push_back(std::move(sampler));
-  }
+  if (!served) start_sampler();
   return next;
+}
+
+// Adds a sampler to the pool (hub lock held).
+void Collector::start_sampler() {
+  auto sampler = std::make_shared<Sampler>();
+  sampler->thread = std::thread(&Hub::run, hub_, sampler);
+  hub_->samplers.push_back(std::move(sampler));
 }
 
 // Waits on hub->cv until `done()` or `until`, handing the queue off as calls run long. The hub
@@ -611,10 +624,10 @@ void Collector::tick(std::int64_t tick_index) {
     Outcome o = std::move(*s.got);
     s.got.reset();
     const Millis limit = timeout_of(s);
-    if (!s.timed_out && o.finished - o.posted > limit) time_out(s, ts_ms, limit);
+    if (!s.timed_out && o.finished - o.started > limit) time_out(s, ts_ms, limit);
     if (s.timed_out) {
       // Its late result is dropped; it is posted again when next due.
-      log_.info("sensor " + s.name + ": returned after " + seconds_text(o.finished - o.posted) +
+      log_.info("sensor " + s.name + ": returned after " + seconds_text(o.finished - o.started) +
                 "; sampling again");
       s.timed_out = false;
       s.last_state = SensorState::ok;  // a failure after this is logged again
@@ -649,7 +662,8 @@ void Collector::tick(std::int64_t tick_index) {
     } else if (tick_index % s.every_ticks == 0 || !s.read_before) {
       w.requested = true;
       w.posted = started;
-      w.deadline = started + timeout_of(s);
+      w.timeout = timeout_of(s);
+      w.deadline = started + w.timeout;
       w.awaited = true;
       ++awaited;
       hub_->jobs.push_back(s.worker);
@@ -661,13 +675,13 @@ void Collector::tick(std::int64_t tick_index) {
   while (hub_->awaited > 0) {
     auto until = publish_by;
     for (auto& s : sensors_)
-      if (s.worker->awaited) until = std::min(until, s.worker->posted + timeout_of(s));
+      if (s.worker->awaited) until = std::min(until, s.worker->deadline);
     if (wait_for_samplers(lock, until, [&] { return hub_->awaited == 0; })) break;
     const auto now = steady_clock::now();
     if (now >= publish_by) break;
     for (auto& s : sensors_) {
       Worker& w = *s.worker;
-      if (w.awaited && now >= w.posted + timeout_of(s)) {
+      if (w.awaited && now >= w.deadline) {
         w.awaited = false;
         --hub_->awaited;
       }
@@ -681,7 +695,7 @@ void Collector::tick(std::int64_t tick_index) {
     w.awaited = false;
     if (w.done)
       take(s, w);
-    else if (w.busy() && !s.timed_out && now >= w.posted + timeout_of(s))
+    else if (w.busy() && !s.timed_out && now >= w.deadline)
       overdue.push_back(&s);
   }
   hub_->awaited = 0;

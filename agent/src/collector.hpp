@@ -72,8 +72,8 @@ struct CollectorStats {
 
 class Collector {
  public:
-  // Takes the sensors; the first sampler thread starts with the first tick. Every spec needs an
-  // instance; throws std::invalid_argument otherwise.
+  // Takes the sensors and starts the first sampler thread (idle until the first tick). Every spec
+  // needs an instance; throws std::invalid_argument otherwise.
   Collector(CollectorSettings settings, std::vector<SensorSpec> sensors, Store& store,
             SnapshotHolder& snapshot, Logger& log);
   // stop(), if not done yet.
@@ -146,6 +146,7 @@ class Collector {
   void reap_retiring();
   void shut_down_workers();
   std::chrono::steady_clock::time_point hand_off(std::unique_lock<std::mutex>& hub_lock);
+  void start_sampler();
   template <class Done>
   bool wait_for_samplers(std::unique_lock<std::mutex>& hub_lock,
                          std::chrono::steady_clock::time_point until, Done done);
