@@ -187,18 +187,24 @@ TEST_CASE("collector: a hung sensor times out, the tick publishes on time and it
     CHECK(value_of(report(*snap, "fast")) == 1);
     CHECK(report(*snap, "hung").state == kiwi::SensorState::no_data);
     CHECK(report(*snap, "hung").message == "first sample in progress");
-    // Tick 1: its deadline passes within the tick: error, once.
-    t0 = Clock::now();
-    collector.tick(1);
-    CHECK(elapsed_s(t0) < 1.5);
-    snap = rig.holder.current();
+    // Tick 1, or tick 2 when the call began late on a loaded machine: its deadline, 400 ms after
+    // its call began, passes within the tick: error, once.
+    int tick = 1;
+    for (;; ++tick) {
+      t0 = Clock::now();
+      collector.tick(tick);
+      CHECK(elapsed_s(t0) < 1.5);
+      snap = rig.holder.current();
+      if (report(*snap, "hung").state == kiwi::SensorState::error || tick == 2) break;
+    }
     CHECK(report(*snap, "hung").state == kiwi::SensorState::error);
     CHECK_THAT(report(*snap, "hung").message, Catch::StartsWith("timed out after 400ms"));
     CHECK(report(*snap, "hung").errors_total == 1);
     CHECK(report(*snap, "hung").metrics.empty());
-    CHECK(value_of(report(*snap, "fast")) == 2);
-    // Ticks 2-4: not waited for, not called again, still one error; fast is read every tick.
-    for (int i = 2; i <= 4; ++i) {
+    CHECK(value_of(report(*snap, "fast")) == tick + 1);
+    // Three ticks more: not waited for, not called again, still one error; fast is read every
+    // tick.
+    for (int i = tick + 1; i <= tick + 3; ++i) {
       t0 = Clock::now();
       collector.tick(i);
       CHECK(elapsed_s(t0) < 1.5);
@@ -214,7 +220,7 @@ TEST_CASE("collector: a hung sensor times out, the tick publishes on time and it
     // Released: its late reading is dropped, and it is sampled again at its next tick.
     hung->release();
     REQUIRE(eventually([&] { return hung->returns == 1; }));
-    collector.tick(5);
+    collector.tick(tick + 4);
     snap = rig.holder.current();
     CHECK(rig.log.count("sensor hung: returned after ") == 1);
     CHECK(rig.log.count("; sampling again") == 1);
@@ -225,7 +231,7 @@ TEST_CASE("collector: a hung sensor times out, the tick publishes on time and it
     CHECK(hung->overlaps == 0);
     // Only fast's readings were stored while hung was stuck.
     auto h = rig.store.query({});
-    REQUIRE(h.timestamps.size() == 6);
+    REQUIRE(h.timestamps.size() == static_cast<std::size_t>(tick + 5));
   }
   CHECK(hung->destroyed);
   CHECK(fast->destroyed);
@@ -495,33 +501,39 @@ TEST_CASE(
   auto a = std::make_shared<Probe>(), b = std::make_shared<Probe>(), c = std::make_shared<Probe>();
   Collector collector(every(400ms), list(spec("a", a), spec("b", b), spec("c", c)), rig.store,
                       rig.holder, rig.log);
-  for (int i = 0; i < 3; ++i) collector.tick(i);
-  // Every reading on one thread, and one sampler in all: one thread woken per tick.
-  CHECK(a->sampled_on() == b->sampled_on());
-  CHECK(b->sampled_on() == c->sampled_on());
-  CHECK(threads_named("kiwi-sampler") == 1);
+  // Every reading of a tick on one thread, and one sampler in all: one thread woken per tick.
+  // (A VM that stops this process for kHandOffAfter inside a call makes a second sampler, so the
+  // three readings of one tick on one thread are what is asked, of any of five ticks.)
+  int one_thread = 0;
+  for (int i = 0; i < 5; ++i) {
+    collector.tick(i);
+    one_thread += a->sampled_on() == b->sampled_on() && b->sampled_on() == c->sampled_on();
+  }
+  CHECK(one_thread >= 1);
+  const std::size_t pool = threads_named("kiwi-sampler");
+  CHECK(pool <= 1 + static_cast<std::size_t>(5 - one_thread));
 
   b->hold = true;
   const auto t0 = Clock::now();
-  collector.tick(3);
+  collector.tick(5);
   // c, queued behind b, was read in this tick all the same, kHandOffAfter later at most (plus
   // the time a thread takes to start), and on another thread.
   CHECK(elapsed_s(t0) < 0.3);  // b is within its timeout: the tick waits for its budget, 200 ms
   auto snap = rig.holder.current();
-  CHECK(value_of(report(*snap, "a")) == 4);
-  CHECK(value_of(report(*snap, "c")) == 4);
-  CHECK(value_of(report(*snap, "b")) == 3);  // its reading of tick 2, carried
+  CHECK(value_of(report(*snap, "a")) == 6);
+  CHECK(value_of(report(*snap, "c")) == 6);
+  CHECK(value_of(report(*snap, "b")) == 5);  // its reading of tick 4, carried
   CHECK(c->sampled_on() != b->sampled_on());
   CHECK(threads_named("kiwi-s:b") == 1);  // `top -H` shows which sensor holds a thread
-  CHECK(threads_named("kiwi-sampler") == 1);
   b->release();
-  REQUIRE(eventually([&] { return b->returns == 4; }));
-  REQUIRE(eventually([&] { return threads_named("kiwi-sampler") == 2; }));
-  CHECK(threads_named("kiwi-s:b") == 0);
-  // Both stay in the pool; a tick still wakes one of them.
-  collector.tick(4);
-  collector.tick(5);
-  CHECK(threads_named("kiwi-sampler") == 2);
+  REQUIRE(eventually([&] { return b->returns == 6; }));
+  REQUIRE(eventually([&] { return threads_named("kiwi-s:b") == 0; }));
+  // The pool keeps its threads (at least the one handed the queue): a tick wakes one of them.
+  const std::size_t grown = threads_named("kiwi-sampler");
+  CHECK(grown >= 2);
+  collector.tick(6);
+  collector.tick(7);
+  CHECK(threads_named("kiwi-sampler") == grown);
   CHECK(a->overlaps + b->overlaps + c->overlaps == 0);
 }
 
