@@ -20,8 +20,7 @@ DiskioSensor::DiskioSensor(const kiwi::SensorContext& ctx)
       sysfs_(ctx.sysfs),
       diskstats_(kiwi::join_path(procfs_, "diskstats"), kiwi::kTableReadCap),
       filter_(ctx.options.get_strings("include"), ctx.options.get_strings("exclude")),
-      partitions_(ctx.options.get_bool("partitions")),
-      log_(ctx.log) {}
+      partitions_(ctx.options.get_bool("partitions")) {}
 
 kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
   const std::string& stats_path = diskstats_.path();

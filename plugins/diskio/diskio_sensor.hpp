@@ -52,7 +52,6 @@ class DiskioSensor final : public kiwi::Sensor {
   kiwi::KeptFile diskstats_;  // <procfs>/diskstats
   kiwi::NameFilter filter_;   // the include and exclude options
   bool partitions_;
-  kiwi::Logger& log_;
   // Which devices of the last diskstats are reported, looked up in <sysfs>/block again only when
   // its list of names changes (a stat per device per sample otherwise).
   std::vector<std::string> names_;

@@ -12,8 +12,7 @@ NetworkSensor::NetworkSensor(const kiwi::SensorContext& ctx)
       sysfs_(ctx.sysfs),
       dev_(kiwi::join_path(procfs_, "net/dev"), kiwi::kTableReadCap),
       uptime_(kiwi::join_path(procfs_, "uptime")),
-      filter_(ctx.options.get_strings("include"), ctx.options.get_strings("exclude")),
-      log_(ctx.log) {}
+      filter_(ctx.options.get_strings("include"), ctx.options.get_strings("exclude")) {}
 
 kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
   const std::string& dev_path = dev_.path();

@@ -74,7 +74,6 @@ class NetworkSensor final : public kiwi::Sensor {
   // Each reported interface's link speed file, by interface name.
   std::map<std::string, kiwi::KeptFile, std::less<>> speed_;
   kiwi::NameFilter filter_;  // the include and exclude options
-  kiwi::Logger& log_;
   std::optional<Reading> previous_;  // nullopt before the first sample
 };
 
