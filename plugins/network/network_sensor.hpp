@@ -73,7 +73,7 @@ class NetworkSensor final : public kiwi::Sensor {
   kiwi::KeptFile uptime_;  // <procfs>/uptime
   // Each reported interface's link speed file, by interface name.
   std::map<std::string, kiwi::KeptFile, std::less<>> speed_;
-  kiwi::NameFilter filter_;  // the include and exclude options
+  kiwi::NameFilter filter_;          // the include and exclude options
   std::optional<Reading> previous_;  // nullopt before the first sample
 };
 
