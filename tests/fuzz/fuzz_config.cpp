@@ -1,7 +1,7 @@
 // The config loader on any text: a Config or a ConfigError (the agent's exit 2), nothing else.
 #include <exception>
 
-#include "config.hpp"
+#include "config/config.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -8,12 +8,12 @@
 #include <limits>
 #include <memory>
 
-#include "config.hpp"
+#include "base/log.hpp"
+#include "config/config.hpp"
 #include "fuzz_support.hpp"
+#include "http/router.hpp"
 #include "http_request.hpp"
-#include "log.hpp"
-#include "plugin_loader.hpp"
-#include "router.hpp"
+#include "plugin/plugin_loader.hpp"
 
 using namespace kiwi;
 using namespace kiwi::agent;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fuzz_support.hpp"
-#include "store.hpp"
+#include "store/store.hpp"
 
 using namespace kiwi::agent;
 

@@ -2,8 +2,8 @@
 // the limit on failed attempts and the gate a request passes before dispatch.
 #include <catch2/catch.hpp>
 
-#include "auth.hpp"
 #include "auth_support.hpp"
+#include "http/auth.hpp"
 
 using namespace kiwi;
 using namespace kiwi::agent;

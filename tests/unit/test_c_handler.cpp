@@ -7,7 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "c_handler.hpp"
+#include "plugin/c_handler.hpp"
 
 using namespace kiwi;
 using namespace kiwi::agent;

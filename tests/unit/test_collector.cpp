@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
-#include "collector.hpp"
-#include "metric_check.hpp"
+#include "collect/collector.hpp"
+#include "plugin/metric_check.hpp"
 
 #include "test_support.hpp"
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "config.hpp"
+#include "config/config.hpp"
 #include "test_support.hpp"
 
 using namespace kiwi::agent;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "duration.hpp"
+#include "base/duration.hpp"
 
 using kiwi::agent::format_duration;
 using kiwi::agent::Millis;

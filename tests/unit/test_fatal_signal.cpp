@@ -6,7 +6,7 @@
 #include <string>
 #include <thread>
 
-#include "fatal_signal.hpp"
+#include "base/fatal_signal.hpp"
 
 using namespace kiwi::agent;
 

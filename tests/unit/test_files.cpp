@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "files.hpp"
-#include "snapshot.hpp"
-#include "store.hpp"
+#include "base/files.hpp"
+#include "collect/snapshot.hpp"
+#include "store/store.hpp"
 #include "test_support.hpp"
 
 using namespace kiwi::agent;

@@ -1,5 +1,5 @@
-// The server's gzip (agent/src/gzip.hpp): what it sends as Content-Encoding: gzip, which types it
-// compresses, and the cache that compresses a body once by its identity.
+// The server's gzip (agent/src/base/gzip.hpp): what it sends as Content-Encoding: gzip, which types
+// it compresses, and the cache that compresses a body once by its identity.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "gzip.hpp"
+#include "base/gzip.hpp"
 
 using kiwi::Body;
 using kiwi::agent::compressible_type;

@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "gzip.hpp"
-#include "http_server.hpp"
-#include "router.hpp"
+#include "base/gzip.hpp"
+#include "http/http_server.hpp"
+#include "http/router.hpp"
 
 using namespace kiwi;
 using namespace kiwi::agent;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "log.hpp"
+#include "base/log.hpp"
 
 using kiwi::agent::append_log_text;
 

@@ -5,7 +5,7 @@
 
 #include <kiwi/io.hpp>
 
-#include "metric_check.hpp"
+#include "plugin/metric_check.hpp"
 
 using namespace kiwi::agent;
 

@@ -6,9 +6,9 @@
 #include <deque>
 #include <filesystem>
 
-#include "log.hpp"
-#include "output.hpp"
-#include "store.hpp"
+#include "base/log.hpp"
+#include "output/output.hpp"
+#include "store/store.hpp"
 #include "test_support.hpp"
 
 using namespace kiwi::agent;

@@ -16,10 +16,10 @@
 
 #include <kiwi/json.hpp>
 
-#include "collector.hpp"
+#include "collect/collector.hpp"
 #include "emulator.hpp"
-#include "metric_check.hpp"
-#include "plugin_loader.hpp"
+#include "plugin/metric_check.hpp"
+#include "plugin/plugin_loader.hpp"
 #include "test_support.hpp"
 
 using namespace kiwi::agent;

@@ -1,10 +1,11 @@
-// The host's rate derivation (agent/src/rates.hpp): the one place where a counter's per-second
-// rate is made, with resets, the clock and the first sample handled once for every sensor.
+// The host's rate derivation (agent/src/plugin/rates.hpp): the one place where a counter's
+// per-second rate is made, with resets, the clock and the first sample handled once for every
+// sensor.
 #include <catch2/catch.hpp>
 #include <kiwi/rates.hpp>
 
-#include "metric_check.hpp"
-#include "rates.hpp"
+#include "plugin/metric_check.hpp"
+#include "plugin/rates.hpp"
 
 using kiwi::agent::CheckedSink;
 using kiwi::agent::RateDeriver;

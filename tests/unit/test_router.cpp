@@ -1,7 +1,7 @@
 // The router on in-process handlers: which method reaches a handler, and the 405 otherwise.
 #include <catch2/catch.hpp>
 
-#include "router.hpp"
+#include "http/router.hpp"
 
 using namespace kiwi;
 using namespace kiwi::agent;

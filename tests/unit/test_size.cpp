@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "size.hpp"
+#include "base/size.hpp"
 
 using kiwi::agent::parse_size;
 

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "emulator.hpp"
-#include "store.hpp"
+#include "store/store.hpp"
 #include "test_support.hpp"
 
 #include <kiwi/glob.hpp>

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "store.hpp"
+#include "store/store.hpp"
 
 using namespace kiwi::agent;
 using Values = std::vector<std::pair<std::uint32_t, double>>;

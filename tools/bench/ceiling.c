@@ -1,7 +1,7 @@
 /* The ceiling: the simplest libmicrohttpd server with kiwi-agent's HTTP settings, answering every
  * request with one fixed body held in memory. tools/bench/run.sh measures the agent against it.
  *
- * Same settings as agent/src/http_server.cpp: internal polling thread + epoll, a thread pool
+ * Same settings as agent/src/http/http_server.cpp: internal polling thread + epoll, a thread pool
  * ("auto" by default, the agent's rule: one per CPU in the affinity mask, at most 4), 16 KiB of
  * memory per connection, 5 s connection timeout, 256 connections, address reuse, and the answer
  * queued on the second access-handler call (answering on the first call counts as an early
@@ -14,9 +14,9 @@
  *   --body-size 0 (default) answers an empty 200; otherwise a JSON body of exactly BYTES bytes
  *   ({"version":1,"pad":"xxx..."}; shorter sizes are padded with spaces).
  *   --memory-limit sets MHD_OPTION_CONNECTION_MEMORY_LIMIT (default 16384, the agent's
- *   kConnectionMemoryBytes in agent/src/http_server.hpp; 0: MHD's own, 32 KiB; above 32 KiB MHD
- *   maps each connection's pool with mmap and unmaps it when the connection closes).
- * SIGTERM or SIGINT stops it. Listens on 127.0.0.1 only. */
+ *   kConnectionMemoryBytes in agent/src/http/http_server.hpp; 0: MHD's own, 32 KiB; above 32 KiB
+ * MHD maps each connection's pool with mmap and unmaps it when the connection closes). SIGTERM or
+ * SIGINT stops it. Listens on 127.0.0.1 only. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <microhttpd.h>
 
@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (threads == 0) { /* auto, as agent/src/http_server.cpp auto_worker_threads() */
+  if (threads == 0) { /* auto, as agent/src/http/http_server.cpp auto_worker_threads() */
     cpu_set_t set;
     CPU_ZERO(&set);
     threads = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned long)CPU_COUNT(&set) : 1;

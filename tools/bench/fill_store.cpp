@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "store.hpp"
+#include "store/store.hpp"
 
 using namespace kiwi::agent;
 

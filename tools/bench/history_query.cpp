@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "store.hpp"
+#include "store/store.hpp"
 
 using namespace kiwi::agent;
 using Clock = std::chrono::steady_clock;

@@ -18,7 +18,7 @@
 #include "../../plugins/diskio/diskio_parse.hpp"
 #include "../../plugins/memory/memory_parse.hpp"
 #include "../../plugins/network/network_parse.hpp"
-#include "store.hpp"
+#include "store/store.hpp"
 
 namespace {
 

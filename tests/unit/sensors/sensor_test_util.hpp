@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "duration.hpp"
-#include "metric_check.hpp"
-#include "size.hpp"
+#include "base/duration.hpp"
+#include "base/size.hpp"
+#include "plugin/metric_check.hpp"
 
 #ifndef KIWI_FIXTURES_DIR
 #error "the test build defines KIWI_FIXTURES_DIR as the absolute path of tests/fixtures"

@@ -11,7 +11,7 @@
 #include <system_error>
 #include <thread>
 
-#include "plugin_loader.hpp"
+#include "plugin/plugin_loader.hpp"
 #include "sensor_test_util.hpp"
 #include "storage_parse.hpp"
 #include "storage_sensor.hpp"

@@ -1,0 +1,761 @@
+#include "app/agent.hpp"
+
+#include <arpa/inet.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "app/service_notify.hpp"
+#include "base/files.hpp"
+#include "collect/collector.hpp"
+#include "http/http_server.hpp"
+#include "http/router.hpp"
+#include "output/output.hpp"
+#include "plugin/plugin_loader.hpp"
+#include "store/store.hpp"
+
+#ifndef KIWI_VERSION
+#define KIWI_VERSION "0.0.0"
+#endif
+
+namespace kiwi::agent {
+
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// What handlers may read. The collector and server are attached once they exist; handlers are
+// only called after that. The plugin list and the configuration status change on reload, while
+// handlers read them on HTTP workers: they are guarded by a mutex (a copy per stats() call).
+class AgentData final : public DataSource {
+ public:
+  AgentData(const SnapshotHolder& snapshot, const Store* store)
+      : snapshot_(snapshot), store_(store) {}
+  std::shared_ptr<const Snapshot> snapshot() const override { return snapshot_.current(); }
+  HistoryResult history(const HistoryQuery& q) const override {
+    if (!store_) throw StoreError("no history store in this mode");
+    return store_->query(q);
+  }
+  std::vector<std::string> series_names() const override {
+    std::vector<std::string> out;
+    if (!store_) return out;
+    // Held here: ranging over `*store_->series()` would free the temporary copy at once, and the
+    // collector may publish a newer catalog (dropping the last other copy) while this one is read.
+    const Store::Catalog catalog = store_->series();
+    for (auto& s : *catalog) out.push_back(s.key);
+    return out;
+  }
+  AgentStats stats() const override {
+    AgentStats s;
+    s.version = KIWI_VERSION;
+    s.started_at = started_at;
+    {
+      std::lock_guard lock(mutex_);
+      s.plugins = plugins_;
+      s.config = config_;
+    }
+    if (collector) {
+      auto& c = collector->stats();
+      s.ticks = c.ticks;
+      s.missed_ticks = c.missed_ticks;
+      s.store_write_errors = c.store_errors;
+      s.store_failing_writes = c.store_failing_writes;
+      if (s.store_failing_writes) s.store_last_error = collector->store_last_error();
+      s.snapshot_file = snapshot_file;
+      s.snapshot_file_errors = c.snapshot_file_errors;
+      s.snapshot_file_failing = c.snapshot_file_failing;
+      if (s.snapshot_file_failing)
+        s.snapshot_file_last_error = collector->snapshot_file_last_error();
+    }
+    if (store_) {
+      s.store_recovered = store_->recovery_note();
+      s.store_samples_pending = store_->pending_rows();
+    }
+    if (server) {
+      s.http_requests = server->request_counts();
+      s.http_auth_failures = server->auth_failures();
+      s.http_auth_rate_limited = server->auth_rate_limited();
+    }
+    {
+      std::lock_guard lock(outputs_mutex_);
+      for (auto& o : outputs_) s.outputs.push_back(o->status());
+    }
+    return s;
+  }
+
+  // The running outputs, swapped whole by a reload (the old ones stopped by the caller after).
+  std::vector<std::unique_ptr<OutputRunner>> swap_outputs(
+      std::vector<std::unique_ptr<OutputRunner>> next) {
+    std::lock_guard lock(outputs_mutex_);
+    outputs_.swap(next);
+    return next;
+  }
+
+  void set_plugins(std::vector<PluginStatus> plugins) {
+    std::lock_guard lock(mutex_);
+    plugins_ = std::move(plugins);
+  }
+  // A configuration took effect (at start, or by a reload that applied).
+  void config_applied(const std::string& source, bool reload) {
+    std::lock_guard lock(mutex_);
+    const double now = unix_now();
+    if (reload) {
+      ++config_.generation;
+      ++config_.reloads_ok;
+      config_.reload_status = "ok";
+      config_.reload_at = now;
+      config_.reload_message.clear();
+    }
+    config_.loaded_at = now;
+    config_.source = source;
+  }
+  void reload_failed(const std::string& message) {
+    std::lock_guard lock(mutex_);
+    ++config_.reloads_failed;
+    config_.reload_status = "failed";
+    config_.reload_at = unix_now();
+    config_.reload_message = message;
+  }
+  std::uint64_t generation() const {
+    std::lock_guard lock(mutex_);
+    return config_.generation;
+  }
+
+  double started_at = 0;
+  std::string snapshot_file;
+  const Collector* collector = nullptr;
+  const HttpServer* server = nullptr;
+
+ private:
+  const SnapshotHolder& snapshot_;
+  const Store* store_;
+  mutable std::mutex mutex_;
+  std::vector<PluginStatus> plugins_;
+  ConfigStatus config_;
+  mutable std::mutex outputs_mutex_;  // status() copies under it; no I/O
+  std::vector<std::unique_ptr<OutputRunner>> outputs_;
+};
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::int64_t every_ticks(const PluginEntry& e, const Config& cfg) {
+  return e.interval ? e.interval->count() / cfg.collector.interval.count() : 1;
+}
+
+SensorSpec sensor_spec(const PluginEntry& e, const Config& cfg, PluginInstance<Sensor> instance) {
+  SensorSpec spec;
+  spec.name = e.name;
+  spec.every_ticks = every_ticks(e, cfg);
+  spec.timeout = e.timeout.value_or(Millis(0));
+  spec.instance = std::move(instance);
+  return spec;
+}
+
+std::vector<SensorSpec> load_sensors(const Config& cfg, PluginLoader& loader) {
+  std::vector<SensorSpec> specs;
+  for (auto& e : cfg.sensors) {
+    auto spec = sensor_spec(e, cfg, loader.create_sensor(e, cfg.agent.procfs, cfg.agent.sysfs));
+    spec.plugin = std::string(spec.instance.library->info->name);
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+std::shared_ptr<PluginInstance<Handler>> load_route(const PluginEntry& e, PluginLoader& loader,
+                                                    const DataSource& data) {
+  return std::make_shared<PluginInstance<Handler>>(loader.create_handler(e, data, KIWI_VERSION));
+}
+
+std::vector<Route> load_routes(const Config& cfg, PluginLoader& loader, const DataSource& data) {
+  std::vector<Route> routes;
+  for (auto& e : cfg.routes) routes.push_back({e.path, load_route(e, loader, data)});
+  return routes;
+}
+
+std::vector<OutputSpec> load_outputs(const Config& cfg, PluginLoader& loader) {
+  std::vector<OutputSpec> specs;
+  for (auto& e : cfg.outputs) {
+    OutputSpec spec;
+    spec.name = e.name;
+    spec.interval = e.interval.value_or(Millis(10'000));
+    spec.series = e.series;
+    spec.max_samples = e.max_samples;
+    spec.instance = loader.create_output(e, host_name(), KIWI_VERSION);
+    spec.plugin = std::string(spec.instance.library->info->name);
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+HttpSettings http_settings(const Config& cfg) {
+  return {cfg.http.bind,         cfg.http.threads, cfg.http.keep_alive, cfg.http.max_connections,
+          cfg.http.cors_origins, cfg.http.auth,    cfg.http.tls};
+}
+
+// Whether `b` listens on a loopback address only (127.0.0.0/8, ::1).
+bool loopback_only(const BindAddress& b) {
+  unsigned char a[16] = {};
+  if (inet_pton(b.ipv6 ? AF_INET6 : AF_INET, b.host.c_str(), a) != 1) return false;
+  if (!b.ipv6) return a[0] == 127;
+  static const unsigned char one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  return std::memcmp(a, one, sizeof a) == 0;
+}
+
+// The warning for an API open to the network: listening beyond loopback without [http.auth].
+// And for credentials sent in the clear: [http.auth] beyond loopback without [http.tls].
+void warn_if_exposed(const Config& cfg, const std::string& url, Logger& log) {
+  if (loopback_only(cfg.http.bind)) return;
+  if (!cfg.http.auth.enabled())
+    log.warn("listening on " + url +
+             " beyond loopback without authentication: anyone who reaches the port reads the API; "
+             "set [http.auth] basic_users or bearer_tokens_file, or bind to 127.0.0.1");
+  else if (!cfg.http.tls.enabled())
+    log.warn("listening on " + url +
+             " beyond loopback with [http.auth] but without TLS: passwords and tokens cross the "
+             "network in the clear; set [http.tls] cert_file and key_file");
+}
+
+}  // namespace
+
+sigset_t handled_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
+  return set;
+}
+
+void block_signals() {
+  sigset_t set = handled_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int check_config(const Config& cfg, StderrLogger& log) {
+  try {
+    PluginLoader loader(cfg, log);
+    SnapshotHolder holder;
+    AgentData data(holder, nullptr);
+    auto sensors = load_sensors(cfg, loader);
+    auto routes = load_routes(cfg, loader, data);
+    auto outputs = load_outputs(cfg, loader);
+    std::cout << cfg.source << ": ok (" << sensors.size() << " sensors, " << routes.size()
+              << " routes, " << outputs.size() << " remote_write, bind " << cfg.http.bind.str()
+              << ")\n";
+    return kExitOk;
+  } catch (const ConfigError& e) {
+    std::cerr << "kiwi-agent: " << e.what() << "\n";
+  } catch (const PluginError& e) {
+    std::cerr << "kiwi-agent: " << e.what() << "\n";
+  }
+  return kExitConfig;
+}
+
+int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& log) {
+  PluginLoader loader(cfg, log);
+  PluginEntry entry;
+  entry.plugin = name;
+  entry.plugin_pos = {"--describe-plugin"};
+  std::vector<std::string> errors;
+  // A path names one file, of whichever kind it is; a name may be a sensor or a handler.
+  std::vector<std::optional<PluginKind>> kinds = {PluginKind::sensor, PluginKind::handler,
+                                                  PluginKind::output};
+  if (name.find('/') != std::string::npos) kinds = {std::nullopt};
+  for (auto kind : kinds) {
+    try {
+      std::cout << describe_plugin(*loader.open(kind, entry));
+      return kExitOk;
+    } catch (const PluginError& e) {
+      std::string what = e.what();  // without the "--describe-plugin:0:0: " place
+      if (what.starts_with(entry.plugin_pos.str() + ": "))
+        what.erase(0, entry.plugin_pos.str().size() + 2);
+      errors.push_back(what);
+    }
+  }
+  std::cerr << "kiwi-agent: --describe-plugin " << name << ": cannot load it:\n";
+  for (auto& e : errors) std::cerr << "  " << e << "\n";
+  return kExitConfig;
+}
+
+namespace {
+
+bool operator==(const BindAddress& a, const BindAddress& b) {
+  return a.host == b.host && a.port == b.port && a.ipv6 == b.ipv6;
+}
+
+// "1s -> 2s" and friends, for the log line of a reload.
+template <class T>
+void note_change(std::vector<std::string>& out, const std::string& what, const T& from, const T& to,
+                 std::string (*show)(const T&)) {
+  if (!(from == to)) out.push_back(what + " " + show(from) + " -> " + show(to));
+}
+std::string show_duration(const Millis& d) {
+  return format_duration(d);
+}
+std::string show_int(const int& n) {
+  return n == 0 ? "auto" : std::to_string(n);
+}
+std::string show_count(const std::int64_t& n) {
+  return std::to_string(n);
+}
+std::string show_string(const std::string& s) {
+  return s.empty() ? "\"\"" : s;
+}
+std::string show_list(const std::vector<std::string>& l) {
+  std::string out = "[";
+  for (auto& s : l) out += (out.size() > 1 ? ", " : "") + s;
+  return out + "]";
+}
+std::string show_level(const LogLevel& l) {
+  return std::string(to_string(l));
+}
+
+std::string show_bind(const BindAddress& b) {
+  return b.str();
+}
+
+const PluginEntry* find_sensor(const Config& cfg, const std::string& name) {
+  for (auto& e : cfg.sensors)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+const PluginEntry* find_route(const Config& cfg, const std::string& path) {
+  for (auto& e : cfg.routes)
+    if (e.path == path) return &e;
+  return nullptr;
+}
+
+// The running agent: the parts a reload keeps (store, snapshot, collector thread, HTTP server)
+// and the configuration they run on, which a reload replaces all at once or not at all.
+class RunningAgent {
+ public:
+  RunningAgent(Config cfg, StderrLogger& log, const ServiceNotifier& service,
+               SnapshotFile* snapshot_file)
+      : cfg_(std::move(cfg)),
+        log_(log),
+        service_(service),
+        snapshot_file_(snapshot_file),
+        store_((std::filesystem::path(cfg_.agent.data_dir) / "kiwi.db").string()),
+        data_(holder_, &store_),
+        loader_(std::make_unique<PluginLoader>(cfg_, log)) {}
+
+  // Loads the plugins; throws what the loader throws (exit code 2).
+  void load() {
+    data_.started_at = unix_now();
+    if (snapshot_file_) data_.snapshot_file = snapshot_file_->path();
+    auto sensors = load_sensors(cfg_, *loader_);
+    auto routes = load_routes(cfg_, *loader_, data_);
+    auto outputs = load_outputs(cfg_, *loader_);
+    for (auto& s : sensors) sensor_libraries_[s.name] = s.instance.library;
+    sensor_count_ = sensors.size();
+    collector_.emplace(collector_settings(cfg_), std::move(sensors), store_, holder_, log_);
+    server_.emplace(http_settings(cfg_), std::make_shared<const Router>(std::move(routes)), log_);
+    data_.collector = &*collector_;
+    data_.server = &*server_;
+    pending_outputs_ = runners(std::move(outputs));
+    publish_plugins();
+    data_.config_applied(cfg_.source, false);
+  }
+
+  // Opens the port, then starts sampling: HTTP answers at once (503 on /api/current until the
+  // first sample), however long the first sample takes.
+  void start() {
+    server_->start();
+    collector_->start();
+    for (auto& o : pending_outputs_) o->start();
+    data_.swap_outputs(std::move(pending_outputs_));
+    log_.info("listening on " + url() + " (" + std::to_string(sensor_count_) + " sensors, " +
+              std::to_string(server_->router()->routes().size()) + " routes, " +
+              std::to_string(server_->threads()) +
+              (server_->threads() == 1 ? " worker thread" : " worker threads") +
+              (cfg_.http.threads == 0 ? " (auto)" : "") + ", history in " + store_.path() + ")" +
+              (cfg_.http.auth.enabled() ? ", authentication on" : ""));
+    if (cfg_.http.tls.enabled())
+      log_.info("https: certificate " + cfg_.http.tls.cert_file + ", key " +
+                cfg_.http.tls.key_file + ", " + http_tls_library());
+    warn_if_exposed(cfg_, url(), log_);
+  }
+
+  std::string url() const {
+    BindAddress shown = cfg_.http.bind;
+    shown.port = server_->port();
+    return (cfg_.http.tls.enabled() ? "https://" : "http://") + shown.str() + "/";
+  }
+  std::size_t sensor_count() const { return sensor_count_; }
+
+  // SIGHUP: reads the configuration again and applies it whole, or changes nothing.
+  void reload(const std::function<Config()>& reread) {
+    const auto began = std::chrono::steady_clock::now();
+    log_.info("received SIGHUP: reloading " + cfg_.source);
+    try {
+      Config next = reread();
+      check_reloadable(cfg_, next);
+      apply(std::move(next), began);
+    } catch (const std::exception& e) {
+      // ConfigError, PluginError, a listener that cannot be opened: worded as --check-config
+      // and start-up word them, on one line.
+      std::string what = e.what();
+      for (auto& c : what)
+        if (c == '\n') c = ' ';
+      log_.error("reload failed, the running configuration stays (generation " +
+                 std::to_string(data_.generation()) + "): " + what);
+      data_.reload_failed(what);
+    }
+  }
+
+  // SIGTERM: no new requests (those in flight finish), then the last tick and commit.
+  // Returns the number of sensors abandoned in a call that never returned.
+  std::size_t stop() {
+    server_->stop();
+    // Outputs first: each waits at most for its write in progress (its timeout); their cursors
+    // then reach the file with the collector's last commit.
+    for (auto& o : data_.swap_outputs({})) o->stop();
+    collector_->stop();
+    return collector_->abandoned();
+  }
+
+ private:
+  CollectorSettings collector_settings(const Config& cfg) const {
+    return {cfg.collector.interval,
+            cfg.collector.retention,
+            cfg.collector.stale_after,
+            cfg.collector.commit_interval,
+            static_cast<std::size_t>(cfg.collector.max_series_per_sensor),
+            snapshot_file_,
+            host_name(),
+            KIWI_VERSION,
+            data_.started_at,
+            [this] { service_.watchdog(); },
+            service_.watchdog_every(),
+            cfg.agent.procfs};
+  }
+
+  std::vector<std::unique_ptr<OutputRunner>> runners(std::vector<OutputSpec> specs) {
+    std::vector<std::unique_ptr<OutputRunner>> out;
+    for (auto& spec : specs) {
+      output_libraries_[spec.name] = spec.instance.library;
+      auto* log = spec.instance.log.get();
+      out.push_back(std::make_unique<OutputRunner>(std::move(spec), store_, *log));
+    }
+    return out;
+  }
+
+  void publish_plugins() {
+    std::vector<PluginStatus> list;
+    for (auto& e : cfg_.sensors) {
+      auto& lib = sensor_libraries_.at(e.name);
+      list.push_back({e.name, PluginKind::sensor, std::string(lib->info->name), lib->file,
+                      lib->abi_major, lib->abi_minor, lib->info->metrics, lib});
+    }
+    for (auto& r : server_->router()->routes()) {
+      auto& lib = r.handler->library;
+      list.push_back({r.path,
+                      PluginKind::handler,
+                      std::string(lib->info->name),
+                      lib->file,
+                      lib->abi_major,
+                      lib->abi_minor,
+                      {},
+                      lib});
+    }
+    for (auto& e : cfg_.outputs) {
+      auto& lib = output_libraries_.at(e.name);
+      list.push_back({e.name,
+                      PluginKind::output,
+                      std::string(lib->info->name),
+                      lib->file,
+                      lib->abi_major,
+                      lib->abi_minor,
+                      {},
+                      lib});
+    }
+    data_.set_plugins(std::move(list));
+  }
+
+  // Everything that can fail comes first (plugins, options, the new listener); then the parts
+  // swap over. An unchanged sensor or route (same plugin, same options, same file on disk) keeps
+  // its running instance.
+  void apply(Config next, std::chrono::steady_clock::time_point began) {
+    std::vector<std::string> changes;
+    auto next_loader = std::make_unique<PluginLoader>(next, log_, loader_->cache());
+    PluginLoader& loader = *next_loader;
+
+    std::vector<SensorSpec> sensors;
+    std::map<std::string, std::shared_ptr<LoadedLibrary>> libraries;
+    for (auto& e : next.sensors) {
+      auto lib = loader.open(PluginKind::sensor, e);
+      const PluginEntry* old = find_sensor(cfg_, e.name);
+      const bool same_file = old && sensor_libraries_.at(e.name) == lib;
+      if (old && same_file && same_instance(*old, e)) {
+        auto spec = sensor_spec(e, next, {});  // keeps the running instance and its state
+        spec.plugin = std::string(lib->info->name);
+        // Its own schedule; a new collector.interval is logged once, below.
+        if (old->interval != e.interval || old->timeout != e.timeout)
+          changes.push_back("sensor " + e.name + " rescheduled");
+        sensors.push_back(std::move(spec));
+      } else {
+        auto spec =
+            sensor_spec(e, next, loader.create_sensor(e, next.agent.procfs, next.agent.sysfs));
+        spec.plugin = std::string(lib->info->name);
+        changes.push_back("sensor " + e.name +
+                          (!old                     ? " added"
+                           : same_instance(*old, e) ? " reloaded (its plugin file changed)"
+                                                    : " changed"));
+        sensors.push_back(std::move(spec));
+      }
+      libraries[e.name] = lib;
+    }
+    for (auto& e : cfg_.sensors)
+      if (!find_sensor(next, e.name)) changes.push_back("sensor " + e.name + " removed");
+
+    std::vector<Route> routes;
+    const auto running = server_->router();
+    for (auto& e : next.routes) {
+      auto lib = loader.open(PluginKind::handler, e);
+      const PluginEntry* old = find_route(cfg_, e.path);
+      std::shared_ptr<PluginInstance<Handler>> kept;
+      if (old && same_instance(*old, e))
+        for (auto& r : running->routes())
+          if (r.path == e.path && r.handler->library == lib) kept = r.handler;
+      if (!kept)
+        changes.push_back("route " + e.path +
+                          (!old                     ? " added"
+                           : same_instance(*old, e) ? " reloaded (its plugin file changed)"
+                                                    : " changed"));
+      routes.push_back({e.path, kept ? kept : load_route(e, loader, data_)});
+    }
+    for (auto& e : cfg_.routes)
+      if (!find_route(next, e.path)) changes.push_back("route " + e.path + " removed");
+
+    const auto& c0 = cfg_.collector;
+    const auto& c1 = next.collector;
+    note_change(changes, "collector.interval", c0.interval, c1.interval, &show_duration);
+    note_change(changes, "collector.retention", c0.retention, c1.retention, &show_duration);
+    note_change(changes, "collector.stale_after", c0.stale_after, c1.stale_after, &show_duration);
+    note_change(changes, "collector.commit_interval", c0.commit_interval, c1.commit_interval,
+                &show_duration);
+    note_change(changes, "collector.max_series_per_sensor", c0.max_series_per_sensor,
+                c1.max_series_per_sensor, &show_count);
+    // Port 0 ("any free port") keeps the port it got: only another address is a move.
+    HttpSettings http = http_settings(next);
+    BindAddress bound = cfg_.http.bind;
+    bound.port = server_->port();
+    if (http.bind.port == 0 && http.bind.host == bound.host && http.bind.ipv6 == bound.ipv6)
+      http.bind.port = bound.port;
+    note_change(changes, "http.bind", bound, http.bind, &show_bind);
+    note_change(changes, "http.threads", cfg_.http.threads, next.http.threads, &show_int);
+    note_change(changes, "http.keep_alive", cfg_.http.keep_alive, next.http.keep_alive,
+                &show_duration);
+    note_change(changes, "http.max_connections", cfg_.http.max_connections,
+                next.http.max_connections, &show_int);
+    note_change(changes, "http.cors_origins", cfg_.http.cors_origins, next.http.cors_origins,
+                &show_list);
+    if (!(cfg_.http.auth == next.http.auth))
+      changes.push_back(
+          std::string("http.auth changed (") +
+          (next.http.auth.enabled()
+               ? "on: " + std::to_string(next.http.auth.basic_users.size()) + " users, " +
+                     std::to_string(next.http.auth.bearer_token_hashes.size()) + " bearer tokens"
+               : "off") +
+          ")");
+    if (!(cfg_.http.tls == next.http.tls)) {
+      const auto& a = cfg_.http.tls;
+      const auto& b = next.http.tls;
+      changes.push_back(std::string("http.tls changed (") +
+                        (!b.enabled() ? "off"
+                         : a.cert_file == b.cert_file && a.key_file == b.key_file
+                             ? "certificate or key renewed"
+                             : "on: " + b.cert_file) +
+                        ")");
+    }
+    note_change(changes, "agent.log_level", cfg_.agent.log_level, next.agent.log_level,
+                &show_level);
+    note_change(changes, "agent.plugin_dir", cfg_.agent.plugin_dir, next.agent.plugin_dir,
+                &show_string);
+
+    // Outputs are made anew (a running one keeps no state but its cursor, which is in the
+    // store): every entry of `next`, created here, started once nothing else can fail.
+    auto outputs = load_outputs(next, loader);
+    for (auto& e : next.outputs) changes.push_back("remote_write " + e.name + " (re)started");
+    for (auto& e : cfg_.outputs) {
+      bool kept = false;
+      for (auto& n : next.outputs) kept |= n.name == e.name;
+      if (!kept) changes.push_back("remote_write " + e.name + " removed");
+    }
+
+    // The last step that can fail: the server opens a new listener before it closes the old.
+    const std::string old_url = url();
+    server_->reconfigure(http, std::make_shared<const Router>(std::move(routes), running.get()));
+    // From here on nothing fails.
+    collector_->reconfigure(collector_settings(next), std::move(sensors));
+    // The old outputs stop first (each finishes its write in progress), so two threads never
+    // move one cursor; the new ones read it from the store when they are made.
+    for (auto& o : data_.swap_outputs({})) o->stop();
+    output_libraries_.clear();
+    auto next_runners = runners(std::move(outputs));
+    for (auto& o : next_runners) o->start();
+    data_.swap_outputs(std::move(next_runners));
+    // The verdict below is logged at the more verbose of the two levels, so it is always seen.
+    const LogLevel level = next.agent.log_level;
+    if (level > cfg_.agent.log_level) log_.set_level(level);
+    cfg_ = std::move(next);
+    sensor_libraries_ = std::move(libraries);
+    sensor_count_ = cfg_.sensors.size();
+    loader_ = std::move(next_loader);
+    publish_plugins();
+    data_.config_applied(cfg_.source, true);
+    const auto ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f ms", ms);
+    std::string summary;
+    for (auto& c : changes) summary += (summary.empty() ? "" : "; ") + c;
+    log_.info("reloaded " + cfg_.source + " in " + took + " (generation " +
+              std::to_string(data_.generation()) +
+              "): " + (summary.empty() ? "no changes" : summary) +
+              (url() != old_url ? "; now listening on " + url() : ""));
+    log_.set_level(level);
+    warn_if_exposed(cfg_, url(), log_);
+  }
+
+  Config cfg_;
+  StderrLogger& log_;
+  const ServiceNotifier& service_;
+  SnapshotFile* snapshot_file_;
+  Store store_;
+  SnapshotHolder holder_;
+  AgentData data_;
+  std::unique_ptr<PluginLoader> loader_;
+  std::map<std::string, std::shared_ptr<LoadedLibrary>> sensor_libraries_;  // by sensor name
+  std::map<std::string, std::shared_ptr<LoadedLibrary>> output_libraries_;  // by output name
+  std::vector<std::unique_ptr<OutputRunner>> pending_outputs_;  // made by load(), run by start()
+  std::size_t sensor_count_ = 0;
+  std::optional<Collector> collector_;
+  std::optional<HttpServer> server_;
+};
+
+}  // namespace
+
+int run_agent(const Config& initial, StderrLogger& log, const std::function<Config()>& reread) {
+  block_signals();  // already blocked by main(); again for callers that did not
+  sigset_t signals = handled_signals();
+  log.set_level(initial.agent.log_level);
+  // Before any thread starts: it takes systemd's variables out of the environment.
+  const ServiceNotifier service = ServiceNotifier::from_environment();
+
+  try {
+    make_directories(initial.agent.data_dir);
+  } catch (const std::system_error& e) {
+    log.error("cannot create data_dir " + initial.agent.data_dir + ": " + e.code().message() +
+              " (set [agent] data_dir to a writable directory)");
+    return kExitRuntime;
+  }
+  // SQLite follows links when it creates the database's -wal and -shm files: in a directory
+  // another user can write, they could point those at any file.
+  try {
+    require_private_directory(initial.agent.data_dir, "data_dir " + initial.agent.data_dir);
+  } catch (const std::exception& e) {
+    log.error(e.what());
+    return kExitRuntime;
+  }
+  // The snapshot file is claimed first: a second agent on the same path stops here, before it
+  // touches the first one's history or port.
+  std::optional<SnapshotFile> snapshot_file;
+  if (!initial.collector.snapshot_path.empty()) {
+    try {
+      snapshot_file.emplace(initial.collector.snapshot_path);
+    } catch (const SnapshotFileInUse& e) {
+      log.error(e.what());
+      return kExitRuntime;
+    } catch (const UnsafeDirectory& e) {
+      // Not just the file off: the configuration points the agent at a directory where another
+      // user could make it overwrite any file, and a warning in a running agent's log is easy to
+      // miss; the unit's start fails instead, naming the directory.
+      log.error(e.what());
+      return kExitRuntime;
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      log.warn(
+          what +
+          "; the snapshot file is off (set [collector] snapshot_path, or \"\" to silence this)");
+    }
+  }
+
+  std::size_t abandoned = 0;
+  try {
+    RunningAgent agent(initial, log, service, snapshot_file ? &*snapshot_file : nullptr);
+    try {
+      agent.load();
+    } catch (const std::exception& e) {
+      log.error(e.what());
+      return kExitConfig;
+    }
+    agent.start();
+    // The port is open (the first sample follows within half an interval): systemd may start
+    // what depends on the agent.
+    service.ready("serving " + agent.url() + " (" + std::to_string(agent.sensor_count()) +
+                  " sensors)");
+
+    // Signals arrive here, in this thread, and nowhere else (all are blocked in every thread).
+    // SIGHUP reloads; SIGUSR1/2 are ignored: no signal it handles may lose queued samples.
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      if (sig == SIGHUP) {
+        service.reloading();
+        agent.reload(reread);
+        service.ready("serving " + agent.url() + " (" + std::to_string(agent.sensor_count()) +
+                      " sensors)");
+        continue;
+      }
+      if (sig == SIGUSR1 || sig == SIGUSR2) {
+        log.info(std::string("received ") + strsignal(sig) + ", ignored");
+        continue;
+      }
+      log.info(std::string("received ") +
+               (sig == SIGINT    ? "SIGINT"
+                : sig == SIGQUIT ? "SIGQUIT"
+                                 : "SIGTERM") +
+               ", stopping");
+      service.stopping();
+      break;
+    }
+    abandoned = agent.stop();
+  } catch (const ForeignDatabase& e) {
+    // Another application's database where ours should be: a configuration mistake (data_dir).
+    log.error(std::string("history store: ") + e.what());
+    return kExitConfig;
+  } catch (const StoreError& e) {
+    log.error(std::string("history store: ") + e.what());
+    return kExitRuntime;
+  } catch (const std::exception& e) {
+    log.error(e.what());
+    return kExitRuntime;
+  }
+  if (abandoned > 0) {
+    // A sensor thread is still inside its plugin's code: returning from main would run the
+    // process's static destructors under it. History is committed and the store closed.
+    log.warn("exiting with " + std::to_string(abandoned) +
+             (abandoned == 1 ? " sensor" : " sensors") + " still in a call that never returned");
+    snapshot_file.reset();
+    std::fflush(nullptr);
+    ::_exit(kExitOk);
+  }
+  return kExitOk;
+}
+
+}  // namespace kiwi::agent

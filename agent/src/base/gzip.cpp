@@ -1,0 +1,179 @@
+#include "base/gzip.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace kiwi::agent {
+
+namespace {
+// gzip (format 16) or raw deflate (format -1: window bits negated).
+std::string compress(std::string_view data, int level, int format) {
+  // The window and hash table are sized to the data: zlib's defaults (32 KiB window, 64 KiB
+  // hash) cost more to set up and clear than a few kB cost to compress.
+  int window_bits = 9;
+  while (window_bits < 15 && (std::size_t{1} << window_bits) < data.size()) ++window_bits;
+  const int mem_level = window_bits >= 14 ? 8 : 5;
+  z_stream z{};
+  const int bits = format < 0 ? -window_bits : window_bits + format;
+  if (deflateInit2(&z, level, Z_DEFLATED, bits, mem_level, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("deflateInit2 failed");
+  std::string out(deflateBound(&z, static_cast<uLong>(data.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw std::runtime_error("deflate failed");
+  out.resize(z.total_out);
+  // The buffer was sized for the worst case (about the input size); a kept gzip holds only what it
+  // needs (a 9.5 kB history body compresses to 1.4 kB).
+  out.shrink_to_fit();
+  return out;
+}
+}  // namespace
+
+std::string gzip(std::string_view data, int level) {
+  return compress(data, level, 16);
+}
+
+std::string deflate_raw(std::string_view data, int level) {
+  return compress(data, level, -1);
+}
+
+bool inflate_raw(std::string_view data, std::size_t size, std::string& out) {
+  out.resize(size);
+  z_stream z{};
+  if (inflateInit2(&z, -15) != Z_OK) throw std::runtime_error("inflateInit2 failed");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  // One byte of room past `size`: a stream that inflates to more is found, not cut short.
+  char spare;
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(size);
+  int rc = inflate(&z, Z_FINISH);
+  if (rc == Z_BUF_ERROR && z.avail_out == 0) {
+    z.next_out = reinterpret_cast<Bytef*>(&spare);
+    z.avail_out = 1;
+    rc = inflate(&z, Z_FINISH);
+  }
+  const bool ok = rc == Z_STREAM_END && z.total_out == size && z.avail_in == 0;
+  inflateEnd(&z);
+  return ok;
+}
+
+std::string gunzip(std::string_view data) {
+  z_stream z{};
+  if (inflateInit2(&z, 16 + 15) != Z_OK) throw std::runtime_error("inflateInit2 failed");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  std::string out;
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    const std::size_t done = out.size();
+    out.resize(done + std::max<std::size_t>(data.size() * 3, 4096));
+    z.next_out = reinterpret_cast<Bytef*>(out.data() + done);
+    z.avail_out = static_cast<uInt>(out.size() - done);
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.resize(out.size() - z.avail_out);
+  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) throw std::runtime_error("gunzip: not a complete gzip stream");
+  out.shrink_to_fit();
+  return out;
+}
+
+bool compressible_type(std::string_view type) {
+  type = type.substr(0, type.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  std::string lower(type);
+  for (char& c : lower)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  const std::string_view t = lower;
+  if (t.starts_with("text/")) return true;
+  // Not images other than SVG and icons (PNG, JPEG are compressed already), not octet-stream.
+  static constexpr std::string_view kTypes[] = {"application/json", "application/javascript",
+                                                "application/xml", "image/svg+xml", "image/x-icon"};
+  for (auto k : kTypes)
+    if (t == k) return true;
+  // Structured syntax suffixes (RFC 6839): application/problem+json, application/atom+xml.
+  return t.starts_with("application/") && (t.ends_with("+json") || t.ends_with("+xml"));
+}
+
+Body GzipCache::get(const Body& body, std::shared_ptr<const void> code) {
+  const Key key{body.identity(), body->size()};
+  std::shared_ptr<Entry> e;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = index_.find(key); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      e = lru_.front();
+      ++hits_;
+    } else if (limits_.max_entries > 0 && body->size() <= limits_.max_bytes / 4) {
+      e = std::make_shared<Entry>();
+      e->code = std::move(code);
+      e->body = body;
+      e->key = key;
+      lru_.push_front(e);
+      index_.emplace(key, lru_.begin());
+      evict_over_limits();
+    } else {
+      ++compressions_;
+    }
+  }
+  auto make = [&]() -> Body {
+    auto out = std::make_shared<const std::string>(gzip(*body, kGzipCachedLevel));
+    if (out->size() >= body->size()) return nullptr;  // incompressible: send it as it is
+    return out;
+  };
+  if (!e) return make();  // too large to keep
+
+  try {
+    std::call_once(e->once, [&] {
+      e->gzip = make();
+      std::lock_guard lock(mutex_);
+      ++compressions_;
+      if (e->cached) {
+        e->bytes = e->body->size() + (e->gzip ? e->gzip->size() : 0);
+        bytes_ += e->bytes;
+        evict_over_limits();
+      }
+    });
+  } catch (...) {
+    // Nothing kept for a failed compression; a later request tries again.
+    std::lock_guard lock(mutex_);
+    if (e->cached) {
+      e->cached = false;
+      lru_.erase(index_.at(key));
+      index_.erase(key);
+    }
+    throw;
+  }
+  return e->gzip;
+}
+
+void GzipCache::evict_over_limits() {
+  while (!lru_.empty() && (lru_.size() > limits_.max_entries || bytes_ > limits_.max_bytes)) {
+    Entry& old = *lru_.back();
+    old.cached = false;
+    bytes_ -= old.bytes;
+    index_.erase(old.key);
+    lru_.pop_back();  // the entry goes when the last get() using it returns
+    ++evictions_;
+  }
+}
+
+GzipCache::Stats GzipCache::stats() const {
+  std::lock_guard lock(mutex_);
+  return {compressions_, hits_, evictions_, lru_.size(), bytes_};
+}
+
+void GzipCache::clear() {
+  std::lock_guard lock(mutex_);
+  for (auto& e : lru_) e->cached = false;
+  lru_.clear();
+  index_.clear();
+  bytes_ = 0;
+}
+
+}  // namespace kiwi::agent

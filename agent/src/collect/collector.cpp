@@ -1,0 +1,842 @@
+#include "collect/collector.hpp"
+
+#include <malloc.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <optional>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "base/duration.hpp"
+#include "base/fatal_signal.hpp"
+#include "plugin/metric_check.hpp"
+#include "plugin/rates.hpp"
+
+namespace kiwi::agent {
+
+namespace {
+
+using std::chrono::steady_clock;
+using std::chrono::system_clock;
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<Millis>(system_clock::now().time_since_epoch()).count();
+}
+
+// How many retention-expired rows one tick may delete: small steps keep each tick short, and
+// are still far faster than one new row per tick, so a backlog drains.
+constexpr int kPruneRowsPerTick = 32;
+// Pruning rewrites the oldest pages and the free list, so it costs flash writes per commit no
+// matter how few rows go; once a minute, in one bigger step, halves the steady-state writes.
+constexpr std::int64_t kPruneEveryMs = 60'000;
+
+constexpr const char* kFirstSample = "first sample in progress";
+
+// A series' identity for the per-sensor limit: FNV-1a over the name and labels (a collision lets
+// one series more through, harmless; no allocation per metric per tick).
+std::uint64_t series_hash(const MetricValue& m) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto add = [&](std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;  // a separator no UTF-8 text holds
+  };
+  add(m.name);
+  for (auto& [k, v] : m.labels) add(k), add(v);
+  return h;
+}
+
+// Thread names are at most 15 bytes (pthread_setname_np refuses longer ones).
+void name_this_thread(std::string name) {
+  if (name.size() > 15) name.resize(15);
+  pthread_setname_np(pthread_self(), name.c_str());
+}
+
+// "3.2s", for how long a call took.
+std::string seconds_text(steady_clock::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fs", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+// An abandoned sensor's instance: kept, never destroyed, so the code of a library whose sample()
+// may still run is never unloaded (c_abi.hpp, keep_forever).
+void keep_instance_forever(PluginInstance<Sensor> instance) {
+  keep_forever(std::make_shared<PluginInstance<Sensor>>(std::move(instance)));
+}
+
+}  // namespace
+
+// What one sample() call gave: made on a sampler, read by the collector.
+struct Collector::Outcome : SampleCall {
+  steady_clock::time_point posted, started, finished;  // posted: when the collector asked
+};
+
+// One sensor's side of the hand-off to the samplers. Everything but `name`, `activity`, `uptime`
+// and `rates` is guarded by hub->mutex; `instance`, `uptime` and `rates` are used by the sampler
+// in its call alone, except that stop() takes the instance of an abandoned one.
+struct Collector::Worker {
+  std::string name;
+  std::string activity;  // "sensor <name> (<plugin file>)", named by a crash in sample()
+  PluginInstance<Sensor> instance;
+  KeptFile uptime;    // <procfs>/uptime, the clock of the sensor's rates; the sampler's, in a call
+  RateDeriver rates;  // the sampler's, in a call
+
+  explicit Worker(const std::string& procfs) : uptime(join_path(procfs, "uptime")) {}
+
+  bool requested = false;           // in the job queue, to be sampled (or destroyed, with `exit`)
+  bool in_call = false;             // in sample()
+  bool done = false;                // `outcome` is ready for the collector
+  bool awaited = false;             // counted in hub->awaited
+  bool exit = false;                // retired or stopping: destroy it instead of sampling it again
+  bool abandoned = false;           // stop() gave up on it; it has its instance no more
+  bool exited = false;              // its instance is destroyed
+  steady_clock::time_point posted;  // when the collector queued it
+  Millis timeout{0};                // its call's, as of then
+  // When its call times out: the call's start plus `timeout` (posted plus `timeout` until it
+  // starts), so a sensor queued behind others has its whole timeout. The sink hands it on.
+  steady_clock::time_point deadline;
+  Outcome outcome;
+
+  bool busy() const { return requested || in_call; }
+
+  // The metric check and the rates (call_sensor) only touch `out` and the sensor's own
+  // RateDeriver, so they run here, on the sampler. `until` is the instant the collector times
+  // this call out at (MetricSink::deadline()). `sensor` is the instance's object, taken under the
+  // hub lock (stop() may take the instance of an abandoned call meanwhile).
+  void call(Sensor& sensor, Outcome& out, steady_clock::time_point started,
+            steady_clock::time_point until) {
+    CurrentActivity running(activity.c_str());
+    out.started = started;
+    static_cast<SampleCall&>(out) = call_sensor(sensor, rates, uptime, until);
+    out.finished = steady_clock::now();
+  }
+};
+
+// A thread of the pool. Guarded by hub->mutex, but `thread`, which the collector alone touches.
+struct Collector::Sampler {
+  std::thread thread;
+  Worker* current = nullptr;  // the sensor it calls or destroys now
+  steady_clock::time_point since;
+  bool handed_off = false;  // the collector gave the queue to another sampler meanwhile
+  bool exited = false;
+};
+
+// The lock every sensor and sampler shares with the collector, the job queue and the pool.
+struct Collector::Hub {
+  std::mutex mutex;
+  std::condition_variable cv;    // to the collector: the last awaited reading, or a sensor gone
+  std::condition_variable work;  // to the samplers: a job, or closing
+  std::deque<std::shared_ptr<Worker>> jobs;  // sensors to sample, or to destroy (exit)
+  std::vector<std::shared_ptr<Sampler>> samplers;
+  int awaited = 0;       // sensors the tick in progress still waits for
+  int idle = 0;          // samplers waiting for a job
+  bool closing = false;  // stop(): samplers exit once the queue is empty
+
+  // A sampler's life: the next job, in order, until closing and none is left.
+  static void run(std::shared_ptr<Hub> hub, std::shared_ptr<Sampler> self) {
+    name_this_thread("kiwi-sampler");
+    std::unique_lock lock(hub->mutex);
+    for (;;) {
+      if (hub->jobs.empty()) {
+        if (hub->closing) break;
+        ++hub->idle;
+        hub->work.wait(lock, [&] { return !hub->jobs.empty() || hub->closing; });
+        --hub->idle;
+        continue;
+      }
+      std::shared_ptr<Worker> w = std::move(hub->jobs.front());
+      hub->jobs.pop_front();
+      w->requested = false;
+      self->current = w.get();
+      self->since = steady_clock::now();
+      if (!w->exit) {
+        w->in_call = true;
+        w->deadline = self->since + w->timeout;
+        Sensor& sensor = *w->instance.object;
+        Outcome out;
+        out.posted = w->posted;
+        const steady_clock::time_point started = self->since, until = w->deadline;
+        lock.unlock();
+        w->call(sensor, out, started, until);
+        lock.lock();
+        w->in_call = false;
+        if (!w->abandoned && !w->exit) {
+          w->outcome = std::move(out);
+          w->done = true;
+          if (w->awaited) {
+            w->awaited = false;
+            if (--hub->awaited == 0) hub->cv.notify_all();  // one wakeup per tick
+          }
+        }
+      }
+      // Retired (before or during its call) or stopping: the instance goes here, object first,
+      // then its library. An abandoned one's instance is stop()'s: not touched.
+      if (w->exit && !w->abandoned && !w->exited) {
+        {
+          CurrentActivity destroying(w->activity.c_str());  // the plugin's destructor runs here
+          PluginInstance<Sensor> dying = std::move(w->instance);
+          lock.unlock();
+        }
+        lock.lock();
+        w->exited = true;
+        hub->cv.notify_all();
+      }
+      self->current = nullptr;
+      if (self->handed_off) {
+        self->handed_off = false;
+        name_this_thread("kiwi-sampler");
+      }
+    }
+    self->exited = true;
+    lock.unlock();
+    hub->cv.notify_all();
+  }
+};
+
+// One sensor as the collector sees it (collector thread only).
+struct Collector::Slot {
+  std::shared_ptr<Worker> worker;
+  std::string name;
+  std::string plugin;
+  std::int64_t every_ticks = 1;
+  Millis timeout{0};
+  bool read_before = false;
+  bool timed_out = false;  // reported timed out; its call has not returned yet
+  SensorState last_state = SensorState::ok;
+  std::uint64_t errors_total = 0;
+  std::uint64_t invalid_metrics_total = 0;
+  std::string last_invalid_note;  // what was dropped last, to log only changes
+  // The series it has had stored this run (hashes of name and labels), up to
+  // max_series_per_sensor; values of other series beyond that are refused and counted.
+  std::unordered_set<std::uint64_t> series;
+  std::uint64_t series_refused_total = 0;
+  std::optional<Outcome> got;  // taken from the worker, not yet looked at
+  // This tick's report, when it has a new one (a reading or a time-out); it moves into the
+  // snapshot. Otherwise the snapshot copies the slot's report from the last one published.
+  bool fresh = false;
+  bool read_this_tick = false;  // a reading arrived this tick
+  SensorReport report;
+  std::ptrdiff_t published_at = -1;  // its index in last_published_; -1: not in it
+};
+
+Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors, Store& store,
+                     SnapshotHolder& snapshot, Logger& log)
+    : settings_(std::move(settings)),
+      hub_(std::make_shared<Hub>()),
+      store_(store),
+      snapshot_(snapshot),
+      log_(log) {
+  log_store_recovery();  // the file the store replaced when it opened, if it did
+  for (auto& s : sensors)
+    if (!s.instance.object)
+      throw std::invalid_argument("collector: sensor " + s.name + " has no instance");
+  for (auto& s : sensors) sensors_.push_back(make_slot(std::move(s)));
+  // The first sampler now, not in the first tick (which then needs only to wake it).
+  std::unique_lock lock(hub_->mutex);
+  start_sampler();
+}
+
+Collector::~Collector() {
+  stop();
+}
+
+Collector::Slot Collector::make_slot(SensorSpec spec) {
+  Slot slot;
+  slot.name = spec.name;
+  slot.plugin = std::move(spec.plugin);
+  slot.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
+  slot.timeout = spec.timeout;
+  auto worker = std::make_shared<Worker>(settings_.procfs);
+  worker->name = std::move(spec.name);
+  worker->activity = "sensor " + worker->name + " (" +
+                     (spec.instance.library ? spec.instance.library->file : slot.plugin) + ")";
+  worker->instance = std::move(spec.instance);
+  slot.worker = std::move(worker);
+  return slot;
+}
+
+// Sees that the job queue is served (hub lock held): by an idle sampler (woken), or by one in a
+// call that began less than kHandOffAfter ago, or else by a new one. A sampler past that is
+// handed off: renamed after its sensor until the call returns, no longer counted on. Returns
+// when to look again: while jobs wait, within kHandOffAfter; else time_point::max().
+steady_clock::time_point Collector::hand_off(std::unique_lock<std::mutex>&) {
+  Hub& hub = *hub_;
+  if (hub.jobs.empty()) return steady_clock::time_point::max();
+  const auto now = steady_clock::now();
+  auto next = now + kHandOffAfter;
+  if (hub.idle > 0) {
+    hub.work.notify_one();
+    return next;
+  }
+  bool served = false;
+  for (auto& s : hub.samplers) {
+    if (s->exited || s->handed_off) continue;
+    if (!s->current) {  // starting, or between two jobs: it takes the next one
+      served = true;
+    } else if (now < s->since + kHandOffAfter) {
+      served = true;
+      next = std::min(next, s->since + kHandOffAfter);
+    } else {
+      s->handed_off = true;
+      std::string name = "kiwi-s:" + s->current->name;  // `top -H` names the slow sensor
+      name.resize(std::min<std::size_t>(name.size(), 15));
+      pthread_setname_np(s->thread.native_handle(), name.c_str());
+    }
+  }
+  if (!served) start_sampler();
+  return next;
+}
+
+// Adds a sampler to the pool (hub lock held).
+void Collector::start_sampler() {
+  auto sampler = std::make_shared<Sampler>();
+  sampler->thread = std::thread(&Hub::run, hub_, sampler);
+  hub_->samplers.push_back(std::move(sampler));
+}
+
+// Waits on hub->cv until `done()` or `until`, handing the queue off as calls run long. The hub
+// lock is held on entry and on return; returns done().
+template <class Done>
+bool Collector::wait_for_samplers(std::unique_lock<std::mutex>& lock,
+                                  steady_clock::time_point until, Done done) {
+  while (!done()) {
+    const auto look_again = hand_off(lock);
+    if (steady_clock::now() >= until) return false;
+    hub_->cv.wait_until(lock, std::min(until, look_again));
+  }
+  return true;
+}
+
+// The interval boundary nearest to the wall clock now, as a tick number.
+std::int64_t Collector::nearest_tick() const {
+  const std::int64_t iv = settings_.interval.count();
+  return (wall_ms() + iv / 2) / iv;
+}
+
+void Collector::tick_now() {
+  tick(nearest_tick());
+}
+
+void Collector::start() {
+  std::lock_guard lock(mutex_);
+  if (running_ || stopped_) return;
+  running_ = true;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Collector::reconfigure(CollectorSettings settings, std::vector<SensorSpec> sensors) {
+  std::unique_lock lock(mutex_);
+  if (stopped_) return;
+  if (!running_) {  // no collector thread: nobody else touches the sensors
+    lock.unlock();
+    apply({std::move(settings), std::move(sensors)});
+    return;
+  }
+  pending_.push_back({std::move(settings), std::move(sensors)});
+  const std::uint64_t mine = ++requested_;
+  lock.unlock();
+  wake_.notify_all();
+  lock.lock();
+  applied_.wait(lock, [&] { return applied_count_ >= mine || !running_; });
+}
+
+void Collector::apply(Pending p) {
+  settings_ = std::move(p.settings);
+  std::vector<Slot> next;
+  next.reserve(p.sensors.size());
+  for (auto& spec : p.sensors) {
+    auto running = std::find_if(sensors_.begin(), sensors_.end(),
+                                [&](const Slot& s) { return s.worker && s.name == spec.name; });
+    if (spec.instance.object) {
+      // A new instance; the running one of this name (if any) stays in sensors_ and is retired.
+      next.push_back(make_slot(std::move(spec)));
+    } else if (running == sensors_.end()) {
+      log_.error("sensor " + spec.name +
+                 ": not running and no instance given to the collector; left out");
+    } else {
+      // Unchanged: the same instance, state and counters.
+      Slot kept = std::move(*running);
+      running->worker = nullptr;
+      kept.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
+      kept.timeout = spec.timeout;
+      next.push_back(std::move(kept));
+    }
+  }
+  std::vector<Slot*> gone;
+  for (auto& s : sensors_)
+    if (s.worker) gone.push_back(&s);
+  retire(std::move(gone));
+  sensors_ = std::move(next);
+}
+
+// Idle ones are destroyed on a sampler now, and waited for (as long as their destructors take);
+// those in a call (or queued behind one) are destroyed by their sampler when it gets to them.
+void Collector::retire(std::vector<Slot*> slots) {
+  if (slots.empty()) return;
+  std::vector<std::shared_ptr<Worker>> now;
+  std::unique_lock lock(hub_->mutex);
+  for (Slot* s : slots) {
+    std::shared_ptr<Worker> w = std::move(s->worker);
+    w->exit = true;
+    if (w->busy()) {
+      retiring_.push_back(std::move(w));
+    } else {
+      w->requested = true;
+      hub_->jobs.push_back(w);
+      now.push_back(std::move(w));
+    }
+  }
+  wait_for_samplers(lock, steady_clock::time_point::max(), [&] {
+    return std::all_of(now.begin(), now.end(), [](auto& w) { return w->exited; });
+  });
+}
+
+void Collector::reap_retiring() {
+  if (retiring_.empty()) return;
+  std::lock_guard lock(hub_->mutex);
+  std::erase_if(retiring_, [](const std::shared_ptr<Worker>& w) { return w->exited; });
+}
+
+void Collector::shut_down_workers() {
+  std::vector<std::shared_ptr<Worker>> all;
+  for (auto& s : sensors_)
+    if (s.worker) all.push_back(std::move(s.worker));
+  for (auto& w : retiring_) all.push_back(std::move(w));
+  retiring_.clear();
+  std::vector<std::shared_ptr<Sampler>> samplers;
+  std::vector<std::string> abandoned;
+  {
+    std::unique_lock lock(hub_->mutex);
+    hub_->closing = true;
+    for (auto& w : all) {
+      w->exit = true;
+      if (!w->busy()) {
+        w->requested = true;
+        hub_->jobs.push_back(w);
+      }
+    }
+    hub_->work.notify_all();
+    // One bound for all of them: SIGTERM never waits longer for a sensor.
+    wait_for_samplers(lock, steady_clock::now() + kStopGrace, [&] {
+      return std::all_of(all.begin(), all.end(), [](auto& w) { return w->exited; }) &&
+             std::all_of(hub_->samplers.begin(), hub_->samplers.end(),
+                         [](auto& s) { return s->exited; });
+    });
+    for (auto& w : all) {
+      if (w->exited) continue;
+      w->abandoned = true;
+      if (w->in_call) {
+        keep_instance_forever(std::move(w->instance));
+        abandoned.push_back("sensor " + w->name +
+                            " abandoned: its sample() has not returned after " +
+                            format_duration(kStopGrace) + "; its library stays loaded");
+      } else {
+        abandoned.push_back("sensor " + w->name + " abandoned: its thread has not finished after " +
+                            format_duration(kStopGrace) + " (in the sensor's destructor)");
+      }
+      ++abandoned_;
+    }
+    hub_->jobs.clear();
+    samplers = hub_->samplers;
+  }
+  // A sampler still in a call (or a destructor) goes on alone, holding what it uses.
+  for (auto& s : samplers) {
+    bool exited;
+    {
+      std::lock_guard lock(hub_->mutex);
+      exited = s->exited;
+    }
+    if (exited)
+      s->thread.join();
+    else
+      s->thread.detach();
+  }
+  for (auto& line : abandoned) log_.warn(line);
+}
+
+void Collector::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_) return;
+    stopping_ = stopped_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::deque<Pending> unapplied;
+  {
+    std::lock_guard lock(mutex_);
+    running_ = false;
+    unapplied.swap(pending_);
+  }
+  applied_.notify_all();  // a reconfigure() still waiting returns (nothing more is applied)
+  unapplied.clear();
+  shut_down_workers();
+  store_.close_current_minute();
+  // What is queued reaches the disk before the process exits (pruning as of the latest sample).
+  // A store that is failing (a full disk) gets one more try a moment later; what it still
+  // refuses is lost with the process, and the log says how much.
+  const std::int64_t now_ms = last_ts_ms_ == INT64_MIN ? 0 : last_ts_ms_;
+  if (flush_store(now_ms)) return;
+  std::this_thread::sleep_for(kStopRetryDelay);
+  if (flush_store(now_ms)) return;
+  log_.error("history store: " + std::to_string(store_.pending_rows()) +
+             " samples not written at exit (lost): " + store_last_error());
+}
+
+void Collector::run() {
+  name_this_thread("kiwi-collector");
+  // The heartbeat comes from this loop alone, between ticks: a tick that never returns (a stuck
+  // disk) stops it, and systemd's watchdog restarts the agent. A stuck sensor does not: the tick
+  // publishes without it.
+  auto beats = [&] { return settings_.heartbeat && settings_.heartbeat_every.count() > 0; };
+  auto next_beat = steady_clock::now();
+  auto beat = [&] {
+    if (!beats() || steady_clock::now() < next_beat) return;
+    settings_.heartbeat();
+    next_beat = steady_clock::now() + settings_.heartbeat_every;
+  };
+  beat();
+  tick(nearest_tick());  // at once: the first request soon has data
+
+  // The schedule goes on from the latest sample: the next grid point after it, on a steady clock
+  // aligned to the wall clock (here and after a reconfiguration only), so a wall-clock step (NTP)
+  // neither bunches nor skips ticks. Started late in a second, the first tick is stamped with the
+  // coming boundary and the next one with the boundary after.
+  std::int64_t index = 0;
+  steady_clock::time_point next;
+  auto align = [&] {
+    const std::int64_t iv = settings_.interval.count();
+    index = last_ts_ms_ / iv + 1;
+    next = steady_clock::now() + Millis(index * iv - wall_ms());  // may be just past: at once
+  };
+  align();
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (!pending_.empty()) {
+      Pending p = std::move(pending_.front());
+      pending_.pop_front();
+      lock.unlock();
+      apply(std::move(p));
+      align();  // on the new grid: the first point of it after the latest sample
+      lock.lock();
+      ++applied_count_;
+      applied_.notify_all();
+      continue;
+    }
+    lock.unlock();
+    beat();
+    lock.lock();
+    auto until = beats() ? std::min(next, next_beat) : next;
+    if (wake_.wait_until(lock, until, [&] { return stopping_ || !pending_.empty(); })) continue;
+    if (steady_clock::now() < next) continue;  // woken for the heartbeat
+    lock.unlock();
+    // The wall clock was stepped by more than an interval: stamp by it from now on (tick() keeps
+    // the stamps strictly increasing if it went back).
+    if (std::int64_t wall = nearest_tick(); std::llabs(wall - index) > 1) index = wall;
+    tick(index);
+    lock.lock();
+    ++index;
+    next += settings_.interval;
+    // A whole interval behind (a suspended machine, a stuck disk): skip the grid points that have
+    // wholly passed. A tick that only ran past the next boundary (its sensors used the publish
+    // budget and writing took long) is followed at once by the next one, which is not missed.
+    auto now = steady_clock::now();
+    if (now >= next + settings_.interval) {
+      auto behind = (now - next) / settings_.interval;
+      stats_.missed_ticks += static_cast<std::uint64_t>(behind);
+      index += behind;
+      next += behind * settings_.interval;
+    }
+  }
+}
+
+// A damaged history file moved aside and replaced (at open or by a commit): logged once each.
+void Collector::log_store_recovery() {
+  const std::uint64_t n = store_.recoveries();
+  if (n == recoveries_logged_) return;
+  recoveries_logged_ = n;
+  log_.error("history store: " + store_.recovery_note());
+}
+
+bool Collector::flush_store(std::int64_t now_ms) {
+  last_flush_ms_ = now_ms;
+  bool ok = true;
+  try {
+    // Small prune steps, in proportion to the ticks flushed: a backlog drains, no flush is long.
+    const bool prune = now_ms - last_prune_ms_ >= kPruneEveryMs;
+    store_.flush(now_ms - settings_.retention.count(),
+                 prune ? kPruneRowsPerTick * std::max(1, ticks_since_prune_) : 0);
+    if (prune) {
+      last_prune_ms_ = now_ms;
+      ticks_since_prune_ = 0;
+    }
+    if (stats_.store_failing_writes.exchange(0) != 0) log_.info("history store: writing again");
+  } catch (const std::exception& e) {
+    ok = false;
+    ++stats_.store_failing_writes;
+    {
+      std::lock_guard lock(error_mutex_);
+      store_last_error_ = e.what();
+    }
+    // Logged when it starts failing and once in a while after, not at every attempt.
+    if (stats_.store_errors++ % 12 == 0)
+      log_.error(std::string("history store: ") + e.what() + " (" +
+                 std::to_string(stats_.store_errors.load()) + " failed writes so far; " +
+                 std::to_string(store_.pending_rows()) + " samples kept in memory)");
+  }
+  // Once per commit, hand freed heap back to the kernel: connection buffers of a burst of clients,
+  // query results, SQLite pages. glibc returns only the top of each heap by itself, so without
+  // this RSS keeps the high-water mark of the busiest minute.
+  ::malloc_trim(0);
+  log_store_recovery();
+  return ok;
+}
+
+void Collector::tick(std::int64_t tick_index) {
+  const std::int64_t iv = settings_.interval.count();
+  // Every sample sits on the interval grid, strictly later than the one before (docs/api.md): a
+  // stamp already taken (the wall clock went back) or passed (a coarser grid before a
+  // reconfiguration) becomes the next grid point.
+  if (last_ts_ms_ != INT64_MIN && tick_index * iv <= last_ts_ms_) tick_index = last_ts_ms_ / iv + 1;
+  const std::int64_t ts_ms = tick_index * iv;
+  last_ts_ms_ = ts_ms;
+  const auto started = steady_clock::now();
+  // The tick publishes by then, with what has arrived.
+  const auto publish_by = started + settings_.interval / 2;
+  reap_retiring();
+
+  auto timeout_of = [&](const Slot& s) {
+    return s.timeout.count() > 0 ? s.timeout : s.every_ticks * settings_.interval;
+  };
+  auto take = [](Slot& s, Worker& w) {
+    s.got = std::move(w.outcome);
+    w.outcome = {};
+    w.done = false;
+  };
+  // A reading that came back (after its deadline: a time-out that has already ended).
+  auto look_at = [&](Slot& s) {
+    if (!s.got) return;
+    Outcome o = std::move(*s.got);
+    s.got.reset();
+    const Millis limit = timeout_of(s);
+    if (!s.timed_out && o.finished - o.started > limit) time_out(s, ts_ms, limit);
+    if (s.timed_out) {
+      // Its late result is dropped; it is posted again when next due.
+      log_.info("sensor " + s.name + ": returned after " + seconds_text(o.finished - o.started) +
+                "; sampling again");
+      s.timed_out = false;
+      s.last_state = SensorState::ok;  // a failure after this is logged again
+      return;
+    }
+    read(s, std::move(o), ts_ms);
+  };
+
+  // Queue every sensor that is due and idle; a sensor still in a call (from an earlier tick) is
+  // waited for too, until its own deadline, unless it has timed out already.
+  std::unique_lock lock(hub_->mutex);
+  for (auto& s : sensors_) {
+    s.read_this_tick = false;
+    Worker& w = *s.worker;
+    if (w.done) take(s, w);
+  }
+  lock.unlock();
+  for (auto& s : sensors_) look_at(s);
+  lock.lock();
+  int awaited = 0;
+  for (auto& s : sensors_) {
+    Worker& w = *s.worker;
+    if (w.done) {  // came back just now: next tick
+    } else if (w.busy()) {
+      if (!s.timed_out) {
+        w.awaited = true;
+        ++awaited;
+      }
+    } else if (s.read_this_tick) {
+      // Its late reading is this tick's: posted again at its next due tick, so that a reading
+      // is never stamped a whole tick after it was taken.
+    } else if (tick_index % s.every_ticks == 0 || !s.read_before) {
+      w.requested = true;
+      w.posted = started;
+      w.timeout = timeout_of(s);
+      w.deadline = started + w.timeout;
+      w.awaited = true;
+      ++awaited;
+      hub_->jobs.push_back(s.worker);
+    }
+  }
+  hub_->awaited = awaited;
+
+  // Wait for them: until the last one is done, or each one's deadline, or the publish budget.
+  while (hub_->awaited > 0) {
+    auto until = publish_by;
+    for (auto& s : sensors_)
+      if (s.worker->awaited) until = std::min(until, s.worker->deadline);
+    if (wait_for_samplers(lock, until, [&] { return hub_->awaited == 0; })) break;
+    const auto now = steady_clock::now();
+    if (now >= publish_by) break;
+    for (auto& s : sensors_) {
+      Worker& w = *s.worker;
+      if (w.awaited && now >= w.deadline) {
+        w.awaited = false;
+        --hub_->awaited;
+      }
+    }
+  }
+  // Not waited for any more; what is still in a call past its deadline has timed out.
+  const auto now = steady_clock::now();
+  std::vector<Slot*> overdue;
+  for (auto& s : sensors_) {
+    Worker& w = *s.worker;
+    w.awaited = false;
+    if (w.done)
+      take(s, w);
+    else if (w.busy() && !s.timed_out && now >= w.deadline)
+      overdue.push_back(&s);
+  }
+  hub_->awaited = 0;
+  lock.unlock();
+  for (auto& s : sensors_) look_at(s);
+  for (Slot* s : overdue) time_out(*s, ts_ms, timeout_of(*s));
+
+  std::vector<const MetricValue*> fresh;
+  for (auto& s : sensors_)
+    if (s.fresh)
+      for (auto& m : s.report.metrics) fresh.push_back(&m);
+  store_.append(ts_ms, fresh);
+  ++ticks_since_prune_;
+  if (last_flush_ms_ == 0) last_flush_ms_ = ts_ms;
+  // The store's check of the file it opened found damage: flush now, which moves the file aside,
+  // rather than serving from it until the next commit.
+  if (ts_ms - last_flush_ms_ >= settings_.commit_interval.count() || store_.damage_found())
+    flush_store(ts_ms);
+
+  auto snap = std::make_shared<Snapshot>();
+  snap->sequence = ++sequence_;
+  snap->timestamp = static_cast<double>(ts_ms) / 1000.0;
+  snap->interval_seconds = static_cast<double>(iv) / 1000.0;
+  snap->stale_after_seconds = static_cast<double>(settings_.stale_after.count()) / 1000.0;
+  snap->host = settings_.host;
+  snap->agent_version = settings_.agent_version;
+  snap->started_at = settings_.started_at;
+  // Moved, not copied (a copy cost some 200 allocations a tick): a new report moves in; one
+  // without is copied from the last snapshot published, from wherever the slot was in it (the
+  // order changes on reconfiguration); a sensor never read yet says so.
+  snap->sensors.reserve(sensors_.size());
+  for (std::size_t i = 0; i < sensors_.size(); ++i) {
+    Slot& s = sensors_[i];
+    if (s.fresh) {
+      snap->sensors.push_back(std::move(s.report));
+      s.report = {};
+      s.fresh = false;
+    } else if (s.published_at >= 0 && last_published_) {
+      snap->sensors.push_back(last_published_->sensors[static_cast<std::size_t>(s.published_at)]);
+    } else {
+      SensorReport& r = snap->sensors.emplace_back();
+      r.name = s.name;
+      r.plugin = s.plugin;
+      r.state = SensorState::no_data;
+      r.message = kFirstSample;
+      r.timestamp = snap->timestamp;
+      r.errors_total = s.errors_total;
+      r.invalid_metrics_total = s.invalid_metrics_total;
+    }
+    s.published_at = static_cast<std::ptrdiff_t>(i);
+  }
+  if (settings_.snapshot_file) {
+    try {
+      // Rendered here only for the file: /api/current is rendered by its handler, on request.
+      settings_.snapshot_file->write(render_snapshot_json(*snap));
+      if (stats_.snapshot_file_failing.exchange(0) != 0)
+        log_.info("snapshot file " + settings_.snapshot_file->path() + ": writing again");
+    } catch (const std::exception& e) {
+      ++stats_.snapshot_file_errors;
+      {
+        std::lock_guard lock(error_mutex_);
+        snapshot_file_last_error_ = e.what();
+      }
+      // Logged when it starts failing; /api/health and /metrics show it while it lasts.
+      if (stats_.snapshot_file_failing++ == 0) log_.warn(std::string("snapshot file: ") + e.what());
+    }
+  }
+  last_published_ = snap;
+  snapshot_.publish(std::move(snap));
+  ++stats_.ticks;
+}
+
+// A reading that arrived in time: it is this tick's report of the sensor.
+void Collector::read(Slot& s, Outcome o, std::int64_t ts_ms) {
+  SensorReport& r = s.report;
+  r = SensorReport{};
+  r.name = s.name;
+  r.plugin = s.plugin;
+  r.timestamp = static_cast<double>(ts_ms) / 1000.0;
+  r.state = o.state;
+  r.message = std::move(o.message);
+  r.duration_seconds = std::chrono::duration<double>(o.finished - o.started).count();
+  r.metrics = std::move(o.metrics);
+  // The series limit: a sensor that makes up new series every sample (a label with a counter in
+  // it) would otherwise grow the catalog and the file without end.
+  const std::size_t limit = settings_.max_series_per_sensor;
+  std::uint64_t refused = 0;
+  std::erase_if(r.metrics, [&](const MetricValue& m) {
+    const std::uint64_t h = series_hash(m);
+    if (s.series.contains(h)) return false;
+    if (s.series.size() < limit) return !s.series.insert(h).second;
+    ++refused;
+    return true;
+  });
+  if (refused && s.series_refused_total == 0)
+    log_.warn("sensor " + s.name + ": reached its limit of " + std::to_string(limit) +
+              " series (collector.max_series_per_sensor); values of further new series are "
+              "refused, and counted in kiwi_sensor_series_refused_total");
+  r.series_refused_total = s.series_refused_total += refused;
+  // A reset at info when it happens; at debug while the same counters keep going back.
+  if (!o.rates_log.empty())
+    log_.log(o.rates_log_repeats ? LogLevel::debug : LogLevel::info,
+             "sensor " + s.name + ": " + o.rates_log);
+  if (r.state == SensorState::error) {
+  } else if (!o.dropped_note.empty()) {
+    // Logged when it starts and whenever what is dropped changes, not every sample.
+    if (o.dropped_note != s.last_invalid_note)
+      log_.warn("sensor " + s.name + ": " + o.dropped_note);
+    r.message = r.message.empty() ? o.dropped_note : r.message + "; " + o.dropped_note;
+    s.last_invalid_note = std::move(o.dropped_note);
+  } else {
+    s.last_invalid_note.clear();
+  }
+  r.errors_total = s.errors_total += (r.state == SensorState::error);
+  r.invalid_metrics_total = s.invalid_metrics_total += o.dropped;
+  if (r.state == SensorState::error && s.last_state != SensorState::error)
+    log_.warn("sensor " + s.name + " failed: " + r.message);
+  s.last_state = r.state;
+  s.read_before = true;
+  s.read_this_tick = true;
+  s.fresh = true;
+}
+
+// A call past its deadline: reported once; the sensor is not called again until it returns.
+void Collector::time_out(Slot& s, std::int64_t ts_ms, Millis limit) {
+  const std::string what = "timed out after " + format_duration(limit);
+  SensorReport& r = s.report;
+  r = SensorReport{};
+  r.name = s.name;
+  r.plugin = s.plugin;
+  r.timestamp = static_cast<double>(ts_ms) / 1000.0;
+  r.state = SensorState::error;
+  r.message = what + "; not called again until its call returns";
+  r.duration_seconds = std::chrono::duration<double>(limit).count();
+  r.errors_total = ++s.errors_total;
+  r.invalid_metrics_total = s.invalid_metrics_total;
+  r.series_refused_total = s.series_refused_total;
+  log_.warn("sensor " + s.name + ": " + what + "; not called again until its call returns");
+  s.last_state = SensorState::error;
+  s.timed_out = true;
+  s.fresh = true;
+}
+
+}  // namespace kiwi::agent

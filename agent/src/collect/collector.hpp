@@ -1,0 +1,188 @@
+// The collector: one thread that ticks on a steady clock aligned to the interval, has the sensors
+// that are due sampled by a small pool of sampler threads under a deadline each, and hands one
+// timestamped sample to the store and the snapshot.
+//
+// Threads:
+//   - the collector thread ("kiwi-collector") runs the schedule, the ticks, reconfiguration and
+//     the heartbeat; it alone touches the store's writer side, the snapshot and the logger;
+//   - the samplers ("kiwi-sampler") take the sensors a tick posts, in order, and call their
+//     sample(), and destroy retired instances; nothing else. One sampler does a whole tick: each
+//     thread woken costs more than most sensors' reading (tens of µs on a VM). A sensor still in
+//     its call kHandOffAfter after it began hands the rest of the queue to another sampler (an
+//     idle one, or a new one), and its thread is renamed "kiwi-s:<sensor>" until the call
+//     returns; so a slow or stuck sensor delays the others by that much at most, and the pool
+//     only grows to as many threads as there are sensors in a call at once. At most one call at a
+//     time per sensor object.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <kiwi/handler.hpp>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "collect/snapshot.hpp"
+#include "plugin/plugin_loader.hpp"
+#include "store/store.hpp"
+
+namespace kiwi::agent {
+
+// One [[sensor]] as the agent hands it over.
+struct SensorSpec {
+  std::string name;    // unique
+  std::string plugin;  // the plugin's descriptor name
+  std::int64_t every_ticks = 1;
+  Millis timeout{0};  // 0: every_ticks x interval
+  // A new instance to run; an empty one (no object) keeps the running sensor of this name with
+  // its instance, state and counters unchanged (only every_ticks/timeout/position are updated).
+  PluginInstance<Sensor> instance;
+};
+
+struct CollectorSettings {
+  Millis interval{1000};
+  Millis retention{86'400'000};
+  Millis stale_after{3000};
+  Millis commit_interval{10000};  // history is committed to disk this often
+  // Distinct series one sensor may have stored per run; values of further new ones are refused.
+  std::size_t max_series_per_sensor = 5000;
+  const SnapshotFile* snapshot_file = nullptr;  // null: no snapshot file; outlives the collector
+  std::string host;
+  std::string agent_version;
+  double started_at = 0;
+  // Called from the collector thread every `heartbeat_every` while it is not stuck in a tick (the
+  // systemd watchdog, service_notify.hpp); nothing when empty or 0.
+  std::function<void()> heartbeat;
+  Millis heartbeat_every{0};
+  // Whose uptime is the clock of the rates derived from counters (agent.procfs); taken by each
+  // sensor when it starts.
+  std::string procfs = "/proc";
+};
+
+struct CollectorStats {
+  std::atomic<std::uint64_t> ticks{0};
+  std::atomic<std::uint64_t> missed_ticks{0};
+  std::atomic<std::uint64_t> store_errors{0};
+  std::atomic<std::uint64_t> store_failing_writes{0};   // consecutive, reset by a good write
+  std::atomic<std::uint64_t> snapshot_file_errors{0};   // since start
+  std::atomic<std::uint64_t> snapshot_file_failing{0};  // consecutive, reset by a good write
+};
+
+class Collector {
+ public:
+  // Takes the sensors and starts the first sampler thread (idle until the first tick). Every spec
+  // needs an instance; throws std::invalid_argument otherwise.
+  Collector(CollectorSettings settings, std::vector<SensorSpec> sensors, Store& store,
+            SnapshotHolder& snapshot, Logger& log);
+  // stop(), if not done yet.
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  // Takes one sample now, stamped with the nearest interval boundary. Only while the collector
+  // thread is not running (tests; start() takes the first tick itself).
+  void tick_now();
+  // Takes one sample as tick number `tick_index` of the schedule, stamped tick_index x interval (a
+  // stamp not after the last one taken becomes the next grid point). A sensor with an interval of
+  // n ticks is due when the number is a multiple of n, and on its first tick. Returns within
+  // about half an interval whatever the sensors do (the publish budget). Only while the collector
+  // thread is not running.
+  void tick(std::int64_t tick_index);
+  // Starts the collector thread: its first tick is taken at once (stamped with the nearest
+  // interval boundary), then one on every boundary after. Does not wait for that first tick.
+  void start();
+  // Applied between ticks (by the collector thread once started, else at once by the caller);
+  // returns once applied, waiting at most for the tick in progress, never for a stuck sensor.
+  // Sensors not named in `sensors`, and running ones given a new instance, are retired: an idle
+  // one is destroyed on a sampler before this returns, one in a call by its sampler when the call
+  // returns. A spec without an instance whose name is not running is skipped and logged. Ignored
+  // after stop().
+  void reconfigure(CollectorSettings settings, std::vector<SensorSpec> sensors);
+  // Stops the collector thread (the tick in progress finishes), then gives every sensor (running
+  // and retiring) at most 2 s in all to return from its call and be destroyed on a sampler; the
+  // samplers are joined, except those still in a call, which are abandoned (thread detached,
+  // instance deliberately leaked so that its library stays loaded; logged). Then commits what is
+  // queued. Idempotent.
+  void stop();
+
+  // Sensors abandoned by stop() (their threads still in a call, or in the sensor's destructor).
+  std::size_t abandoned() const { return abandoned_.load(); }
+  const CollectorStats& stats() const { return stats_; }
+  std::string store_last_error() const {
+    std::lock_guard lock(error_mutex_);
+    return store_last_error_;
+  }
+  std::string snapshot_file_last_error() const {
+    std::lock_guard lock(error_mutex_);
+    return snapshot_file_last_error_;
+  }
+
+  static constexpr Millis kStopGrace{2000};      // stop(): how long sensors get to return
+  static constexpr Millis kStopRetryDelay{500};  // stop(): a failed last commit, tried again
+  // How long a sensor's call may hold up the sensors queued after it before another sampler takes
+  // them: far beyond a procfs read (about 0.1 ms), short against the publish budget (half an
+  // interval, 50 ms at the shortest).
+  static constexpr Millis kHandOffAfter{20};
+
+ private:
+  struct Hub;
+  struct Worker;
+  struct Sampler;
+  struct Slot;
+  struct Outcome;
+  struct Pending {
+    CollectorSettings settings;
+    std::vector<SensorSpec> sensors;
+  };
+  void run();
+  bool flush_store(std::int64_t now_ms);  // false: the store failed (logged, counted)
+  void log_store_recovery();
+  std::int64_t nearest_tick() const;
+  Slot make_slot(SensorSpec spec);
+  void apply(Pending p);
+  void retire(std::vector<Slot*> slots);
+  void reap_retiring();
+  void shut_down_workers();
+  std::chrono::steady_clock::time_point hand_off(std::unique_lock<std::mutex>& hub_lock);
+  void start_sampler();
+  template <class Done>
+  bool wait_for_samplers(std::unique_lock<std::mutex>& hub_lock,
+                         std::chrono::steady_clock::time_point until, Done done);
+  void read(Slot& slot, Outcome outcome, std::int64_t ts_ms);
+  void time_out(Slot& slot, std::int64_t ts_ms, Millis limit);
+
+  CollectorSettings settings_;
+  std::shared_ptr<Hub> hub_;   // the lock, the job queue and the sampler pool
+  std::vector<Slot> sensors_;  // collector thread only (or the caller of tick() before start())
+  std::vector<std::shared_ptr<Worker>> retiring_;  // retired while in a call; dropped once gone
+  std::shared_ptr<const Snapshot> last_published_;
+  Store& store_;
+  SnapshotHolder& snapshot_;
+  Logger& log_;
+  CollectorStats stats_;
+  std::atomic<std::size_t> abandoned_{0};
+  std::uint64_t sequence_ = 0;
+  std::int64_t last_ts_ms_ = INT64_MIN;  // stamp of the latest sample
+  std::int64_t last_flush_ms_ = 0;
+  std::uint64_t recoveries_logged_ = 0;  // store_.recoveries() already logged
+  std::int64_t last_prune_ms_ = 0;
+  int ticks_since_prune_ = 0;
+  mutable std::mutex error_mutex_;
+  std::string store_last_error_;
+  std::string snapshot_file_last_error_;
+
+  // The collector thread's mailbox: stop and reconfigure requests.
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable applied_;
+  std::deque<Pending> pending_;
+  std::uint64_t requested_ = 0, applied_count_ = 0;  // reconfigure requests posted, applied
+  bool running_ = false;
+  bool stopping_ = false;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
+}  // namespace kiwi::agent

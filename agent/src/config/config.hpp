@@ -1,0 +1,155 @@
+// The validated configuration. Defaults have one source: config/kiwi-agent.toml, embedded in the
+// binary at build time. A user's file is read on top of it: every scalar it sets overrides the
+// default; a [[sensor]] (or [[route]]) list in the user's file replaces the default list whole.
+#pragma once
+
+#include <toml++/toml.h>
+#include <kiwi/plugin.hpp>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "base/duration.hpp"
+
+namespace kiwi::agent {
+
+// A place in a config file, for messages: "kiwi.toml:12:3".
+struct SourcePos {
+  std::string file;
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
+  std::string str() const;
+};
+
+// Bad configuration. what() is "<file>:<line>:<col>: <key>: <problem>"; exit code 2.
+struct ConfigError : std::runtime_error {
+  ConfigError(const SourcePos& pos, const std::string& key, const std::string& problem);
+  explicit ConfigError(const std::string& message) : std::runtime_error(message) {}
+};
+
+struct BindAddress {
+  std::string host;  // numeric IPv4 or IPv6 literal (without brackets)
+  std::uint16_t port = 0;
+  bool ipv6 = false;
+  std::string str() const;  // "127.0.0.1:8095" or "[::1]:8095"
+};
+
+// [http.auth]: on when basic_users or bearer_tokens_file is set.
+struct HttpAuth {
+  std::map<std::string, std::string> basic_users;  // user name -> bcrypt hash (validated)
+  std::string bearer_tokens_file;                  // "" when none
+  std::vector<std::string> bearer_token_hashes;    // SHA-256 hex (lower case), read from the file
+  std::vector<std::string> public_paths;           // exact paths, or prefixes ending in "/*"
+  SourcePos pos;                                   // where [http.auth] is, for messages
+  bool enabled() const { return !basic_users.empty() || !bearer_tokens_file.empty(); }
+  bool operator==(const HttpAuth& o) const {
+    return basic_users == o.basic_users && bearer_tokens_file == o.bearer_tokens_file &&
+           bearer_token_hashes == o.bearer_token_hashes && public_paths == o.public_paths;
+  }
+};
+
+// [http.tls]: HTTPS on the [http] bind address when cert_file and key_file are set (both or
+// neither). The files are read with the config, at start and at every reload, so a reload after
+// the certificate is renewed in place serves the new one.
+struct HttpTls {
+  std::string cert_file, key_file;  // PEM; "" when off
+  std::string cert_pem, key_pem;    // their contents
+  SourcePos pos;                    // where [http.tls] is, for messages
+  bool enabled() const { return !cert_file.empty(); }
+  bool operator==(const HttpTls& o) const {
+    return cert_file == o.cert_file && key_file == o.key_file && cert_pem == o.cert_pem &&
+           key_pem == o.key_pem;
+  }
+};
+
+// One [[sensor]], [[route]] or [[remote_write]] entry.
+struct PluginEntry {
+  std::string plugin;              // name ("cpu") or path ("./x.so"), as written
+  std::string name;                // sensor instance name (defaults to the plugin name)
+  std::string path;                // route path ("/api/current", "/assets/*")
+  std::optional<Millis> interval;  // sensor interval override
+  // How long one sample() may take before the sensor is reported `error` ("timed out after
+  // ..."); nullopt: the sensor's interval.
+  std::optional<Millis> timeout;
+  // The entry's options, validated later against the plugin's option table. Points into
+  // Config::documents (toml++ drops source positions on copy, and errors need them).
+  const toml::table* options = nullptr;
+  SourcePos pos;         // the entry itself
+  SourcePos plugin_pos;  // its plugin/handler key, for loader errors
+  // [[remote_write]] only: series globs to send (empty: all), samples per request at most.
+  std::vector<std::string> series;
+  std::size_t max_samples = 10'000;
+};
+
+struct Config {
+  std::string source;  // file path, or "<built-in default>"
+  // The *_pos members say where a restart-only key was set in the user's file, for
+  // check_reloadable(); empty when it keeps the built-in default.
+  struct {
+    std::string data_dir;
+    SourcePos data_dir_pos;
+    std::string plugin_dir;          // "$ORIGIN" already replaced by the executable's directory
+    SourcePos plugin_dir_pos;        // where it was set, for "plugin not found" messages
+    std::string builtin_plugin_dir;  // the built-in plugin_dir: searched after plugin_dir
+    std::string procfs;
+    SourcePos procfs_pos;
+    std::string sysfs;
+    SourcePos sysfs_pos;
+    LogLevel log_level = LogLevel::info;
+    std::vector<std::string> include;  // globs of files with more [[sensor]]/[[route]] entries
+  } agent;
+  struct {
+    BindAddress bind;
+    int threads = 0;  // 0: "auto" (resolved by HttpServer)
+    Millis keep_alive{0};
+    int max_connections = 0;
+    std::vector<std::string> cors_origins;
+    HttpAuth auth;
+    HttpTls tls;
+  } http;
+  struct {
+    Millis interval{0};
+    Millis retention{0};
+    Millis stale_after{0};
+    Millis commit_interval{0};
+    std::int64_t max_series_per_sensor = 0;
+    std::string snapshot_path;  // empty: no snapshot file
+    SourcePos snapshot_path_pos;
+  } collector;
+  std::vector<PluginEntry> sensors;
+  std::vector<PluginEntry> routes;
+  std::vector<PluginEntry> outputs;                           // [[remote_write]]; none by default
+  std::vector<std::shared_ptr<const toml::table>> documents;  // keeps `options` alive
+};
+
+// The embedded text of config/kiwi-agent.toml.
+std::string_view default_config_text();
+
+// Reads `path` over the defaults. Throws ConfigError (also for unreadable files).
+Config load_config_file(const std::string& path, const std::string& exe_dir);
+// The same for text already in memory; `source` names it in messages.
+Config load_config_text(std::string_view text, const std::string& source,
+                        const std::string& exe_dir);
+// The defaults alone.
+Config default_config(const std::string& exe_dir);
+
+// For a reload: does `b` ask for the same plugin instance as `a`? Compares the plugin (as
+// written), name, path and the options (a missing table equals an empty one). Not the schedule
+// (interval, timeout), which a running instance takes over, nor source positions.
+bool same_instance(const PluginEntry& a, const PluginEntry& b);
+
+// For a reload: throws ConfigError for the first key of `next` that only a restart can change
+// (agent.data_dir, agent.procfs, agent.sysfs, collector.snapshot_path) and that differs from
+// `running`, at the place `next` sets it ("<next's file>:0:0" when it went back to the default).
+void check_reloadable(const Config& running, const Config& next);
+
+std::optional<BindAddress> parse_bind(std::string_view text);
+
+// A sensor's name when its entry has none: the plugin as written, without a directory, ".so" and
+// "kiwi-sensor-" ("cpu", "/opt/x/kiwi-sensor-gpu.so" -> "gpu", "./my_probe.so" -> "my_probe").
+std::string default_sensor_name(std::string_view plugin);
+
+}  // namespace kiwi::agent

@@ -1,0 +1,302 @@
+#include "plugin/c_abi.hpp"
+
+#include "plugin/metric_check.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+
+namespace kiwi::agent {
+
+namespace {
+
+// Row `i` of a table whose rows are `row_size` bytes (the plugin's sizeof, maybe larger than ours).
+template <class Row>
+const Row& row(const Row* table, std::uint32_t row_size, std::size_t i) {
+  return *reinterpret_cast<const Row*>(reinterpret_cast<const unsigned char*>(table) +
+                                       i * row_size);
+}
+
+std::string str(kiwi_str s) {
+  return std::string(from_c(s));
+}
+
+// A metric row as the plugin wrote it: `size` bytes (its metric_spec_size), so a member added in
+// a later minor version is read only when the row has it.
+MetricSpec spec_from_c(const kiwi_metric_spec& m, std::uint32_t size) {
+  MetricSpec spec{from_c(m.name), static_cast<Unit>(m.unit), static_cast<MetricKind>(m.kind),
+                  from_c(m.labels), from_c(m.help)};
+  if (size >= offsetof(kiwi_metric_spec, rate) + sizeof m.rate) spec.rate = from_c(m.rate);
+  return spec;
+}
+
+}  // namespace
+
+void check_rates(const std::vector<MetricSpec>& table) {
+  for (const auto& m : table) {
+    if (m.rate.empty()) continue;
+    const std::string what = "metric " + std::string(m.name) + ": rate " + std::string(m.rate);
+    if (m.kind != MetricKind::counter)
+      throw std::runtime_error(what + " on a metric that is not a counter");
+    if (!is_valid_metric_name(m.rate))
+      throw std::runtime_error(what + " is not a valid metric name");
+    const auto unit = rate_unit(m.unit);
+    if (!unit)
+      throw std::runtime_error(what + ": a counter in " + std::string(to_string(m.unit)) +
+                               " has no per-second rate");
+    auto gauge = std::find_if(table.begin(), table.end(),
+                              [&](const MetricSpec& g) { return g.name == m.rate; });
+    if (gauge == table.end()) throw std::runtime_error(what + " is not a row of the table");
+    if (gauge->kind != MetricKind::gauge || gauge->unit != *unit || gauge->labels != m.labels)
+      throw std::runtime_error(what + " must be a gauge in " + std::string(to_string(*unit)) +
+                               " with the labels \"" + std::string(m.labels) + "\"");
+  }
+}
+
+Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
+  if (!p) throw std::runtime_error("kiwi_plugin_v1() returned no descriptor");
+  if (p->abi_major != KIWI_ABI_MAJOR)
+    throw std::runtime_error("plugin built for ABI " + std::to_string(p->abi_major) + "." +
+                             std::to_string(p->abi_minor) + "; this agent loads ABI " +
+                             std::to_string(KIWI_ABI_MAJOR) +
+                             ".x; rebuild the plugin against this agent's SDK");
+  // Every member of ABI 1.0 must be there (it ends with destroy); a newer minor version may add
+  // more after them, and an output (1.1) needs its two.
+  constexpr std::size_t v1_0 = offsetof(kiwi_plugin, destroy) + sizeof(kiwi_plugin::destroy);
+  if (p->size < v1_0)
+    throw std::runtime_error("descriptor of " + std::to_string(p->size) + " bytes, ABI 1.0 has " +
+                             std::to_string(v1_0));
+  if (p->kind != KIWI_KIND_SENSOR && p->kind != KIWI_KIND_HANDLER && p->kind != KIWI_KIND_OUTPUT)
+    throw std::runtime_error("unknown plugin kind " + std::to_string(p->kind));
+  const bool sensor = p->kind == KIWI_KIND_SENSOR;
+  if (p->kind == KIWI_KIND_OUTPUT) {
+    if (!KIWI_HAS_MEMBER(p, kiwi_plugin, output_write) || !p->output_create || !p->output_write)
+      throw std::runtime_error(
+          "an output descriptor without its create and write functions (ABI 1.1)");
+  } else if (sensor ? !p->sensor_create || !p->sensor_sample
+                    : !p->handler_create || !p->handler_handle) {
+    throw std::runtime_error(std::string("a ") + (sensor ? "sensor" : "handler") +
+                             " descriptor without its create and " +
+                             (sensor ? "sample" : "handle") + " functions");
+  }
+  if (!p->destroy) throw std::runtime_error("a descriptor without destroy()");
+  if (p->name.size == 0) throw std::runtime_error("a descriptor without a name");
+  if (p->option_count && (!p->options || p->option_spec_size < sizeof(kiwi_option_spec)))
+    throw std::runtime_error("option rows of " + std::to_string(p->option_spec_size) +
+                             " bytes, ABI 1.0 has " + std::to_string(sizeof(kiwi_option_spec)));
+  if (p->metric_count && (!p->metrics || p->metric_spec_size < KIWI_METRIC_SPEC_SIZE_1_0))
+    throw std::runtime_error("metric rows of " + std::to_string(p->metric_spec_size) +
+                             " bytes, ABI 1.0 has " + std::to_string(KIWI_METRIC_SPEC_SIZE_1_0));
+
+  for (std::size_t i = 0; i < p->option_count; ++i) {
+    const auto& o = row(p->options, p->option_spec_size, i);
+    if (o.type > KIWI_OPTION_STRING_TABLE)
+      throw std::runtime_error("option '" + str(o.key) + "' has unknown type " +
+                               std::to_string(o.type));
+    options.push_back({from_c(o.key), static_cast<OptionType>(o.type), from_c(o.default_toml),
+                       from_c(o.description), o.has_range != 0, o.min, o.max});
+  }
+  for (std::size_t i = 0; i < p->metric_count; ++i) {
+    const auto& m = row(p->metrics, p->metric_spec_size, i);
+    metrics.push_back(spec_from_c(m, p->metric_spec_size));
+  }
+  check_rates(metrics);
+  info.kind = static_cast<PluginKind>(p->kind);
+  info.name = from_c(p->name);
+  info.description = from_c(p->description);
+  info.options = options;
+  info.metrics = metrics;
+}
+
+void keep_forever(std::shared_ptr<const void> code) {
+  static auto* mutex = new std::mutex;
+  static auto* kept = new std::vector<std::shared_ptr<const void>>;
+  std::lock_guard lock(*mutex);
+  kept->push_back(std::move(code));
+}
+
+CHost::CHost(Logger& l, std::shared_ptr<const void> c) : log(l), code(std::move(c)) {
+  host.size = sizeof host;
+  host.ctx = this;
+  host.keep_loaded = [](void* ctx) {
+    auto& self = *static_cast<CHost*>(ctx);
+    std::call_once(self.kept, [&] { keep_forever(self.code); });
+  };
+  host.log = [](void* ctx, std::uint32_t level, kiwi_str message) {
+    const auto lvl = level > KIWI_LOG_DEBUG ? LogLevel::debug : static_cast<LogLevel>(level);
+    static_cast<CHost*>(ctx)->log.log(lvl, from_c(message));
+  };
+}
+
+COptions::COptions(const Options& options) {
+  values.reserve(options.values().size());
+  lists.reserve(options.values().size());
+  for (const auto& v : options.values()) {
+    kiwi_option_value c{};
+    c.key = to_c(v.key);
+    c.type = static_cast<std::uint32_t>(v.type);
+    c.boolean = v.boolean;
+    c.integer = v.type == OptionType::duration ? static_cast<std::int64_t>(v.duration.count())
+                : v.type == OptionType::size   ? static_cast<std::int64_t>(v.size)
+                                               : v.integer;
+    c.number = v.number;
+    c.string = to_c(v.string);
+    auto& list = lists.emplace_back();
+    for (const auto& s : v.string_list) list.push_back(to_c(s));
+    for (const auto& [k, val] : v.table) {
+      list.push_back(to_c(k));
+      list.push_back(to_c(val));
+    }
+    c.strings = list.data();
+    c.string_count = list.size();
+    values.push_back(c);
+  }
+}
+
+CRefusal::CRefusal() {
+  c.ctx = this;
+  c.refuse = [](void* ctx, kiwi_str why) {
+    static_cast<CRefusal*>(ctx)->message = std::string(from_c(why));
+  };
+}
+
+CSensor::CSensor(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
+                 std::string_view instance_name, std::string_view procfs, std::string_view sysfs,
+                 const Options& options, Logger& log)
+    : plugin_(plugin), host_(log, std::move(code)), options_(options) {
+  kiwi_sensor_context ctx{};
+  ctx.size = sizeof ctx;
+  ctx.instance_name = to_c(instance_name);
+  ctx.procfs = to_c(procfs);
+  ctx.sysfs = to_c(sysfs);
+  ctx.options = options_.values.data();
+  ctx.option_count = options_.values.size();
+  ctx.host = &host_.host;
+  CRefusal refusal;
+  instance_ = plugin_.sensor_create(&ctx, &refusal.c);
+  if (!instance_)
+    throw std::runtime_error(refusal.message.empty() ? "create failed without a reason"
+                                                     : refusal.message);
+}
+
+CSensor::~CSensor() {
+  if (instance_) plugin_.destroy(instance_);
+}
+
+SampleResult CSensor::sample(MetricSink& sink) {
+  struct Call {
+    MetricSink& sink;
+    std::string message;
+    std::vector<Label> labels;
+    std::uint32_t spec_size;  // the plugin's row size: what of an emitted row it wrote
+  } call{sink, {}, {}, plugin_.metric_spec_size};
+  kiwi_sink s{};
+  s.size = sizeof s;
+  s.ctx = &call;
+  s.emit = [](void* ctx, const kiwi_metric_spec* m, const kiwi_label* labels, std::size_t n,
+              double value) {
+    auto& c = *static_cast<Call*>(ctx);
+    if (!m) return;
+    c.labels.clear();
+    for (std::size_t i = 0; i < n; ++i)
+      c.labels.push_back({from_c(labels[i].name), from_c(labels[i].value)});
+    // Unit and kind as given: a code this agent does not know is the check's to refuse and name.
+    c.sink.emit(spec_from_c(*m, c.spec_size), c.labels, value);
+  };
+  s.message = [](void* ctx, kiwi_str text) {
+    static_cast<Call*>(ctx)->message = std::string(from_c(text));
+  };
+  const auto deadline = sink.deadline();
+  s.deadline_ns =
+      deadline == std::chrono::steady_clock::time_point::max()
+          ? std::numeric_limits<std::int64_t>::max()
+          : std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
+                .count();
+  const std::uint32_t status = plugin_.sensor_sample(instance_, &s);
+  switch (status) {
+    case KIWI_SAMPLE_OK:
+      return SampleResult::ok(std::move(call.message));
+    case KIWI_SAMPLE_NO_DATA:
+      return SampleResult::no_data(std::move(call.message));
+    case KIWI_SAMPLE_ERROR:
+      throw std::runtime_error(call.message.empty() ? "the sample failed without a reason"
+                                                    : call.message);
+    default:
+      throw std::runtime_error("sample returned unknown status " + std::to_string(status));
+  }
+}
+
+COutput::COutput(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
+                 std::string_view instance_name, std::string_view host_name,
+                 std::string_view agent_version, const Options& options, Logger& log)
+    : plugin_(plugin), host_(log, std::move(code)), options_(options) {
+  kiwi_output_context ctx{};
+  ctx.size = sizeof ctx;
+  ctx.instance_name = to_c(instance_name);
+  ctx.options = options_.values.data();
+  ctx.option_count = options_.values.size();
+  ctx.host = &host_.host;
+  ctx.host_name = to_c(host_name);
+  ctx.agent_version = to_c(agent_version);
+  CRefusal refusal;
+  instance_ = plugin_.output_create(&ctx, &refusal.c);
+  if (!instance_)
+    throw std::runtime_error(refusal.message.empty() ? "create failed without a reason"
+                                                     : refusal.message);
+}
+
+COutput::~COutput() {
+  if (instance_) plugin_.destroy(instance_);
+}
+
+WriteResult COutput::write(const OutputBatch& batch) {
+  std::size_t label_count = 0;
+  for (const auto& s : batch.series) label_count += s.labels.size();
+  std::vector<kiwi_label> labels;
+  labels.reserve(label_count);
+  std::vector<kiwi_output_series> series;
+  series.reserve(batch.series.size());
+  static_assert(sizeof(kiwi_output_point) == sizeof(OutputPoint) &&
+                offsetof(kiwi_output_point, value) == offsetof(OutputPoint, value));
+  for (const auto& s : batch.series) {
+    kiwi_output_series& row = series.emplace_back();
+    row.size = sizeof row;
+    row.name = to_c(s.name);
+    row.labels = labels.data() + labels.size();
+    row.label_count = s.labels.size();
+    for (const auto& [k, v] : s.labels) labels.push_back({to_c(k), to_c(v)});
+    row.unit = static_cast<std::uint32_t>(s.unit);
+    row.kind = static_cast<std::uint32_t>(s.kind);
+    row.points = reinterpret_cast<const kiwi_output_point*>(s.points.data());
+    row.point_count = s.points.size();
+  }
+  kiwi_output_batch c{};
+  c.size = sizeof c;
+  c.series = series.data();
+  c.series_count = series.size();
+  c.series_size = sizeof(kiwi_output_series);
+  c.sample_count = batch.sample_count;
+  c.oldest_ms = batch.oldest_ms;
+  c.newest_ms = batch.newest_ms;
+  std::string reason;
+  kiwi_output_result result{};
+  result.size = sizeof result;
+  result.ctx = &reason;
+  result.reason = [](void* ctx, kiwi_str text) {
+    *static_cast<std::string*>(ctx) = std::string(from_c(text));
+  };
+  const std::uint32_t status = plugin_.output_write(instance_, &c, &result);
+  switch (status) {
+    case KIWI_OUTPUT_OK:
+      return WriteResult::ok(std::move(reason));
+    case KIWI_OUTPUT_DROP:
+      return WriteResult::drop(reason.empty() ? "dropped without a reason" : std::move(reason));
+    case KIWI_OUTPUT_RETRY:
+      return WriteResult::retry(reason.empty() ? "failed without a reason" : std::move(reason));
+    default:
+      return WriteResult::retry("write returned unknown status " + std::to_string(status));
+  }
+}
+
+}  // namespace kiwi::agent

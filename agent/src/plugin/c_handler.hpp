@@ -1,0 +1,87 @@
+// The host's side of the C plugin ABI for route handlers (kiwi/plugin.h): the agent's data as a
+// kiwi_data a plugin reads, and the adapter that makes a C-ABI handler a kiwi::Handler for the
+// router.
+//
+// Bodies cross without a copy: a kiwi_body becomes a kiwi::Body whose keep calls the plugin's
+// release() when the last copy goes, and holds the plugin's code loaded until then.
+#pragma once
+
+#include <kiwi/plugin.h>
+
+#include <kiwi/handler.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "plugin/c_abi.hpp"
+
+namespace kiwi::agent {
+
+struct SnapshotView;
+
+// A DataSource as a kiwi_data: every acquire builds (or shares) a read-only C view and hands out a
+// ticket holding it; release drops the ticket. Thread-safe, as the DataSource is.
+//   snapshot      the C view of a published snapshot is built once and shared until the next
+//                 one is published (cached by the Snapshot it views), so a request costs a lock
+//                 and a shared_ptr copy, not a rebuild
+//   stats         a copy of the counters and its view, per call
+//   history       per call; NULL and error->refuse(message) when the store cannot answer, or
+//                 for a query this agent cannot read (too small a `size`, an unknown aggregate)
+//   series_names  per call
+class CData {
+ public:
+  explicit CData(const DataSource& data);
+  CData(const CData&) = delete;
+  CData& operator=(const CData&) = delete;
+
+  // The one CData of `data`, shared by every handler that reads it (so a snapshot's view is
+  // built once for all of them); it lives while any of them holds it.
+  static std::shared_ptr<CData> of(const DataSource& data);
+
+  const kiwi_data* c() const { return &c_; }
+
+ private:
+  std::shared_ptr<const SnapshotView> snapshot_view() const;
+
+  const DataSource& data_;
+  kiwi_data c_{};
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<const SnapshotView> last_;  // guarded by mutex_
+};
+
+// A handler instance of a C-ABI plugin, as the router sees handlers. Its destructor calls the
+// plugin's destroy(). `code` keeps the plugin's shared object loaded: every Body this handler
+// returns holds it too, so the plugin's release() (and its bytes) outlive the handler and the
+// router (an MHD response cached by a worker thread).
+class CHandler final : public InPlaceHandler {
+ public:
+  // Calls handler_create; throws std::runtime_error with the plugin's refusal.
+  CHandler(const kiwi_plugin& plugin, std::shared_ptr<const void> code, std::string_view route_path,
+           const Options& options, Logger& log, const DataSource& data,
+           std::string_view agent_version);
+  ~CHandler() override;
+  CHandler(const CHandler&) = delete;
+  CHandler& operator=(const CHandler&) = delete;
+
+  // Calls handler_handle (concurrently, as the server does), into `out` (a Response the caller
+  // reuses: see Handler::handle_into; handle() answers through it). A non-zero return is a 500
+  // with the plugin's message: {"error":{"status":500,"message":"handler failed: ..."}}.
+  void handle_into(const Request& request, Response& out) override;
+  // handler_methods as the instance said it after create; "GET, HEAD" when it says nothing.
+  std::string_view methods() const override { return methods_; }
+
+ private:
+  const kiwi_plugin& plugin_;
+  CHost host_;  // host_.code keeps the library: every body handed out holds it too
+  COptions options_;
+  std::shared_ptr<CData> data_;
+  std::string methods_ = "GET, HEAD";
+  void* instance_ = nullptr;
+};
+
+// A kiwi_body as a Body: the same bytes, released through the plugin when the last copy goes;
+// `code` is held until then. A body of static storage (no release) holds only `code`.
+Body body_from(const kiwi_body& body, const std::shared_ptr<const void>& code);
+
+}  // namespace kiwi::agent

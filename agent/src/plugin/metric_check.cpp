@@ -1,0 +1,177 @@
+#include "plugin/metric_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <kiwi/io.hpp>
+#include <kiwi/rates.hpp>
+
+namespace kiwi::agent {
+
+namespace {
+
+bool name_char(char c, bool first) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         (!first && c >= '0' && c <= '9');
+}
+
+// `s` in double quotes for a message: at most 100 bytes, control and non-ASCII bytes as \xNN, so a
+// hostile name can neither flood the log nor put a newline or raw bytes into it.
+std::string quoted(std::string_view s) {
+  return kiwi::quote_excerpt(s, 100, '"');
+}
+
+constexpr std::size_t kProblemsShown = 3;
+constexpr std::size_t kMessageMax = 16 * 1024;  // bytes of a sensor's message kept
+
+}  // namespace
+
+bool is_valid_metric_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (std::size_t i = 0; i < name.size(); ++i)
+    if (!name_char(name[i], i == 0)) return false;
+  return true;
+}
+
+bool is_valid_label_name(std::string_view name) {
+  return is_valid_metric_name(name) && !name.starts_with("__");
+}
+
+std::optional<std::string> check_metric(const MetricSpec& metric, std::span<const Label> labels,
+                                        double value) {
+  const std::string_view name = metric.name;
+  if (!is_valid_metric_name(name))
+    return quoted(name) +
+           ": not a valid metric name (letters, digits and '_', not starting with a digit)";
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (!is_valid_label_name(labels[i].name))
+      return quoted(name) + ": label " + quoted(labels[i].name) +
+             " is not a valid label name (letters, digits and '_', not starting with a digit or "
+             "\"__\")";
+    for (std::size_t j = 0; j < i; ++j)
+      if (labels[j].name == labels[i].name)
+        return quoted(name) + ": label " + quoted(labels[i].name) + " given twice";
+  }
+  if (!is_known_unit(metric.unit))
+    return quoted(name) + ": unit code " + std::to_string(static_cast<std::uint32_t>(metric.unit)) +
+           " is not a known unit (" + units_text() + ")";
+  if (metric.kind != MetricKind::gauge && metric.kind != MetricKind::counter)
+    return quoted(name) + ": unknown metric kind";
+  if (!std::isfinite(value)) return quoted(name) + ": value is not a finite number";
+  return std::nullopt;
+}
+
+void CheckedSink::note(std::string problem) {
+  ++dropped_;
+  if (problems_.size() < kProblemsShown) problems_.push_back(std::move(problem));
+}
+
+void CheckedSink::emit(const MetricSpec& metric, std::span<const Label> labels, double value) {
+  if (auto problem = check_metric(metric, labels, value)) return note(std::move(*problem));
+  MetricValue& m = out_.emplace_back();
+  m.name = metric.name;
+  m.labels.reserve(labels.size());
+  // Names passed check_metric (ASCII); a value is any text a plugin read (a mount path, a script's
+  // output): made valid UTF-8 here, once, for every consumer (JSON, /metrics, the store, remote
+  // write), each invalid byte becoming U+FFFD.
+  for (auto& l : labels) m.labels.emplace_back(l.name, kiwi::to_valid_utf8(l.value));
+  m.value = value;
+  m.unit = to_string(metric.unit);
+  m.kind = metric.kind;
+  if (rates_ && metric.kind == MetricKind::counter && !metric.rate.empty())
+    rates_->add(m, metric, out_);
+}
+
+std::string CheckedSink::finish() {
+  // Repeats of a series: sorted by (name, labels as a set), so neighbours are equal; the first
+  // emitted is kept. Labels already in name order (as every in-tree sensor emits them) are
+  // compared in place; only others are copied and sorted.
+  if (out_.size() > 1) {
+    using LabelList = std::vector<std::pair<std::string, std::string>>;
+    std::vector<LabelList> sorted_copies;
+    std::vector<const LabelList*> labels(out_.size());
+    for (std::size_t i = 0; i < out_.size(); ++i) {
+      const LabelList& l = out_[i].labels;
+      labels[i] = &l;
+      if (!std::is_sorted(l.begin(), l.end())) {
+        if (sorted_copies.capacity() < out_.size()) sorted_copies.reserve(out_.size());  // no moves
+        LabelList& copy = sorted_copies.emplace_back(l);
+        std::sort(copy.begin(), copy.end());
+        labels[i] = &copy;
+      }
+    }
+    std::vector<std::size_t> order(out_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (int c = out_[a].name.compare(out_[b].name)) return c < 0;
+      if (*labels[a] != *labels[b]) return *labels[a] < *labels[b];
+      return a < b;
+    });
+    auto labels_of = [&](std::size_t i) -> const LabelList& { return *labels[i]; };
+    std::vector<char> repeat(out_.size(), 0);
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      std::size_t a = order[k - 1], b = order[k];
+      if (out_[a].name == out_[b].name && labels_of(a) == labels_of(b)) {
+        repeat[b] = 1;
+        std::string series = out_[b].name;
+        for (auto& [n, v] : out_[b].labels) series += " " + n + "=" + v;
+        note(quoted(series) + ": emitted more than once in one sample (the first value is kept)");
+      }
+    }
+    erase_flagged(out_, repeat);
+  }
+  if (!dropped_) return {};
+  std::string msg = "dropped " + std::to_string(dropped_) +
+                    (dropped_ == 1 ? " invalid metric: " : " invalid metrics: ");
+  for (std::size_t i = 0; i < problems_.size(); ++i) msg += (i ? "; " : "") + problems_[i];
+  if (dropped_ > problems_.size()) msg += "; ...";
+  return msg;
+}
+
+SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, std::string_view procfs) {
+  KeptFile uptime(join_path(procfs, "uptime"));
+  return call_sensor(sensor, rates, uptime);
+}
+
+SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, KeptFile& uptime,
+                       std::chrono::steady_clock::time_point deadline) {
+  if (!rates.wants_clock()) {
+    rates.begin(std::nullopt);
+  } else {
+    try {
+      rates.begin(read_uptime_ms(uptime));
+    } catch (const std::exception& e) {
+      rates.begin(std::nullopt, e.what());
+    }
+  }
+  SampleCall out;
+  CheckedSink sink(out.metrics, deadline, &rates);
+  try {
+    SampleResult result = sensor.sample(sink);
+    out.state = result.status == SampleStatus::ok ? SensorState::ok : SensorState::no_data;
+    out.message = std::move(result.message);
+  } catch (const std::exception& e) {
+    out.state = SensorState::error;
+    out.message = e.what();
+  } catch (...) {
+    out.state = SensorState::error;
+    out.message = "unknown exception";
+  }
+  const bool read = out.state != SensorState::error;
+  auto notes = rates.finish(read, out.metrics);
+  if (read) {
+    out.dropped_note = sink.finish();
+    if (!notes.status.empty())
+      out.message = out.message.empty() ? notes.status : out.message + "; " + notes.status;
+  } else {
+    out.metrics.clear();
+  }
+  // The message reaches the JSON API, the snapshot file and the log: valid UTF-8, and bounded
+  // (a sensor that quotes a whole file cannot put it into every tick's snapshot).
+  out.message = kiwi::truncate_utf8(kiwi::to_valid_utf8(out.message), kMessageMax);
+  out.dropped = sink.dropped();
+  out.rates_log = std::move(notes.log);
+  out.rates_log_repeats = notes.log_repeats;
+  return out;
+}
+
+}  // namespace kiwi::agent
