@@ -14,7 +14,6 @@
 #include <sstream>
 
 #include "base/log.hpp"
-#include "http/auth.hpp"
 #include "kiwi_embedded.hpp"
 
 extern const kiwi_embedded::File kiwi_default_config[];
@@ -61,6 +60,18 @@ std::optional<BindAddress> parse_bind(std::string_view text) {
     return std::nullopt;
   out.port = static_cast<std::uint16_t>(value);
   return out;
+}
+
+bool is_bcrypt_hash(std::string_view h) {
+  if (h.size() != 60 || h[0] != '$' || h[1] != '2' || (h[2] != 'a' && h[2] != 'b' && h[2] != 'y') ||
+      h[3] != '$' || h[6] != '$')
+    return false;
+  if (h[4] < '0' || h[4] > '9' || h[5] < '0' || h[5] > '9') return false;
+  const int cost = (h[4] - '0') * 10 + (h[5] - '0');
+  if (cost < 4 || cost > 31) return false;
+  for (char c : h.substr(7))
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '/') return false;
+  return true;
 }
 
 namespace {

@@ -148,6 +148,11 @@ void check_reloadable(const Config& running, const Config& next);
 
 std::optional<BindAddress> parse_bind(std::string_view text);
 
+// Whether `hash` is a bcrypt hash libxcrypt verifies ([http.auth] basic_users): "$2a$", "$2b$" or
+// "$2y$", a two-digit cost 04..31, "$", then 53 characters of bcrypt's base64 (22 of salt, 31 of
+// hash).
+bool is_bcrypt_hash(std::string_view hash);
+
 // A sensor's name when its entry has none: the plugin as written, without a directory, ".so" and
 // "kiwi-sensor-" ("cpu", "/opt/x/kiwi-sensor-gpu.so" -> "gpu", "./my_probe.so" -> "my_probe").
 std::string default_sensor_name(std::string_view plugin);

@@ -158,18 +158,6 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-bool is_bcrypt_hash(std::string_view h) {
-  if (h.size() != 60 || h[0] != '$' || h[1] != '2' || (h[2] != 'a' && h[2] != 'b' && h[2] != 'y') ||
-      h[3] != '$' || h[6] != '$')
-    return false;
-  if (h[4] < '0' || h[4] > '9' || h[5] < '0' || h[5] > '9') return false;
-  const int cost = (h[4] - '0') * 10 + (h[5] - '0');
-  if (cost < 4 || cost > 31) return false;
-  for (char c : h.substr(7))
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '/') return false;
-  return true;
-}
-
 bool bcrypt_verify(std::string_view password, const std::string& hash) {
   // crypt(3) takes a C string: a password with a NUL in it is never right.
   if (password.find('\0') != std::string_view::npos) return false;

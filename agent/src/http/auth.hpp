@@ -27,10 +27,6 @@ std::string to_hex(const std::array<std::uint8_t, 32>& digest);
 // Whether `a` and `b` are equal, in a time that depends on their lengths only.
 bool constant_time_equal(std::string_view a, std::string_view b);
 
-// Whether `hash` is a bcrypt hash libxcrypt verifies: "$2a$", "$2b$" or "$2y$", a two-digit cost
-// 04..31, "$", then 53 characters of bcrypt's base64 (22 of salt, 31 of hash).
-bool is_bcrypt_hash(std::string_view hash);
-
 // Whether crypt(3) of `password` with the salt and cost of `hash` gives `hash` (libxcrypt's
 // crypt_rn, compared in constant time). Slow by design: about 50-250 ms at cost 10.
 bool bcrypt_verify(std::string_view password, const std::string& hash);
