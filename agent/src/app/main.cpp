@@ -1,6 +1,5 @@
 // kiwi-agent command line. See README.md "Running" for what each option does.
 #include <unistd.h>
-#include <boost/dll/runtime_symbol_info.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -11,6 +10,7 @@
 #include "app/agent.hpp"
 #include "base/fatal_signal.hpp"
 #include "http/http_server.hpp"
+#include "plugin/plugin_loader.hpp"
 
 namespace {
 
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
 
   if (!check && describe.empty()) apply_malloc_tunables(argv);
 
-  const std::string exe_dir = boost::dll::program_location().parent_path().string();
+  const std::string exe_dir = kiwi::agent::program_directory();
   // The configuration at start, and again on every SIGHUP (the same file, read anew).
   auto read_config = [&] {
     return config_path.empty() ? default_config(exe_dir) : load_config_file(config_path, exe_dir);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <boost/dll/import.hpp>
+#include <boost/dll/runtime_symbol_info.hpp>
 
 #include <cerrno>
 #include <cstdio>
@@ -351,11 +352,23 @@ int copy_to_memfd(int fd, const std::string& file) {
   }
 }
 
-// dlopen()s `name` into `lib.library`; "" on success, else the reason.
+}  // namespace
+
+struct LoadedLibrary::Code {
+  boost::dll::shared_library library;
+};
+
+LoadedLibrary::LoadedLibrary() = default;
+
+namespace {
+
+// dlopen()s `name` into `lib.code`; "" on success, else the reason.
 std::string dl_load(LoadedLibrary& lib, const std::string& name) {
   boost::system::error_code bec;
   ::dlerror();  // clear: Boost.DLL reports any dlopen failure as "Bad file descriptor"
-  lib.library.load(name, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, bec);
+  if (!lib.code) lib.code = std::make_unique<LoadedLibrary::Code>();
+  lib.code->library.load(name, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
+                         bec);
   if (!bec) return {};
   const char* why = ::dlerror();
   return why ? why : bec.message();
@@ -379,8 +392,8 @@ void load_fresh(LoadedLibrary& lib, const std::string& file, const std::string& 
   // object of another name.
   auto load = [&](const std::string& name, Name entry) {
     if (auto why = dl_load(lib, name); !why.empty()) fail(why);
-    if (name_of(lib.library) != name) {
-      lib.library.unload();
+    if (name_of(lib.code->library) != name) {
+      lib.code->library.unload();
       return false;
     }
     ++d.names.try_emplace(name, entry).first->second.users;
@@ -430,7 +443,7 @@ void load_fresh(LoadedLibrary& lib, const std::string& file, const std::string& 
 LoadedLibrary::~LoadedLibrary() {
   Dl& d = dl();
   std::lock_guard lock(d.mutex);
-  library.unload();
+  if (code) code->library.unload();
   auto it = d.names.find(loaded_from);
   if (it == d.names.end() || --it->second.users > 0 || it->second.fd < 0) return;
   // The name stays taken while an object carries it (glibc may keep one it cannot unload).
@@ -523,8 +536,8 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(std::optional<PluginKind> kind
     log_.debug(file + ": changed on disk since it was loaded; loaded anew from " +
                lib->loaded_from + " (instances of the old copy keep it until they go)");
   // The entry point first: nothing else in the file is used until its descriptor checks out.
-  if (!lib->library.has(KIWI_PLUGIN_ENTRY)) {
-    if (lib->library.has("kiwi_abi_version"))
+  if (!lib->code->library.has(KIWI_PLUGIN_ENTRY)) {
+    if (lib->code->library.has("kiwi_abi_version"))
       throw PluginError(at + "built for the C++ plugin ABI of kiwi-agent 0.2 and earlier (it " +
                         "exports kiwi_abi_version); rebuild it against this agent's SDK, which " +
                         "loads C ABI " + std::to_string(KIWI_ABI_MAJOR) + ".x");
@@ -533,7 +546,7 @@ std::shared_ptr<LoadedLibrary> PluginLoader::open(std::optional<PluginKind> kind
                       "from C as kiwi/plugin.h says)");
   }
   try {
-    const auto entry_point = lib->library.get<const kiwi_plugin*()>(KIWI_PLUGIN_ENTRY);
+    const auto entry_point = lib->code->library.get<const kiwi_plugin*()>(KIWI_PLUGIN_ENTRY);
     lib->descriptor = std::make_unique<Descriptor>(entry_point());
   } catch (const std::exception& e) {
     throw PluginError(at + e.what());
@@ -618,6 +631,10 @@ std::string describe_plugin(const LoadedLibrary& lib) {
         << (m.unit == Unit::none ? "" : ", " + std::string(to_string(m.unit))) << ")\n      "
         << m.help << "\n";
   return out.str();
+}
+
+std::string program_directory() {
+  return boost::dll::program_location().parent_path().string();
 }
 
 }  // namespace kiwi::agent

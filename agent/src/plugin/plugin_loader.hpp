@@ -6,7 +6,6 @@
 #pragma once
 
 #include <sys/stat.h>
-#include <boost/dll/shared_library.hpp>
 #include <kiwi/handler.hpp>
 #include <kiwi/output.hpp>
 #include <kiwi/sensor.hpp>
@@ -45,14 +44,15 @@ struct LoadedLibrary {
   std::string file;         // resolved path (shown in /api/plugins)
   std::string loaded_from;  // what dlopen() was given: `file`, or "/proc/self/fd/N" for a reload
   FileIdentity identity;    // of `file` when it was loaded
-  boost::dll::shared_library library;
+  struct Code;              // the Boost.DLL library (plugin_loader.cpp)
+  std::unique_ptr<Code> code;
   // What kiwi_plugin_v1() returned, as this agent reads it; points into the library.
   std::unique_ptr<Descriptor> descriptor;
   const PluginInfo* info = nullptr;  // &descriptor->info
   std::uint32_t abi_major = 0;       // the C ABI version it was built for
   std::uint32_t abi_minor = 0;
 
-  LoadedLibrary() = default;
+  LoadedLibrary();
   LoadedLibrary(const LoadedLibrary&) = delete;
   LoadedLibrary& operator=(const LoadedLibrary&) = delete;
   ~LoadedLibrary();
@@ -149,6 +149,9 @@ inline constexpr std::string_view kOutputHostKeys[] = {"name", "plugin", "interv
 Options validate_options(const PluginInfo& info, const toml::table* given, const std::string& file,
                          const std::string& where,
                          std::span<const std::string_view> host_keys = {});
+
+// The directory of the running executable: what "$ORIGIN" in a configured path stands for.
+std::string program_directory();
 
 // The option table as text, for `kiwi-agent --describe-plugin NAME`.
 std::string describe_plugin(const LoadedLibrary& lib);
