@@ -2,6 +2,7 @@
 #include <fstream>
 
 #include "config/config.hpp"
+#include "config/toml_table.hpp"
 #include "test_support.hpp"
 
 using namespace kiwi::agent;
@@ -98,7 +99,7 @@ handler = "dashboard"
   REQUIRE(c.sensors.size() == 2);  // replaces the default list
   CHECK(c.sensors[0].name == "cpu-fast");
   CHECK(c.sensors[0].interval == Millis(1000));
-  CHECK(c.sensors[0].options->contains("anything"));
+  CHECK(toml_table(*c.sensors[0].options).contains("anything"));
   CHECK(c.sensors[0].plugin_pos.line == 16);
   CHECK(c.routes.size() == 1);  // replaces the default routes
 }
@@ -491,7 +492,8 @@ TEST_CASE(
   CHECK(c.outputs[1].series == std::vector<std::string>{"cpu_*"});
   CHECK(c.outputs[1].max_samples == 500);
   REQUIRE(c.outputs[1].options);
-  CHECK(c.outputs[1].options->contains("url"));  // the plugin's options: the table itself
+  CHECK(
+      toml_table(*c.outputs[1].options).contains("url"));  // the plugin's options: the table itself
   CHECK(error_of("[[remote_write]]\nurl = \"x\"\ninterval = \"500ms\"\n") ==
         "kiwi.toml:3:12: remote_write.interval: \"500ms\" is out of range (accepted: 1s to 1h)");
   CHECK(error_of("[[remote_write]]\n[[remote_write]]\n") ==

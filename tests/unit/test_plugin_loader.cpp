@@ -17,7 +17,9 @@
 #include <kiwi/json.hpp>
 
 #include "collect/collector.hpp"
+#include "config/options.hpp"
 #include "emulator.hpp"
+#include "options_support.hpp"
 #include "plugin/metric_check.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "test_support.hpp"
@@ -36,10 +38,7 @@ PluginEntry entry(std::string plugin, std::string options_toml = "") {
   e.name = "s";
   e.pos = e.plugin_pos = {"kiwi.toml", 3, 10};
   if (!options_toml.empty()) {
-    static std::vector<std::shared_ptr<toml::table>> keep;  // options point into the document
-    keep.push_back(std::make_shared<toml::table>(
-        toml::parse(std::string_view(options_toml), std::string("kiwi.toml"))));
-    e.options = (*keep.back())["options"].as_table();
+    e.options = kiwi::test::options_table(options_toml);
   }
   return e;
 }
@@ -193,17 +192,17 @@ const kiwi::PluginInfo kTypedInfo{kiwi::PluginKind::handler, "typed", "typed opt
 // validate_options on `toml` (the body of an [options] table at line 2); the error text if it
 // throws.
 std::string typed_error(const std::string& toml) {
-  auto doc = toml::parse("[options]\n" + toml, std::string("kiwi.toml"));
   try {
-    validate_options(kTypedInfo, doc["options"].as_table(), "kiwi.toml", "route");
+    validate_options(kTypedInfo, kiwi::test::options_table("[options]\n" + toml), "kiwi.toml",
+                     "route");
   } catch (const std::exception& e) {
     return e.what();
   }
   return "";
 }
 kiwi::Options typed(const std::string& toml) {
-  auto doc = toml::parse("[options]\n" + toml, std::string("kiwi.toml"));
-  return validate_options(kTypedInfo, doc["options"].as_table(), "kiwi.toml", "route");
+  return validate_options(kTypedInfo, kiwi::test::options_table("[options]\n" + toml), "kiwi.toml",
+                          "route");
 }
 }  // namespace
 
@@ -246,14 +245,14 @@ TEST_CASE("loader: a bad duration or size names file:line:col and what it got") 
         "kiwi.toml:2:14: route.options.max_output: " + size_help);
 }
 
-TEST_CASE("loader: an invalid typed default is the plugin's error, named") {
+TEST_CASE("options: an invalid typed default is the plugin's error, named") {
   constexpr kiwi::OptionSpec bad[] = {
       {"timeout", kiwi::OptionType::duration, "\"10\"", "a duration without a unit"}};
   const kiwi::PluginInfo info{kiwi::PluginKind::handler, "bad", "", bad, kiwi::no_metrics};
   try {
     validate_options(info, nullptr, "kiwi.toml", "route");
     FAIL("no error");
-  } catch (const PluginError& e) {
+  } catch (const kiwi::agent::InvalidDefault& e) {  // the loader's PluginError (exit 2)
     CHECK(std::string(e.what()) == "plugin bad: option 'timeout' has an invalid default '\"10\"'");
   }
 }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "base/log.hpp"
+#include "config/toml_table.hpp"
 #include "kiwi_embedded.hpp"
 
 extern const kiwi_embedded::File kiwi_default_config[];
@@ -243,7 +244,7 @@ class Reader {
   // The files `[agent] include` names, in order: each glob relative to this file's directory,
   // its matches sorted by name (glob(3)); a glob that matches nothing (a missing conf.d) reads
   // nothing. An included file holds [[sensor]] and [[route]] entries only, appended to the lists.
-  void read_includes(std::vector<std::shared_ptr<const toml::table>>& documents) {
+  void read_includes(std::vector<std::shared_ptr<const void>>& documents) {
     const std::filesystem::path dir = std::filesystem::path(file_).parent_path();
     for (auto& [pattern, pos] : includes_) {
       const std::string full =
@@ -271,9 +272,10 @@ class Reader {
         if (!text)
           throw ConfigError(pos, "agent.include",
                             f + ": cannot read the included file: " + std::strerror(errno));
-        documents.push_back(parse_toml(*text, f));
+        auto doc = parse_toml(*text, f);
+        documents.push_back(doc);
         Reader part(cfg_, f, exe_dir_);
-        part.read_included(*documents.back());
+        part.read_included(*doc);
       }
     }
   }
@@ -611,7 +613,7 @@ class Reader {
       }
       if (auto* o = t.get("options")) {
         if (!o->is_table()) fail(*o, kind + ".options", "must be a table");
-        e.options = o->as_table();
+        e.options = option_table(*o->as_table());
       }
       out.push_back(std::move(e));
     }
@@ -657,7 +659,7 @@ class Reader {
       if (auto* n = t.get("max_samples"))
         e.max_samples =
             static_cast<std::size_t>(integer(*n, "remote_write.max_samples", 100, 1'000'000));
-      e.options = &t;
+      e.options = option_table(t);
       out.push_back(std::move(e));
     }
     return out;
@@ -684,13 +686,15 @@ Config load(std::string_view text, const std::string& source, const std::string&
   Config cfg;
   cfg.source = with_user ? source : "<built-in default>";
   Reader defaults(cfg, "<built-in default>", exe_dir);
-  cfg.documents.push_back(parse_toml(default_config_text(), "<built-in default>"));
-  defaults.read(*cfg.documents.back());
+  auto defaults_doc = parse_toml(default_config_text(), "<built-in default>");
+  cfg.documents.push_back(defaults_doc);
+  defaults.read(*defaults_doc);
   cfg.agent.builtin_plugin_dir = cfg.agent.plugin_dir;
   Reader user(cfg, source, exe_dir);
   if (with_user) {
-    cfg.documents.push_back(parse_toml(text, source));
-    user.read(*cfg.documents.back());
+    auto doc = parse_toml(text, source);
+    cfg.documents.push_back(doc);
+    user.read(*doc);
     user.read_includes(cfg.documents);
   }
   (with_user ? user : defaults).finish();
@@ -711,7 +715,7 @@ Config load_config_text(std::string_view text, const std::string& source,
 bool same_instance(const PluginEntry& a, const PluginEntry& b) {
   static const toml::table none;
   return a.plugin == b.plugin && a.name == b.name && a.path == b.path &&
-         (a.options ? *a.options : none) == (b.options ? *b.options : none);
+         (a.options ? toml_table(*a.options) : none) == (b.options ? toml_table(*b.options) : none);
 }
 
 void check_reloadable(const Config& running, const Config& next) {

@@ -3,7 +3,6 @@
 // default; a [[sensor]] (or [[route]]) list in the user's file replaces the default list whole.
 #pragma once
 
-#include <toml++/toml.h>
 #include <kiwi/plugin.hpp>
 #include <map>
 #include <memory>
@@ -65,6 +64,10 @@ struct HttpTls {
   }
 };
 
+// An entry's options table as written, with the place of each key: opaque outside the config layer
+// (read it with validate_options(), config/options.hpp). It lives in a document the Config keeps.
+struct OptionTable;
+
 // One [[sensor]], [[route]] or [[remote_write]] entry.
 struct PluginEntry {
   std::string plugin;              // name ("cpu") or path ("./x.so"), as written
@@ -76,7 +79,7 @@ struct PluginEntry {
   std::optional<Millis> timeout;
   // The entry's options, validated later against the plugin's option table. Points into
   // Config::documents (toml++ drops source positions on copy, and errors need them).
-  const toml::table* options = nullptr;
+  const OptionTable* options = nullptr;
   SourcePos pos;         // the entry itself
   SourcePos plugin_pos;  // its plugin/handler key, for loader errors
   // [[remote_write]] only: series globs to send (empty: all), samples per request at most.
@@ -121,8 +124,8 @@ struct Config {
   } collector;
   std::vector<PluginEntry> sensors;
   std::vector<PluginEntry> routes;
-  std::vector<PluginEntry> outputs;                           // [[remote_write]]; none by default
-  std::vector<std::shared_ptr<const toml::table>> documents;  // keeps `options` alive
+  std::vector<PluginEntry> outputs;                    // [[remote_write]]; none by default
+  std::vector<std::shared_ptr<const void>> documents;  // the parsed files: keep `options` alive
 };
 
 // The embedded text of config/kiwi-agent.toml.

@@ -143,13 +143,6 @@ class PluginLoader {
 inline constexpr std::string_view kOutputHostKeys[] = {"name", "plugin", "interval", "series",
                                                        "max_samples"};
 
-// Checks a TOML options table against a plugin's option table and fills in the defaults.
-// `where` prefixes a key in messages ("sensor.options."); `host_keys` are skipped (not options).
-// Throws ConfigError at the offending key (file:line:col).
-Options validate_options(const PluginInfo& info, const toml::table* given, const std::string& file,
-                         const std::string& where,
-                         std::span<const std::string_view> host_keys = {});
-
 // The directory of the running executable: what "$ORIGIN" in a configured path stands for.
 std::string program_directory();
 

@@ -11,6 +11,8 @@
 #include <system_error>
 #include <thread>
 
+#include "config/options.hpp"
+#include "options_support.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "sensor_test_util.hpp"
 #include "storage_parse.hpp"
@@ -392,8 +394,8 @@ TEST_CASE("storage: statvfs_timeout is a duration from 1ms to 1m, checked by the
   const kiwi::PluginInfo info{kiwi::PluginKind::sensor, "storage", "", kiwi::storage::kOptions,
                               kiwi::storage::kMetricSpecs};
   auto options = [&](const std::string& line) {
-    auto doc = toml::parse("[options]\n" + line, std::string("kiwi.toml"));
-    return kiwi::agent::validate_options(info, doc["options"].as_table(), "kiwi.toml", "sensor");
+    return kiwi::agent::validate_options(info, kiwi::test::options_table("[options]\n" + line),
+                                         "kiwi.toml", "sensor");
   };
   CHECK(options("").get_duration("statvfs_timeout") == std::chrono::seconds(1));
   CHECK(options("statvfs_timeout = \"250ms\"").get_duration("statvfs_timeout") ==
