@@ -1,5 +1,6 @@
-// The server's gzip (agent/src/base/gzip.hpp): what it sends as Content-Encoding: gzip, which types
-// it compresses, and the cache that compresses a body once by its identity.
+// The server's gzip (agent/src/base/compress.hpp, agent/src/http/response_cache.hpp): what it sends
+// as Content-Encoding: gzip, which types it compresses, and the cache that compresses a body once
+// by its identity.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -8,7 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "base/gzip.hpp"
+#include "base/compress.hpp"
+#include "http/response_cache.hpp"
 
 using kiwi::Body;
 using kiwi::agent::compressible_type;

@@ -18,8 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "base/gzip.hpp"
+#include "base/compress.hpp"
 #include "http/http_server.hpp"
+#include "http/response_cache.hpp"
 #include "http/router.hpp"
 
 using namespace kiwi;

@@ -1,5 +1,6 @@
 #include "http/http_server.hpp"
 
+#include "base/compress.hpp"
 #include "http/mhd_api.hpp"
 
 #include <arpa/inet.h>

@@ -13,9 +13,9 @@
 #include <memory>
 #include <string>
 
-#include "base/gzip.hpp"
 #include "config/config.hpp"
 #include "http/auth.hpp"
+#include "http/response_cache.hpp"
 #include "http/router.hpp"
 
 struct MHD_Daemon;

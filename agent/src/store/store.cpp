@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "base/compress.hpp"
 #include "base/files.hpp"
-#include "base/gzip.hpp"
 
 namespace kiwi::agent {
 

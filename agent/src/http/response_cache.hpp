@@ -1,20 +1,18 @@
-// Compression, all of it (zlib): gzip of response bodies by the HTTP server with the server-wide
-// cache that makes it once per body, and raw deflate of the history blocks the store writes.
-// Handlers return plain bodies; the server decides whether and how to compress them (as h2o's
-// compress filter does), so no compressed bytes and no zlib cross the plugin boundary.
+// What the HTTP server compresses and the cache that compresses a body once. Handlers return plain
+// bodies; the server decides whether and how to compress them (as h2o's compress filter does), so
+// no compressed bytes and no zlib cross the plugin boundary.
 #pragma once
 
 #include <zlib.h>
 
 #include <cstdint>
+#include <kiwi/handler.hpp>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
-
-#include <kiwi/handler.hpp>
 
 namespace kiwi::agent {
 
@@ -28,21 +26,6 @@ inline constexpr std::size_t kGzipMinBytes = 1024;
 // by every request.
 inline constexpr int kGzipCachedLevel = Z_DEFAULT_COMPRESSION;
 inline constexpr int kGzipPerRequestLevel = Z_BEST_SPEED;
-
-// gzip (RFC 1952) of `data`. Thread-safe. Throws std::runtime_error if zlib fails (out of memory).
-std::string gzip(std::string_view data, int level = Z_DEFAULT_COMPRESSION);
-
-// The data in a gzip stream. Throws std::runtime_error if `data` is not a complete gzip stream.
-std::string gunzip(std::string_view data);
-
-// Raw deflate (RFC 1951, no header or checksum: the store frames and checks its rows itself) of
-// `data`. Thread-safe. Throws std::runtime_error if zlib fails (out of memory).
-std::string deflate_raw(std::string_view data, int level = Z_DEFAULT_COMPRESSION);
-
-// The data in a raw deflate stream that inflates to exactly `size` bytes; false (and `out`
-// unspecified) if it does not: damaged, truncated, or longer. `out` is reused (no allocation once
-// it has grown to the size).
-bool inflate_raw(std::string_view data, std::size_t size, std::string& out);
 
 // Whether a Content-Type names a format that compresses well (text, JSON, JavaScript, XML, SVG):
 // its responses get "Vary: Accept-Encoding", and gzip for a client that accepts it.
