@@ -5,6 +5,8 @@
 
 #include <kiwi/io.hpp>
 
+#include <kiwi/handler.hpp>
+
 #include "plugin/metric_check.hpp"
 
 using namespace kiwi::agent;

@@ -5,6 +5,7 @@
 //   append_json_number(out, v)    a metric value as the API prints numbers
 //   append_json_shortest(out, v)  a number in its shortest form, laid out as the API prints them
 //   render_snapshot_json(snap)    the /api/current body of a snapshot
+//   append_config_status_json     the "config" and "reload" members of /api/health and /api/plugins
 //
 // All of them are pure functions of their arguments: safe from any thread.
 #pragma once
@@ -13,9 +14,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
+#include "kiwi/model.hpp"
 #include "kiwi/utf8.hpp"
 
 namespace kiwi {
@@ -168,14 +171,6 @@ inline void append_json_shortest(std::string& out, double r) {
   }
 }
 
-}  // namespace kiwi
-
-// The types rendered below; handler.hpp includes this file after declaring them (and uses the
-// functions above), so either header may be included first.
-#include "kiwi/handler.hpp"
-
-namespace kiwi {
-
 // The /api/current body of `s` (docs/api.md; the shape scripts rely on: extend it, don't reshape
 // it). It says "stale":false, once, as a top-level member (string values are escaped, so those
 // exact bytes occur nowhere else): the current handler rewrites it when the sample is older than
@@ -255,6 +250,30 @@ inline std::string render_snapshot_json(const Snapshot& s) {
   }
   out += "}}"sv;
   return out;
+}
+
+// Appends `,"config":{...},"reload":{...}` (docs/api.md), shared by /api/health and /api/plugins.
+inline void append_config_status_json(std::string& out, const ConfigStatus& c) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, ",\"config\":{\"generation\":%llu,\"loaded_at\":%.3f,\"source\":",
+                static_cast<unsigned long long>(c.generation), c.loaded_at);
+  out += buf;
+  append_json_string(out, c.source);
+  out += "},\"reload\":{\"status\":";
+  append_json_string(out, c.reload_status);
+  if (c.reload_at > 0) {
+    std::snprintf(buf, sizeof buf, ",\"at\":%.3f", c.reload_at);
+    out += buf;
+  } else {
+    out += ",\"at\":null";
+  }
+  out += ",\"message\":";
+  if (c.reload_status == "failed")
+    append_json_string(out, c.reload_message);
+  else
+    out += "null";
+  out += ",\"ok_total\":" + std::to_string(c.reloads_ok) +
+         ",\"failed_total\":" + std::to_string(c.reloads_failed) + "}";
 }
 
 }  // namespace kiwi

@@ -19,7 +19,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <kiwi/handler.hpp>
+#include <kiwi/model.hpp>
 #include <memory>
 #include <mutex>
 #include <thread>

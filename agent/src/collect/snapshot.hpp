@@ -3,7 +3,7 @@
 #pragma once
 
 #include <atomic>
-#include <kiwi/handler.hpp>
+#include <kiwi/model.hpp>
 #include <memory>
 #include <stdexcept>
 

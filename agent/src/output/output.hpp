@@ -20,7 +20,7 @@
 
 #include <condition_variable>
 #include <functional>
-#include <kiwi/handler.hpp>
+#include <kiwi/model.hpp>
 #include <kiwi/output.hpp>
 #include <mutex>
 #include <thread>

@@ -6,8 +6,9 @@
 #pragma once
 
 #include <chrono>
-#include <kiwi/handler.hpp>
 #include <kiwi/io.hpp>
+#include <kiwi/model.hpp>
+#include <kiwi/sensor.hpp>
 #include <optional>
 #include <string>
 #include <vector>

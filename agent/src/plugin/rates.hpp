@@ -10,7 +10,7 @@
 #pragma once
 
 #include <cstdint>
-#include <kiwi/handler.hpp>
+#include <kiwi/model.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>

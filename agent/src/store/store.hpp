@@ -59,7 +59,7 @@
 #include <array>
 #include <atomic>
 #include <future>
-#include <kiwi/handler.hpp>
+#include <kiwi/model.hpp>
 #include <map>
 #include <memory>
 #include <mutex>

@@ -1,0 +1,163 @@
+// kiwi-agent plugin SDK: the data model. What a sample is (MetricValue, SensorReport, Snapshot),
+// what the agent says of itself (AgentStats and the statuses in it) and what a history query asks
+// and answers. The host's layers and the handlers share these types; none of them crosses the C
+// ABI itself (kiwi/plugin.h has the C views, kiwi/abi.hpp converts).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kiwi/plugin.hpp"
+
+namespace kiwi {
+
+struct MetricValue {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> labels;
+  double value = 0;
+  std::string unit;
+  MetricKind kind = MetricKind::gauge;
+};
+
+enum class SensorState : std::uint32_t { ok, no_data, error };
+
+inline std::string_view to_string(SensorState s) {
+  return s == SensorState::ok ? "ok" : s == SensorState::no_data ? "no_data" : "error";
+}
+
+struct SensorReport {
+  std::string name;    // [[sensor]] name
+  std::string plugin;  // plugin name
+  SensorState state = SensorState::ok;
+  std::string message;
+  double timestamp = 0;                     // unix seconds of this sensor's last reading
+  double duration_seconds = 0;              // how long its last sample() took
+  std::uint64_t errors_total = 0;           // samples that threw since the agent started
+  std::uint64_t invalid_metrics_total = 0;  // metrics the host dropped (kiwi/sensor.hpp rules)
+  std::uint64_t series_refused_total = 0;   // values of series beyond the sensor's series limit
+  std::vector<MetricValue> metrics;
+};
+
+// The latest sample, immutable once published. kiwi/json.hpp render_snapshot_json makes the
+// /api/current body of it.
+struct Snapshot {
+  std::uint64_t sequence = 0;  // 1 for the first sample; the ETag of /api/current
+  double timestamp = 0;        // unix seconds of the tick
+  double interval_seconds = 1;
+  double stale_after_seconds = 3;
+  std::string host;
+  std::string agent_version;
+  double started_at = 0;  // unix seconds the agent started (uptime = timestamp - started_at)
+  std::vector<SensorReport> sensors;
+};
+
+// A loaded plugin instance, for /api/plugins.
+struct PluginStatus {
+  std::string name;  // sensor instance name, or the route path for a handler
+  PluginKind kind = PluginKind::sensor;
+  std::string plugin;  // the plugin's own name
+  std::string file;
+  std::uint32_t abi_major = 0;  // the C ABI (kiwi/plugin.h) it was built for
+  std::uint32_t abi_minor = 0;
+  std::span<const MetricSpec> metrics;  // the plugin's metric table (valid while it is loaded)
+  std::shared_ptr<const void> library;  // keeps the plugin loaded while this copy lives
+};
+
+struct HttpRequestCount {
+  std::string route;  // configured route path; "unmatched" for 404s
+  int status = 0;
+  std::uint64_t count = 0;
+};
+
+// The configuration in force, and how the latest reload (SIGHUP) went.
+struct ConfigStatus {
+  std::uint64_t generation = 1;        // 1 at start; +1 for every reload that applied
+  double loaded_at = 0;                // unix seconds the running configuration took effect
+  std::string source;                  // its file, or "<built-in default>"
+  std::string reload_status = "none";  // "none" (never reloaded), "ok" or "failed"
+  double reload_at = 0;                // unix seconds of the latest reload (0: none)
+  std::string reload_message;          // a failed reload's error, as --check-config words it
+  std::uint64_t reloads_ok = 0;
+  std::uint64_t reloads_failed = 0;
+};
+
+// One output ([[remote_write]]) and its backlog (kiwi_output_status).
+struct OutputStatus {
+  std::string name;
+  std::string plugin;
+  std::string state;  // "starting", "live", "catching_up", "retrying"
+  double interval_seconds = 0;
+  double acked_at = 0;        // unix seconds of the newest sample the receiver took (0: none)
+  double seconds_behind = 0;  // newest stored sample minus acked_at
+  std::uint64_t samples_pending = 0;
+  std::uint64_t samples_sent_total = 0;
+  std::uint64_t batches_sent_total = 0;
+  std::uint64_t batches_dropped_total = 0;
+  std::uint64_t samples_dropped_total = 0;
+  std::uint64_t failures_total = 0;
+  std::string last_error;
+  double last_error_at = 0;
+};
+
+// Counters of the running agent, for /api/health, /api/plugins and /metrics.
+struct AgentStats {
+  std::string version;
+  double started_at = 0;  // unix seconds
+  std::uint64_t ticks = 0;
+  std::uint64_t missed_ticks = 0;
+  std::uint64_t store_write_errors = 0;    // since start
+  std::uint64_t store_failing_writes = 0;  // history commits failed in a row (0 = healthy)
+  std::string store_last_error;
+  std::string store_recovered;              // a damaged history file replaced since start ("")
+  std::uint64_t store_samples_pending = 0;  // samples queued, not yet committed
+  std::string snapshot_file;                // collector.snapshot_path ("" when off)
+  std::uint64_t snapshot_file_errors = 0;   // failed writes since start
+  std::uint64_t snapshot_file_failing = 0;  // failed in a row (0 = healthy)
+  std::string snapshot_file_last_error;
+  std::vector<PluginStatus> plugins;
+  std::vector<HttpRequestCount> http_requests;
+  ConfigStatus config;
+  std::vector<OutputStatus> outputs;         // an agent before ABI 1.1: none
+  std::uint64_t http_auth_failures = 0;      // credentials refused (an agent before 1.2: 0)
+  std::uint64_t http_auth_rate_limited = 0;  // refused unchecked, the address blocked
+};
+
+// A history query. Limits are checked by the handler; the store trusts them.
+enum class Aggregate : std::uint32_t { mean, max, min, last };
+
+struct HistoryQuery {
+  std::size_t limit = 120;            // latest N samples (or buckets) within [since, until]
+  std::optional<double> since;        // unix seconds, inclusive
+  std::optional<double> until;        // unix seconds, inclusive
+  std::vector<std::string> patterns;  // series names or keys, `*` globs; empty means all
+  double step = 0;                    // > 0: buckets of `step` seconds, aligned to multiples of it
+  Aggregate aggregate = Aggregate::mean;
+};
+
+struct HistorySeries {
+  std::string key;  // `name` or `name{label="value",...}`, unique within a result
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string unit;
+  MetricKind kind = MetricKind::gauge;
+  std::vector<double> values;  // one per timestamp; NaN where the series has no value
+};
+
+struct HistoryResult {
+  std::vector<double> timestamps;  // unix seconds, oldest first
+  std::vector<HistorySeries> series;
+};
+
+// Thrown by DataSource::history when the store cannot answer (I/O error, corrupt database).
+struct StoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace kiwi
