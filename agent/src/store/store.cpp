@@ -46,7 +46,7 @@ constexpr int kSchemaVersion = 4;
 // steady state, plus the inode updates. The cost: no other process can read the file while the
 // agent has it open. nullptr (the default VFS) if this SQLite lacks it.
 const char* history_vfs() {
-  static const char* const name = sqlite3_vfs_find("unix-excl") ? "unix-excl" : nullptr;
+  static const char* const name = sql::has_vfs("unix-excl") ? "unix-excl" : nullptr;
   return name;
 }
 
@@ -94,10 +94,6 @@ std::int64_t minus_saturating(std::int64_t t, std::int64_t d) {
   return t < INT64_MIN + d ? INT64_MIN : t - d;
 }
 
-void bind_text(sqlite3_stmt* st, int i, std::string_view s) {
-  sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-}
-
 // A series' key: `name`, or `name{labels}` with its canonical label text. Written into `out`, so
 // the per-tick lookup reuses one buffer.
 void assign_key(std::string& out, std::string_view name, std::string_view labels) {
@@ -128,88 +124,49 @@ std::string canonical_labels(const std::vector<std::pair<std::string, std::strin
   return out;
 }
 
-int TickStatements::prepare(sqlite3* db) {
+int TickStatements::prepare(sql::Connection& db) {
   static constexpr const char* kSql[] = {
       "SELECT ts, data FROM blocks WHERE ts BETWEEN ?1 AND ?2 AND last >= ?3 ORDER BY ts",
       "SELECT ts, data FROM blocks WHERE ts BETWEEN ?1 AND ?2 AND last >= ?3 ORDER BY ts DESC",
       "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
       "SELECT ts, data FROM samples WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts DESC"};
-  sqlite3_stmt** out[] = {&blocks_up, &blocks_down, &rows_up, &rows_down};
+  sql::Statement* out[] = {&blocks_up, &blocks_down, &rows_up, &rows_down};
   for (int i = 0; i < 4; ++i)
-    if (int rc = sqlite3_prepare_v3(db, kSql[i], -1, SQLITE_PREPARE_PERSISTENT, out[i], nullptr);
-        rc != SQLITE_OK)
-      return rc;
-  return SQLITE_OK;
-}
-
-void TickStatements::finalize() {
-  for (auto** st : {&blocks_up, &blocks_down, &rows_up, &rows_down}) {
-    sqlite3_finalize(*st);
-    *st = nullptr;
-  }
+    if (int rc = out[i]->prepare(db, kSql[i]); rc != sql::kOk) return rc;
+  return sql::kOk;
 }
 
 ReadConnection::ReadConnection(const std::string& path) {
-  int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                           history_vfs());
-  if (rc == SQLITE_OK) {
-    sqlite3_busy_timeout(db_, 1000);
-    rc = sqlite3_exec(db_, kCacheSizePragma, nullptr, nullptr, nullptr);
+  int rc = db_.open(path, sql::Access::read_only, history_vfs());
+  if (rc == sql::kOk) {
+    db_.busy_timeout(1000);
+    rc = db_.try_exec(kCacheSizePragma);
   }
-  if (rc == SQLITE_OK) rc = ticks_.prepare(db_);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_,
-                            "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts",
-                            -1, SQLITE_PREPARE_PERSISTENT, &rollups_, nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_,
-                            "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts "
-                            "LIMIT 1",
-                            -1, SQLITE_PREPARE_PERSISTENT, &rollup_next_, nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_, "SELECT data FROM rollups WHERE ts = ?1", -1,
-                            SQLITE_PREPARE_PERSISTENT, &rollup_at_, nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_, "SELECT data FROM hours WHERE ts = ?1", -1,
-                            SQLITE_PREPARE_PERSISTENT, &hour_at_, nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_,
-                            "SELECT (SELECT ts FROM samples ORDER BY ts LIMIT 1), "
-                            "(SELECT ts FROM blocks ORDER BY ts LIMIT 1), "
-                            "(SELECT ts FROM rollups ORDER BY ts LIMIT 1)",
-                            -1, SQLITE_PREPARE_PERSISTENT, &bounds_, nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v3(db_,
-                            "SELECT (SELECT coalesce(sum(ticks), 0) FROM blocks WHERE ts > ?1), "
-                            "(SELECT max(last) FROM blocks WHERE ts > ?1), "
-                            "(SELECT count(*) FROM samples WHERE ts > ?1), "
-                            "(SELECT max(ts) FROM samples WHERE ts > ?1)",
-                            -1, SQLITE_PREPARE_PERSISTENT, &count_after_, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
-    ticks_.finalize();
-    for (auto* st : {rollups_, rollup_next_, rollup_at_, hour_at_}) sqlite3_finalize(st);
-    sqlite3_finalize(bounds_);
-    sqlite3_finalize(count_after_);
-    sqlite3_close(db_);
-    throw StoreError(msg);
-  }
-}
-
-ReadConnection::~ReadConnection() {
-  ticks_.finalize();
-  for (auto* st : {rollups_, rollup_next_, rollup_at_, hour_at_}) sqlite3_finalize(st);
-  sqlite3_finalize(bounds_);
-  sqlite3_finalize(count_after_);
-  sqlite3_close(db_);
+  if (rc == sql::kOk) rc = ticks_.prepare(db_);
+  if (rc == sql::kOk)
+    rc = rollups_.prepare(db_,
+                          "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts");
+  if (rc == sql::kOk)
+    rc = rollup_next_.prepare(db_,
+                              "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts "
+                              "LIMIT 1");
+  if (rc == sql::kOk) rc = rollup_at_.prepare(db_, "SELECT data FROM rollups WHERE ts = ?1");
+  if (rc == sql::kOk) rc = hour_at_.prepare(db_, "SELECT data FROM hours WHERE ts = ?1");
+  if (rc == sql::kOk)
+    rc = bounds_.prepare(db_,
+                         "SELECT (SELECT ts FROM samples ORDER BY ts LIMIT 1), "
+                         "(SELECT ts FROM blocks ORDER BY ts LIMIT 1), "
+                         "(SELECT ts FROM rollups ORDER BY ts LIMIT 1)");
+  if (rc == sql::kOk)
+    rc = count_after_.prepare(db_,
+                              "SELECT (SELECT coalesce(sum(ticks), 0) FROM blocks WHERE ts > ?1), "
+                              "(SELECT max(last) FROM blocks WHERE ts > ?1), "
+                              "(SELECT count(*) FROM samples WHERE ts > ?1), "
+                              "(SELECT max(ts) FROM samples WHERE ts > ?1)");
+  if (rc != sql::kOk) throw StoreError(path + ": " + db_.message());
 }
 
 namespace {
-std::string_view column_blob(sqlite3_stmt* st, int col) {
-  auto* data = static_cast<const char*>(sqlite3_column_blob(st, col));
-  return {data ? data : "", static_cast<std::size_t>(sqlite3_column_bytes(st, col))};
-}
-
 // Calls fn(ts, blob) for every tick stored with from <= ts <= to, oldest first (newest first when
 // `newest_first`), each ts once, until fn returns false: the tick rows of an older agent, then the
 // blocks (ticks only ever go forward in time, so the rows are older), or the other way round.
@@ -217,8 +174,8 @@ std::string_view column_blob(sqlite3_stmt* st, int col) {
 // damaged tick row did. The same ts twice (two blocks overlap when the wall clock went back
 // between two runs) is read once, the first met. Throws StoreError with SQLite's message.
 template <class Fn>
-void scan_ticks(sqlite3* db, const TickStatements& t, const std::string& path, std::int64_t from,
-                std::int64_t to, bool newest_first, Fn&& fn) {
+void scan_ticks(const sql::Connection& db, TickStatements& t, std::int64_t from, std::int64_t to,
+                bool newest_first, Fn&& fn) {
   if (from > to) return;
   std::int64_t seen = newest_first ? INT64_MAX : INT64_MIN;
   bool go = true;
@@ -229,33 +186,22 @@ void scan_ticks(sqlite3* db, const TickStatements& t, const std::string& path, s
   };
   std::string buf;
   std::vector<std::pair<std::int64_t, std::string_view>> ticks;
-  auto run = [&](sqlite3_stmt* st, bool blocks) {
-    sqlite3_bind_int64(st, 1, blocks ? minus_saturating(from, kMaxBlockSpanMs) : from);
-    sqlite3_bind_int64(st, 2, to);
-    if (blocks) sqlite3_bind_int64(st, 3, from);
-    int rc = SQLITE_DONE;
-    try {
-      while (go && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const std::int64_t ts = sqlite3_column_int64(st, 0);
-        if (!blocks) {
-          emit(ts, column_blob(st, 1));
-          continue;
-        }
-        if (!sample_codec::unpack_block(column_blob(st, 1), ts, buf, ticks)) continue;
-        if (newest_first)
-          for (auto it = ticks.rbegin(); go && it != ticks.rend(); ++it)
-            emit(it->first, it->second);
-        else
-          for (auto it = ticks.begin(); go && it != ticks.end(); ++it) emit(it->first, it->second);
+  auto run = [&](sql::Statement& st, bool blocks) {
+    auto rows =
+        blocks ? st.query(minus_saturating(from, kMaxBlockSpanMs), to, from) : st.query(from, to);
+    while (go && rows.next()) {
+      const std::int64_t ts = rows.int64(0);
+      if (!blocks) {
+        emit(ts, rows.blob(1));
+        continue;
       }
-    } catch (...) {
-      sqlite3_reset(st);
-      throw;
+      if (!sample_codec::unpack_block(rows.blob(1), ts, buf, ticks)) continue;
+      if (newest_first)
+        for (auto it = ticks.rbegin(); go && it != ticks.rend(); ++it) emit(it->first, it->second);
+      else
+        for (auto it = ticks.begin(); go && it != ticks.end(); ++it) emit(it->first, it->second);
     }
-    const bool error = rc != SQLITE_ROW && rc != SQLITE_DONE;
-    std::string err = error ? sqlite3_errmsg(db) : "";
-    sqlite3_reset(st);
-    if (error) throw StoreError(path + ": cannot read history: " + err);
+    if (rows.failed()) throw db.error("cannot read history");
   };
   if (newest_first) {
     run(t.blocks_down, true);
@@ -268,12 +214,6 @@ void scan_ticks(sqlite3* db, const TickStatements& t, const std::string& path, s
 }  // namespace
 
 namespace {
-// What SQLite says of a file it cannot read as a database: damaged (or not one at all).
-bool malformed(int code) {
-  code &= 0xff;
-  return code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
-}
-
 // Thrown inside open_file() and commit() for a malformed file; recover() handles it.
 struct Malformed : StoreError {
   using StoreError::StoreError;
@@ -303,15 +243,16 @@ struct CheckVerdict {
   int code;
   std::string text;
 };
-CheckVerdict quick_check_verdict(sqlite3* db) {
-  sqlite3_stmt* st = nullptr;
-  int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, nullptr);
+CheckVerdict quick_check_verdict(sql::Connection& db) {
+  sql::Statement st;
+  int rc = st.prepare(db, "PRAGMA quick_check(1)", false);
   std::string verdict;
-  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
-    verdict = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  else
-    verdict = sqlite3_errmsg(db);
-  sqlite3_finalize(st);
+  if (rc == sql::kOk) {
+    auto rows = st.query();
+    if (rows.next()) verdict = rows.text(0);
+    rc = rows.code();
+  }
+  if (rc != sql::kRow) verdict = db.message();
   std::replace(verdict.begin(), verdict.end(), '\n', ' ');  // one log line
   if (verdict.size() > 200) verdict.resize(200);
   return {rc, verdict};
@@ -335,25 +276,26 @@ void Store::open_file() {
     create_file_if_absent(path_);
   } catch (const std::system_error&) {
   }
-  int rc = sqlite3_open_v2(path_.c_str(), &db_,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           history_vfs());
-  if (rc != SQLITE_OK) {
-    std::string msg = path_ + ": cannot open: " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+  const int rc = file_.db.open(path_, sql::Access::read_write_create, history_vfs());
+  if (rc != sql::kOk) {
+    std::string msg = path_ + ": cannot open: " + file_.db.message();
     close_file();
-    if (malformed(rc)) throw Malformed(msg);
+    if (sql::malformed(rc)) throw Malformed(msg);
     throw StoreError(msg);
   }
-  sqlite3_busy_timeout(db_, 1000);
+  file_.db.busy_timeout(1000);
   try {
     // One integer from a read-only statement.
-    auto read_int = [&](const char* sql) {
-      sqlite3_stmt* st = nullptr;
-      int r = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
+    auto read_int = [&](const char* text) {
+      sql::Statement st;
+      int r = st.prepare(file_.db, text, false);
       std::int64_t v = 0;
-      if (r == SQLITE_OK && (r = sqlite3_step(st)) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-      sqlite3_finalize(st);
-      if (r != SQLITE_ROW) fail(std::string("cannot read (") + sql + ")");
+      if (r == sql::kOk) {
+        auto rows = st.query();
+        if (rows.next()) v = rows.int64(0);
+        r = rows.code();
+      }
+      if (r != sql::kRow) fail(std::string("cannot read (") + text + ")");
       return v;
     };
     const std::int64_t app = read_int("PRAGMA application_id");
@@ -361,16 +303,18 @@ void Store::open_file() {
     std::vector<std::string> foreign;  // tables, views, triggers an agent does not make
     std::size_t objects = 0;
     {
-      sqlite3_stmt* st = nullptr;
-      rc = sqlite3_prepare_v2(db_, "SELECT name FROM sqlite_master", -1, &st, nullptr);
-      while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        ++objects;
-        std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-        if (!our_table(name)) foreign.push_back(std::move(name));
-        rc = SQLITE_OK;
+      sql::Statement st;
+      int r = st.prepare(file_.db, "SELECT name FROM sqlite_master", false);
+      if (r == sql::kOk) {
+        auto rows = st.query();
+        while (rows.next()) {
+          ++objects;
+          std::string name(rows.text(0));
+          if (!our_table(name)) foreign.push_back(std::move(name));
+        }
+        r = rows.code();
       }
-      sqlite3_finalize(st);
-      if (rc != SQLITE_DONE) fail("cannot read the schema");
+      if (r != sql::kDone) fail("cannot read the schema");
     }
     const std::string leave =
         "; left untouched: move it away or set [agent] data_dir to another directory";
@@ -410,20 +354,18 @@ void Store::open_file() {
         // Nice 19, not SCHED_IDLE: under a CPU kept busy by others it still ends (commit() waits
         // for it). On Linux the nice value of a thread is its own.
         ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
-        sqlite3* db = nullptr;
+        sql::Connection db;
         std::string verdict = "ok";  // a check that cannot run leaves the commits to find damage
-        if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                            history_vfs()) == SQLITE_OK) {
-          sqlite3_busy_timeout(db, 1000);
-          if (auto v = quick_check_verdict(db); v.code == SQLITE_ROW || malformed(v.code))
+        if (db.open(path, sql::Access::read_only, history_vfs()) == sql::kOk) {
+          db.busy_timeout(1000);
+          if (auto v = quick_check_verdict(db); v.code == sql::kRow || sql::malformed(v.code))
             verdict = v.text;
         }
-        sqlite3_close(db);
         return verdict;
       });
     } else {
-      const CheckVerdict v = quick_check_verdict(db_);
-      if (v.code != SQLITE_ROW && !malformed(v.code)) fail("quick_check");
+      const CheckVerdict v = quick_check_verdict(file_.db);
+      if (v.code != sql::kRow && !sql::malformed(v.code)) fail("quick_check");
       if (v.text != "ok") throw Malformed(path_ + ": quick_check: " + v.text);
     }
 
@@ -431,6 +373,7 @@ void Store::open_file() {
     // 1 KiB pages: a commit rewrites every page it touches, and a few seconds of samples fill
     // about one small page, so small pages cut the bytes written to flash per commit about
     // threefold (measured: docs/benchmarks.md). Takes effect only for a new file.
+    auto exec = [&](const char* text) { file_.db.exec(text); };
     exec("PRAGMA page_size=1024");
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA synchronous=NORMAL");
@@ -465,82 +408,71 @@ void Store::open_file() {
     exec(
         "CREATE TABLE IF NOT EXISTS output_cursors(name TEXT PRIMARY KEY, acked_ms INTEGER NOT "
         "NULL)");
-    auto prepare = [&](const char* sql, sqlite3_stmt** st) {
-      if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, st, nullptr) != SQLITE_OK)
-        fail("cannot prepare statement");
+    auto prepare = [&](sql::Statement& st, const char* text) {
+      if (st.prepare(file_.db, text) != sql::kOk) fail("cannot prepare statement");
     };
-    prepare("INSERT OR REPLACE INTO blocks(ts, last, ticks, data) VALUES(?1, ?2, ?3, ?4)",
-            &insert_block_);
-    prepare("INSERT OR REPLACE INTO rollups(ts, data) VALUES(?1, ?2)", &insert_rollup_);
-    prepare("DELETE FROM rollups WHERE ts BETWEEN ?1 AND ?2", &delete_minute_);
-    prepare("DELETE FROM hours WHERE ts BETWEEN ?1 AND ?2", &delete_hour_);
-    prepare("INSERT OR REPLACE INTO hours(ts, data) VALUES(?1, ?2)", &insert_hour_);
+    prepare(file_.insert_block,
+            "INSERT OR REPLACE INTO blocks(ts, last, ticks, data) VALUES(?1, ?2, ?3, ?4)");
+    prepare(file_.insert_rollup, "INSERT OR REPLACE INTO rollups(ts, data) VALUES(?1, ?2)");
+    prepare(file_.delete_minute, "DELETE FROM rollups WHERE ts BETWEEN ?1 AND ?2");
+    prepare(file_.delete_hour, "DELETE FROM hours WHERE ts BETWEEN ?1 AND ?2");
+    prepare(file_.insert_hour, "INSERT OR REPLACE INTO hours(ts, data) VALUES(?1, ?2)");
     prepare(
-        "DELETE FROM hours WHERE ts IN (SELECT ts FROM hours WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
-        &prune_hours_);
-    prepare("SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts LIMIT 1",
-            &rollup_next_);
-    prepare("SELECT data FROM rollups WHERE ts = ?1", &rollup_at_);
-    prepare("SELECT ts FROM hours ORDER BY ts LIMIT 1", &oldest_hour_);
-    if (writer_ticks_.prepare(db_) != SQLITE_OK) fail("cannot prepare statement");
-    prepare(
-        "DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts LIMIT "
-        "?2)",
-        &prune_rollups_);
-    prepare("INSERT INTO series(id, name, labels, unit, kind) VALUES(?1, ?2, ?3, ?4, ?5)",
-            &insert_series_);
-    prepare("INSERT OR REPLACE INTO output_cursors(name, acked_ms) VALUES(?1, ?2)",
-            &insert_cursor_);
-    prepare(
-        "DELETE FROM blocks WHERE ts IN (SELECT ts FROM blocks WHERE ts < ?1 AND last < ?1 ORDER "
-        "BY ts LIMIT ?2)",
-        &prune_);
-    prepare(
-        "DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts LIMIT "
-        "?2)",
-        &prune_rows_);
+        file_.prune_hours,
+        "DELETE FROM hours WHERE ts IN (SELECT ts FROM hours WHERE ts < ?1 ORDER BY ts LIMIT ?2)");
+    prepare(file_.rollup_next,
+            "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts LIMIT 1");
+    prepare(file_.rollup_at, "SELECT data FROM rollups WHERE ts = ?1");
+    prepare(file_.oldest_hour, "SELECT ts FROM hours ORDER BY ts LIMIT 1");
+    if (file_.ticks.prepare(file_.db) != sql::kOk) fail("cannot prepare statement");
+    prepare(file_.prune_rollups,
+            "DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts "
+            "LIMIT ?2)");
+    prepare(file_.insert_series,
+            "INSERT INTO series(id, name, labels, unit, kind) VALUES(?1, ?2, ?3, ?4, ?5)");
+    prepare(file_.insert_cursor,
+            "INSERT OR REPLACE INTO output_cursors(name, acked_ms) VALUES(?1, ?2)");
+    prepare(file_.prune,
+            "DELETE FROM blocks WHERE ts IN (SELECT ts FROM blocks WHERE ts < ?1 AND last < ?1 "
+            "ORDER BY ts LIMIT ?2)");
+    prepare(file_.prune_rows,
+            "DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts "
+            "LIMIT ?2)");
     {
       // The hour of the newest minute row: folded when a minute of a later hour is written.
-      sqlite3_stmt* m = nullptr;
+      sql::Statement m;
       rollup_hour_ = INT64_MIN;
-      if (sqlite3_prepare_v2(db_, "SELECT max(ts) FROM rollups", -1, &m, nullptr) != SQLITE_OK)
+      if (m.prepare(file_.db, "SELECT max(ts) FROM rollups", false) != sql::kOk)
         fail("cannot read rollups");
-      if (sqlite3_step(m) == SQLITE_ROW && sqlite3_column_type(m, 0) != SQLITE_NULL)
-        rollup_hour_ = floor_to(sqlite3_column_int64(m, 0), kHourMs);
-      sqlite3_finalize(m);
+      auto rows = m.query();
+      if (rows.next() && !rows.null(0)) rollup_hour_ = floor_to(rows.int64(0), kHourMs);
     }
     if (recoveries() > 0) return;  // a new file after a recovery: the catalog is kept in memory
     {
-      sqlite3_stmt* c = nullptr;
-      if (sqlite3_prepare_v2(db_, "SELECT name, acked_ms FROM output_cursors", -1, &c, nullptr) !=
-          SQLITE_OK)
+      sql::Statement c;
+      if (c.prepare(file_.db, "SELECT name, acked_ms FROM output_cursors", false) != sql::kOk)
         fail("cannot read output cursors");
-      while (sqlite3_step(c) == SQLITE_ROW)
-        cursors_[reinterpret_cast<const char*>(sqlite3_column_text(c, 0))] =
-            sqlite3_column_int64(c, 1);
-      sqlite3_finalize(c);
+      for (auto rows = c.query(); rows.next();) cursors_[std::string(rows.text(0))] = rows.int64(1);
     }
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db_, "SELECT id, name, labels, unit, kind FROM series ORDER BY id", -1,
-                           &st, nullptr) != SQLITE_OK)
+    sql::Statement st;
+    if (st.prepare(file_.db, "SELECT id, name, labels, unit, kind FROM series ORDER BY id",
+                   false) != sql::kOk)
       fail("cannot read series");
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-      auto id = static_cast<std::uint32_t>(sqlite3_column_int64(st, 0));
+    auto rows = st.query();
+    while (rows.next()) {
+      auto id = static_cast<std::uint32_t>(rows.int64(0));
       SeriesInfo s;
-      s.name = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
-      std::string labels = reinterpret_cast<const char*>(sqlite3_column_text(st, 2));
+      s.name = rows.text(1);
+      const std::string_view labels = rows.text(2);
       s.labels = parse_labels(labels);
-      s.unit = reinterpret_cast<const char*>(sqlite3_column_text(st, 3));
-      s.kind = static_cast<MetricKind>(sqlite3_column_int(st, 4));
+      s.unit = rows.text(3);
+      s.kind = static_cast<MetricKind>(rows.int32(4));
       assign_key(s.key, s.name, labels);
-      if (id != series_count_ + 1) {
-        sqlite3_finalize(st);
+      if (id != series_count_ + 1)
         throw Malformed(path_ + ": series ids are not contiguous; the database is damaged");
-      }
       add_series(std::move(s));
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) fail("cannot read series");
+    if (rows.code() != sql::kDone) fail("cannot read series");
     series_committed_ = series_count_;
     publish_series();
   } catch (const Malformed&) {
@@ -548,14 +480,15 @@ void Store::open_file() {
     close_file();
     throw;
   } catch (const StoreError& e) {
-    const int code = sqlite3_errcode(db_);
+    const int code = file_.db.errcode();
     if (recoveries() == 0) forget_series();
     close_file();
-    if (code == SQLITE_BUSY)  // history_vfs(): another agent, or a sqlite3 shell, has the file open
+    if (sql::busy(code))  // history_vfs(): another agent, or a sqlite3 shell, has the file open
       throw StoreError(path_ +
                        ": in use by another process (the agent keeps its history file to "
                        "itself while it runs; stop that process or use another data_dir)");
-    if (malformed(code) && !dynamic_cast<const ForeignDatabase*>(&e)) throw Malformed(e.what());
+    if (sql::malformed(code) && !dynamic_cast<const ForeignDatabase*>(&e))
+      throw Malformed(e.what());
     throw;
   } catch (...) {
     close_file();
@@ -564,15 +497,7 @@ void Store::open_file() {
 }
 
 void Store::close_file() {
-  for (auto** st : {&insert_block_, &insert_series_, &prune_, &prune_rows_, &insert_rollup_,
-                    &prune_rollups_, &insert_cursor_, &delete_minute_, &delete_hour_, &insert_hour_,
-                    &prune_hours_, &oldest_hour_, &rollup_next_, &rollup_at_}) {
-    sqlite3_finalize(*st);
-    *st = nullptr;
-  }
-  writer_ticks_.finalize();
-  sqlite3_close(db_);
-  db_ = nullptr;
+  file_ = {};
 }
 
 // The damaged file goes aside under a name of its own (with its WAL: it may hold the newest
@@ -589,7 +514,7 @@ void Store::recover(const std::string& why) {
   if (check_.valid()) check_.wait();  // of the file going aside: moot
   check_ = {};
   verdict_.reset();
-  if (db_) close_file();
+  if (file_.db.is_open()) close_file();
   const std::string stamp = utc_stamp();
   std::string aside = path_ + ".corrupt-" + stamp;
   for (int n = 2; std::filesystem::exists(aside); ++n)
@@ -637,16 +562,7 @@ Store::~Store() {
 }
 
 void Store::fail(const std::string& what) const {
-  throw StoreError(path_ + ": " + what + ": " + sqlite3_errmsg(db_));
-}
-
-void Store::exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = path_ + ": " + (err ? err : "error") + " (in: " + sql + ")";
-    sqlite3_free(err);
-    throw StoreError(msg);
-  }
+  throw file_.db.error(what);
 }
 
 // Ids are assigned in memory (contiguous, as loaded) and the series rows written by flush().
@@ -767,9 +683,9 @@ void Store::begin_minute(std::int64_t minute) {
     folded_until = ts;
     return true;
   };
-  if (db_) {  // none: no file open now
+  if (file_.db.is_open()) {  // none: no file open now
     try {
-      scan_ticks(db_, writer_ticks_, path_, minute, end - 1, false, fold);
+      scan_ticks(file_.db, file_.ticks, minute, end - 1, false, fold);
     } catch (const StoreError&) {
       // The file's ticks are missed (the commit that follows will say what is wrong with it).
     }
@@ -851,7 +767,7 @@ bool Store::damage_found() {
 }
 
 void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
-  if (!db_) open_file();  // a recovery could not create the new file: again now
+  if (!file_.db.is_open()) open_file();  // a recovery could not create the new file: again now
   if (const auto v = check_verdict(true); v && *v != "ok")
     throw Malformed(path_ + ": quick_check: " + *v);  // before anything is written to it
   std::vector<std::pair<std::int64_t, std::string>> rows;
@@ -866,25 +782,17 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
     cursors.swap(cursors_dirty_);
   }
   std::int64_t hour = rollup_hour_;  // as it will be after this commit
-  exec("BEGIN");
+  file_.db.exec("BEGIN");
   try {
-    for (auto& [name, acked] : cursors) {
-      bind_text(insert_cursor_, 1, name);
-      sqlite3_bind_int64(insert_cursor_, 2, acked);
-      int rc = sqlite3_step(insert_cursor_);
-      sqlite3_reset(insert_cursor_);
-      if (rc != SQLITE_DONE) fail("cannot write output cursor " + name);
-    }
+    for (auto& [name, acked] : cursors)
+      if (file_.insert_cursor.execute(name, acked) != sql::kDone)
+        fail("cannot write output cursor " + name);
     for (std::size_t i = series_committed_; i < catalog->size(); ++i) {
       auto& s = (*catalog)[i];
-      sqlite3_bind_int64(insert_series_, 1, static_cast<std::int64_t>(i + 1));
-      bind_text(insert_series_, 2, s.name);
-      bind_text(insert_series_, 3, canonical_labels(s.labels));
-      bind_text(insert_series_, 4, s.unit);
-      sqlite3_bind_int(insert_series_, 5, static_cast<int>(s.kind));
-      int rc = sqlite3_step(insert_series_);
-      sqlite3_reset(insert_series_);
-      if (rc != SQLITE_DONE) fail("cannot add series " + s.key);
+      if (file_.insert_series.execute(static_cast<std::int64_t>(i + 1), s.name,
+                                      canonical_labels(s.labels), s.unit,
+                                      static_cast<int>(s.kind)) != sql::kDone)
+        fail("cannot add series " + s.key);
     }
     // One block per commit (more only for a queue longer than kMaxBlockSpanMs, or one whose
     // ticks do not rise: the collector's always do, a caller's might not).
@@ -893,14 +801,10 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
                       rows[j].first - rows[i].first < kMaxBlockSpanMs;)
         ++j;
       const std::string block = sample_codec::pack_block(rows[i].first, &rows[i], &rows[0] + j);
-      sqlite3_bind_int64(insert_block_, 1, rows[i].first);
-      sqlite3_bind_int64(insert_block_, 2, rows[j - 1].first);
-      sqlite3_bind_int64(insert_block_, 3, static_cast<std::int64_t>(j - i));
-      sqlite3_bind_blob(insert_block_, 4, block.data(), static_cast<int>(block.size()),
-                        SQLITE_STATIC);
-      int rc = sqlite3_step(insert_block_);
-      sqlite3_reset(insert_block_);
-      if (rc != SQLITE_DONE) fail("cannot write samples");
+      if (file_.insert_block.execute(rows[i].first, rows[j - 1].first,
+                                     static_cast<std::int64_t>(j - i),
+                                     sql::Blob{block}) != sql::kDone)
+        fail("cannot write samples");
     }
     // A minute replaces every row it had (a rewrite after a restart inside it, or after the
     // clock went back), and opens its hour again: that hour's rows go, and it is folded anew
@@ -908,17 +812,14 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
     // new minute of the open hour) and then write nothing.
     for (auto& pm : pending_rollups_) {
       const std::int64_t h = floor_to(pm.minute, kHourMs);
-      step_range(delete_hour_, h, h + kHourMs - 1, "cannot write rollups");
-      step_range(delete_minute_, pm.minute, pm.minute + kRollupMs - 1, "cannot write rollups");
+      step_range(file_.delete_hour, h, h + kHourMs - 1, "cannot write rollups");
+      step_range(file_.delete_minute, pm.minute, pm.minute + kRollupMs - 1, "cannot write rollups");
       for (std::size_t g = 0; g < pm.groups.size(); ++g) {
         const std::string& blob = pm.groups[g];
         if (blob.empty()) continue;
-        sqlite3_bind_int64(insert_rollup_, 1, pm.minute + static_cast<std::int64_t>(g));
-        sqlite3_bind_blob(insert_rollup_, 2, blob.data(), static_cast<int>(blob.size()),
-                          SQLITE_STATIC);
-        int rc = sqlite3_step(insert_rollup_);
-        sqlite3_reset(insert_rollup_);
-        if (rc != SQLITE_DONE) fail("cannot write rollups");
+        if (file_.insert_rollup.execute(pm.minute + static_cast<std::int64_t>(g),
+                                        sql::Blob{blob}) != sql::kDone)
+          fail("cannot write rollups");
       }
       // The hour of the minute before is over (or the clock went back out of it): fold it. Also
       // an hour the agent left when it stopped, on the first minute after a restart.
@@ -926,15 +827,15 @@ void Store::commit(std::int64_t cutoff_ms, int prune_rows) {
       hour = h;
     }
     if (prune_rows > 0) prune(cutoff_ms, prune_rows);
-    exec("COMMIT");
+    file_.db.exec("COMMIT");
   } catch (...) {
-    const int code = sqlite3_errcode(db_);
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    const int code = file_.db.errcode();
+    file_.db.try_exec("ROLLBACK");
     {
       std::lock_guard lock(cursor_mutex_);
       for (auto& [name, acked] : cursors) cursors_dirty_.try_emplace(name, acked);  // newer wins
     }
-    if (!malformed(code)) throw;
+    if (!sql::malformed(code)) throw;
     try {
       throw;
     } catch (const std::exception& e) {
@@ -963,25 +864,21 @@ int Store::prune(std::int64_t cutoff_ms, int max_rows) {
   // would disagree.
   const int groups = static_cast<int>(series_count_ / kGroupSeries + 1);
   const int hour_rows = static_cast<int>(series_count_ + 1);
-  auto run = [&](sqlite3_stmt* st, std::int64_t cut, int rows) {
-    sqlite3_bind_int64(st, 1, cut);
-    sqlite3_bind_int(st, 2, rows);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) fail("cannot prune old samples");
-    deleted += sqlite3_changes(db_);
+  auto run = [&](sql::Statement& st, std::int64_t cut, int rows) {
+    if (st.execute(cut, rows) != sql::kDone) fail("cannot prune old samples");
+    deleted += file_.db.changes();
   };
-  run(prune_, cutoff_ms, max_rows);
-  run(prune_rows_, cutoff_ms, max_rows);
-  run(prune_hours_, cutoff_ms == INT64_MIN ? cutoff_ms : floor_to(cutoff_ms - 1, kHourMs) + kHourMs,
-      hour_rows);
+  run(file_.prune, cutoff_ms, max_rows);
+  run(file_.prune_rows, cutoff_ms, max_rows);
+  run(file_.prune_hours,
+      cutoff_ms == INT64_MIN ? cutoff_ms : floor_to(cutoff_ms - 1, kHourMs) + kHourMs, hour_rows);
   std::int64_t cut = cutoff_ms;
-  const int rc = sqlite3_step(oldest_hour_);
-  if (rc == SQLITE_ROW)
-    cut = std::min(cut, floor_to(sqlite3_column_int64(oldest_hour_, 0), kHourMs));
-  sqlite3_reset(oldest_hour_);
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail("cannot prune old samples");
-  run(prune_rollups_, cut, (max_rows / 60 + 1) * groups);
+  {
+    auto rows = file_.oldest_hour.query();
+    if (rows.next()) cut = std::min(cut, floor_to(rows.int64(0), kHourMs));
+    if (rows.failed()) fail("cannot prune old samples");
+  }
+  run(file_.prune_rollups, cut, (max_rows / 60 + 1) * groups);
   return deleted;
 }
 
@@ -1032,7 +929,7 @@ std::vector<Store::RawTick> Store::read_raw(std::int64_t after_ms, std::size_t m
   auto conn = borrow();
   std::int64_t last = after_ms;
   if (after_ms < INT64_MAX) {
-    scan_ticks(conn->db(), conn->ticks(), path_, after_ms + 1, INT64_MAX, false,
+    scan_ticks(conn->db(), conn->ticks(), after_ms + 1, INT64_MAX, false,
                [&](std::int64_t ts, std::string_view blob) {
                  if (!add(ts, blob)) return false;
                  last = ts;
@@ -1051,30 +948,23 @@ std::vector<Store::RawTick> Store::read_raw(std::int64_t after_ms, std::size_t m
 
 std::pair<std::uint64_t, std::int64_t> Store::ticks_after(std::int64_t after_ms) const {
   auto conn = borrow();
-  sqlite3_stmt* st = conn->count_after();
-  sqlite3_bind_int64(st, 1, after_ms);
   std::uint64_t n = 0;
   std::int64_t newest = INT64_MIN;
-  if (sqlite3_step(st) == SQLITE_ROW) {
-    n = static_cast<std::uint64_t>(sqlite3_column_int64(st, 0) + sqlite3_column_int64(st, 2));
+  if (auto rows = conn->count_after().query(after_ms); rows.next()) {
+    n = static_cast<std::uint64_t>(rows.int64(0) + rows.int64(2));
     for (int c : {1, 3})
-      if (sqlite3_column_type(st, c) != SQLITE_NULL)
-        newest = std::max<std::int64_t>(newest, sqlite3_column_int64(st, c));
+      if (!rows.null(c)) newest = std::max<std::int64_t>(newest, rows.int64(c));
   }
-  sqlite3_reset(st);
   // A block that starts at or before after_ms may end after it: its later ticks count too.
   if (after_ms < INT64_MAX) {
-    sqlite3_stmt* b = conn->ticks().blocks_up;
-    sqlite3_bind_int64(b, 1, minus_saturating(after_ms, kMaxBlockSpanMs));
-    sqlite3_bind_int64(b, 2, after_ms);
-    sqlite3_bind_int64(b, 3, after_ms + 1);
+    auto rows = conn->ticks().blocks_up.query(minus_saturating(after_ms, kMaxBlockSpanMs), after_ms,
+                                              after_ms + 1);
     std::string buf;
     std::vector<std::pair<std::int64_t, std::string_view>> ticks;
-    while (sqlite3_step(b) == SQLITE_ROW)
-      if (sample_codec::unpack_block(column_blob(b, 1), sqlite3_column_int64(b, 0), buf, ticks))
+    while (rows.next())
+      if (sample_codec::unpack_block(rows.blob(1), rows.int64(0), buf, ticks))
         for (auto& t : ticks)
           if (t.first > after_ms) ++n, newest = std::max(newest, t.first);
-    sqlite3_reset(b);
   }
   give_back(std::move(conn));
   std::lock_guard lock(pending_mutex_);
@@ -1168,17 +1058,13 @@ std::int64_t first_sample_offset(std::string_view blob) {
 // a query of the minute rows reads that minute from its samples). An hour of whole-minute rows of
 // a file of version 3 or before (ids beyond group 0 in a group 0 row), or one that does not
 // decode, is left unfolded: queries read it from its minute rows, as before.
-void Store::step_range(sqlite3_stmt* st, std::int64_t a, std::int64_t b, const char* what) {
-  sqlite3_bind_int64(st, 1, a);
-  sqlite3_bind_int64(st, 2, b);
-  const int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) fail(what);
+void Store::step_range(sql::Statement& st, std::int64_t a, std::int64_t b, const char* what) {
+  if (st.execute(a, b) != sql::kDone) fail(what);
 }
 
 void Store::fold_hour(std::int64_t hour) {
   const std::int64_t end = hour + kHourMs - 1;
-  auto clear_hour = [&] { step_range(delete_hour_, hour, end, "cannot write hour rows"); };
+  auto clear_hour = [&] { step_range(file_.delete_hour, hour, end, "cannot write hour rows"); };
   clear_hour();
   std::vector<std::pair<std::uint32_t, double>> minutes;  // m -> first-sample offset
   std::vector<std::vector<std::pair<std::uint32_t, double>>> rows(kGroupSeries);
@@ -1201,11 +1087,8 @@ void Store::fold_hour(std::int64_t hour) {
     std::string blob;
     sample_codec::encode(blob, values);
     blob = sample_codec::pack_if_smaller(std::move(blob));
-    sqlite3_bind_int64(insert_hour_, 1, ts);
-    sqlite3_bind_blob(insert_hour_, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
-    int rc = sqlite3_step(insert_hour_);
-    sqlite3_reset(insert_hour_);
-    if (rc != SQLITE_DONE) fail("cannot write hour rows");
+    if (file_.insert_hour.execute(ts, sql::Blob{blob}) != sql::kDone)
+      fail("cannot write hour rows");
     values.clear();
   };
   auto put_group = [&](std::uint32_t g) {
@@ -1214,35 +1097,29 @@ void Store::fold_hour(std::int64_t hour) {
   };
   // Group 0 of each minute: the minute map, and ids 1..63.
   for (std::int64_t cursor = hour; ok && cursor <= end;) {
-    sqlite3_bind_int64(rollup_next_, 1, cursor);
-    sqlite3_bind_int64(rollup_next_, 2, end);
-    const int rc = sqlite3_step(rollup_next_);
-    if (rc != SQLITE_ROW) {
-      sqlite3_reset(rollup_next_);
-      if (rc != SQLITE_DONE) fail("cannot read rollups");
+    auto rows = file_.rollup_next.query(cursor, end);
+    if (!rows.next()) {
+      if (rows.failed()) fail("cannot read rollups");
       break;
     }
-    const std::int64_t key = sqlite3_column_int64(rollup_next_, 0);
+    const std::int64_t key = rows.int64(0);
     const std::int64_t minute = floor_to(key, kRollupMs);
     const auto m = static_cast<std::uint32_t>((minute - hour) / kRollupMs);
     if (key == minute)
-      if (auto blob = sample_codec::unpack(column_blob(rollup_next_, 1), buf)) {
+      if (auto blob = sample_codec::unpack(rows.blob(1), buf)) {
         minutes.emplace_back(m, static_cast<double>(first_sample_offset(*blob)));
         take(m, 0, *blob);
       }
-    sqlite3_reset(rollup_next_);
     cursor = minute + kRollupMs;
   }
   if (!ok || minutes.empty()) return clear_hour();
   put_group(0);
   for (std::uint32_t g = 1; ok && g * kGroupSeries <= series_count_; ++g) {
     for (auto& [m, offset] : minutes) {
-      sqlite3_bind_int64(rollup_at_, 1, hour + m * kRollupMs + g);
-      const int rc = sqlite3_step(rollup_at_);
-      if (rc == SQLITE_ROW)
-        if (auto blob = sample_codec::unpack(column_blob(rollup_at_, 0), buf)) take(m, g, *blob);
-      sqlite3_reset(rollup_at_);
-      if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail("cannot read rollups");
+      auto rows = file_.rollup_at.query(hour + m * kRollupMs + g);
+      if (rows.next())
+        if (auto blob = sample_codec::unpack(rows.blob(0), buf)) take(m, g, *blob);
+      if (rows.failed()) fail("cannot read rollups");
     }
     if (ok) put_group(g);
   }
@@ -1287,23 +1164,20 @@ HistoryResult Store::query(const HistoryQuery& q) const {
   }
   {
     auto conn = borrow();
-    scan_ticks(conn->db(), conn->ticks(), path_, INT64_MIN, until_ms, true,
+    scan_ticks(conn->db(), conn->ticks(), INT64_MIN, until_ms, true,
                [&](std::int64_t ts, std::string_view) {
                  newest = std::max(newest, ts);
                  return false;
                });  // an error drops the connection with the exception
-    sqlite3_stmt* st = conn->bounds();
-    const int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    {
+      auto rows = conn->bounds().query();
+      if (!rows.next()) throw conn->db().error("cannot read history");  // conn dropped
       for (int c : {0, 1, 2})
-        if (sqlite3_column_type(st, c) != SQLITE_NULL) {
-          const std::int64_t v = sqlite3_column_int64(st, c);  // a rollup key is minute + group
+        if (!rows.null(c)) {
+          const std::int64_t v = rows.int64(c);  // a rollup key is minute + group
           oldest = std::min<std::int64_t>(oldest, c == 2 ? floor_to(v, kRollupMs) : v);
         }
     }
-    std::string err = rc == SQLITE_ROW ? "" : sqlite3_errmsg(conn->db());
-    sqlite3_reset(st);
-    if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);  // conn dropped
     give_back(std::move(conn));
   }
   if (newest == INT64_MIN) return {};
@@ -1391,29 +1265,19 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
   // An error drops the connection with the exception.
   auto conn = borrow();
   auto scan = [&](std::int64_t from, std::int64_t to, auto&& on_tick) {
-    scan_ticks(conn->db(), conn->ticks(), path_, from, to, false,
+    scan_ticks(conn->db(), conn->ticks(), from, to, false,
                [&](std::int64_t ts, std::string_view blob) {
                  on_tick(ts, blob);
                  return true;
                });
   };
   auto scan_rollups = [&](std::int64_t from, std::int64_t to, auto&& on_row) {
-    sqlite3_stmt* st = conn->rollups();
-    sqlite3_bind_int64(st, 1, from);
-    sqlite3_bind_int64(st, 2, to);
+    auto rows = conn->rollups().query(from, to);
     std::string buf;
-    int rc;
-    try {
-      while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        if (auto blob = sample_codec::unpack(column_blob(st, 1), buf))
-          on_row(sqlite3_column_int64(st, 0), *blob);  // a damaged row reads as missing
-    } catch (...) {
-      sqlite3_reset(st);
-      throw;
-    }
-    std::string err = rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
-    sqlite3_reset(st);
-    if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);
+    while (rows.next())
+      if (auto blob = sample_codec::unpack(rows.blob(1), buf))
+        on_row(rows.int64(0), *blob);  // a damaged row reads as missing
+    if (rows.failed()) throw conn->db().error("cannot read history");
   };
   // Without a step: the latest `limit` rows, read newest first and kept in that order until the
   // end. With a step: every row of the window, oldest first, folded into buckets as it streams.
@@ -1424,7 +1288,7 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
   std::vector<std::pair<std::int64_t, std::string>> newest_first;
   std::int64_t covered_until = INT64_MIN;  // rows before this are in the rollups already read
   if (!step_ms) {
-    scan_ticks(conn->db(), conn->ticks(), path_, since_ms, until_ms, true,
+    scan_ticks(conn->db(), conn->ticks(), since_ms, until_ms, true,
                [&](std::int64_t ts, std::string_view blob) {
                  newest_first.emplace_back(ts, std::string(blob));
                  return newest_first.size() < q.limit;
@@ -1476,19 +1340,11 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
             groups.push_back(id / kGroupSeries);
         std::string buf;
         // Calls fn(unpacked data) for the row at `key` of `st`, if there is one that unpacks.
-        auto row_at = [&](sqlite3_stmt* st, std::int64_t key, auto&& fn) {
-          sqlite3_bind_int64(st, 1, key);
-          const int rc = sqlite3_step(st);
-          try {
-            if (rc == SQLITE_ROW)
-              if (auto blob = sample_codec::unpack(column_blob(st, 0), buf)) fn(*blob);
-          } catch (...) {
-            sqlite3_reset(st);
-            throw;
-          }
-          std::string err = rc == SQLITE_ROW || rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
-          sqlite3_reset(st);
-          if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);
+        auto row_at = [&](sql::Statement& st, std::int64_t key, auto&& fn) {
+          auto rows = st.query(key);
+          if (rows.next())
+            if (auto blob = sample_codec::unpack(rows.blob(0), buf)) fn(*blob);
+          if (rows.failed()) throw conn->db().error("cannot read history");
         };
         std::int64_t probed_hour = INT64_MIN;
         bool folded = false;
@@ -1496,24 +1352,21 @@ HistoryResult Store::query_window(const HistoryQuery& q, std::int64_t since_ms,
         std::vector<double> five(ids.size() * 300);
         std::vector<char> has(ids.size() * 60);
         for (std::int64_t cursor = lo; cursor <= hi;) {
-          sqlite3_stmt* st = conn->rollup_next();
-          sqlite3_bind_int64(st, 1, cursor);
-          sqlite3_bind_int64(st, 2, hi_key);
-          const int rc = sqlite3_step(st);
-          if (rc != SQLITE_ROW) {
-            std::string err = rc == SQLITE_DONE ? "" : sqlite3_errmsg(conn->db());
-            sqlite3_reset(st);
-            if (!err.empty()) throw StoreError(path_ + ": cannot read history: " + err);
-            break;
-          }
-          const std::int64_t key = sqlite3_column_int64(st, 0);
-          const std::int64_t minute = floor_to(key, kRollupMs);
+          std::int64_t minute;
           std::string row;  // group 0 of this minute, unpacked
           bool have_row = false;
-          if (key == minute && minute >= lo)
-            if (auto blob = sample_codec::unpack(column_blob(st, 1), buf))
-              row.assign(*blob), have_row = true;
-          sqlite3_reset(st);
+          {
+            auto rows = conn->rollup_next().query(cursor, hi_key);
+            if (!rows.next()) {
+              if (rows.failed()) throw conn->db().error("cannot read history");
+              break;
+            }
+            const std::int64_t key = rows.int64(0);
+            minute = floor_to(key, kRollupMs);
+            if (key == minute && minute >= lo)
+              if (auto blob = sample_codec::unpack(rows.blob(1), buf))
+                row.assign(*blob), have_row = true;
+          }
           if (minute < lo) {
             cursor = minute + kRollupMs;
             continue;

@@ -54,8 +54,6 @@
 // commits fail (and are reported) as before, so a dying disk is not filled with copies.
 #pragma once
 
-#include <sqlite3.h>
-
 #include <array>
 #include <atomic>
 #include <future>
@@ -68,6 +66,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "store/sqlite.hpp"
 
 namespace kiwi::agent {
 
@@ -85,44 +85,42 @@ inline constexpr std::int64_t kMaxBlockSpanMs = 300'000;
 // blocks, and the tick rows of a version-2 file (read until pruned). scan_ticks() in store.cpp
 // runs them.
 struct TickStatements {
-  sqlite3_stmt* blocks_up = nullptr;    // ?1 <= ts <= ?2 and last >= ?3: ts, data; oldest first
-  sqlite3_stmt* blocks_down = nullptr;  // the same, newest first
-  sqlite3_stmt* rows_up = nullptr;      // samples with ?1 <= ts <= ?2: ts, data; oldest first
-  sqlite3_stmt* rows_down = nullptr;    // the same, newest first
-  int prepare(sqlite3* db);             // an SQLite result code
-  void finalize();
+  sql::Statement blocks_up;          // ?1 <= ts <= ?2 and last >= ?3: ts, data; oldest first
+  sql::Statement blocks_down;        // the same, newest first
+  sql::Statement rows_up;            // samples with ?1 <= ts <= ?2: ts, data; oldest first
+  sql::Statement rows_down;          // the same, newest first
+  int prepare(sql::Connection& db);  // an SQLite result code
 };
 
 // A read-only connection (SQLITE_OPEN_READONLY): any write through it fails.
 class ReadConnection {
  public:
   explicit ReadConnection(const std::string& path);  // throws StoreError
-  ~ReadConnection();
   ReadConnection(const ReadConnection&) = delete;
   ReadConnection& operator=(const ReadConnection&) = delete;
-  sqlite3* db() const { return db_; }
+  sql::Connection& db() { return db_; }
   std::uint64_t generation = 0;  // the store's pool generation it was opened in
-  const TickStatements& ticks() const { return ticks_; }
-  sqlite3_stmt* rollups() const { return rollups_; }  // ?1 since ?2 until, oldest first
+  TickStatements& ticks() { return ticks_; }
+  sql::Statement& rollups() { return rollups_; }  // ?1 since ?2 until, oldest first
   // The first rollup row with ?1 <= ts <= ?2 (ts, data), and the row at ts = ?1 (data).
-  sqlite3_stmt* rollup_next() const { return rollup_next_; }
-  sqlite3_stmt* rollup_at() const { return rollup_at_; }
-  sqlite3_stmt* hour_at() const { return hour_at_; }  // the hour row at ts = ?1 (data)
+  sql::Statement& rollup_next() { return rollup_next_; }
+  sql::Statement& rollup_at() { return rollup_at_; }
+  sql::Statement& hour_at() { return hour_at_; }  // the hour row at ts = ?1 (data)
   // One row: the oldest tick row ts, the oldest block ts, the oldest rollup ts (each NULL if none).
-  sqlite3_stmt* bounds() const { return bounds_; }
+  sql::Statement& bounds() { return bounds_; }
   // One row, of what has ts > ?1: ticks in blocks, the newest block's last tick, tick rows, the
   // newest tick row (NULL if none).
-  sqlite3_stmt* count_after() const { return count_after_; }
+  sql::Statement& count_after() { return count_after_; }
 
  private:
-  sqlite3* db_ = nullptr;
+  sql::Connection db_;
   TickStatements ticks_;
-  sqlite3_stmt* rollups_ = nullptr;
-  sqlite3_stmt* rollup_next_ = nullptr;
-  sqlite3_stmt* rollup_at_ = nullptr;
-  sqlite3_stmt* hour_at_ = nullptr;
-  sqlite3_stmt* bounds_ = nullptr;
-  sqlite3_stmt* count_after_ = nullptr;
+  sql::Statement rollups_;
+  sql::Statement rollup_next_;
+  sql::Statement rollup_at_;
+  sql::Statement hour_at_;
+  sql::Statement bounds_;
+  sql::Statement count_after_;
 };
 
 struct SeriesInfo {
@@ -263,7 +261,7 @@ class Store {
   void publish_series();                   // makes the writer's table the readers' catalog
   void forget_series();
   void open_file();   // opens path_ as the writer: identify, check, set up (StoreError)
-  void close_file();  // finalizes the writer's statements and closes it
+  void close_file();  // closes the writer's connection and statements (file_ = {})
   void recover(const std::string& why);  // moves path_ aside, opens a new file (StoreError)
   void commit(std::int64_t cutoff_ms, int prune_rows);  // flush() once (StoreError)
   // The verdict of the quick_check started at open ("ok" or what it found), once it is in
@@ -274,16 +272,29 @@ class Store {
   int prune(std::int64_t cutoff_ms, int max_rows);
   std::unique_ptr<ReadConnection> borrow() const;
   void give_back(std::unique_ptr<ReadConnection> conn) const;
-  void exec(const char* sql);
   [[noreturn]] void fail(const std::string& what) const;
 
   std::string path_;
-  sqlite3* db_ = nullptr;
-  sqlite3_stmt* insert_block_ = nullptr;
-  sqlite3_stmt* insert_series_ = nullptr;
-  sqlite3_stmt* prune_ = nullptr;       // blocks wholly before ?1, at most ?2
-  sqlite3_stmt* prune_rows_ = nullptr;  // tick rows before ?1, at most ?2
-  TickStatements writer_ticks_;         // begin_minute() reads a minute's ticks with them
+  // The writer's connection and its statements, prepared at open and closed together.
+  struct WriterFile {
+    sql::Connection db;
+    sql::Statement insert_block;
+    sql::Statement insert_series;
+    sql::Statement prune;       // blocks wholly before ?1, at most ?2
+    sql::Statement prune_rows;  // tick rows before ?1, at most ?2
+    TickStatements ticks;       // begin_minute() reads a minute's ticks with them
+    sql::Statement insert_rollup;
+    sql::Statement prune_rollups;
+    sql::Statement delete_minute;  // rollup rows with ?1 <= ts <= ?2
+    sql::Statement delete_hour;    // hour rows with ?1 <= ts <= ?2
+    sql::Statement insert_hour;
+    sql::Statement prune_hours;  // hour rows before ?1, at most ?2
+    sql::Statement oldest_hour;  // the first hour row's ts
+    sql::Statement rollup_next;  // as ReadConnection's, on the writer
+    sql::Statement rollup_at;
+    sql::Statement insert_cursor;
+  };
+  WriterFile file_;
 
   // Ticks not yet committed, oldest first; read by workers (merged into query results).
   mutable std::mutex pending_mutex_;
@@ -299,7 +310,7 @@ class Store {
   std::int64_t rollup_hour_ = INT64_MIN;
   void fold_hour(std::int64_t hour);  // inside commit()'s transaction (StoreError)
   // Runs the writer's statement `st` (?1 = a, ?2 = b) that returns no rows; StoreError `what`.
-  void step_range(sqlite3_stmt* st, std::int64_t a, std::int64_t b, const char* what);
+  void step_range(sql::Statement& st, std::int64_t a, std::int64_t b, const char* what);
 
   // The minute being summarised (writer thread only): series id -> running summary.
   struct MinuteStats {
@@ -316,15 +327,6 @@ class Store {
   void add_to_minute(std::int64_t ts_ms,
                      const std::vector<std::pair<std::uint32_t, double>>& values);
   void close_minute();
-  sqlite3_stmt* insert_rollup_ = nullptr;
-  sqlite3_stmt* prune_rollups_ = nullptr;
-  sqlite3_stmt* delete_minute_ = nullptr;  // rollup rows with ?1 <= ts <= ?2
-  sqlite3_stmt* delete_hour_ = nullptr;    // hour rows with ?1 <= ts <= ?2
-  sqlite3_stmt* insert_hour_ = nullptr;
-  sqlite3_stmt* prune_hours_ = nullptr;  // hour rows before ?1, at most ?2
-  sqlite3_stmt* oldest_hour_ = nullptr;  // the first hour row's ts
-  sqlite3_stmt* rollup_next_ = nullptr;  // as ReadConnection's, on the writer
-  sqlite3_stmt* rollup_at_ = nullptr;
   std::size_t series_committed_ = 0;  // series_[0, series_committed_) are in the file
 
   // Series catalog: written by the writer, read by every worker (series_mutex_ guards the
@@ -353,7 +355,6 @@ class Store {
   mutable std::mutex cursor_mutex_;
   std::map<std::string, std::int64_t> cursors_;
   std::map<std::string, std::int64_t> cursors_dirty_;  // set since the last flush
-  sqlite3_stmt* insert_cursor_ = nullptr;
 
   // Read-only connections not in use; a worker takes one, returns it after its query. A
   // recovery bumps the generation: connections to the file moved aside are closed on return.

@@ -229,10 +229,7 @@ TEST_CASE("store: the read-only connection refuses writes") {
   Store store(db.path());
   append(store, 1000, {metric("a", 1, "")});
   ReadConnection reader(db.path());
-  char* err = nullptr;
-  int rc = sqlite3_exec(reader.db(), "DELETE FROM samples", nullptr, nullptr, &err);
-  CHECK(rc == SQLITE_READONLY);
-  sqlite3_free(err);
+  CHECK(reader.db().try_exec("DELETE FROM samples") == SQLITE_READONLY);
   CHECK(store.query({}).timestamps.size() == 1);
 }
 
