@@ -1,5 +1,5 @@
-// Encoding of one tick's values (see store.hpp). Two formats; decode() reads both, encode() writes
-// format 2. Entries are sorted by series id.
+// Encoding of one tick's values (see sample_codec.hpp). Two formats; decode() reads both, encode()
+// writes format 2. Entries are sorted by series id.
 //
 // Format 1 (schema version 1): each entry is varint((id - previous_id) << 2 | tag), then the value:
 //   tag 0: zigzag varint of an integral value (byte counts, hertz: exact, 1-5 bytes typically)
