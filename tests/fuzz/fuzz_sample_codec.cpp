@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fuzz_support.hpp"
-#include "store/store.hpp"
+#include "store/sample_codec.hpp"
 
 using namespace kiwi::agent;
 

@@ -18,7 +18,7 @@
 #include "../../plugins/diskio/diskio_parse.hpp"
 #include "../../plugins/memory/memory_parse.hpp"
 #include "../../plugins/network/network_parse.hpp"
-#include "store/store.hpp"
+#include "store/sample_codec.hpp"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "store/store.hpp"
+#include "store/sample_codec.hpp"
 
 using namespace kiwi::agent;
 using Clock = std::chrono::steady_clock;

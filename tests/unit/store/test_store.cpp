@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "emulator.hpp"
+#include "store/reader.hpp"
+#include "store/sample_codec.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "store/store.hpp"
+#include "store/sample_codec.hpp"
 
 using namespace kiwi::agent;
 using Values = std::vector<std::pair<std::uint32_t, double>>;

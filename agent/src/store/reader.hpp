@@ -1,0 +1,77 @@
+// The read side: read-only connections, pooled for the HTTP workers (at most one per worker
+// thread at a time), and the raw reads of the outputs (remote write). Queries (query.hpp) borrow
+// their connection here too.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "store/queue.hpp"
+#include "store/sqlite.hpp"
+#include "store/store.hpp"
+#include "store/ticks.hpp"
+
+namespace kiwi::agent {
+
+// A read-only connection (SQLITE_OPEN_READONLY): any write through it fails.
+class ReadConnection {
+ public:
+  explicit ReadConnection(const std::string& path);  // throws StoreError
+  ReadConnection(const ReadConnection&) = delete;
+  ReadConnection& operator=(const ReadConnection&) = delete;
+  sql::Connection& db() { return db_; }
+  std::uint64_t generation = 0;  // the store's pool generation it was opened in
+  TickStatements& ticks() { return ticks_; }
+  sql::Statement& rollups() { return rollups_; }  // ?1 since ?2 until, oldest first
+  // The first rollup row with ?1 <= ts <= ?2 (ts, data), and the row at ts = ?1 (data).
+  sql::Statement& rollup_next() { return rollup_next_; }
+  sql::Statement& rollup_at() { return rollup_at_; }
+  sql::Statement& hour_at() { return hour_at_; }  // the hour row at ts = ?1 (data)
+  // One row: the oldest tick row ts, the oldest block ts, the oldest rollup ts (each NULL if none).
+  sql::Statement& bounds() { return bounds_; }
+  // One row, of what has ts > ?1: ticks in blocks, the newest block's last tick, tick rows, the
+  // newest tick row (NULL if none).
+  sql::Statement& count_after() { return count_after_; }
+
+ private:
+  sql::Connection db_;
+  TickStatements ticks_;
+  sql::Statement rollups_;
+  sql::Statement rollup_next_;
+  sql::Statement rollup_at_;
+  sql::Statement hour_at_;
+  sql::Statement bounds_;
+  sql::Statement count_after_;
+};
+
+// Read-only connections not in use; a worker takes one, returns it after its query. A recovery
+// bumps the generation: connections to the file moved aside are closed on return.
+class ReadPool {
+ public:
+  explicit ReadPool(std::string path) : path_(std::move(path)) {}
+  // A connection of the pool, or a new one (StoreError). One that saw an error is not given back:
+  // it is closed with the exception that drops it.
+  std::unique_ptr<ReadConnection> borrow();
+  void give_back(std::unique_ptr<ReadConnection> conn);
+  // The file was moved aside: close the pooled connections, and those lent out on their return.
+  void discard();
+  void clear();
+
+ private:
+  const std::string path_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<ReadConnection>> pool_;
+  std::uint64_t generation_ = 0;  // guarded by mutex_
+};
+
+// Store::read_raw() and Store::ticks_after() (store.hpp), on a connection of `pool` and `queue`.
+std::vector<Store::RawTick> read_raw(ReadPool& pool, const TickQueue& queue, std::int64_t after_ms,
+                                     std::size_t max_values, bool* more);
+std::pair<std::uint64_t, std::int64_t> ticks_after(ReadPool& pool, const TickQueue& queue,
+                                                   std::int64_t after_ms);
+
+}  // namespace kiwi::agent

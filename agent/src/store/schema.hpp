@@ -1,0 +1,97 @@
+// The history file: what it holds (below), whose it is, and a damaged one. Identifies a file
+// before anything is written to it, takes over versions 1-3, creates version 4, runs quick_check,
+// and moves a damaged file aside (recovery). The layers above prepare their statements on the
+// connection opened here.
+//
+// Schema (PRAGMA application_id = Store::kApplicationId, PRAGMA user_version = 4; a file of version
+// 1 to 3 is taken over, its rows still read):
+//   series(id INTEGER PRIMARY KEY, name, labels, unit, kind, UNIQUE(name, labels))
+//   blocks(ts INTEGER PRIMARY KEY   -- unix milliseconds of the block's first tick
+//          , last INTEGER           -- of its last tick (last - ts < kMaxBlockSpanMs)
+//          , ticks INTEGER          -- how many ticks it holds
+//          , data BLOB)             -- the ticks, each with every value (sample_codec), deflated
+//   samples(ts INTEGER PRIMARY KEY, data BLOB)  -- a tick per row: what agents before version 3
+//                                   -- wrote; read (and pruned) as long as such rows last
+//   rollups(ts INTEGER PRIMARY KEY  -- start of a minute + group (series id / kGroupSeries), ms
+//           , data BLOB)            -- per series of the group: mean, min, max, last and count of
+//                                   -- that minute; group 0 also (key 0) the offset of its first
+//                                   -- sample in ms, so it is there for every minute summarised;
+//                                   -- deflated when that is smaller. A version 1-3 file's rows
+//                                   -- hold every series at ts = minute: they read as group 0
+//   hours(ts INTEGER PRIMARY KEY    -- start of an hour + series id
+//           , data BLOB)            -- that series' minute rows of the hour (minute * 5 + k);
+//                                   -- id 0: the hour's minute map (minute -> first-sample offset)
+//   output_cursors(name TEXT PRIMARY KEY  -- [[remote_write]] name
+//           , acked_ms INTEGER)     -- newest sample ts the receiver acknowledged
+//   (created if missing in a file of any version: older agents ignore it)
+// Queries with a step of a minute or more read the rollups: a 24 h chart reads 1,440 minutes, not
+// 86,400 ticks. Their buckets are made of whole minutes (raw samples fill the rest of the window).
+// A minute's summary always folds every sample of that minute, also across a restart inside it
+// (begin_minute()). Hour rows are a second copy of the minute rows, made from them alone
+// (fold_hour()) when a minute of another hour is written, in that commit; writing a minute
+// deletes its hour's rows first (a rewrite after a restart, a clock gone back), so the two never
+// disagree. A query of at most kNarrowSeries series reads hours that have hour rows from those
+// (a row per series, and the minute map) and other minutes by key (group 0 and the wanted
+// groups): a day of one series is ~24 + 2 x 60 lookups whatever the number of series. Wider
+// queries read every minute row, as before. An hour of a version-3 file's whole-minute rows is
+// not folded (it ages out in a day).
+// Flash wear sets the layout. append() keeps ticks in memory and flush() commits them every few
+// seconds (a crash loses at most that; queries see the queued ticks too) as one block row: the
+// ticks of a commit compress together about 3.4-fold (each repeats the series ids and most
+// values of the one before), so a commit of 10 s at the default sensors is one row of ~0.8 kB
+// that fits one 1 KiB page, where a row per tick took four pages and their parent. Each page a
+// commit touches is a WAL frame, and a checkpoint writes it again: bytes written per hour follow
+// pages touched per commit (docs/benchmarks.md, "Disk writes").
+// Whose file it is, and a damaged one. Before anything is written, the file is identified: ours
+// (our application_id, or an agent before it set one: user_version 1 or 2 and only our tables),
+// new (empty), or foreign, which is refused (ForeignDatabase) and left byte-identical. A file
+// SQLite finds malformed (SQLITE_CORRUPT or SQLITE_NOTADB at open, at the quick_check run on
+// open, or at a commit) is moved aside with its -wal and -shm as `<path>.corrupt-<UTC time>` and
+// a new file started in its place: the series catalog and the queue are kept (the next commit
+// writes them to the new file), only the rows in the damaged file are gone from the history.
+#pragma once
+
+#include <future>
+#include <string>
+
+#include "store/sqlite.hpp"
+
+namespace kiwi::agent {
+
+// A malformed file (SQLITE_CORRUPT or SQLITE_NOTADB, or a catalog that cannot be), found at open
+// or at a commit: the store moves it aside and starts a new one (Store::Impl::recover()).
+struct Malformed : StoreError {
+  using StoreError::StoreError;
+};
+
+// The VFS every connection to the history file uses ("unix-excl"; schema.cpp says why), nullptr
+// (the default) if this SQLite lacks it.
+const char* history_vfs();
+
+// Page cache per connection: 32 pages of 1 KiB. SQLite's default (2 MB) let each connection's
+// cache grow with the file, so RSS crept up for hours (about 50 KiB a minute under a history
+// load); with 64 pages it still grew for the first minutes (15 KiB a minute while the file grew,
+// docs/benchmarks.md). SQLite allocates 20 pages up front, so 32 is a plateau reached early. The
+// writer touches a few pages per commit (the right edge of each table, the pruned left edge);
+// queries read the rest from the kernel's page cache (a 120-sample query, about 40 pages, runs
+// once per sample: later requests get the cached body).
+inline constexpr const char* kCacheSizePragma = "PRAGMA cache_size=-32";
+
+// Opens `path` for the writer (read-write, created 0644 if absent), with a busy timeout. Throws
+// Malformed or StoreError "<path>: cannot open: <SQLite's message>".
+sql::Connection open_history(const std::string& path);
+
+// Identifies the file `db` has open and makes it ready to write: refuses another application's
+// database (ForeignDatabase) or a newer schema (StoreError) untouched; runs quick_check (Malformed
+// if it finds damage); sets WAL and the pragmas; creates the tables of a new file, or adds what a
+// file of version 1-3 lacks and marks it version 4. The quick_check of a file that this leaves as
+// it is runs on a thread of its own instead: its verdict ("ok" or what it found) is the future
+// returned (invalid when the check ran here). Throws StoreError with SQLite's message.
+std::future<std::string> set_up_history(sql::Connection& db);
+
+// Moves `path` and its -wal and -shm aside as `<path>.corrupt-<UTC time>` (a name of its own if
+// that exists); `stamp` is that time. Returns the new name. Throws StoreError "<why>; cannot move
+// it to ...".
+std::string move_aside(const std::string& path, const std::string& why, std::string& stamp);
+
+}  // namespace kiwi::agent

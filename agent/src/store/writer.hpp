@@ -1,0 +1,111 @@
+// The write side (one thread, the collector's): the queue of ticks, the minute summaries (rollups)
+// and their folding into hour rows, pruning, and the commit that writes them with the new series
+// and the output cursors in one transaction. Rollup and hour layout: schema.hpp; the minute and
+// hour code is rollup.cpp, the rest writer.cpp.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <kiwi/model.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "store/cursors.hpp"
+#include "store/queue.hpp"
+#include "store/series_table.hpp"
+#include "store/sqlite.hpp"
+#include "store/ticks.hpp"
+
+namespace kiwi::agent {
+
+// The writer's connection and its statements, prepared at open and closed together.
+struct WriterFile {
+  sql::Connection db;
+  sql::Statement insert_block;
+  sql::Statement insert_series;
+  sql::Statement prune;       // blocks wholly before ?1, at most ?2
+  sql::Statement prune_rows;  // tick rows before ?1, at most ?2
+  TickStatements ticks;       // begin_minute() reads a minute's ticks with them
+  sql::Statement insert_rollup;
+  sql::Statement prune_rollups;
+  sql::Statement delete_minute;  // rollup rows with ?1 <= ts <= ?2
+  sql::Statement delete_hour;    // hour rows with ?1 <= ts <= ?2
+  sql::Statement insert_hour;
+  sql::Statement prune_hours;  // hour rows before ?1, at most ?2
+  sql::Statement oldest_hour;  // the first hour row's ts
+  sql::Statement rollup_next;  // as ReadConnection's, on the writer
+  sql::Statement rollup_at;
+  sql::Statement insert_cursor;
+};
+
+class Writer {
+ public:
+  // `open_minute` is the minute summarised in memory now (INT64_MAX: none), for readers: a
+  // stored rollup row of that minute is partial (written before a restart), so queries read its
+  // samples instead.
+  Writer(TickQueue& queue, SeriesTable& series, Cursors& cursors,
+         std::atomic<std::int64_t>& open_minute)
+      : queue_(queue), series_(series), cursors_(cursors), open_minute_(open_minute) {}
+
+  // The file: `db` (set up by set_up_history()) becomes the writer's; prepare() readies its
+  // statements and reads where the rollups stand (StoreError with SQLite's message).
+  void attach(sql::Connection db) { file_.db = std::move(db); }
+  void prepare();
+  sql::Connection& db() { return file_.db; }
+  bool is_open() const { return file_.db.is_open(); }
+  void close() { file_ = {}; }
+  // Series [0, n) are in the file (n = 0: write the whole catalog with the next commit, to a new
+  // file after a recovery).
+  void set_committed(std::size_t n) { series_committed_ = n; }
+
+  // See Store::append(), Store::close_current_minute().
+  void append(std::int64_t ts_ms, const std::vector<const MetricValue*>& metrics);
+  void close_current_minute();
+  // Store::flush() once, on an open file: StoreError, or Malformed when SQLite finds it so.
+  void commit(std::int64_t cutoff_ms, int prune_rows);
+
+ private:
+  // writer.cpp
+  void write_ticks(const std::vector<TickQueue::Row>& rows);
+  std::int64_t write_minutes();  // returns the hour of the newest minute written
+  int prune(std::int64_t cutoff_ms, int max_rows);
+  // Runs the writer's statement `st` (?1 = a, ?2 = b) that returns no rows; StoreError `what`.
+  void step_range(sql::Statement& st, std::int64_t a, std::int64_t b, const char* what);
+  [[noreturn]] void fail(const std::string& what) const;
+
+  // rollup.cpp
+  void begin_minute(std::int64_t minute);
+  void add_to_minute(std::int64_t ts_ms,
+                     const std::vector<std::pair<std::uint32_t, double>>& values);
+  void close_minute();
+  void fold_hour(std::int64_t hour);  // inside commit()'s transaction (StoreError)
+
+  TickQueue& queue_;
+  SeriesTable& series_;
+  Cursors& cursors_;
+  std::atomic<std::int64_t>& open_minute_;
+  WriterFile file_;
+  std::size_t series_committed_ = 0;  // series [0, series_committed_) are in the file
+
+  // Closed minutes not yet committed: one blob per group (empty: none).
+  struct PendingMinute {
+    std::int64_t minute;
+    std::vector<std::string> groups;
+  };
+  std::vector<PendingMinute> pending_rollups_;
+  // The hour of the newest minute row written (INT64_MIN: none): when a minute of another hour
+  // is written, this one is folded into hour rows (fold_hour()).
+  std::int64_t rollup_hour_ = INT64_MIN;
+
+  // The minute being summarised: series id -> running summary.
+  struct MinuteStats {
+    double sum = 0, min = 0, max = 0, last = 0;
+    std::uint32_t n = 0;
+  };
+  std::int64_t minute_start_ = INT64_MIN;
+  std::int64_t minute_first_ = INT64_MAX;  // ts of the minute's first sample
+  std::vector<MinuteStats> minute_;        // index = series id
+};
+
+}  // namespace kiwi::agent
