@@ -1,6 +1,6 @@
 // The measurement made before schema 4 was built (issue 17, item 3: a 24 h, 1,000-point query of
 // one series in <= 5 ms whatever the number of other series); the store now has this layout
-// (store.hpp), and kiwi-bench-history --series measures the store itself. Schema 3 was one row
+// (schema.hpp), and kiwi-bench-history --series measures the store itself. Schema 3 was one row
 // per minute holding every series, so a one-series day read and inflated all 1,440 of them.
 // The layout measured here, in a scratch SQLite file with the store's page size, cache and codec:
 //   - per-series hour rows, keyed hour_ms + series id (the 60 minutes x 5 values of one series,

@@ -324,8 +324,8 @@ def _varint(b, i):
 
 def db_ticks(path):
     """The timestamps (ms) of every tick in the history file: the tick rows an agent before
-    schema version 3 wrote, and the ticks of each block (agent/src/store/store.hpp: a block is
-    varint(ts delta), varint(size), tick blob, ...; deflated behind 0x02 and varint(size))."""
+    schema version 3 wrote, and the ticks of each block (agent/src/store/sample_codec.hpp: a block
+    is varint(ts delta), varint(size), tick blob, ...; deflated behind 0x02 and varint(size))."""
     out = [ts for (ts,) in db_query(path, "SELECT ts FROM samples")]
     for ts, data in db_query(path, "SELECT ts, data FROM blocks"):
         if data[:1] == b"\x02":

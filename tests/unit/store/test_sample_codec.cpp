@@ -265,3 +265,20 @@ TEST_CASE("sample codec: rows are deflated only when that is smaller, and read e
   CHECK(sample_codec::unpack(packed, buf) == std::optional<std::string_view>(big));
   CHECK_FALSE(sample_codec::unpack(packed.substr(0, packed.size() / 2), buf));
 }
+
+TEST_CASE("store: sample encoding round-trips integers exactly and others to float precision") {
+  std::vector<std::pair<std::uint32_t, double>> in = {
+      {7, 8300695552.0}, {1, 0.123456789}, {3, -40.5}, {2, 1e300}, {4, 0}, {5, -3}};
+  std::string blob;
+  sample_codec::encode(blob, in);
+  std::vector<std::pair<std::uint32_t, double>> out;
+  sample_codec::decode(blob, [&](std::uint32_t id, double v) { out.emplace_back(id, v); });
+  REQUIRE(out.size() == 6);
+  CHECK(out[0] == std::pair<std::uint32_t, double>{1, 0.12345679});
+  CHECK(out[1] == std::pair<std::uint32_t, double>{2, 1e300});
+  CHECK(out[2] == std::pair<std::uint32_t, double>{3, -40.5});
+  CHECK(out[5] == std::pair<std::uint32_t, double>{7, 8300695552.0});
+  CHECK(blob.size() < 40);  // compact: ~100 values a tick must stay small on flash
+  CHECK_THROWS_AS(sample_codec::decode(std::string_view("\x05", 1), [](auto, auto) {}),
+                  kiwi::StoreError);
+}
