@@ -178,7 +178,8 @@ Rows& Rows::bind(int index, Blob blob) {
 
 bool Rows::next() {
   if (!st_) code_ = SQLITE_MISUSE;
-  if (failed()) return false;
+  // At the end it stays there: SQLite would reset the statement and run it again.
+  if (failed() || code_ == SQLITE_DONE) return false;
   code_ = sqlite3_step(st_);
   return code_ == SQLITE_ROW;
 }

@@ -145,7 +145,8 @@ class Rows {
   Rows& bind(int index, const std::string& text) { return bind(index, std::string_view(text)); }
   Rows& bind(int index, Blob blob);  // not copied
 
-  // Steps: true with a row to read; false at the end, or on an error (failed(), code()).
+  // Steps: true with a row to read; false at the end (and after it), or on an error (failed(),
+  // code()).
   bool next();
   // kRow or kDone after a step, else the error's result code (kOk before the first step).
   int code() const { return code_; }

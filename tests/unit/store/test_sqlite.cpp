@@ -93,8 +93,11 @@ TEST_CASE("sqlite wrapper: a run resets its statement when it ends, so the next 
   // file before this commit.
   CHECK(insert.execute(std::int64_t{4}) == sql::kDone);
   std::vector<std::int64_t> seen;
-  for (auto rows = select.query(); rows.next();) seen.push_back(rows.int64(0));
+  auto rows = select.query();
+  while (rows.next()) seen.push_back(rows.int64(0));
   CHECK(seen == std::vector<std::int64_t>{1, 2, 3, 4});
+  CHECK_FALSE(rows.next());  // at the end it stays there, not run again from the start
+  CHECK(rows.code() == sql::kDone);
 }
 
 TEST_CASE("sqlite wrapper: parameters bind by index, each as its own type") {
