@@ -72,9 +72,10 @@ void Writer::commit(std::int64_t cutoff_ms, int prune_rows) {
   // Copied: queries keep seeing them until they are committed.
   const std::vector<TickQueue::Row> rows = queue_.copy();
   const SeriesTable::View catalog = series_.view();
-  const Cursors::Map cursors = cursors_.take_dirty();
   std::int64_t hour = rollup_hour_;  // of the newest minute row, as it will be after this commit
   file_.db.exec("BEGIN");
+  // Taken once the transaction is open: a BEGIN that fails leaves them to the next commit.
+  const Cursors::Map cursors = cursors_.take_dirty();
   try {
     for (auto& [name, acked] : cursors)
       if (file_.insert_cursor.execute(name, acked) != sql::kDone)
