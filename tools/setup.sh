@@ -13,8 +13,9 @@
 # playwright-core) and chromium come from tools/setup-web.sh, called last.
 set -euo pipefail
 
-# build-essential's g++ also brings libasan and libubsan, for a sanitizer build.
-build_tools=(build-essential dpkg-dev cmake pkg-config rapidjson-dev)
+# build-essential's g++ also brings libasan and libubsan, for a sanitizer build. ccache: a file
+# compiled before (in any build directory of the checkout) comes from the cache (tools/build.sh).
+build_tools=(build-essential dpkg-dev cmake pkg-config rapidjson-dev ccache)
 # The libraries the agent links, for the machine that runs it (rapidjson-dev is headers only,
 # for every architecture). libcurl and snappy: the remote_write output plugin alone links them.
 # libcrypt-dev (libxcrypt): bcrypt for [http.auth] basic_users.
