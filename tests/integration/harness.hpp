@@ -1,12 +1,11 @@
 // Test harness for integration tests: the real kiwi-agent binary in a temporary directory on a
-// loopback port, and a minimal HTTP/1.1 client. Waits poll with deadlines; no fixed sleeps.
+// loopback port (Agent, the one way a test starts it), and a minimal HTTP/1.1 client. Waits poll
+// with deadlines; no fixed sleeps.
 #pragma once
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -26,9 +25,8 @@
 #include <vector>
 
 #include "emulator.hpp"
+#include "process.hpp"
 #include "test_support.hpp"
-
-extern char** environ;
 
 namespace kiwi_test {
 
@@ -53,44 +51,16 @@ struct ProcessResult {
   std::string err;
 };
 
-// Starts `args` with stdout/stderr to files; returns the pid. A binary of this build goes through
-// emulated() first (emulator.hpp).
-inline pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error("posix_spawn " + args[0] + " failed");
-  return pid;
-}
-
-// Waits for `pid` at most `timeout`; kills it (SIGKILL) and fails if it does not exit.
-inline int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
-  int status = 0;
-  while (Clock::now() < deadline) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  throw std::runtime_error("process did not exit in time");
-}
-
-// Runs kiwi-agent with `args` to completion (for --check-config and friends).
-inline ProcessResult run_agent_command(std::vector<std::string> args) {
+// Runs kiwi-agent with `args` to completion (for --check-config and friends), under `prefix` if
+// given (a program that runs it: setpriv, prlimit), and gives it 20 s.
+inline ProcessResult run_agent_command(std::vector<std::string> args,
+                                       std::vector<std::string> prefix = {}) {
   TempDir tmp;
   args.insert(args.begin(), KIWI_AGENT_BIN);
-  pid_t pid = spawn(emulated(args), tmp.path / "out", tmp.path / "err");
+  for (auto& word : emulated(args)) prefix.push_back(word);
+  Process agent(prefix, {tmp.path / "out", tmp.path / "err", {}});
   ProcessResult r;
-  r.exit_code = wait_exit(pid, std::chrono::seconds(20));
+  r.exit_code = agent.stop(0, std::chrono::seconds(20));
   r.out = read_text(tmp.path / "out");
   r.err = read_text(tmp.path / "err");
   return r;
@@ -255,30 +225,67 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
-// kiwi-agent running on a temporary data dir and a kernel-chosen loopback port.
+// What Agent waits for before its constructor (or start()) returns.
+enum class Ready {
+  started,       // nothing: the process runs (the test waits for what it needs itself)
+  listening,     // its log says "listening on http(s)://ADDRESS:PORT/"; port() is known
+  first_sample,  // listening, and /api/current has its first sample (200, not 503)
+};
+
+// How Agent starts kiwi-agent. The defaults: the harness's config, a temporary data dir, a
+// kernel-chosen loopback port, the test's environment, the first sample waited for.
+struct AgentOptions {
+  // The config file the harness writes (config_path()): [agent] data_dir, plugin_dir and
+  // `agent_lines` (procfs/sysfs of a fixture tree); [http] bind (127.0.0.1:0 unless `http_lines`
+  // has a bind) and `http_lines`; [collector] snapshot_path (dir()/run/current.json) and
+  // `collector_lines`; then `toml`.
+  std::string toml;
+  std::string collector_lines;
+  std::string http_lines;
+  std::string agent_lines;
+  fs::path data_dir;  // instead of dir()/data
+  // A config of the test's own: the agent runs on this file and the harness writes none.
+  fs::path config_file;
+  std::vector<std::string> args;    // more arguments, after --config FILE
+  std::vector<std::string> prefix;  // a program it runs under: {"/usr/bin/prlimit", "...", "--"}
+  std::map<std::string, std::optional<std::string>> env;  // set (nullopt: unset) for it alone
+  fs::path stderr_path;  // its log, instead of dir()/stderr (the file is truncated, not replaced)
+  Ready ready = Ready::first_sample;
+  std::chrono::milliseconds start_timeout = std::chrono::seconds(20);
+};
+
+// kiwi-agent running on a temporary directory, the one way an integration test starts it: on its
+// config, under the emulator of a cross build (emulator.hpp) and any `prefix`, its stdout and
+// stderr in files, waited for by the log line or the first sample (Ready), never by a sleep. It
+// runs in a process group of its own and dies with the test process (process.hpp); the destructor
+// kills it (SIGKILL to the group) and reaps it whatever way the test leaves, so a failed REQUIRE
+// stops it too.
 class Agent {
  public:
+  explicit Agent(AgentOptions options) : options_(std::move(options)) {
+    config_path_ = options_.config_file.empty() ? dir_.path / "kiwi.toml" : options_.config_file;
+    data_dir_ = options_.data_dir.empty() ? dir_.path / "data" : options_.data_dir;
+    stderr_path_ = options_.stderr_path.empty() ? dir_.path / "stderr" : options_.stderr_path;
+    if (options_.config_file.empty())
+      write_config(options_.toml, options_.collector_lines, options_.http_lines,
+                   options_.agent_lines);
+    start(options_.ready);
+  }
   // `extra_toml` is appended to a config that sets data_dir, snapshot_path and bind;
   // `collector_lines` and `http_lines` go into its [collector] and [http] tables; `data_dir`
   // replaces the temporary one; `agent_lines` go into [agent] (procfs/sysfs of a fixture tree).
-  // The constructor returns once the agent serves its first sample (see start()).
+  // The constructor returns once the agent serves its first sample (once it listens, with
+  // `wait_for_first_sample` false).
   explicit Agent(const std::string& extra_toml = "", const std::string& collector_lines = "",
                  const std::string& http_lines = "", const std::string& data_dir = "",
-                 const std::string& agent_lines = "", bool wait_for_first_sample = true) {
-    config_path_ = dir_.path / "kiwi.toml";
-    data_dir_ = data_dir.empty() ? dir_.path / "data" : fs::path(data_dir);
-    write_config(extra_toml, collector_lines, http_lines, agent_lines);
-    start(wait_for_first_sample);
-  }
-  ~Agent() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
+                 const std::string& agent_lines = "", bool wait_for_first_sample = true)
+      : Agent(options(extra_toml, collector_lines, http_lines, data_dir, agent_lines,
+                      wait_for_first_sample)) {}
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
 
   // The config file: the fixed part (data_dir, plugin_dir, snapshot_path; bind unless
-  // `http_lines` sets one) and the given lines, as the constructor describes.
+  // `http_lines` sets one) and the given lines, as AgentOptions describes.
   void write_config(const std::string& extra_toml, const std::string& collector_lines = "",
                     const std::string& http_lines = "", const std::string& agent_lines = "") {
     const bool sets_bind = http_lines.find("bind") != std::string::npos;
@@ -296,7 +303,7 @@ class Agent {
   // "reload failed ...", which it returns.
   std::string reload() {
     const std::size_t before = stderr_text().size();
-    kill(pid_, SIGHUP);
+    kill(pid(), SIGHUP);
     auto deadline = Clock::now() + std::chrono::seconds(20);
     while (Clock::now() < deadline) {
       std::string log = stderr_text().substr(before);
@@ -310,47 +317,72 @@ class Agent {
     throw std::runtime_error("no reload verdict in the log:\n" + stderr_text());
   }
 
-  // Starts the agent and waits until it listens ("listening on http://127.0.0.1:PORT/" in its
-  // log) and, unless told not to, until /api/current has its first sample.
+  // Starts the agent (again, after stop(): on the same data dir, config and port) and waits for
+  // `ready`; throws with its log if it exits first or the start timeout passes.
+  void start(Ready ready) {
+    std::vector<std::string> argv = options_.prefix;
+    for (auto& word : emulated({KIWI_AGENT_BIN, "--config", config_path_.string()}))
+      argv.push_back(word);
+    argv.insert(argv.end(), options_.args.begin(), options_.args.end());
+    process_ = Process(argv, {dir_.path / "stdout", stderr_path_, options_.env});
+    if (ready == Ready::started) return;
+    const auto deadline = Clock::now() + options_.start_timeout;
+    wait_listening(deadline);
+    if (ready == Ready::first_sample) wait_first_sample(deadline);
+  }
   void start(bool wait_for_first_sample = true) {
-    pid_ = spawn(emulated({KIWI_AGENT_BIN, "--config", config_path_.string()}),
-                 dir_.path / "stdout", dir_.path / "stderr");
-    auto deadline = Clock::now() + std::chrono::seconds(20);
+    start(wait_for_first_sample ? Ready::first_sample : Ready::listening);
+  }
+
+  // Sends `sig` (0: none, only waits) and returns the exit code (128 + a signal that ended it);
+  // one that has not exited in 20 s is killed and this throws.
+  int stop(int sig = SIGTERM) { return process_.stop(sig, std::chrono::seconds(20)); }
+
+  int port() const { return port_; }
+  pid_t pid() const { return process_.pid(); }
+  const fs::path& dir() const { return dir_.path; }
+  fs::path db_path() const { return data_dir_ / "kiwi.db"; }
+  std::string stderr_text() const { return read_text(stderr_path_); }
+
+  // The port of the log's "listening on http://127.0.0.1:PORT/" (https:// with [http.tls], any
+  // bind address), 0 before the whole line is there.
+  static int listening_port(const std::string& log) {
+    const auto at = log.find("listening on http");
+    const auto scheme = at == std::string::npos ? at : log.find("://", at);
+    const auto slash = scheme == std::string::npos ? scheme : log.find('/', scheme + 3);
+    if (slash == std::string::npos) return 0;
+    const auto colon = log.rfind(':', slash);
+    if (colon == std::string::npos || colon < scheme + 3) return 0;
+    return std::stoi(log.substr(colon + 1, slash - colon - 1));
+  }
+
+ private:
+  static AgentOptions options(const std::string& extra_toml, const std::string& collector_lines,
+                              const std::string& http_lines, const std::string& data_dir,
+                              const std::string& agent_lines, bool wait_for_first_sample) {
+    AgentOptions o;
+    o.toml = extra_toml;
+    o.collector_lines = collector_lines;
+    o.http_lines = http_lines;
+    o.agent_lines = agent_lines;
+    o.data_dir = data_dir;
+    o.ready = wait_for_first_sample ? Ready::first_sample : Ready::listening;
+    return o;
+  }
+  void wait_listening(Clock::time_point deadline) {
     while (Clock::now() < deadline) {
-      std::string log = stderr_text();
-      // "http://" or, with [http.tls], "https://".
-      auto at = log.find("listening on http");
-      if (at != std::string::npos) at = log.find("://127.0.0.1:", at);
-      if (at != std::string::npos && log.find('/', at + 13) != std::string::npos) {
-        port_ = std::stoi(log.substr(at + 13));
-        if (wait_for_first_sample) wait_first_sample(deadline);
+      const std::string log = stderr_text();
+      if (int port = listening_port(log)) {
+        port_ = port;
         return;
       }
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        throw std::runtime_error("kiwi-agent exited at start-up:\n" + log);
-      }
+      if (auto code = process_.poll())
+        throw std::runtime_error("kiwi-agent exited at start-up (exit code " +
+                                 std::to_string(*code) + "):\n" + log);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     throw std::runtime_error("kiwi-agent did not start listening:\n" + stderr_text());
   }
-
-  // Sends `sig` and returns the exit code.
-  int stop(int sig = SIGTERM) {
-    kill(pid_, sig);
-    int code = wait_exit(pid_, std::chrono::seconds(20));
-    pid_ = -1;
-    return code;
-  }
-
-  int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  const fs::path& dir() const { return dir_.path; }
-  fs::path db_path() const { return data_dir_ / "kiwi.db"; }
-  std::string stderr_text() const { return read_text(dir_.path / "stderr"); }
-
- private:
   // The port opens before the first sample is taken (503 until then).
   void wait_first_sample(Clock::time_point deadline) {
     HttpClient c(port_);
@@ -361,11 +393,13 @@ class Agent {
     throw std::runtime_error("no first sample:\n" + stderr_text());
   }
 
-  TempDir dir_;
+  TempDir dir_;  // first: removed after the process is gone
+  AgentOptions options_;
   fs::path config_path_;
   fs::path data_dir_;
-  pid_t pid_ = -1;
+  fs::path stderr_path_;
   int port_ = 0;
+  Process process_;
 };
 
 // Stops one thread of a running process, found by its name (/proc/PID/task/TID/comm), for the
