@@ -121,47 +121,24 @@ plugin = "network"
 [[sensor]]
 plugin = "diskio"
 )";
-    const fs::path config = dir_.path / "kiwi.toml";
-    write_text(config, replace_all(replace_all(toml, "@SCRATCH@", dir_.path.string()), "@PLUGINS@",
-                                   KIWI_PLUGIN_DIR));
-    pid_ = spawn(emulated({KIWI_AGENT_BIN, "--config", config.string()}), dir_.path / "stdout",
-                 dir_.path / "stderr");
-    const auto deadline = Clock::now() + 20s;
-    while (Clock::now() < deadline) {
-      const std::string log = read_text(dir_.path / "stderr");
-      const auto at = log.find("listening on http://127.0.0.1:");
-      if (at != std::string::npos && log.find('/', at + 30) != std::string::npos) {
-        port_ = std::stoi(log.substr(at + 30));
-        return;
-      }
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        throw std::runtime_error("kiwi-agent exited at start-up:\n" + log);
-      }
-      std::this_thread::sleep_for(5ms);
-    }
-    throw std::runtime_error("kiwi-agent did not start listening");
+    AgentOptions options;
+    options.config_file = dir_.path / "kiwi.toml";
+    write_text(options.config_file, replace_all(replace_all(toml, "@SCRATCH@", dir_.path.string()),
+                                                "@PLUGINS@", KIWI_PLUGIN_DIR));
+    options.ready = Ready::listening;  // the test reads the samples it waits for itself
+    agent_.emplace(std::move(options));
   }
-  ~BoardAgent() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  BoardAgent(const BoardAgent&) = delete;
-  BoardAgent& operator=(const BoardAgent&) = delete;
 
   fs::path tree() const { return dir_.path / "board"; }
   fs::path rootfs() const { return dir_.path / "rootfs"; }
   const fs::path& scratch() const { return dir_.path; }
-  int port() const { return port_; }
+  int port() const { return agent_->port(); }
   void advance() const { overlay(kFixtures / board_ / "next", tree()); }
 
  private:
   std::string board_;
-  TempDir dir_;
-  pid_t pid_ = -1;
-  int port_ = 0;
+  TempDir dir_;                 // the board, its mount points and the data dir
+  std::optional<Agent> agent_;  // after dir_: stopped before the board is removed
 };
 
 // Strings and numbers that differ from run to run, replaced by a placeholder naming what they are.
