@@ -139,17 +139,17 @@ TEST_CASE("auth: listening on 0.0.0.0 without authentication logs a warning at s
              "[agent]\ndata_dir = \"" + (tmp.path / "data").string() +
                  "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n[http]\nbind = \"0.0.0.0:" +
                  std::to_string(port) + "\"\n[collector]\nsnapshot_path = \"\"\n");
-  const pid_t pid = spawn(emulated({KIWI_AGENT_BIN, "--config", (tmp.path / "kiwi.toml").string()}),
-                          tmp.path / "out", tmp.path / "err");
+  AgentOptions options;
+  options.config_file = tmp.path / "kiwi.toml";
+  options.ready = Ready::started;
+  Agent agent(options);
   const bool warned = eventually([&] {
-    return read_text(tmp.path / "err").find("beyond loopback without authentication") !=
-           std::string::npos;
+    return agent.stderr_text().find("beyond loopback without authentication") != std::string::npos;
   });
-  kill(pid, SIGTERM);  // at once: it listened on every interface only for this
-  wait_exit(pid, std::chrono::seconds(20));
-  INFO(read_text(tmp.path / "err"));
+  agent.stop(SIGTERM);  // at once: it listened on every interface only for this
+  INFO(agent.stderr_text());
   CHECK(warned);
-  CHECK_THAT(read_text(tmp.path / "err"),
+  CHECK_THAT(agent.stderr_text(),
              Catch::Contains("warn: listening on http://0.0.0.0:" + std::to_string(port) +
                              "/ beyond loopback without authentication"));
 }

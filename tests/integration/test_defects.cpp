@@ -250,10 +250,12 @@ TEST_CASE("defect: a privileged port as an unprivileged user says so (EACCES)") 
                        "\"\nplugin_dir = \"" KIWI_PLUGIN_DIR
                        "\"\n[http]\nbind = \"127.0.0.1:81\"\n[collector]\nsnapshot_path = \"\"\n");
   fs::permissions(file, fs::perms::all);
-  auto [code, out] =
-      run_shell(as_nobody + emulated_shell_prefix() + KIWI_AGENT_BIN " --config " + file);
+  auto r =
+      run_agent_command({"--config", file}, {"/usr/bin/env", "setpriv", "--reuid=65534",
+                                             "--regid=65534", "--clear-groups", "--inh-caps=-all"});
+  const std::string out = r.out + r.err;
   INFO(out);
-  CHECK(code == 1);
+  CHECK(r.exit_code == 1);
   CHECK_THAT(out, Catch::Contains(
                       "cannot listen on 127.0.0.1:81: bind: Permission denied (ports below 1024 "
                       "need root or CAP_NET_BIND_SERVICE"));
@@ -367,13 +369,15 @@ TEST_CASE("defect: log lines carry a timestamp in a terminal, and none under jou
     struct stat st {};
     REQUIRE(stat(err.c_str(), &st) == 0);
     const std::string stream = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-    setenv("JOURNAL_STREAM", stream.c_str(), 1);
-    pid_t pid = spawn(emulated({KIWI_AGENT_BIN, "--config", file}), tmp.path / "stdout", err);
-    unsetenv("JOURNAL_STREAM");
+    AgentOptions options;
+    options.config_file = file;
+    options.env["JOURNAL_STREAM"] = stream;
+    options.stderr_path = err;
+    options.ready = Ready::started;
+    Agent agent(options);
     bool listening =
         eventually([&] { return read_text(err).find("listening on") != std::string::npos; });
-    kill(pid, SIGTERM);
-    CHECK(wait_exit(pid, 20s) == 0);
+    CHECK(agent.stop(SIGTERM) == 0);
     REQUIRE(listening);
     CHECK_THAT(read_text(err), Catch::StartsWith("kiwi-agent: info: listening on"));
   }

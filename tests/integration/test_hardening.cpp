@@ -75,10 +75,13 @@ TEST_CASE("hardening: under umask 000 the agent's directories are 0755 and its f
   const fs::path data = tmp.path / "state" / "data";
   const fs::path snap = tmp.path / "run" / "kiwi" / "current.json";
   const std::string file = config_in(tmp, data, snap);
-  pid_t pid = 0;
+  AgentOptions options;
+  options.config_file = file;
+  options.ready = Ready::started;
+  std::optional<Agent> agent;
   {
     Umask scope(0);
-    pid = spawn(emulated({KIWI_AGENT_BIN, "--config", file}), tmp.path / "out", tmp.path / "err");
+    agent.emplace(options);
   }
   REQUIRE(eventually([&] { return fs::exists(snap) && fs::exists(data / "kiwi.db-wal"); }, 20s));
   for (auto& d : {tmp.path / "state", data, tmp.path / "run", snap.parent_path()}) {
@@ -91,8 +94,7 @@ TEST_CASE("hardening: under umask 000 the agent's directories are 0755 and its f
     INFO(f);
     CHECK(mode_of(f) == 0644);
   }
-  kill(pid, SIGTERM);
-  CHECK(wait_exit(pid, 20s) == 0);
+  CHECK(agent->stop(SIGTERM) == 0);
 }
 
 TEST_CASE("hardening: a symbolic link planted at the snapshot's temporary name is not followed") {
@@ -153,11 +155,13 @@ TEST_CASE("hardening: a sensor that crashes the agent is named in its last log l
   const std::string plugin = KIWI_TEST_PLUGIN_DIR "/test-crash_sensor.so";
   const std::string file = config_in(tmp, tmp.path / "data", tmp.path / "run" / "current.json",
                                      "[[sensor]]\nplugin = \"" + plugin + "\"\nname = \"crash\"\n");
-  pid_t pid =
-      spawn(emulated({KIWI_AGENT_BIN, "--config", file}), tmp.path / "out", tmp.path / "err");
+  AgentOptions options;
+  options.config_file = file;
+  options.ready = Ready::started;  // it crashes at its first sample, maybe before it listens
+  Agent agent(options);
   // Killed by the signal itself (the kernel's exit status and core dump), not an exit code.
-  CHECK(wait_exit(pid, 20s) == 128 + SIGSEGV);
-  const std::string err = read_text(tmp.path / "err");
+  CHECK(agent.stop(0) == 128 + SIGSEGV);  // signal 0: only waits for it
+  const std::string err = agent.stderr_text();
   CHECK_THAT(err,
              Catch::Contains("kiwi-agent: error: SIGSEGV (invalid memory access) in sensor "
                              "crash (" +
@@ -281,18 +285,18 @@ TEST_CASE("hardening: a max_connections above the open-file limit raises it or t
     std::string text = read_text(file);
     text.insert(text.find("[http]\n") + 7, http);
     write_text(file, text);
-    std::vector<std::string> argv = {"/usr/bin/prlimit", "--nofile=512:512", "--"};
-    for (auto& a : emulated({KIWI_AGENT_BIN, "--config", file})) argv.push_back(a);
-    pid_t pid = spawn(argv, tmp.path / "out", tmp.path / "err");
-    CHECK(eventually(
-        [&] { return read_text(tmp.path / "err").find("listening on") != std::string::npos; },
-        20s));
-    CHECK_THAT(read_text(tmp.path / "err"),
+    AgentOptions options;
+    options.config_file = file;
+    options.prefix = {"/usr/bin/prlimit", "--nofile=512:512", "--"};
+    options.ready = Ready::started;
+    Agent agent(options);
+    CHECK(eventually([&] { return agent.stderr_text().find("listening on") != std::string::npos; },
+                     20s));
+    CHECK_THAT(agent.stderr_text(),
                Catch::Contains("warn: http: max_connections 1000 needs about 2256 file "
                                "descriptors and the limit (RLIMIT_NOFILE) is 512; past it new "
                                "connections wait for a free one (systemd: LimitNOFILE=)"));
-    CHECK(soft_open_files(pid) == 512);
-    kill(pid, SIGTERM);
-    CHECK(wait_exit(pid, 20s) == 0);
+    CHECK(soft_open_files(agent.pid()) == 512);
+    CHECK(agent.stop(SIGTERM) == 0);
   }
 }
