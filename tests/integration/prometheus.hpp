@@ -48,8 +48,8 @@ inline std::string url_encode(std::string_view s) {
 struct Prometheus {
   TempDir dir;
   int port = free_port();
-  pid_t pid = -1;
   std::vector<std::string> flags;
+  Process process;  // dies with the test process, like the agent (process.hpp)
 
   // Starts it on `config` (prometheus.yml's text) with `extra` flags, and waits until it is ready.
   explicit Prometheus(const std::string& config, std::vector<std::string> extra = {})
@@ -60,10 +60,9 @@ struct Prometheus {
   Prometheus(const Prometheus&) = delete;
   Prometheus& operator=(const Prometheus&) = delete;
   ~Prometheus() {
-    if (pid <= 0) return;
-    kill(pid, SIGTERM);
+    if (!process.started()) return;
     try {
-      wait_exit(pid, std::chrono::seconds(20));
+      process.stop(SIGTERM, std::chrono::seconds(20));
     } catch (...) {
     }
   }
@@ -74,14 +73,10 @@ struct Prometheus {
                                      "--storage.tsdb.path=" + (dir.path / "data").string(),
                                      "--web.listen-address=127.0.0.1:" + std::to_string(port)};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    pid = spawn(argv, dir.path / "out", dir.path / "err");
+    process = Process(argv, {dir.path / "out", dir.path / "err", {}});
     REQUIRE(eventually([&] { return ready(); }, std::chrono::seconds(30)));
   }
-  void stop() {
-    kill(pid, SIGTERM);
-    wait_exit(pid, std::chrono::seconds(20));
-    pid = -1;
-  }
+  void stop() { process.stop(SIGTERM, std::chrono::seconds(20)); }
   bool ready() {
     try {
       HttpClient c(port);
