@@ -99,8 +99,8 @@ import time
 import urllib.error
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (Failure, Processes, Results, guarded, http_get, loadavg,  # noqa: E402
-                      tail)
+from benchlib import (Agent, Failure, Processes, Results, agent_config, guarded,  # noqa: E402
+                      http_get, loadavg, tail, wait_listening)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(ROOT, "tools", "bench")
@@ -245,37 +245,36 @@ class Bench:
         threads = '"auto"' if self.http_threads == "auto" else self.http_threads
         path = os.path.join(self.run_dir, f"{name}.toml")
         with open(path, "w") as f:
-            f.write(f'[agent]\ndata_dir = "{self.run_dir}/{name}-data"\n'
-                    f'plugin_dir = "{self.plugin_dir}"\n[http]\nbind = "{bind}"\n'
-                    f'threads = {threads}\n{http}[collector]\ninterval = "{interval}"\n'
-                    f'retention = "{retention}"\nsnapshot_path = "{self.snapdir}/{name}.json"\n')
+            f.write(agent_config(f"{self.run_dir}/{name}-data", self.plugin_dir, bind,
+                                 f"{self.snapdir}/{name}.json", http=f"threads = {threads}\n{http}",
+                                 collector={"interval": interval, "retention": retention}))
         return path
 
-    def start_agent(self, name, interval="1s", keep=False, bind="127.0.0.1:0", pin=None,
-                    retention="24h", http="", wait=10):
-        """Starts the agent pinned (to the server's CPU unless `pin`, which may also name a
-        program to run it under), waits `wait` s at most for its "listening on" line; returns
-        (Popen, url). A fresh data dir unless `keep`."""
+    def agent(self, name, interval="1s", keep=False, bind="127.0.0.1:0", pin=None,
+              retention="24h", http=""):
+        """The agent `name` on its config (see config), pinned to the server's CPU unless `pin`,
+        which may also name a program to run it under; not started yet. A fresh data dir unless
+        `keep`."""
         if not keep:
             shutil.rmtree(os.path.join(self.run_dir, f"{name}-data"), ignore_errors=True)
         cfg = self.config(name, interval, retention, bind, http)
-        p = self.procs.start("agent", name, (self.pin_server if pin is None else pin)
-                             + [self.agent_bin, "--config", cfg], log_dir=self.run_dir)
-        return p, self.wait_listening(p, wait, "the agent")
+        return Agent(self.procs, self.agent_bin, cfg, name,
+                     data_dir=os.path.join(self.run_dir, f"{name}-data"),
+                     wrapper=self.pin_server if pin is None else pin, log_dir=self.run_dir)
+
+    def start_agent(self, name, interval="1s", keep=False, bind="127.0.0.1:0", pin=None,
+                    retention="24h", http="", wait=10):
+        """Starts the agent (see agent) and waits `wait` s at most for its "listening on" line;
+        returns (Popen, url)."""
+        a = self.agent(name, interval, keep, bind, pin, retention, http)
+        a.start(wait, require=True)
+        return a.proc, a.url
 
     @staticmethod
     def wait_listening(p, seconds, what):
         """The URL of the "listening on" line that `p` (the agent or the ceiling) logs, waited
         for `seconds` at most; Failure naming `what` if it does not come or `p` exits."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            m = re.search(r"listening on (http://127\.0\.0\.1:[0-9]+)/", read_text(p.log))
-            if m:
-                return m.group(1)
-            if p.poll() is not None:
-                break
-            time.sleep(0.01)
-        raise Failure(f"{what} did not start (log: {p.log}):\n{tail(p.log, 5).rstrip()}")
+        return wait_listening(p, seconds, what)
 
     def stop(self, p):
         self.procs.finish(p)

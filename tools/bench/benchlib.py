@@ -1,16 +1,20 @@
 """What the Python benchmark runners (tools/bench/bench.py and its modes, fleet.py, footprint.py,
-scale.py, disk.py) share:
-starting and stopping processes by PID, reading /proc, loopback helpers, finding programs, one
-JSON line per measurement, and putting a runner's section into docs/benchmarks.md.
+scale.py, disk.py) and the fault campaign (tools/faults/faults.py) share: the agent under test
+(Agent: its config, started, waited for, stopped and reaped), starting and stopping processes by
+PID, reading /proc, loopback and HTTP helpers, finding programs, one JSON line per measurement,
+and putting a runner's section into docs/benchmarks.md.
 
 Only the Python 3 standard library."""
 
+import http.client
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import time
 import urllib.error
@@ -34,24 +38,29 @@ class Processes:
         self.workdir = workdir
         self.procs = []  # (side, name, Popen)
 
-    def start(self, side, name, argv, cwd=None, env=None, log_dir=None):
+    def start(self, side, name, argv, cwd=None, env=None, log_dir=None, append=False,
+              preexec_fn=None):
         """Starts `argv` in `cwd` (default the work directory); its output goes to
-        <log_dir>/<name>.log (default: in `cwd`)."""
+        <log_dir>/<name>.log (default: in `cwd`), after what is there with `append` (a restart);
+        `p.log_offset` is where its own lines start. `preexec_fn` runs in the child before the
+        program (resource limits)."""
         cwd = cwd or self.workdir
         log = os.path.join(log_dir or cwd, f"{name}.log")
-        with open(log, "wb") as f:
+        with open(log, "ab" if append else "wb") as f:
+            offset = f.tell()
             # A session of its own: a Ctrl-C in the terminal reaches this script only, which then
             # stops each process in order (stop_all).
             p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True, cwd=cwd, env=env)
-        p.log = log
+                                 start_new_session=True, cwd=cwd, env=env, preexec_fn=preexec_fn)
+        p.log, p.log_offset = log, offset
         self.procs.append((side, name, p))
         return p
 
-    def finish(self, p, timeout=10.0):
+    def finish(self, p, timeout=10.0, sig=signal.SIGTERM):
         """Stops `p` (see stop) and forgets it: check_alive no longer looks at it."""
-        self.stop(p, timeout)
+        result = self.stop(p, timeout, sig)
         self.procs = [e for e in self.procs if e[2] is not p]
+        return result
 
     def pids(self, side):
         return [p.pid for s, _, p in self.procs if s == side and p.poll() is None]
@@ -63,22 +72,30 @@ class Processes:
                 raise Failure(f"{name} (pid {p.pid}) exited with status {p.returncode}; "
                               f"its log: {p.log}:\n" + tail(p.log))
 
-    def stop(self, p, timeout=10.0):
+    def stop(self, p, timeout=10.0, sig=signal.SIGTERM):
+        """Sends `sig` to `p`, waits `timeout` s, then SIGKILL; reaped either way. Returns (exit
+        status, seconds it took, whether it had to be killed)."""
         if p.poll() is not None:
-            return
+            return p.returncode, 0.0, False
+        t0 = time.monotonic()
         try:
-            os.kill(p.pid, signal.SIGTERM)
+            os.kill(p.pid, sig)
         except ProcessLookupError:
-            return
+            pass
+        killed = False
         try:
             p.wait(timeout)
         except subprocess.TimeoutExpired:
+            killed = True
             os.kill(p.pid, signal.SIGKILL)
             p.wait()
+        return p.returncode, time.monotonic() - t0, killed
 
-    def stop_all(self):
+    def stop_all(self, timeout=10.0):
+        """Stops every process (the last started first) and forgets them."""
         for _, _, p in reversed(self.procs):
-            self.stop(p)
+            self.stop(p, timeout)
+        self.procs = []
 
 
 def tail(path, lines=15):
@@ -98,6 +115,18 @@ def cpu_ticks(pid):
 
 def side_ticks(pids):
     return sum(cpu_ticks(p) for p in pids)
+
+
+def vm_rss_kib(pid):
+    """VmRSS of a process in KiB (/proc/PID/status), None when it has gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 def smaps_rollup(pid):
@@ -252,24 +281,221 @@ def free_ports(n):
 
 
 def http_get(url, timeout=5.0, headers=None):
+    """(status, headers, body) of a GET to `url`; urllib.error.HTTPError for a 4xx or 5xx."""
     req = urllib.request.Request(url, headers=headers or {})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return r.status, dict(r.headers), r.read()
 
 
-def wait_until(what, pred, deadline_s, procs=None, step=0.2):
-    deadline = time.monotonic() + deadline_s
+def loopback_get(port, path, timeout=3.0, conn=None):
+    """(status, body, seconds) of a GET of `path` on 127.0.0.1:`port`, whatever the status, over a
+    new connection (or `conn`, kept open); OSError or http.client.HTTPException when nothing
+    answers."""
+    own = conn is None
+    c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    t0 = time.monotonic()
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read()
+        return r.status, body, time.monotonic() - t0
+    finally:
+        if own:
+            c.close()
+
+
+# What a poll counts as "not yet": nothing listening, an HTTP or SQLite error, a half-written file.
+NOT_YET = (OSError, http.client.HTTPException, ValueError, sqlite3.Error)
+
+
+def poll(pred, timeout, step=0.1, procs=None):
+    """The first truthy value of `pred()` within `timeout` s, asked every `step` s and at least
+    once (an exception of NOT_YET counts as not yet), or None. With `procs`, a long-running
+    process of them that exits ends the wait with Failure (check_alive)."""
+    deadline = time.monotonic() + timeout
     while True:
         if procs:
             procs.check_alive()
         try:
-            if pred():
-                return
-        except (OSError, urllib.error.URLError, ValueError):
+            v = pred()
+            if v:
+                return v
+        except NOT_YET:
             pass
-        if time.monotonic() > deadline:
-            raise Failure(f"timed out after {deadline_s:.0f} s waiting for {what}")
+        if time.monotonic() >= deadline:
+            return None
         time.sleep(step)
+
+
+def wait_until(what, pred, deadline_s, procs=None, step=0.2):
+    """poll(), or Failure naming `what` when the time is up."""
+    if not poll(pred, deadline_s, step, procs):
+        raise Failure(f"timed out after {deadline_s:.0f} s waiting for {what}")
+
+
+LISTENING = re.compile(r"listening on (https?://[^/\s]+:\d+)/")
+
+
+def listening_url(log_text):
+    """The URL of the "listening on http://127.0.0.1:PORT/" line the agent (or the ceiling
+    server) logs, None before it."""
+    m = LISTENING.search(log_text)
+    return m.group(1) if m else None
+
+
+def read_log(path, offset=0, limit=1 << 20):
+    """A log from `offset`, at most `limit` bytes of it, decoded ("" when there is none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def wait_listening(p, seconds, what):
+    """The URL of the "listening on" line that `p` (started by Processes.start) logs, waited for
+    `seconds` at most; Failure naming `what` if it does not come or `p` exits."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        url = listening_url(read_log(p.log, p.log_offset))
+        if url:
+            return url
+        if p.poll() is not None:
+            break
+        time.sleep(0.01)
+    raise Failure(f"{what} did not start (log: {p.log}):\n{tail(p.log, 5).rstrip()}")
+
+
+# ----------------------------------------------------------------------------------------------
+# the agent under test
+
+
+def agent_config(data_dir, plugin_dir, bind="127.0.0.1:0", snapshot_path="", agent=(), http=(),
+                 collector=(), extra=""):
+    """A config for the agent under test: its data_dir and plugin_dir, the bind address (port 0:
+    the kernel picks a free one and the log says which) and the snapshot path ("": none). More
+    settings of a table go in `agent`, `http`, `collector`: a dict (a str value is written
+    quoted, anything else as is) or TOML lines. `extra` is appended (sensors, routes)."""
+    def table(name, first, more):
+        lines = [f"[{name}]"] + [f"{k} = {toml_value(v)}" for k, v in first.items()]
+        if isinstance(more, str):
+            lines += [line for line in more.splitlines() if line.strip()]
+        else:
+            lines += [f"{k} = {toml_value(v)}" for k, v in dict(more).items()]
+        return lines
+
+    text = (table("agent", {"data_dir": data_dir, "plugin_dir": plugin_dir}, agent)
+            + table("http", {"bind": bind}, http)
+            + table("collector", {"snapshot_path": snapshot_path}, collector))
+    return "\n".join(text) + "\n" + extra
+
+
+def toml_value(v):
+    return json.dumps(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+class Agent:
+    """One kiwi-agent under test, the way every Python tool starts it: on the config file
+    `config`, under `wrapper` (taskset, valgrind) if given, started by `procs` in a session of its
+    own with its output in <log_dir>/<name>.log (appended on a restart), waited for by its
+    "listening on" line and, if asked, its first sample (never a fixed sleep), stopped and reaped
+    by its PID. `limit_as` caps its address space (RLIMIT_AS, bytes)."""
+
+    def __init__(self, procs, binary, config, name="agent", data_dir=None, side="agent",
+                 wrapper=(), cwd=None, log_dir=None, limit_as=None):
+        self.procs, self.binary, self.config, self.name = procs, binary, config, name
+        self.data_dir, self.side, self.wrapper = data_dir, side, list(wrapper)
+        self.workdir = cwd or procs.workdir
+        self.log_path = os.path.join(log_dir or self.workdir, f"{name}.log")
+        self.log_dir, self.limit_as = log_dir, limit_as
+        self.proc = self.port = self.url = self.started_at = None
+        self.log_offset = 0
+        self.starts = 0
+
+    def start(self, wait=10.0, first_sample=False, require=False):
+        """Starts it; with `wait` (seconds), waits that long from now for its "listening on" line
+        and, with `first_sample`, for /api/current to answer 200. Returns the seconds to the
+        line, or None when it did not come (exited or still starting); with `require`, Failure
+        with its log instead of None."""
+        limit = self.limit_as
+
+        def pre():
+            if limit:
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+        self.started_at = time.monotonic()
+        self.proc = self.procs.start(self.side, self.name,
+                                     self.wrapper + [self.binary, "--config", self.config],
+                                     cwd=self.workdir, log_dir=self.log_dir,
+                                     append=self.starts > 0, preexec_fn=pre if limit else None)
+        self.starts += 1
+        self.log_offset = self.proc.log_offset
+        self.port = self.url = None
+        if not wait:
+            return None
+        took = self.wait_listening(wait)
+        if took is not None and first_sample and not poll(
+                lambda: self.get("/api/current", 1.0)[0] == 200,
+                max(0.0, self.started_at + wait - time.monotonic()), 0.05):
+            took = None
+        if took is None and require:
+            why = "exited" if not self.alive() else f"not ready within {wait:.0f} s"
+            raise Failure(f"kiwi-agent {self.name} {why} (log: {self.log_path}):\n"
+                          + self.log_text(self.log_offset)[-1500:].rstrip())
+        return took
+
+    def wait_listening(self, timeout):
+        """Waits until `timeout` s after the start (looks at least once) for the "listening on"
+        line; sets port and url. Returns the seconds from the start, or None."""
+        deadline = self.started_at + timeout
+        while True:
+            url = listening_url(self.log_text(self.log_offset))
+            if url:
+                self.url, self.port = url, int(url.rsplit(":", 1)[1])
+                return time.monotonic() - self.started_at
+            if self.proc.poll() is not None or time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self, offset=0, limit=1 << 20):
+        """Its log from `offset` (0: every start's; log_offset: this start's), at most `limit`
+        bytes, decoded."""
+        return read_log(self.log_path, offset, limit)
+
+    def log_bytes(self):
+        try:
+            return os.path.getsize(self.log_path)
+        except OSError:
+            return 0
+
+    def rss(self):
+        """VmRSS in KiB while it runs, else None."""
+        return vm_rss_kib(self.proc.pid) if self.alive() else None
+
+    def stop(self, timeout=10.0, sig=signal.SIGTERM):
+        """Sends `sig`, waits `timeout` s, then SIGKILL; reaped. Returns (exit status, seconds,
+        whether it had to be killed); None if it was never started."""
+        return self.procs.finish(self.proc, timeout, sig) if self.proc else None
+
+    def kill9(self):
+        """SIGKILL at once, as a power cut would; reaped."""
+        return self.procs.finish(self.proc, 0, signal.SIGKILL)
+
+    @property
+    def db(self):
+        return os.path.join(self.data_dir, "kiwi.db")
+
+    def get(self, path, timeout=3.0, conn=None):
+        """(status, body, seconds) of a GET of `path` (loopback_get)."""
+        return loopback_get(self.port, path, timeout, conn)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -264,10 +264,10 @@ def startup_runs(b, res, data, day):
                                for f in os.listdir(target))
                     # The copy's dirty pages go to disk now, not as writeback beside the start.
                     os.sync()
-                cfg = b.config("startup", bind=f"127.0.0.1:{port}")
+                agent = b.agent("startup", bind=f"127.0.0.1:{port}", keep=True)
                 t0 = time.monotonic_ns()
-                p = b.procs.start("agent", "startup", b.pin_server + [
-                    b.agent_bin, "--config", cfg], log_dir=b.run_dir)
+                agent.start(wait=None)  # timed here, by the first 200s
+                p = agent.proc
                 deadline = t0 + 5_000_000_000
                 t_root = t_current = None
                 while t_root is None and time.monotonic_ns() < deadline:
