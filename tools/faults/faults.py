@@ -61,6 +61,11 @@ import time
 import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The agent under test, processes and HTTP: tools/bench/benchlib.py, shared with the benchmark.
+sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
+from benchlib import (Agent, Failure, Processes, agent_config, loopback_get,  # noqa: E402
+                      poll as wait_for)
+
 CORPUS_DIR = os.path.join(ROOT, "tests", "faults")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 CASES = ["kill9", "diskfull", "corrupt", "slowloris", "idle", "malformed", "traversal", "sensors",
@@ -77,64 +82,8 @@ def say(msg):
     print(f"[faults {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-class Failure(Exception):
-    """The campaign cannot go on; the message says why."""
-
-
-# ----------------------------------------------------------------------------------------------
-# processes: every one started is tracked and stopped by its PID
-
-
-class Processes:
-    def __init__(self):
-        self.live = []
-
-    def add(self, p):
-        self.live.append(p)
-
-    def forget(self, p):
-        if p in self.live:
-            self.live.remove(p)
-
-    def stop_all(self):
-        for p in list(self.live):
-            stop_process(p, 5.0)
-        self.live.clear()
-
-
-PROCS = Processes()
-
-
-def stop_process(p, timeout=10.0, sig=signal.SIGTERM):
-    """Sends `sig`, waits `timeout` s, then SIGKILL. Returns (exit status, seconds to exit, killed)."""
-    if p.poll() is not None:
-        PROCS.forget(p)
-        return p.returncode, 0.0, False
-    t0 = time.monotonic()
-    try:
-        os.kill(p.pid, sig)
-    except ProcessLookupError:
-        pass
-    killed = False
-    try:
-        p.wait(timeout)
-    except subprocess.TimeoutExpired:
-        killed = True
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait()
-    PROCS.forget(p)
-    return p.returncode, time.monotonic() - t0, killed
-
-
-def rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
+# Every process the campaign starts, stopped by its PID (stop_all after each case and on exit).
+PROCS = Processes(tempfile.gettempdir())
 
 
 def file_size(path):
@@ -164,129 +113,21 @@ def human_bytes(n):
     return f"{n} B"
 
 
-class Agent:
-    """One kiwi-agent with its own config in `workdir`; stderr goes to `<name>.log`."""
-
-    def __init__(self, ctx, workdir, name, data_dir=None, interval="1s", commit_interval=None,
-                 snapshot_path="", procfs=None, sysfs=None, extra_http="", limit_as=None):
-        self.ctx, self.workdir, self.name = ctx, workdir, name
-        self.data_dir = data_dir or os.path.join(workdir, "data")
-        self.config = os.path.join(workdir, f"{name}.toml")
-        self.log_path = os.path.join(workdir, f"{name}.log")
-        self.snapshot_path = snapshot_path
-        lines = ["[agent]", f'data_dir = "{self.data_dir}"', f'plugin_dir = "{ctx.plugin_dir}"']
-        if procfs:
-            lines.append(f'procfs = "{procfs}"')
-        if sysfs:
-            lines.append(f'sysfs = "{sysfs}"')
-        lines += ["[http]", 'bind = "127.0.0.1:0"']
-        if extra_http:
-            lines.append(extra_http)
-        lines += ["[collector]", f'interval = "{interval}"', f'snapshot_path = "{snapshot_path}"']
-        if commit_interval:
-            lines.append(f'commit_interval = "{commit_interval}"')
-        with open(self.config, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        self.limit_as = limit_as
-        self.proc = None
-        self.port = None
-        self.started_at = None
-
-    def start(self, wait=10.0):
-        """Starts it; with `wait`, waits that long for its "listening on" line. Returns the seconds
-        to that line, or None when it did not come (exited or still starting)."""
-        limit = self.limit_as
-
-        def pre():
-            if limit:
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-        log = open(self.log_path, "ab")
-        self.log_offset = log.tell()  # a restart appends: its own lines start here
-        self.started_at = time.monotonic()
-        self.proc = subprocess.Popen([self.ctx.agent_bin, "--config", self.config], stdout=log,
-                                     stderr=log, stdin=subprocess.DEVNULL, cwd=self.workdir,
-                                     start_new_session=True, preexec_fn=pre)
-        log.close()
-        PROCS.add(self.proc)
-        self.port = None
-        if not wait:
-            return None
-        return self.wait_listening(wait)
-
-    def wait_listening(self, timeout):
-        """Waits until `timeout` s after the start (looks at least once)."""
-        deadline = self.started_at + timeout
-        while True:
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", self.log_text(self.log_offset))
-            if m:
-                self.port = int(m.group(1))
-                return time.monotonic() - self.started_at
-            if self.proc.poll() is not None or time.monotonic() >= deadline:
-                return None
-            time.sleep(0.01)
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def log_text(self, offset=0, limit=1 << 20):
-        """The log from `offset`, at most `limit` bytes of it, decoded."""
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(offset)
-                return f.read(limit).decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def log_bytes(self):
-        return file_size(self.log_path)
-
-    def rss(self):
-        return rss_kib(self.proc.pid) if self.alive() else None
-
-    def stop(self, timeout=10.0, sig=signal.SIGTERM):
-        return stop_process(self.proc, timeout, sig)
-
-    def kill9(self):
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        PROCS.forget(self.proc)
-
-    @property
-    def db(self):
-        return os.path.join(self.data_dir, "kiwi.db")
-
-    def get(self, path, timeout=3.0):
-        return http_get(self.port, path, timeout)
-
-
-def http_get(port, path, timeout=3.0, conn=None):
-    """(status, body, seconds) over a new connection (or `conn`); raises OSError/HTTPException."""
-    own = conn is None
-    c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    t0 = time.monotonic()
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        body = r.read()
-        return r.status, body, time.monotonic() - t0
-    finally:
-        if own:
-            c.close()
-
-
-def wait_for(pred, timeout, step=0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            v = pred()
-            if v:
-                return v
-        except (OSError, http.client.HTTPException, ValueError, sqlite3.Error):
-            pass
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(step)
+def new_agent(ctx, workdir, name, data_dir=None, interval="1s", commit_interval=None,
+              snapshot_path="", procfs=None, sysfs=None, extra_http="", limit_as=None):
+    """One kiwi-agent with its own config in `workdir` (its working directory too), not started
+    yet; its output goes to `<name>.log` there."""
+    data_dir = data_dir or os.path.join(workdir, "data")
+    config = os.path.join(workdir, f"{name}.toml")
+    roots = {k: v for k, v in (("procfs", procfs), ("sysfs", sysfs)) if v}
+    collector = {"interval": interval}
+    if commit_interval:
+        collector["commit_interval"] = commit_interval
+    with open(config, "w") as f:
+        f.write(agent_config(data_dir, ctx.plugin_dir, snapshot_path=snapshot_path, agent=roots,
+                             http=extra_http, collector=collector))
+    return Agent(PROCS, ctx.agent_bin, config, name, data_dir=data_dir, cwd=workdir,
+                 limit_as=limit_as)
 
 
 def health(agent):
@@ -403,7 +244,7 @@ def case_kill9(ctx):
     commit = 2.0 if ctx.quick else 10.0
     interval = 1.0
     work = ctx.dir("kill9")
-    agent = Agent(ctx, work, "agent", commit_interval=None if not ctx.quick else "2s")
+    agent = new_agent(ctx, work, "agent", commit_interval=None if not ctx.quick else "2s")
     checks, lost, rows_lost, restart_failures = [], [], [], 0
     rng = random.Random(16)
     for i in range(n):
@@ -488,7 +329,7 @@ def case_diskfull(ctx):
     hold = 5 if ctx.quick else 10
     figures, passed = [], True
     try:
-        agent = Agent(ctx, work, "agent", data_dir=os.path.join(mnt, "data"), interval="200ms",
+        agent = new_agent(ctx, work, "agent", data_dir=os.path.join(mnt, "data"), interval="200ms",
                       commit_interval="1s")
         if agent.start(10) is None:
             raise Failure("the agent did not start: " + agent.log_text()[-300:])
@@ -549,7 +390,7 @@ def case_diskfull(ctx):
         figures.append(f"could not run: {e}")
         passed = False
     finally:
-        PROCS.stop_all()
+        PROCS.stop_all(5.0)
         subprocess.run(["umount", "-l", mnt])
     ctx.add(Row("diskfull", done, "; ".join(figures),
                 "survives, serves, health 503 while full; queue committed after space returns, "
@@ -564,7 +405,7 @@ def case_diskfull(ctx):
 def make_base_db(ctx, min_bytes=32 * 1024):
     """A database of ours, closed cleanly, at least `min_bytes` big."""
     work = ctx.dir("corrupt-base")
-    agent = Agent(ctx, work, "agent", interval="100ms", commit_interval="500ms")
+    agent = new_agent(ctx, work, "agent", interval="100ms", commit_interval="500ms")
     # The WAL holds every version of the pages a commit rewrites, the file only the last of each
     # (blocks are small: a commit adds about one page), so the file is measured after each clean
     # stop, and the agent runs again on it until it is big enough.
@@ -583,7 +424,7 @@ def with_wal_left(ctx, base, data):
     """Copies `base` into `data`, runs an agent on it and kills it -9: -wal and -shm stay."""
     work = os.path.dirname(data)
     shutil.copy(base, os.path.join(data, "kiwi.db"))
-    agent = Agent(ctx, work, "prep", data_dir=data, interval="100ms", commit_interval="200ms")
+    agent = new_agent(ctx, work, "prep", data_dir=data, interval="100ms", commit_interval="200ms")
     if agent.start(10) is None:
         raise Failure("the agent did not start: " + agent.log_text()[-300:])
     wait_for(lambda: file_size(os.path.join(data, "kiwi.db-wal")) > 4096, 10)
@@ -678,7 +519,7 @@ def case_corrupt(ctx):
             continue
         db = os.path.join(data, "kiwi.db")
         before = sha256(db)
-        agent = Agent(ctx, work, "agent", data_dir=data, interval="200ms", commit_interval="500ms")
+        agent = new_agent(ctx, work, "agent", data_dir=data, interval="200ms", commit_interval="500ms")
         listened = agent.start(8)
         figures, ok = [], False
         hst, hbody, errors, seq0, seq1 = None, None, None, None, None
@@ -749,7 +590,7 @@ class Poller(threading.Thread):
         nxt = time.monotonic()
         while nxt < t_end:
             try:
-                st, _, secs = http_get(self.port, "/api/current", 2.0)
+                st, _, secs = loopback_get(self.port, "/api/current", 2.0)
                 if st == 200:
                     self.ok += 1
                     self.latencies.append(secs)
@@ -785,7 +626,7 @@ def keepalive_rate(port, seconds):
         try:
             if c is None:
                 c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            st, _, _ = http_get(port, "/api/current", 2.0, conn=c)
+            st, _, _ = loopback_get(port, "/api/current", 2.0, conn=c)
             n += st == 200
         except (OSError, http.client.HTTPException):
             if c:
@@ -897,7 +738,7 @@ def raise_nofile(n):
 
 def http_agent(ctx, name, extra_http=""):
     work = ctx.dir(name)
-    agent = Agent(ctx, work, "agent", extra_http=extra_http)
+    agent = new_agent(ctx, work, "agent", extra_http=extra_http)
     if agent.start(10) is None:
         raise Failure("the agent did not start: " + agent.log_text()[-300:])
     if not wait_for(lambda: agent.get("/api/current")[0] == 200, 10):
@@ -1269,7 +1110,7 @@ def case_sensors(ctx):
                         ignore=shutil.ignore_patterns("next", "README.md"))
         done = prepare(tree)
         snap = os.path.join(work, "snap", "current.json")
-        agent = Agent(ctx, work, "agent", procfs=os.path.join(tree, "proc"),
+        agent = new_agent(ctx, work, "agent", procfs=os.path.join(tree, "proc"),
                       sysfs=os.path.join(tree, "sys"), snapshot_path=snap,
                       limit_as=4 << 30)
         agent.start(wait=None)
@@ -1477,15 +1318,15 @@ def main():
             except Failure as e:
                 ctx.add(Row(c, "-", f"could not run: {e}", "-", False))
             finally:
-                PROCS.stop_all()
+                PROCS.stop_all(5.0)
         if "rss" in chosen:
             rss_row(ctx)
     except KeyboardInterrupt:
         say("interrupted")
-        PROCS.stop_all()
+        PROCS.stop_all(5.0)
         return 130
     finally:
-        PROCS.stop_all()
+        PROCS.stop_all(5.0)
         if not ctx.keep:
             shutil.rmtree(ctx.base, ignore_errors=True)
         else:
