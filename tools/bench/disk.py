@@ -39,7 +39,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (Failure, Processes, Results, free_ports, http_get,  # noqa: E402
+from benchlib import (Agent, Failure, Processes, Results, free_ports, http_get,  # noqa: E402
                       kiwi_config, loadavg, read_int_fields, read_results, run_or_report,
                       version_line, wait_until)
 
@@ -114,10 +114,10 @@ def run(args):
                 cfg = os.path.join(d, "kiwi.toml")
                 with open(cfg, "w") as f:
                     f.write(text)
-                p = procs.start(name, "kiwi-agent", [binary, "--config", cfg], cwd=d,
-                                log_dir=snap)
+                agent = Agent(procs, binary, cfg, "kiwi-agent", side=name, cwd=d, log_dir=snap)
+                agent.start(15, require=True)
                 agents.append({"label": label, "binary": binary, "case": case,
-                               "retention": retention, "proc": p, "port": port,
+                               "retention": retention, "proc": agent.proc, "port": port,
                                "db": os.path.join(d, "data", "kiwi.db"),
                                "version": version_line([binary])})
         for a in agents:

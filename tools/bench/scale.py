@@ -40,7 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bighost  # noqa: E402
-from benchlib import (Failure, Processes, Results, TreeMeter, find_program,  # noqa: E402
+from benchlib import (Agent, Failure, Processes, Results, TreeMeter, find_program,  # noqa: E402
                       free_ports, http_get, loadavg, run_or_report, version_line,
                       wait_until)
 
@@ -117,10 +117,10 @@ def measure(divide, args, procs, res, base):
         f.write(config(tree, os.path.join(base, f"data-{divide}"), port, args.plugin_dir))
     name = f"kiwi-1/{divide}"
     say(f"size 1/{divide} {size}: starting the agent")
-    p = procs.start("agent", f"kiwi-{divide}", pin(0) + [args.agent_bin, "--config", cfg])
+    agent = Agent(procs, args.agent_bin, cfg, f"kiwi-{divide}", wrapper=pin(0))
     try:
-        wait_until("the agent's first sample",
-                   lambda: _sequence(port) >= 1, 30, procs)
+        agent.start(30, first_sample=True, require=True)
+        p = agent.proc
         time.sleep(args.warmup)
         meter = TreeMeter(p.pid)
         meter.sample()
@@ -150,7 +150,7 @@ def measure(divide, args, procs, res, base):
     finally:
         stop.set()
         adv.join()
-        procs.finish(p, timeout=20)
+        agent.stop(20)
     row = dict(size=f"1/{divide}", divide=divide, shape=size, series=series, ticks=ticks,
                window_s=round(window, 1), cpu_ns=cpu, cpu_ms_per_tick=cpu / ticks / 1e6,
                cpu_us_per_series_tick=cpu / ticks / series / 1e3,
