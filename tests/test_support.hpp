@@ -62,7 +62,9 @@ struct TempDb {
 // For a test that cannot run on this machine (no tmpfs without root): it never passes. Under ctest
 // (tests/CMakeLists.txt sets KIWI_CTEST=1 and SKIP_RETURN_CODE 77 on every test case, each in its
 // own process) the process ends with 77 and ctest lists the test as "Skipped" with this line in
-// its output; run by hand, the test fails with the reason.
+// its output; run by hand, the test fails with the reason. _Exit runs no destructor: an agent or
+// other program the test started through tests/integration/process.hpp is killed by the kernel
+// as the process ends (PR_SET_PDEATHSIG), not by its owner.
 [[noreturn]] inline void skip_test(const std::string& why) {
   if (std::getenv("KIWI_CTEST")) {
     std::printf("SKIPPED: %s\n", why.c_str());
