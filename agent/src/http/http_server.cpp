@@ -1289,6 +1289,12 @@ std::shared_ptr<const Router> HttpServer::router() const {
   return published_.load(std::memory_order_acquire)->router;
 }
 
+int HttpServer::requests_in_flight() const {
+  int n = daemon_ ? daemon_->in_flight.load() : 0;
+  for (auto& d : retiring_) n += d->in_flight.load();
+  return n;
+}
+
 std::vector<HttpRequestCount> HttpServer::request_counts() const {
   return published_.load(std::memory_order_acquire)->router->request_counts();
 }

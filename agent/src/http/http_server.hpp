@@ -102,6 +102,10 @@ class HttpServer {
   // Requests refused for their credentials, and unchecked for a blocked address (since start).
   std::uint64_t auth_failures() const { return auth_counters_.invalid.load(); }
   std::uint64_t auth_rate_limited() const { return auth_counters_.rate_limited.load(); }
+  // Requests between their first callback and their completion (a connection's request is done
+  // and the connection idle once it is back to 0), on the current and the draining workers. For
+  // tests that wait for a request to finish; belongs to the calling thread, as threads() does.
+  int requests_in_flight() const;
 
   // What a request reads, swapped whole on reconfigure().
   struct Published {

@@ -47,6 +47,18 @@ class TestLogger final : public Logger {
   std::vector<std::string> lines_;
 };
 
+// Whether `done()` holds within `timeout`, looked at every millisecond: a wait on the event itself,
+// never a sleep that hopes it happened.
+template <class F>
+bool eventually(F done, std::chrono::milliseconds timeout = 10000ms) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
 // Answers its text, after `delay`; `entered` counts the calls that began.
 class TextHandler final : public Handler {
  public:
@@ -314,6 +326,11 @@ class ClientLoop {
       if (t.joinable()) t.join();
   }
   int answered() const { return answered_.load(); }
+  // Waits until the clients have had `n` more answers (10 s at most); false if they did not.
+  bool answer_more(int n) {
+    const int target = answered() + n;
+    return eventually([&] { return answered() >= target; });
+  }
   std::vector<std::string> failures() {
     std::lock_guard lock(mutex_);
     return failures_;
@@ -355,7 +372,7 @@ TEST_CASE("http: a change of threads on the same address keeps the port and refu
 
   int threads = 1;
   for (int i = 0; i < 6; ++i) {
-    std::this_thread::sleep_for(60ms);
+    CHECK(clients.answer_more(4));  // served between two changes
     threads = threads % 3 + 1;
     auto s = loopback(threads);
     s.keep_alive = std::chrono::milliseconds(i % 2 ? 5000 : 4000);
@@ -363,7 +380,7 @@ TEST_CASE("http: a change of threads on the same address keeps the port and refu
     CHECK(server.port() == port);
     CHECK(server.threads() == threads);
   }
-  std::this_thread::sleep_for(60ms);
+  CHECK(clients.answer_more(4));  // and after the last
   clients.stop();
 
   const auto failures = clients.failures();
@@ -389,13 +406,13 @@ TEST_CASE("http: 20 daemon changes in a row under new and kept-alive connections
 
   int threads = 2;
   for (int i = 0; i < 20; ++i) {
-    std::this_thread::sleep_for(15ms);
+    CHECK(clients.answer_more(4));
     threads = threads % 4 + 1;
     server.reconfigure(loopback(threads), router);
     CHECK(server.port() == port);
     CHECK(server.threads() == threads);
   }
-  std::this_thread::sleep_for(50ms);
+  CHECK(clients.answer_more(4));
   clients.stop();
 
   const auto failures = clients.failures();
@@ -422,7 +439,9 @@ TEST_CASE(
     const auto port = server.port();
     Conn first("127.0.0.1", port);
     CHECK(first.get("/a").status == 200);  // both taken up by a worker, so both count
-    std::this_thread::sleep_for(20ms);
+    // The first request done (its connection idle from then on) before the second begins, so the
+    // first is the connection idle the longest.
+    REQUIRE(eventually([&] { return server.requests_in_flight() == 0; }));
     Conn second("127.0.0.1", port);
     CHECK(second.get("/a").status == 200);
 
@@ -448,7 +467,8 @@ TEST_CASE(
   server.start();
   const auto port = server.port();
   std::thread busy([&] { CHECK(get(port, "/slow").status == 200); });
-  std::this_thread::sleep_for(200ms);  // /slow is being answered: its slot cannot be taken
+  // /slow is being answered: its slot cannot be taken.
+  CHECK(eventually([&] { return handler_of(router->routes()[0]).entered.load() == 1; }));
   Conn late("127.0.0.1", port);
   const auto begin = std::chrono::steady_clock::now();
   CHECK_THROWS_AS(late.get("/a"), Closed);
@@ -569,7 +589,7 @@ TEST_CASE("http: a slow request in flight across a daemon change completes") {
     }
   });
   auto& handler = handler_of(router->routes()[0]);
-  for (int i = 0; i < 400 && handler.entered.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  eventually([&] { return handler.entered.load() != 0; });
   REQUIRE(handler.entered.load() == 1);
   server.reconfigure(loopback(2), router);
   CHECK(get(port, "/a").body == "A");  // the new daemon answers meanwhile
