@@ -70,24 +70,35 @@ Response Router::dispatch(const Request& request, int* route_index) const {
 void Router::dispatch(const Request& request, Response& out, int* route_index) const {
   const int i = route_of(request.path);
   if (route_index) *route_index = i;
-  if (i < 0) {
-    out = Response::error(404, "no route for " + std::string(request.path));
+  if (answer_not_found(i, request.path, out) || answer_method_not_allowed(i, request.method, out))
     return;
-  }
-  const Route& r = routes_[static_cast<std::size_t>(i)];
-  const std::string_view allowed = r.handler->object->methods();
-  if (!method_listed(allowed, request.method)) {
-    // "GET, HEAD" reads "use GET or HEAD".
-    std::string list(allowed);
-    if (auto last = list.rfind(", "); last != std::string::npos) list.replace(last, 2, " or ");
-    out = Response::error(
-        405, "method " + std::string(request.method) + " is not allowed here; use " + list);
-    out.headers.push_back({"Allow", std::string(allowed)});
-    return;
-  }
+  handle(i, request, out);
+}
+
+bool Router::answer_not_found(int route_index, std::string_view path, Response& out) {
+  if (route_index >= 0) return false;
+  out = Response::error(404, "no route for " + std::string(path));
+  return true;
+}
+
+bool Router::answer_method_not_allowed(int route_index, std::string_view method,
+                                       Response& out) const {
+  const std::string_view allowed =
+      routes_[static_cast<std::size_t>(route_index)].handler->object->methods();
+  if (method_listed(allowed, method)) return false;
+  // "GET, HEAD" reads "use GET or HEAD".
+  std::string list(allowed);
+  if (auto last = list.rfind(", "); last != std::string::npos) list.replace(last, 2, " or ");
+  out = Response::error(405, "method " + std::string(method) + " is not allowed here; use " + list);
+  out.headers.push_back({"Allow", std::string(allowed)});
+  return true;
+}
+
+void Router::handle(int route_index, const Request& request, Response& out) const {
+  const auto i = static_cast<std::size_t>(route_index);
   try {
-    CurrentActivity running(activities_[static_cast<std::size_t>(i)].c_str());
-    r.handler->object->handle_into(request, out);
+    CurrentActivity running(activities_[i].c_str());
+    routes_[i].handler->object->handle_into(request, out);
   } catch (const StoreError& e) {
     out = Response::error(503, std::string("history store unavailable: ") + e.what());
   } catch (const std::exception& e) {

@@ -57,6 +57,17 @@ class Router {
   // The same, into `out`, which the server reuses from request to request (Handler::handle_into).
   void dispatch(const Request& request, Response& out, int* route_index) const;
 
+  // dispatch() in its steps, for the server's request gates (gates.cpp), which run gates of their
+  // own between the lookup (route_of()) and the handler.
+  // The JSON 404 when `route_index` is -1 (no route for `path`); otherwise false, `out` untouched.
+  static bool answer_not_found(int route_index, std::string_view path, Response& out);
+  // The JSON 405 (with Allow) when the handler of route `route_index` (>= 0) does not take
+  // `method`; otherwise false, `out` untouched.
+  bool answer_method_not_allowed(int route_index, std::string_view method, Response& out) const;
+  // The answer of the handler of route `route_index` (>= 0), in `out`; the JSON 503 or 500 when
+  // it throws.
+  void handle(int route_index, const Request& request, Response& out) const;
+
   // The methods the route `path` would dispatch to takes (its handler's methods()), for a CORS
   // preflight; "GET, HEAD" when no route matches.
   std::string_view methods(std::string_view path) const;
