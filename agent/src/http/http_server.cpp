@@ -34,13 +34,14 @@ namespace kiwi::agent {
 
 namespace detail {
 
-// One worker: an MHD daemon with a thread of its own (MHD_USE_INTERNAL_POLLING_THREAD, no MHD
-// thread pool) and no listening socket. The acceptor hands it connections, never more than
-// `limit` open at once: that keeps libmicrohttpd 0.9.75 off its own limit check in the worker,
-// whose failure path returns with a mutex held (new_connection_process_) and deadlocks the
-// worker. MHD's pool could not be kept off it: it picks the worker itself, by a count that
-// leaves out connections still queued for the worker. Counting ours: a connection is open from
-// its hand-over to MHD's NOTIFY_CLOSED, which the worker sends before it takes up the next ones.
+// One worker as the acceptor sees it: a thread of its own with an event loop (an MHD daemon,
+// MHD_USE_INTERNAL_POLLING_THREAD, no MHD thread pool: HttpWorker) and no listening socket. The
+// acceptor hands it connections, never more than `limit` open at once: that keeps libmicrohttpd
+// 0.9.75 off its own limit check in the worker, whose failure path returns with a mutex held
+// (new_connection_process_) and deadlocks the worker. MHD's pool could not be kept off it: it
+// picks the worker itself, by a count that leaves out connections still queued for the worker.
+// Counting ours: a connection is open from its hand-over to MHD's NOTIFY_CLOSED, which the worker
+// sends before it takes up the next ones.
 //
 // When every slot is taken, a newcomer does not simply lose: the acceptor closes (shutdown(2),
 // which the worker sees as the peer leaving) the connection that has gone longest without
@@ -57,6 +58,10 @@ namespace detail {
 // connection, it may hold up to kEvictHeadroom connections over its share (MHD's own limit
 // allows for them).
 struct ConnectionSlot {  // one open connection, from NOTIFY_STARTED to NOTIFY_CLOSED
+  // On the worker's thread, around each request: a connection being answered is never evicted.
+  void request_started() { busy.store(true, std::memory_order_relaxed); }
+  void request_done();
+
   int fd = -1;
   std::atomic<std::int64_t> idle_since{0};  // steady-clock ns: accepted, or last request done
   std::atomic<bool> busy{false};            // a request between on_request and on_completed
@@ -92,18 +97,52 @@ struct SlotSignal {
   }
 };
 
-struct HttpWorker {
-  const MhdApi* api = nullptr;  // its daemon's library (HttpDaemon::api)
-  SlotSignal* freed = nullptr;  // the server's
-  MHD_Daemon* mhd = nullptr;
-  std::uint64_t limit = 0;                 // its share of max_connections
-  std::atomic<std::uint64_t> handed{0};    // MHD_add_connection said yes; under the acceptor's lock
-  std::atomic<std::uint64_t> closed{0};    // NOTIFY_CLOSED, on the worker's thread
-  std::atomic<std::uint64_t> evicting{0};  // shut down by the acceptor, NOTIFY_CLOSED to come
-  std::mutex mutex;                        // guards `connections` and the slots' `evicted`
-  std::list<ConnectionSlot> connections;
+struct Worker {
+  Worker() = default;
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  virtual ~Worker() = default;
+
+  // Gives the accepted connection `fd` (ours no longer) to the worker's event loop; false if it
+  // refused it (it has closed the socket then, and logged why).
+  virtual bool add_connection(int fd, const sockaddr* addr, socklen_t len) = 0;
+  // Joins the worker's thread after closing every connection (the acceptor must no longer hand
+  // it any). Idempotent.
+  virtual void stop() = 0;
+
+  // On the worker's thread, as its event loop takes up and closes a connection: the list the
+  // acceptor evicts from, and the count it hands connections over by. `remote` and `local` are
+  // the connection's addresses as requests carry them.
+  ConnectionSlot& connection_started(int fd, std::string remote, std::string local,
+                                     std::uint16_t local_port);
+  void connection_closed(ConnectionSlot* slot);  // null: a connection that never started
+
   std::uint64_t open() const {
     return handed.load(std::memory_order_relaxed) - closed.load();  // seq_cst: SlotSignal
+  }
+
+  SlotSignal* freed = nullptr;             // the server's
+  std::uint64_t limit = 0;                 // its share of max_connections
+  std::atomic<std::uint64_t> handed{0};    // add_connection() said yes; under the acceptor's lock
+  std::atomic<std::uint64_t> closed{0};    // connection_closed(), on the worker's thread
+  std::atomic<std::uint64_t> evicting{0};  // shut down by the acceptor, connection_closed() to come
+  std::mutex mutex;                        // guards `connections` and the slots' `evicted`
+  std::list<ConnectionSlot> connections;
+};
+
+// One set of workers, which the acceptor hands connections to; a reload replaces it whole.
+struct WorkerSet {
+  std::vector<std::unique_ptr<Worker>> workers;
+
+  // Whether a connection handed over is still open (or waiting for its worker).
+  bool has_connections() const {
+    for (auto& w : workers)
+      if (w->open() != 0) return true;
+    return false;
+  }
+  // Joins the workers after closing every connection (the acceptor must no longer hand it any).
+  void shut_down() {
+    for (auto& w : workers) w->stop();
   }
 };
 
@@ -116,10 +155,53 @@ std::int64_t steady_ns() {
       .count();
 }
 
+void ConnectionSlot::request_done() {
+  idle_since.store(steady_ns(), std::memory_order_relaxed);
+  busy.store(false, std::memory_order_relaxed);
+}
+
+ConnectionSlot& Worker::connection_started(int fd, std::string remote, std::string local,
+                                           std::uint16_t local_port) {
+  std::lock_guard lock(mutex);
+  auto& slot = connections.emplace_back();
+  slot.fd = fd;
+  slot.remote_address = std::move(remote);
+  slot.local_address = std::move(local);
+  slot.local_port = local_port;
+  slot.idle_since.store(steady_ns(), std::memory_order_relaxed);
+  slot.self = std::prev(connections.end());
+  return slot;
+}
+
+void Worker::connection_closed(ConnectionSlot* slot) {
+  if (slot) {
+    std::lock_guard lock(mutex);
+    if (slot->evicted) evicting.fetch_sub(1);
+    connections.erase(slot->self);
+  }
+  closed.fetch_add(1);  // seq_cst: see SlotSignal::notify
+  freed->notify();
+}
+
+// A worker of libmicrohttpd: an MHD daemon with no listening socket.
+struct HttpWorker final : Worker {
+  const MhdApi* api = nullptr;  // its daemon's library (HttpDaemon::api)
+  MHD_Daemon* mhd = nullptr;
+
+  ~HttpWorker() override { stop(); }
+  bool add_connection(int fd, const sockaddr* addr, socklen_t len) override {
+    return api->add_connection(mhd, fd, addr, len) == MHD_YES;
+  }
+  void stop() override {
+    if (mhd) api->stop_daemon(mhd);
+    mhd = nullptr;
+  }
+};
+
 // One set of workers with its settings and what is in flight on it; on_request gets it as its
 // closure. It owns no socket: the Acceptor hands it connections. A set that a reconfigure()
 // replaced drains on its own thread (`retirer`).
-struct HttpDaemon {
+struct HttpDaemon : WorkerSet {
   const std::atomic<std::shared_ptr<const HttpServer::Published>>* published = nullptr;
   Logger* log = nullptr;
   GzipCache* gzip = nullptr;              // the server's, shared by every set of workers
@@ -129,7 +211,6 @@ struct HttpDaemon {
   // The libmicrohttpd of this set: the linked one, or the TLS one for [http.tls]. Everything of
   // the set (daemons, connections, responses) is made and handled by it alone.
   const MhdApi* api = &linked_mhd();
-  std::vector<std::unique_ptr<HttpWorker>> workers;
   std::atomic<bool> draining{false};  // replaced: answer with "Connection: close"
   std::atomic<int> in_flight{0};      // requests between their first and completion callbacks
   std::atomic<bool> hurry{false};     // stop(): wait for requests in flight only, not connections
@@ -146,27 +227,14 @@ struct HttpDaemon {
     }
     shut_down();
   }
-  // Whether a connection handed over is still open (or waiting for its worker).
-  bool has_connections() const {
-    for (auto& w : workers)
-      if (w->open() != 0) return true;
-    return false;
-  }
-  // Joins the workers after closing every connection (the acceptor must no longer hand it any).
-  void shut_down() {
-    for (auto& w : workers) {
-      if (w->mhd) w->api->stop_daemon(w->mhd);
-      w->mhd = nullptr;
-    }
-  }
 };
 
 // Accepting, ours rather than MHD's: one thread ("kiwi-accept") waits on the listening socket
 // with epoll, accepts until the backlog is empty and hands each connection to a worker of the
-// current set with MHD_add_connection. The workers run with MHD_USE_NO_LISTEN_SOCKET, so a reload
-// moves the listening socket and the target between sets here, with no MHD_quiesce_daemon (which in
-// 0.9.75 can abort the process with a thread pool: it and a waking worker both remove the
-// listener from the worker's epoll set, and the loser panics).
+// current set (Worker::add_connection: MHD_add_connection). The workers run with
+// MHD_USE_NO_LISTEN_SOCKET, so a reload moves the listening socket and the target between sets
+// here, with no MHD_quiesce_daemon (which in 0.9.75 can abort the process with a thread pool: it
+// and a waking worker both remove the listener from the worker's epoll set, and the loser panics).
 //
 // `mutex_` is taken by the thread for each batch of accepts and by switch_to(), so a switch
 // happens between batches: once switch_to() returns, no connection goes to the old set, and
@@ -203,7 +271,7 @@ class Acceptor {
   Acceptor& operator=(const Acceptor&) = delete;
 
   // Starts accepting on `listener` (ours from here on, also on failure) for `target`.
-  void start(int listener, HttpDaemon* target, const BindAddress& where) {
+  void start(int listener, WorkerSet* target, const BindAddress& where) {
     listener_ = listener;
     add_to_epoll(listener, where);
     target_ = target;
@@ -214,7 +282,7 @@ class Acceptor {
   // here on, also on failure) replaces the old one, which is closed once the connections already
   // in its backlog are handed to `target`, so the old address refuses from then on. Throws
   // std::runtime_error, having changed nothing, if `listener` cannot be watched.
-  void switch_to(HttpDaemon* target, int listener, const BindAddress& where) {
+  void switch_to(WorkerSet* target, int listener, const BindAddress& where) {
     std::lock_guard lock(mutex_);
     if (listener >= 0) {
       add_to_epoll(listener, where);  // the only step that fails: first
@@ -332,13 +400,12 @@ class Acceptor {
 
   // Hands `c` to a worker of `target` (making room by evict() if need be); false if none has a
   // slot for it now. On a false answer from MHD, MHD has closed the socket and logged why.
-  bool place(HttpDaemon& target, const Accepted& c) {
+  bool place(WorkerSet& target, const Accepted& c) {
     for (int attempt = 0; attempt < 2; ++attempt) {
-      HttpWorker* w = pick(target);
+      Worker* w = pick(target);
       if (!w) w = evict(target);
       if (w) {
-        if (w->api->add_connection(w->mhd, c.fd, reinterpret_cast<const sockaddr*>(&c.addr),
-                                   c.len) == MHD_YES)
+        if (w->add_connection(c.fd, reinterpret_cast<const sockaddr*>(&c.addr), c.len))
           w->handed.fetch_add(1, std::memory_order_relaxed);
         return true;
       }
@@ -351,7 +418,7 @@ class Acceptor {
 
   // Accepts up to `max` connections from `listener` and hands them to `target`. `err`: accept4's
   // errno on `starved` and `failed`.
-  Outcome accept_batch(int listener, HttpDaemon& target, int max, int& err) {
+  Outcome accept_batch(int listener, WorkerSet& target, int max, int& err) {
     if (held_.fd >= 0) {
       if (!place(target, held_)) {
         if (steady_ns() - held_.since <
@@ -408,13 +475,13 @@ class Acceptor {
 
   // The worker with the fewest open connections among those below their limit (ties taken in
   // turn), or null.
-  HttpWorker* pick(HttpDaemon& d) {
+  Worker* pick(WorkerSet& d) {
     const std::size_t n = d.workers.size();
-    HttpWorker* best = nullptr;
+    Worker* best = nullptr;
     std::uint64_t fewest = 0;
     ++turn_;
     for (std::size_t i = 0; i < n; ++i) {
-      HttpWorker* w = d.workers[(turn_ + i) % n].get();
+      Worker* w = d.workers[(turn_ + i) % n].get();
       const std::uint64_t open = w->open();
       const std::uint64_t counted = open - std::min(open, w->evicting.load());
       if (counted < w->limit && open < w->limit + kEvictHeadroom && (!best || open < fewest)) {
@@ -425,18 +492,18 @@ class Acceptor {
     return best;
   }
 
-  // Every slot is taken: shuts down the connection of `d` idle the longest (see HttpWorker), if
+  // Every slot is taken: shuts down the connection of `d` idle the longest (see Worker), if
   // one has been for kEvictIdle, and returns its worker for the newcomer; else null. The slot's
   // descriptor is still open: MHD sends NOTIFY_CLOSED, which takes the same mutex, before it
   // closes it.
-  HttpWorker* evict(HttpDaemon& d) {
+  Worker* evict(WorkerSet& d) {
     const std::int64_t cutoff =
         steady_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kEvictIdle).count();
     // Every worker's list at once (only this thread takes more than one), so the oldest of all
     // is chosen and stays open until it is shut down.
     std::vector<std::unique_lock<std::mutex>> locks;
     locks.reserve(d.workers.size());
-    HttpWorker* chosen = nullptr;
+    Worker* chosen = nullptr;
     ConnectionSlot* victim = nullptr;
     for (auto& w : d.workers) {
       if (w->open() >= w->limit + kEvictHeadroom) continue;
@@ -474,14 +541,14 @@ class Acceptor {
   Logger& log_;
   SlotSignal& freed_;
   int epoll_fd_ = -1;
-  int wake_fd_ = -1;              // stop() writes it
-  std::mutex mutex_;              // the thread holds it for each batch
-  int listener_ = -1;             // guarded by mutex_ while the thread runs
-  HttpDaemon* target_ = nullptr;  // guarded by mutex_
-  bool stopping_ = false;         // guarded by mutex_
-  std::size_t turn_ = 0;          // guarded by mutex_: where pick() starts
-  bool evict_logged_ = false;     // guarded by mutex_
-  bool refuse_logged_ = false;    // guarded by mutex_
+  int wake_fd_ = -1;             // stop() writes it
+  std::mutex mutex_;             // the thread holds it for each batch
+  int listener_ = -1;            // guarded by mutex_ while the thread runs
+  WorkerSet* target_ = nullptr;  // guarded by mutex_
+  bool stopping_ = false;        // guarded by mutex_
+  std::size_t turn_ = 0;         // guarded by mutex_: where pick() starts
+  bool evict_logged_ = false;    // guarded by mutex_
+  bool refuse_logged_ = false;   // guarded by mutex_
   // A connection accepted when no slot could take it, waiting for one (guarded by mutex_).
   Accepted held_;
   std::thread thread_;
@@ -494,7 +561,6 @@ namespace {
 using detail::ConnectionSlot;
 using detail::HttpDaemon;
 using detail::HttpWorker;
-using detail::steady_ns;
 
 // Per-request state between MHD's calls, from the request line (on_uri) to on_completed. A request
 // whose target has no '%' and no '?' and that has no body (nearly every GET/HEAD) uses the shared
@@ -780,7 +846,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
       st->started = true;
     else
       *state = &first_call_marker;
-    if (ConnectionSlot* slot = slot_of(mhd, c)) slot->busy.store(true, std::memory_order_relaxed);
+    if (ConnectionSlot* slot = slot_of(mhd, c)) slot->request_started();
     daemon->in_flight.fetch_add(1, std::memory_order_relaxed);
     return MHD_YES;
   }
@@ -895,10 +961,7 @@ void on_completed(void* cls, MHD_Connection* c, void** state, MHD_RequestTermina
   }
   *state = nullptr;
   auto* daemon = static_cast<HttpDaemon*>(cls);
-  if (ConnectionSlot* slot = slot_of(*daemon->api, c)) {
-    slot->idle_since.store(steady_ns(), std::memory_order_relaxed);
-    slot->busy.store(false, std::memory_order_relaxed);
-  }
+  if (ConnectionSlot* slot = slot_of(*daemon->api, c)) slot->request_done();
   if (started) daemon->in_flight.fetch_sub(1, std::memory_order_release);
 }
 
@@ -909,28 +972,13 @@ void on_connection(void* cls, MHD_Connection* c, void** context,
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
     const MHD_ConnectionInfo* info =
         w->api->get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    std::string remote = client_address(*w->api, c);
     auto [local, local_port] = local_address(*w->api, c);
-    std::lock_guard lock(w->mutex);
-    auto& slot = w->connections.emplace_back();
-    slot.fd = info ? info->connect_fd : -1;
-    slot.remote_address = std::move(remote);
-    slot.local_address = std::move(local);
-    slot.local_port = local_port;
-    slot.idle_since.store(steady_ns(), std::memory_order_relaxed);
-    slot.self = std::prev(w->connections.end());
-    *context = &slot;
+    *context = &w->connection_started(info ? info->connect_fd : -1, client_address(*w->api, c),
+                                      std::move(local), local_port);
     return;
   }
-  if (code != MHD_CONNECTION_NOTIFY_CLOSED) return;
-  if (auto* slot = static_cast<ConnectionSlot*>(*context)) {
-    std::lock_guard lock(w->mutex);
-    if (slot->evicted) w->evicting.fetch_sub(1);
-    w->connections.erase(slot->self);
-    *context = nullptr;
-  }
-  w->closed.fetch_add(1);  // seq_cst: see SlotSignal::notify
-  w->freed->notify();
+  if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+    w->connection_closed(static_cast<ConnectionSlot*>(std::exchange(*context, nullptr)));
 }
 
 // What libmicrohttpd logged on this thread since it was cleared: MHD_start_daemon() says why it
@@ -1027,7 +1075,9 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
   const auto max_connections = static_cast<std::uint64_t>(s.max_connections);
   ensure_descriptors(max_connections, log_);
   for (std::uint64_t i = 0; i < threads; ++i) {
-    auto& w = *d->workers.emplace_back(std::make_unique<HttpWorker>());
+    auto worker = std::make_unique<HttpWorker>();
+    auto& w = *worker;
+    d->workers.push_back(std::move(worker));
     w.api = d->api;
     w.freed = slot_signal_.get();
     // max_connections split as evenly as it goes; a worker whose share is 0 gets nothing. MHD's
