@@ -1,18 +1,15 @@
 #include "http/http_server.hpp"
 
 #include "base/compress.hpp"
+#include "http/acceptor.hpp"
 #include "http/mhd_api.hpp"
 #include "http/sockets.hpp"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
 #include <sched.h>
 #include <strings.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,7 +18,6 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstring>
-#include <list>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -32,156 +28,7 @@
 
 namespace kiwi::agent {
 
-namespace detail {
-
-// One worker as the acceptor sees it: a thread of its own with an event loop (an MHD daemon,
-// MHD_USE_INTERNAL_POLLING_THREAD, no MHD thread pool: HttpWorker) and no listening socket. The
-// acceptor hands it connections, never more than `limit` open at once: that keeps libmicrohttpd
-// 0.9.75 off its own limit check in the worker, whose failure path returns with a mutex held
-// (new_connection_process_) and deadlocks the worker. MHD's pool could not be kept off it: it
-// picks the worker itself, by a count that leaves out connections still queued for the worker.
-// Counting ours: a connection is open from its hand-over to MHD's NOTIFY_CLOSED, which the worker
-// sends before it takes up the next ones.
-//
-// When every slot is taken, a newcomer does not simply lose: the acceptor closes (shutdown(2),
-// which the worker sees as the peer leaving) the connection that has gone longest without
-// finishing a request, if that is over kEvictIdle, and hands the newcomer over in its place. The
-// oldest goes first, so under a flood of new connections a client still has the time the flood
-// takes to fill every slot to send its request; kEvictIdle only spares one just accepted. A
-// newcomer that finds no slot to take (every one answering or just opened, or the evicted ones
-// not yet closed by their worker) is held by the acceptor, which accepts nothing more meanwhile,
-// until a worker closes a connection (SlotSignal), for Acceptor::kHoldMax at most.
-// libmicrohttpd restarts a connection's timeout on every byte it reads and has no deadline for a
-// whole header block, so without this 300 clients sending one header byte a second (slowloris),
-// or 1,000 idle keep-alive connections, would hold every slot and lock everyone else out. A
-// connection that is being answered is never chosen. Until the worker reports a closed
-// connection, it may hold up to kEvictHeadroom connections over its share (MHD's own limit
-// allows for them).
-struct ConnectionSlot {  // one open connection, from NOTIFY_STARTED to NOTIFY_CLOSED
-  // On the worker's thread, around each request: a connection being answered is never evicted.
-  void request_started() { busy.store(true, std::memory_order_relaxed); }
-  void request_done();
-
-  int fd = -1;
-  std::atomic<std::int64_t> idle_since{0};  // steady-clock ns: accepted, or last request done
-  std::atomic<bool> busy{false};            // a request between on_request and on_completed
-  bool evicted = false;                     // under the worker's mutex
-  std::list<ConnectionSlot>::iterator self;
-  // Its addresses as requests carry them, found once at NOTIFY_STARTED and read only by the
-  // worker serving it: each request of a kept-alive connection would otherwise cost a
-  // getsockname() and two inet_ntop() (sprintf), measured as ~3 % of a worker's time.
-  std::string remote_address, local_address;
-  std::uint16_t local_port = 0;
-};
-
-// The acceptor waits for a slot (Acceptor::hold): the worker that closes a connection next wakes
-// it. Owned by the server, so it outlives the acceptor and every worker.
-struct SlotSignal {
-  std::atomic<bool> wanted{false};
-  int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  SlotSignal() {
-    if (fd < 0)
-      throw std::runtime_error(std::string("cannot start the HTTP acceptor: eventfd: ") +
-                               std::strerror(errno));
-  }
-  ~SlotSignal() { ::close(fd); }
-  SlotSignal(const SlotSignal&) = delete;
-  SlotSignal& operator=(const SlotSignal&) = delete;
-  // A worker, after counting a connection closed (seq_cst, like the acceptor's store of
-  // `wanted` before it looks at the counts again: one of the two sees the other).
-  void notify() {
-    if (wanted.load() && wanted.exchange(false)) {
-      const std::uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
-    }
-  }
-};
-
-struct Worker {
-  Worker() = default;
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
-  virtual ~Worker() = default;
-
-  // Gives the accepted connection `fd` (ours no longer) to the worker's event loop; false if it
-  // refused it (it has closed the socket then, and logged why).
-  virtual bool add_connection(int fd, const sockaddr* addr, socklen_t len) = 0;
-  // Joins the worker's thread after closing every connection (the acceptor must no longer hand
-  // it any). Idempotent.
-  virtual void stop() = 0;
-
-  // On the worker's thread, as its event loop takes up and closes a connection: the list the
-  // acceptor evicts from, and the count it hands connections over by. `remote` and `local` are
-  // the connection's addresses as requests carry them.
-  ConnectionSlot& connection_started(int fd, std::string remote, std::string local,
-                                     std::uint16_t local_port);
-  void connection_closed(ConnectionSlot* slot);  // null: a connection that never started
-
-  std::uint64_t open() const {
-    return handed.load(std::memory_order_relaxed) - closed.load();  // seq_cst: SlotSignal
-  }
-
-  SlotSignal* freed = nullptr;             // the server's
-  std::uint64_t limit = 0;                 // its share of max_connections
-  std::atomic<std::uint64_t> handed{0};    // add_connection() said yes; under the acceptor's lock
-  std::atomic<std::uint64_t> closed{0};    // connection_closed(), on the worker's thread
-  std::atomic<std::uint64_t> evicting{0};  // shut down by the acceptor, connection_closed() to come
-  std::mutex mutex;                        // guards `connections` and the slots' `evicted`
-  std::list<ConnectionSlot> connections;
-};
-
-// One set of workers, which the acceptor hands connections to; a reload replaces it whole.
-struct WorkerSet {
-  std::vector<std::unique_ptr<Worker>> workers;
-
-  // Whether a connection handed over is still open (or waiting for its worker).
-  bool has_connections() const {
-    for (auto& w : workers)
-      if (w->open() != 0) return true;
-    return false;
-  }
-  // Joins the workers after closing every connection (the acceptor must no longer hand it any).
-  void shut_down() {
-    for (auto& w : workers) w->stop();
-  }
-};
-
-constexpr std::uint64_t kEvictHeadroom = 16;
-constexpr std::chrono::milliseconds kEvictIdle{100};
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-void ConnectionSlot::request_done() {
-  idle_since.store(steady_ns(), std::memory_order_relaxed);
-  busy.store(false, std::memory_order_relaxed);
-}
-
-ConnectionSlot& Worker::connection_started(int fd, std::string remote, std::string local,
-                                           std::uint16_t local_port) {
-  std::lock_guard lock(mutex);
-  auto& slot = connections.emplace_back();
-  slot.fd = fd;
-  slot.remote_address = std::move(remote);
-  slot.local_address = std::move(local);
-  slot.local_port = local_port;
-  slot.idle_since.store(steady_ns(), std::memory_order_relaxed);
-  slot.self = std::prev(connections.end());
-  return slot;
-}
-
-void Worker::connection_closed(ConnectionSlot* slot) {
-  if (slot) {
-    std::lock_guard lock(mutex);
-    if (slot->evicted) evicting.fetch_sub(1);
-    connections.erase(slot->self);
-  }
-  closed.fetch_add(1);  // seq_cst: see SlotSignal::notify
-  freed->notify();
-}
+namespace http {
 
 // A worker of libmicrohttpd: an MHD daemon with no listening socket.
 struct HttpWorker final : Worker {
@@ -229,338 +76,13 @@ struct HttpDaemon : WorkerSet {
   }
 };
 
-// Accepting, ours rather than MHD's: one thread ("kiwi-accept") waits on the listening socket
-// with epoll, accepts until the backlog is empty and hands each connection to a worker of the
-// current set (Worker::add_connection: MHD_add_connection). The workers run with
-// MHD_USE_NO_LISTEN_SOCKET, so a reload moves the listening socket and the target between sets
-// here, with no MHD_quiesce_daemon (which in 0.9.75 can abort the process with a thread pool: it
-// and a waking worker both remove the listener from the worker's epoll set, and the loser panics).
-//
-// `mutex_` is taken by the thread for each batch of accepts and by switch_to(), so a switch
-// happens between batches: once switch_to() returns, no connection goes to the old set, and
-// the old listener is closed. Requests never take it; a new connection costs one accept4(), a
-// look at each worker's count and one MHD_add_connection() (a lock of MHD's and a wake-up of the
-// worker).
-class Acceptor {
- public:
-  Acceptor(Logger& log, SlotSignal& freed) : log_(log), freed_(freed) {
-    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (epoll_fd_ < 0 || wake_fd_ < 0) {
-      const int err = errno;
-      close_fds();
-      throw std::runtime_error(std::string("cannot start the HTTP acceptor: ") +
-                               std::strerror(err));
-    }
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = wake_fd_;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
-      const int err = errno;
-      close_fds();
-      throw std::runtime_error(std::string("cannot start the HTTP acceptor: ") +
-                               std::strerror(err));
-    }
-  }
-  ~Acceptor() {
-    stop();
-    if (held_.fd >= 0) ::close(held_.fd);
-    close_fds();
-  }
-  Acceptor(const Acceptor&) = delete;
-  Acceptor& operator=(const Acceptor&) = delete;
-
-  // Starts accepting on `listener` (ours from here on, also on failure) for `target`.
-  void start(int listener, WorkerSet* target, const BindAddress& where) {
-    listener_ = listener;
-    add_to_epoll(listener, where);
-    target_ = target;
-    thread_ = std::thread([this] { run(); });
-  }
-
-  // From now on connections go to `target`. `listener` >= 0: a new listening socket (ours from
-  // here on, also on failure) replaces the old one, which is closed once the connections already
-  // in its backlog are handed to `target`, so the old address refuses from then on. Throws
-  // std::runtime_error, having changed nothing, if `listener` cannot be watched.
-  void switch_to(WorkerSet* target, int listener, const BindAddress& where) {
-    std::lock_guard lock(mutex_);
-    if (listener >= 0) {
-      add_to_epoll(listener, where);  // the only step that fails: first
-      const int old = std::exchange(listener_, listener);
-      int err = 0;
-      accept_batch(old, *target, kMaxBacklog, err);
-      ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, old, nullptr);
-      ::close(old);
-    }
-    target_ = target;
-  }
-
-  // Joins the thread and closes the listener: the address refuses from then on. Idempotent.
-  void stop() {
-    if (thread_.joinable()) {
-      {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-      }
-      const std::uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
-      thread_.join();
-    }
-    if (listener_ >= 0) ::close(listener_);
-    listener_ = -1;
-  }
-
- private:
-  static constexpr int kBatch = 64;              // accepts per lock, so a switch is never held up
-  static constexpr int kMaxBacklog = SOMAXCONN;  // what a switch hands over from an old listener
-  static constexpr auto kBackoff = std::chrono::milliseconds(100);
-  // How long a connection that found every slot taken waits for one (see hold_); then it is closed
-  // unanswered. Meanwhile the slots are looked at again whenever a worker closes a connection and
-  // every kHoldRetry (a connection becomes evictable kEvictIdle after its last request).
-  static constexpr auto kHoldMax = std::chrono::milliseconds(1000);
-  static constexpr auto kHoldRetry = std::chrono::milliseconds(10);
-
-  // full: a connection is held (hold_), none is accepted until it has a slot.
-  enum class Outcome { drained, more, starved, failed, full };
-
-  struct Accepted {
-    int fd = -1;
-    sockaddr_storage addr{};
-    socklen_t len = 0;
-    std::int64_t since = 0;  // steady-clock ns
-  };
-
-  void add_to_epoll(int listener, const BindAddress& where) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;  // level-triggered: a batch that stops early is woken again
-    ev.data.fd = listener;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listener, &ev) != 0) {
-      const int err = errno;
-      if (listener != listener_) ::close(listener);
-      throw std::runtime_error("cannot listen on " + where.str() +
-                               ": epoll_ctl: " + std::strerror(err));
-    }
-  }
-
-  void run() {
-    ::pthread_setname_np(::pthread_self(), "kiwi-accept");
-    bool starved_logged = false;
-    bool full = false;  // a connection is held: look at the slots again, with no event needed
-    for (;;) {
-      epoll_event events[2];
-      if (!full && ::epoll_wait(epoll_fd_, events, 2, -1) < 0 && errno != EINTR) {
-        log_.warn(std::string("http: epoll_wait: ") + std::strerror(errno));
-        pause();
-        continue;
-      }
-      Outcome outcome;
-      int err = 0;
-      {
-        std::lock_guard lock(mutex_);
-        if (stopping_) return;
-        // Whatever woke us (the listener, or an event of a listener replaced meanwhile): accept
-        // from the current one; an empty backlog only costs an EAGAIN.
-        outcome = accept_batch(listener_, *target_, kBatch, err);
-      }
-      full = outcome == Outcome::full;
-      if (full) {
-        wait_for_slot();
-      } else if (outcome == Outcome::starved) {
-        // Out of descriptors or memory: the connection stays in the backlog and the listener
-        // stays readable, so retrying at once would spin. Some are freed as connections close.
-        if (!starved_logged)
-          log_.warn(std::string("http: cannot accept connections: ") + std::strerror(err) +
-                    "; retrying every 100 ms");
-        starved_logged = true;
-        pause();
-      } else if (outcome == Outcome::failed) {
-        log_.warn(std::string("http: accept: ") + std::strerror(err));
-        pause();
-      } else {
-        starved_logged = false;
-      }
-    }
-  }
-
-  // Waits kBackoff, or less if stop() wakes us.
-  void pause() {
-    pollfd p{wake_fd_, POLLIN, 0};
-    ::poll(&p, 1, static_cast<int>(kBackoff.count()));
-  }
-
-  // Waits until a worker closes a connection, kHoldRetry passes or stop() wakes us. The
-  // listener is not watched meanwhile: new connections wait in the kernel's backlog.
-  void wait_for_slot() {
-    pollfd p[2] = {{wake_fd_, POLLIN, 0}, {freed_.fd, POLLIN, 0}};
-    if (::poll(p, 2, static_cast<int>(kHoldRetry.count())) > 0 && (p[1].revents & POLLIN)) {
-      std::uint64_t n;
-      [[maybe_unused]] auto r = ::read(freed_.fd, &n, sizeof n);
-    }
-  }
-
-  // Hands `c` to a worker of `target` (making room by evict() if need be); false if none has a
-  // slot for it now. On a false answer from MHD, MHD has closed the socket and logged why.
-  bool place(WorkerSet& target, const Accepted& c) {
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      Worker* w = pick(target);
-      if (!w) w = evict(target);
-      if (w) {
-        if (w->add_connection(c.fd, reinterpret_cast<const sockaddr*>(&c.addr), c.len))
-          w->handed.fetch_add(1, std::memory_order_relaxed);
-        return true;
-      }
-      // Ask the workers to say when one closes, then look once more: a close between the
-      // first look and the request would otherwise go unnoticed until kHoldRetry.
-      if (attempt == 0) freed_.wanted.store(true);
-    }
-    return false;
-  }
-
-  // Accepts up to `max` connections from `listener` and hands them to `target`. `err`: accept4's
-  // errno on `starved` and `failed`.
-  Outcome accept_batch(int listener, WorkerSet& target, int max, int& err) {
-    if (held_.fd >= 0) {
-      if (!place(target, held_)) {
-        if (steady_ns() - held_.since <
-            std::chrono::duration_cast<std::chrono::nanoseconds>(kHoldMax).count())
-          return Outcome::full;
-        ::close(held_.fd);  // waited kHoldMax: refused (closed unanswered)
-        if (!refuse_logged_)
-          log_.warn(
-              "http: a connection waited 1 s for a slot (http.max_connections) with every "
-              "slot answering or just opened, and was closed unanswered (logged once)");
-        refuse_logged_ = true;
-      }
-      held_.fd = -1;
-    }
-    for (int i = 0; i < max; ++i) {
-      sockaddr_storage addr{};
-      socklen_t len = sizeof addr;
-      const int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&addr), &len,
-                               SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
-        err = errno;
-        switch (err) {
-          case EAGAIN:
-            return Outcome::drained;
-          case EINTR:
-          case ECONNABORTED:  // the client gave up while queued
-          case EPROTO:        // Linux passes on network errors of the new socket: try the next
-          case ENETDOWN:
-          case ENOPROTOOPT:
-          case EHOSTDOWN:
-          case ENONET:
-          case EHOSTUNREACH:
-          case EOPNOTSUPP:
-          case ENETUNREACH:
-          case EPERM:  // a firewall rule
-            continue;
-          case EMFILE:
-          case ENFILE:
-          case ENOBUFS:
-          case ENOMEM:
-            return Outcome::starved;
-          default:
-            return Outcome::failed;
-        }
-      }
-      const Accepted c{fd, addr, len, steady_ns()};
-      if (!place(target, c)) {  // every slot answering, just opened or not yet closed: wait
-        held_ = c;
-        return Outcome::full;
-      }
-    }
-    return Outcome::more;
-  }
-
-  // The worker with the fewest open connections among those below their limit (ties taken in
-  // turn), or null.
-  Worker* pick(WorkerSet& d) {
-    const std::size_t n = d.workers.size();
-    Worker* best = nullptr;
-    std::uint64_t fewest = 0;
-    ++turn_;
-    for (std::size_t i = 0; i < n; ++i) {
-      Worker* w = d.workers[(turn_ + i) % n].get();
-      const std::uint64_t open = w->open();
-      const std::uint64_t counted = open - std::min(open, w->evicting.load());
-      if (counted < w->limit && open < w->limit + kEvictHeadroom && (!best || open < fewest)) {
-        best = w;
-        fewest = open;
-      }
-    }
-    return best;
-  }
-
-  // Every slot is taken: shuts down the connection of `d` idle the longest (see Worker), if
-  // one has been for kEvictIdle, and returns its worker for the newcomer; else null. The slot's
-  // descriptor is still open: MHD sends NOTIFY_CLOSED, which takes the same mutex, before it
-  // closes it.
-  Worker* evict(WorkerSet& d) {
-    const std::int64_t cutoff =
-        steady_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kEvictIdle).count();
-    // Every worker's list at once (only this thread takes more than one), so the oldest of all
-    // is chosen and stays open until it is shut down.
-    std::vector<std::unique_lock<std::mutex>> locks;
-    locks.reserve(d.workers.size());
-    Worker* chosen = nullptr;
-    ConnectionSlot* victim = nullptr;
-    for (auto& w : d.workers) {
-      if (w->open() >= w->limit + kEvictHeadroom) continue;
-      locks.emplace_back(w->mutex);
-      for (auto& c : w->connections) {
-        if (c.evicted || c.busy.load(std::memory_order_relaxed)) continue;
-        const std::int64_t since = c.idle_since.load(std::memory_order_relaxed);
-        if (since <= cutoff && (!victim || since < victim->idle_since.load())) {
-          victim = &c;
-          chosen = w.get();
-        }
-      }
-    }
-    if (victim) {
-      victim->evicted = true;
-      chosen->evicting.fetch_add(1);
-      ::shutdown(victim->fd, SHUT_RDWR);
-    }
-    locks.clear();
-    if (chosen && !evict_logged_) {
-      log_.warn(
-          "http: every connection slot (http.max_connections) was taken; closing the "
-          "connections idle the longest to make room (logged once)");
-      evict_logged_ = true;
-    }
-    return chosen;
-  }
-
-  void close_fds() {
-    if (epoll_fd_ >= 0) ::close(epoll_fd_);
-    if (wake_fd_ >= 0) ::close(wake_fd_);
-    epoll_fd_ = wake_fd_ = -1;
-  }
-
-  Logger& log_;
-  SlotSignal& freed_;
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;             // stop() writes it
-  std::mutex mutex_;             // the thread holds it for each batch
-  int listener_ = -1;            // guarded by mutex_ while the thread runs
-  WorkerSet* target_ = nullptr;  // guarded by mutex_
-  bool stopping_ = false;        // guarded by mutex_
-  std::size_t turn_ = 0;         // guarded by mutex_: where pick() starts
-  bool evict_logged_ = false;    // guarded by mutex_
-  bool refuse_logged_ = false;   // guarded by mutex_
-  // A connection accepted when no slot could take it, waiting for one (guarded by mutex_).
-  Accepted held_;
-  std::thread thread_;
-};
-
-}  // namespace detail
+}  // namespace http
 
 namespace {
 
-using detail::ConnectionSlot;
-using detail::HttpDaemon;
-using detail::HttpWorker;
+using http::ConnectionSlot;
+using http::HttpDaemon;
+using http::HttpWorker;
 
 // Per-request state between MHD's calls, from the request line (on_uri) to on_completed. A request
 // whose target has no '%' and no '?' and that has no body (nearly every GET/HEAD) uses the shared
@@ -1023,7 +545,7 @@ std::shared_ptr<const Authenticator> make_authenticator(const HttpAuth& a) {
 HttpServer::HttpServer(HttpSettings settings, std::shared_ptr<const Router> router, Logger& log)
     : settings_(std::move(settings)),
       log_(log),
-      slot_signal_(std::make_unique<detail::SlotSignal>()) {
+      slot_signal_(std::make_unique<http::SlotSignal>()) {
   if (settings_.threads <= 0) settings_.threads = auto_worker_threads();
   published_.store(std::make_shared<const Published>(
       Published{std::move(router), settings_.cors_origins, make_authenticator(settings_.auth)}));
@@ -1094,7 +616,7 @@ std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
     w.mhd = d->api->start_daemon(
         flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log,
         &log_, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        static_cast<unsigned>(w.limit + detail::kEvictHeadroom + 1), MHD_OPTION_NOTIFY_COMPLETED,
+        static_cast<unsigned>(w.limit + http::kEvictHeadroom + 1), MHD_OPTION_NOTIFY_COMPLETED,
         &on_completed, d.get(), MHD_OPTION_URI_LOG_CALLBACK, &on_uri, nullptr,
         MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &w, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         kConnectionMemoryBytes, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
@@ -1119,7 +641,7 @@ void HttpServer::start() {
   OwnedFd listener(open_listener(settings_.bind));
   const std::uint16_t port = bound_port(listener.fd);
   auto daemon = start_daemon(settings_);
-  auto acceptor = std::make_unique<detail::Acceptor>(log_, *slot_signal_);
+  auto acceptor = std::make_unique<http::Acceptor>(log_, *slot_signal_);
   acceptor->start(listener.release(), daemon.get(), settings_.bind);
   daemon_ = std::move(daemon);
   acceptor_ = std::move(acceptor);

@@ -52,11 +52,11 @@ inline constexpr std::size_t kMaxHeaderBytes = 8 * 1024;          // whole heade
 inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;           // larger: 413 (cgi reads bodies)
 inline constexpr std::size_t kConnectionMemoryBytes = 16 * 1024;  // MHD's pool per connection
 
-namespace detail {
+namespace http {
 struct HttpDaemon;  // one set of MHD workers and its requests in flight (http_server.cpp)
-class Acceptor;     // the listening socket and the thread that accepts on it (http_server.cpp)
-struct SlotSignal;  // a worker tells the acceptor that a connection closed (http_server.cpp)
-}  // namespace detail
+class Acceptor;     // the listening socket and the thread that accepts on it (acceptor.hpp)
+struct SlotSignal;  // a worker tells the acceptor that a connection closed (acceptor.hpp)
+}  // namespace http
 
 // The server's threads: start(), reconfigure() and stop() are called from one thread (the
 // agent's main thread); the acceptor thread accepts connections; requests run on the workers.
@@ -115,8 +115,8 @@ class HttpServer {
   };
 
  private:
-  std::unique_ptr<detail::HttpDaemon> start_daemon(const HttpSettings& s);
-  void retire(std::unique_ptr<detail::HttpDaemon> old);
+  std::unique_ptr<http::HttpDaemon> start_daemon(const HttpSettings& s);
+  void retire(std::unique_ptr<http::HttpDaemon> old);
   void reap_retired(bool all);
 
   HttpSettings settings_;
@@ -125,11 +125,10 @@ class HttpServer {
   GzipCache gzip_cache_;      // before the daemons: outlives their workers
   AuthLimiter auth_limiter_;  // failed attempts by address, kept across reloads
   AuthCounters auth_counters_;
-  std::unique_ptr<detail::SlotSignal>
-      slot_signal_;  // before the workers and acceptor: outlives them
-  std::unique_ptr<detail::HttpDaemon> daemon_;
-  std::unique_ptr<detail::Acceptor> acceptor_;  // feeds daemon_; null when not serving
-  std::vector<std::unique_ptr<detail::HttpDaemon>> retiring_;  // draining, each with its thread
+  std::unique_ptr<http::SlotSignal> slot_signal_;  // before the workers and acceptor: outlives them
+  std::unique_ptr<http::HttpDaemon> daemon_;
+  std::unique_ptr<http::Acceptor> acceptor_;                 // feeds daemon_; null when not serving
+  std::vector<std::unique_ptr<http::HttpDaemon>> retiring_;  // draining, each with its thread
   std::atomic<std::uint16_t> port_{0};
 };
 
