@@ -24,6 +24,23 @@ bool compressible_type(std::string_view type) {
   return t.starts_with("application/") && (t.ends_with("+json") || t.ends_with("+xml"));
 }
 
+bool has_header(const Response& r, std::string_view name) {
+  for (const auto& h : r.headers)
+    if (h.name.size() == name.size() &&
+        std::equal(name.begin(), name.end(), h.name.begin(),
+                   [](char a, char b) { return (a | 0x20) == (b | 0x20); }))
+      return true;
+  return false;
+}
+
+bool negotiates_encoding(const Response& r) {
+  return compressible_type(r.content_type) && !has_header(r, "Content-Encoding");
+}
+
+bool gzip_candidate(const Response& r) {
+  return r.body && r.body->size() >= kGzipMinBytes && negotiates_encoding(r);
+}
+
 Body GzipCache::get(const Body& body, std::shared_ptr<const void> code) {
   const Key key{body.identity(), body->size()};
   std::shared_ptr<Entry> e;

@@ -31,6 +31,16 @@ inline constexpr int kGzipPerRequestLevel = Z_BEST_SPEED;
 // its responses get "Vary: Accept-Encoding", and gzip for a client that accepts it.
 bool compressible_type(std::string_view content_type);
 
+// Whether `r` has a header named `name` (ASCII case-insensitive).
+bool has_header(const Response& r, std::string_view name);
+
+// Whether the server chooses the encoding of `r` (gzip or identity by Accept-Encoding): a textual
+// type, not encoded by the handler itself (a CGI program may send its own Content-Encoding).
+bool negotiates_encoding(const Response& r);
+
+// Whether `r` goes out gzip-compressed to a client that accepts gzip (unless it does not shrink).
+bool gzip_candidate(const Response& r);
+
 // The gzip of bodies served again and again (those with an ETag: /api/current, /metrics, dashboard
 // files), computed once per body and kept, found by the body's identity (the address and size of
 // its bytes). An entry holds the Body itself, so those bytes cannot be freed and their address
