@@ -2,6 +2,7 @@
 
 #include "base/compress.hpp"
 #include "http/acceptor.hpp"
+#include "http/gates.hpp"
 #include "http/mhd_api.hpp"
 #include "http/mhd_response.hpp"
 #include "http/sockets.hpp"
@@ -50,7 +51,7 @@ struct HttpWorker final : Worker {
 // closure. It owns no socket: the Acceptor hands it connections. A set that a reconfigure()
 // replaced drains on its own thread (`retirer`).
 struct HttpDaemon : WorkerSet {
-  const std::atomic<std::shared_ptr<const HttpServer::Published>>* published = nullptr;
+  const std::atomic<std::shared_ptr<const Published>>* published = nullptr;
   Logger* log = nullptr;
   GzipCache* gzip = nullptr;              // the server's, shared by every set of workers
   AuthLimiter* auth_limiter = nullptr;    // the server's
@@ -81,10 +82,13 @@ struct HttpDaemon : WorkerSet {
 
 namespace {
 
+using http::answer_request;
 using http::ConnectionSlot;
+using http::GateInput;
 using http::HttpDaemon;
 using http::HttpWorker;
 using http::make_response;
+using http::Published;
 
 // Per-request state between MHD's calls, from the request line (on_uri) to on_completed. A request
 // whose target has no '%' and no '?' and that has no body (nearly every GET/HEAD) uses the shared
@@ -161,75 +165,6 @@ std::pair<std::string, std::uint16_t> local_address(const MhdApi& mhd, MHD_Conne
   return {};
 }
 
-// CORS is off unless [http] cors_origins lists the exact origin; there is no wildcard.
-bool origin_allowed(const std::vector<std::string>& cors_origins, const Request& req) {
-  auto origin = req.header("Origin");
-  if (!origin) return false;
-  for (auto& o : cors_origins)
-    if (o == *origin) return true;
-  return false;
-}
-
-void add_cors_headers(const std::vector<std::string>& s, const Request& req, Response& res) {
-  if (s.empty()) return;
-  res.headers.push_back({"Vary", "Origin"});
-  if (origin_allowed(s, req))
-    res.headers.push_back({"Access-Control-Allow-Origin", std::string(*req.header("Origin"))});
-}
-
-// A browser's preflight (OPTIONS with Access-Control-Request-Method) from an allowed origin: 204,
-// with the methods the route's handler takes.
-std::optional<Response> cors_preflight(const std::vector<std::string>& s, const Request& req,
-                                       const Router& router) {
-  if (req.method != "OPTIONS" || !req.header("Access-Control-Request-Method") ||
-      !origin_allowed(s, req))
-    return std::nullopt;
-  Response res;
-  res.status = 204;
-  res.content_type.clear();
-  res.headers = {{"Access-Control-Allow-Methods", std::string(router.methods(req.path))},
-                 {"Access-Control-Allow-Headers", "If-None-Match, Accept-Encoding, Content-Type"},
-                 {"Access-Control-Max-Age", "600"}};
-  return res;
-}
-
-// Conditional GET and HEAD for every route (RFC 9110 section 13.1.2): a 200 whose ETag the
-// client's If-None-Match names becomes a 304 with the same validator and caching headers and no
-// body. Handlers only set the ETag.
-void not_modified_if_matching(const Request& req, Response& res) {
-  if (res.status != 200 || (req.method != "GET" && req.method != "HEAD")) return;
-  auto inm = req.header("If-None-Match");
-  if (!inm) return;
-  for (auto& h : res.headers)
-    if (h.name == "ETag" && etag_matches(*inm, h.value)) {
-      if (negotiates_encoding(res)) res.headers.push_back({"Vary", "Accept-Encoding"});  // as 200
-      res.status = 304;
-      res.content_type.clear();
-      res.body.reset();
-      return;
-    }
-}
-
-// Whether the request has Content-Length headers that disagree (RFC 9112 section 6.3: an
-// unrecoverable framing error). libmicrohttpd 0.9.75 reads the body by the first and passes the
-// rest on; a proxy in front that used another would see a different request (smuggling).
-bool conflicting_content_length(const std::vector<Param>& headers) {
-  const std::string_view* first = nullptr;
-  for (const auto& h : headers) {
-    if (h.name.size() != 14 || strncasecmp(h.name.data(), "Content-Length", 14) != 0) continue;
-    if (first && *first != h.value) return true;
-    first = &h.value;
-  }
-  return false;
-}
-
-// Whether a raw (undecoded) path has "%00" in it.
-bool encoded_nul(std::string_view raw) {
-  for (std::size_t i = raw.find('%'); i != std::string_view::npos; i = raw.find('%', i + 1))
-    if (i + 2 < raw.size() && raw[i + 1] == '0' && raw[i + 2] == '0') return true;
-  return false;
-}
-
 MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
                       const char* version, const char* upload_data, size_t* upload_size,
                       void** state) {
@@ -293,50 +228,22 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
     if (q != std::string_view::npos) req.raw_query = target.substr(q + 1);
   }
 
-  std::size_t header_bytes = 0;
-  for (auto& h : headers) header_bytes += h.name.size() + h.value.size() + 4;
-  std::size_t uri_bytes = std::strlen(url);
-  for (auto& q : query) uri_bytes += q.name.size() + q.value.size() + 2;
-
-  // The routes and CORS origins of this request, whole: reconfigure() swaps them together. The
-  // reference keeps the router and its handlers alive until the request is answered.
-  const std::shared_ptr<const HttpServer::Published> published =
+  // The routes, CORS origins and authentication of this request, whole: reconfigure() swaps them
+  // together. The reference keeps the router and its handlers alive until the request is answered.
+  const std::shared_ptr<const Published> published =
       daemon->published->load(std::memory_order_acquire);
   const Router& router = *published->router;
-  const auto& cors = published->cors_origins;
-
-  int route = -1;
-  // The worker's response of its last request, reused: each branch below sets it whole, and a
-  // handler's answer is filled in place (Handler::handle_into), so a response shaped like the
-  // last one allocates nothing. It keeps that body until the next request, as LastResponse does.
+  const GateInput in{req,
+                     raw_path,
+                     st && st->too_large,
+                     *published,
+                     router.route_of(req.path),
+                     *daemon->auth_limiter,
+                     *daemon->auth_counters};
+  // The worker's response of its last request, reused (see answer_request). It keeps that body
+  // until the next request, as LastResponse does.
   thread_local Response res;
-  if (uri_bytes > kMaxUriBytes)
-    res =
-        Response::error(414, "request URI longer than " + std::to_string(kMaxUriBytes) + " bytes");
-  else if (header_bytes > kMaxHeaderBytes)
-    res = Response::error(
-        431, "request headers larger than " + std::to_string(kMaxHeaderBytes) + " bytes");
-  else if (conflicting_content_length(headers)) {
-    res = Response::error(400, "conflicting Content-Length headers");
-    res.headers.push_back({"Connection", "close"});  // where its body ends is unknown
-  } else if (encoded_nul(raw_path))
-    // MHD decodes it into the path, which ends there for everyone reading it as a C string:
-    // "/cgi/a%00.txt" would be served as "/cgi/a".
-    res = Response::error(400, "request path contains an encoded NUL byte (%00)");
-  else if (st && st->too_large)
-    res = Response::error(413,
-                          "request body larger than " + std::to_string(kMaxBodyBytes) + " bytes");
-  else if (auto preflight = cors_preflight(cors, req, router))
-    res = std::move(*preflight);  // a browser sends no credentials with it
-  else if (auto refused = published->auth ? published->auth->gate(req, *daemon->auth_limiter,
-                                                                  *daemon->auth_counters)
-                                          : std::nullopt) {
-    res = std::move(*refused);
-    route = router.route_of(req.path);  // counted as the route's, not as unmatched
-  } else
-    router.dispatch(req, res, &route);
-  not_modified_if_matching(req, res);
-  add_cors_headers(cors, req, res);
+  const int route = answer_request(in, res);
   router.count(route, res.status);
 
   const std::shared_ptr<LoadedLibrary>* code =

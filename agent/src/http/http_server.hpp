@@ -56,6 +56,7 @@ namespace http {
 struct HttpDaemon;  // one set of MHD workers and its requests in flight (http_server.cpp)
 class Acceptor;     // the listening socket and the thread that accepts on it (acceptor.hpp)
 struct SlotSignal;  // a worker tells the acceptor that a connection closed (acceptor.hpp)
+struct Published;   // what a request reads: routes, CORS origins, authentication (gates.hpp)
 }  // namespace http
 
 // The server's threads: start(), reconfigure() and stop() are called from one thread (the
@@ -107,13 +108,6 @@ class HttpServer {
   // tests that wait for a request to finish; belongs to the calling thread, as threads() does.
   int requests_in_flight() const;
 
-  // What a request reads, swapped whole on reconfigure().
-  struct Published {
-    std::shared_ptr<const Router> router;
-    std::vector<std::string> cors_origins;
-    std::shared_ptr<const Authenticator> auth;  // null: no authentication
-  };
-
  private:
   std::unique_ptr<http::HttpDaemon> start_daemon(const HttpSettings& s);
   void retire(std::unique_ptr<http::HttpDaemon> old);
@@ -121,7 +115,7 @@ class HttpServer {
 
   HttpSettings settings_;
   Logger& log_;
-  std::atomic<std::shared_ptr<const Published>> published_;
+  std::atomic<std::shared_ptr<const http::Published>> published_;
   GzipCache gzip_cache_;      // before the daemons: outlives their workers
   AuthLimiter auth_limiter_;  // failed attempts by address, kept across reloads
   AuthCounters auth_counters_;
