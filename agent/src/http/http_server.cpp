@@ -47,15 +47,21 @@ struct HttpWorker final : Worker {
   }
 };
 
+// What every set of workers shares with the server, which owns it and outlives them.
+struct ServerShared {
+  const std::atomic<std::shared_ptr<const Published>>* published = nullptr;
+  Logger* log = nullptr;
+  GzipCache* gzip = nullptr;  // shared by every set of workers
+  AuthLimiter* auth_limiter = nullptr;
+  AuthCounters* auth_counters = nullptr;
+  SlotSignal* freed = nullptr;  // a worker tells the acceptor that a connection closed
+};
+
 // One set of workers with its settings and what is in flight on it; on_request gets it as its
 // closure. It owns no socket: the Acceptor hands it connections. A set that a reconfigure()
 // replaced drains on its own thread (`retirer`).
 struct HttpDaemon : WorkerSet {
-  const std::atomic<std::shared_ptr<const Published>>* published = nullptr;
-  Logger* log = nullptr;
-  GzipCache* gzip = nullptr;              // the server's, shared by every set of workers
-  AuthLimiter* auth_limiter = nullptr;    // the server's
-  AuthCounters* auth_counters = nullptr;  // the server's
+  ServerShared shared;
   HttpSettings settings;  // cors_origins unused: requests read them from `published`
   // The libmicrohttpd of this set: the linked one, or the TLS one for [http.tls]. Everything of
   // the set (daemons, connections, responses) is made and handled by it alone.
@@ -84,11 +90,13 @@ namespace {
 
 using http::answer_request;
 using http::ConnectionSlot;
+using http::ensure_descriptors;
 using http::GateInput;
 using http::HttpDaemon;
 using http::HttpWorker;
 using http::make_response;
 using http::Published;
+using http::ServerShared;
 
 // Per-request state between MHD's calls, from the request line (on_uri) to on_completed. A request
 // whose target has no '%' and no '?' and that has no body (nearly every GET/HEAD) uses the shared
@@ -132,37 +140,17 @@ MHD_Result collect(void* cls, MHD_ValueKind, const char* key, const char* value)
   return MHD_YES;
 }
 
+// The connection's client address ("192.0.2.7", "::1"); "" if unknown.
 std::string client_address(const MhdApi& mhd, MHD_Connection* c) {
   const MHD_ConnectionInfo* info = mhd.get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-  if (!info || !info->client_addr) return {};
-  char buf[INET6_ADDRSTRLEN] = {};
-  const sockaddr* sa = info->client_addr;
-  if (sa->sa_family == AF_INET)
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof buf);
-  else if (sa->sa_family == AF_INET6)
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof buf);
-  return buf;
+  return info ? http::address_text(info->client_addr) : std::string();
 }
 
 // The address and port the connection came in on ("127.0.0.1", "::1"); {"", 0} if unknown.
 std::pair<std::string, std::uint16_t> local_address(const MhdApi& mhd, MHD_Connection* c) {
   const MHD_ConnectionInfo* info = mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  if (!info || ::getsockname(info->connect_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    return {};
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (addr.ss_family == AF_INET) {
-    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
-    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
-    return {buf, ntohs(a->sin_port)};
-  }
-  if (addr.ss_family == AF_INET6) {
-    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
-    inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
-    return {buf, ntohs(a->sin6_port)};
-  }
-  return {};
+  if (!info) return {};
+  return http::local_address_of(info->connect_fd);
 }
 
 MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
@@ -231,15 +219,15 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   // The routes, CORS origins and authentication of this request, whole: reconfigure() swaps them
   // together. The reference keeps the router and its handlers alive until the request is answered.
   const std::shared_ptr<const Published> published =
-      daemon->published->load(std::memory_order_acquire);
+      daemon->shared.published->load(std::memory_order_acquire);
   const Router& router = *published->router;
   const GateInput in{req,
                      raw_path,
                      st && st->too_large,
                      *published,
                      router.route_of(req.path),
-                     *daemon->auth_limiter,
-                     *daemon->auth_counters};
+                     *daemon->shared.auth_limiter,
+                     *daemon->shared.auth_counters};
   // The worker's response of its last request, reused (see answer_request). It keeps that body
   // until the next request, as LastResponse does.
   thread_local Response res;
@@ -250,7 +238,7 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
       route >= 0 ? &router.routes()[static_cast<std::size_t>(route)].handler->library : nullptr;
   MHD_Response* response =
       make_response(mhd, res, req.accepts_gzip(), daemon->draining.load(std::memory_order_relaxed),
-                    *daemon->gzip, code);
+                    *daemon->shared.gzip, code);
   if (!response) return MHD_NO;
   return mhd.queue_response(c, static_cast<unsigned>(res.status), response);
 }
@@ -299,6 +287,68 @@ void on_mhd_log(void* cls, const char* fmt, va_list ap) {
   static_cast<Logger*>(cls)->debug(std::string("http: ") + std::string(msg));
 }
 
+// Starts a set of s.threads workers for `s`, on the linked libmicrohttpd or, for [http.tls], the
+// TLS one (loaded on its first use). Throws std::runtime_error naming the address (and for TLS,
+// the files and GnuTLS's reason).
+std::unique_ptr<HttpDaemon> start_daemon(const HttpSettings& s, const ServerShared& shared) {
+  auto d = std::make_unique<HttpDaemon>();
+  d->shared = shared;
+  d->settings = s;
+  // [http.tls]: the TLS build of libmicrohttpd (loaded now if this is its first use), given the
+  // PEM text read with the config; MHD reads it while it starts each worker. A reload that
+  // changes either file's content (a renewed certificate) starts a new set of workers, like a
+  // change of threads.
+  d->api = s.tls.enabled() ? &tls_mhd() : &linked_mhd();
+  const bool tls = s.tls.enabled();
+  const MHD_OptionItem tls_options[] = {
+      {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0,
+       const_cast<char*>(d->settings.tls.cert_pem.c_str())},
+      {MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(d->settings.tls.key_pem.c_str())},
+      {MHD_OPTION_END, 0, nullptr}};
+  // No listening socket: the Acceptor hands connections over. MHD_USE_ITC wakes the worker a
+  // connection is added to (MHD would add it for MHD_USE_NO_LISTEN_SOCKET anyway).
+  const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                         MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET | (tls ? MHD_USE_TLS : 0);
+  const auto timeout_s = static_cast<unsigned>(s.keep_alive.count() / 1000);
+  const auto threads = static_cast<std::uint64_t>(s.threads);
+  const auto max_connections = static_cast<std::uint64_t>(s.max_connections);
+  ensure_descriptors(max_connections, *shared.log);
+  for (std::uint64_t i = 0; i < threads; ++i) {
+    auto worker = std::make_unique<HttpWorker>();
+    auto& w = *worker;
+    d->workers.push_back(std::move(worker));
+    w.api = d->api;
+    w.freed = shared.freed;
+    // max_connections split as evenly as it goes; a worker whose share is 0 gets nothing. MHD's
+    // own limit is kEvictHeadroom + 1 more: connections evicted but not yet closed, and one the
+    // acceptor counts closed a moment before MHD does (between NOTIFY_CLOSED and MHD's count);
+    // the limit is the acceptor's.
+    w.limit = max_connections / threads + (i < max_connections % threads ? 1 : 0);
+    // Per-connection memory: it holds the request's header block (we answer 431 with JSON past
+    // kMaxHeaderBytes, so it must fit that and the read buffer) and the response headers; 32
+    // connections of a busy client hold 32 of these. Above 32 KiB MHD would mmap/munmap every
+    // connection's pool: measured as most of the idle CPU of a client that polls with curl.
+    mhd_messages.clear();
+    // The logger first: MHD reports what it finds in the options after it through it.
+    w.mhd = d->api->start_daemon(
+        flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log,
+        shared.log, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        static_cast<unsigned>(w.limit + http::kEvictHeadroom + 1), MHD_OPTION_NOTIFY_COMPLETED,
+        &on_completed, d.get(), MHD_OPTION_URI_LOG_CALLBACK, &on_uri, nullptr,
+        MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &w, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        kConnectionMemoryBytes, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
+    if (!w.mhd && tls)  // `d` stops the workers started so far
+      throw std::runtime_error(
+          "cannot start the HTTPS server on " + s.bind.str() + " with cert_file \"" +
+          s.tls.cert_file + "\" and key_file \"" + s.tls.key_file +
+          "\": " + (mhd_messages.empty() ? std::string(std::strerror(errno)) : mhd_messages));
+    if (!w.mhd)
+      throw std::runtime_error("cannot start the HTTP server on " + s.bind.str() + ": " +
+                               std::strerror(errno));
+  }
+  return d;
+}
+
 }  // namespace
 
 int auto_worker_threads() {
@@ -337,7 +387,6 @@ HttpServer::HttpServer(HttpSettings settings, std::shared_ptr<const Router> rout
 namespace {
 
 using http::bound_port;
-using http::ensure_descriptors;
 using http::open_listener;
 using http::OwnedFd;
 using http::same_host;
@@ -352,67 +401,8 @@ constexpr auto kRetireWait = std::chrono::seconds(2);
 
 }  // namespace
 
-std::unique_ptr<HttpDaemon> HttpServer::start_daemon(const HttpSettings& s) {
-  auto d = std::make_unique<HttpDaemon>();
-  d->published = &published_;
-  d->log = &log_;
-  d->gzip = &gzip_cache_;
-  d->auth_limiter = &auth_limiter_;
-  d->auth_counters = &auth_counters_;
-  d->settings = s;
-  // [http.tls]: the TLS build of libmicrohttpd (loaded now if this is its first use), given the
-  // PEM text read with the config; MHD reads it while it starts each worker. A reload that
-  // changes either file's content (a renewed certificate) starts a new set of workers, like a
-  // change of threads.
-  d->api = s.tls.enabled() ? &tls_mhd() : &linked_mhd();
-  const bool tls = s.tls.enabled();
-  const MHD_OptionItem tls_options[] = {
-      {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0,
-       const_cast<char*>(d->settings.tls.cert_pem.c_str())},
-      {MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(d->settings.tls.key_pem.c_str())},
-      {MHD_OPTION_END, 0, nullptr}};
-  // No listening socket: the Acceptor hands connections over. MHD_USE_ITC wakes the worker a
-  // connection is added to (MHD would add it for MHD_USE_NO_LISTEN_SOCKET anyway).
-  const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-                         MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET | (tls ? MHD_USE_TLS : 0);
-  const auto timeout_s = static_cast<unsigned>(s.keep_alive.count() / 1000);
-  const auto threads = static_cast<std::uint64_t>(s.threads);
-  const auto max_connections = static_cast<std::uint64_t>(s.max_connections);
-  ensure_descriptors(max_connections, log_);
-  for (std::uint64_t i = 0; i < threads; ++i) {
-    auto worker = std::make_unique<HttpWorker>();
-    auto& w = *worker;
-    d->workers.push_back(std::move(worker));
-    w.api = d->api;
-    w.freed = slot_signal_.get();
-    // max_connections split as evenly as it goes; a worker whose share is 0 gets nothing. MHD's
-    // own limit is kEvictHeadroom + 1 more: connections evicted but not yet closed, and one the
-    // acceptor counts closed a moment before MHD does (between NOTIFY_CLOSED and MHD's count);
-    // the limit is the acceptor's.
-    w.limit = max_connections / threads + (i < max_connections % threads ? 1 : 0);
-    // Per-connection memory: it holds the request's header block (we answer 431 with JSON past
-    // kMaxHeaderBytes, so it must fit that and the read buffer) and the response headers; 32
-    // connections of a busy client hold 32 of these. Above 32 KiB MHD would mmap/munmap every
-    // connection's pool: measured as most of the idle CPU of a client that polls with curl.
-    mhd_messages.clear();
-    // The logger first: MHD reports what it finds in the options after it through it.
-    w.mhd = d->api->start_daemon(
-        flags, 0, nullptr, nullptr, &on_request, d.get(), MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log,
-        &log_, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        static_cast<unsigned>(w.limit + http::kEvictHeadroom + 1), MHD_OPTION_NOTIFY_COMPLETED,
-        &on_completed, d.get(), MHD_OPTION_URI_LOG_CALLBACK, &on_uri, nullptr,
-        MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &w, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        kConnectionMemoryBytes, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
-    if (!w.mhd && tls)  // `d` stops the workers started so far
-      throw std::runtime_error(
-          "cannot start the HTTPS server on " + s.bind.str() + " with cert_file \"" +
-          s.tls.cert_file + "\" and key_file \"" + s.tls.key_file +
-          "\": " + (mhd_messages.empty() ? std::string(std::strerror(errno)) : mhd_messages));
-    if (!w.mhd)
-      throw std::runtime_error("cannot start the HTTP server on " + s.bind.str() + ": " +
-                               std::strerror(errno));
-  }
-  return d;
+ServerShared HttpServer::shared() {
+  return {&published_, &log_, &gzip_cache_, &auth_limiter_, &auth_counters_, slot_signal_.get()};
 }
 
 HttpServer::~HttpServer() {
@@ -423,7 +413,7 @@ void HttpServer::start() {
   if (daemon_) return;
   OwnedFd listener(open_listener(settings_.bind));
   const std::uint16_t port = bound_port(listener.fd);
-  auto daemon = start_daemon(settings_);
+  auto daemon = start_daemon(settings_, shared());
   auto acceptor = std::make_unique<http::Acceptor>(log_, *slot_signal_);
   acceptor->start(listener.release(), daemon.get(), settings_.bind);
   daemon_ = std::move(daemon);
@@ -454,7 +444,7 @@ void HttpServer::reconfigure(HttpSettings settings, std::shared_ptr<const Router
     // one listens before the old one closes.
     if (!same_address) listener.fd = open_listener(settings.bind, &own);
     const std::uint16_t new_port = same_address ? port() : bound_port(listener.fd);
-    next = start_daemon(settings);
+    next = start_daemon(settings, shared());
     // The switch: new connections go to `next` from here on, and a new address replaces the old
     // one. Fails (before any change) only if the new listener cannot be watched.
     acceptor_->switch_to(next.get(), listener.release(), settings.bind);

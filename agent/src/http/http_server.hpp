@@ -53,10 +53,11 @@ inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;           // larger: 413
 inline constexpr std::size_t kConnectionMemoryBytes = 16 * 1024;  // MHD's pool per connection
 
 namespace http {
-struct HttpDaemon;  // one set of MHD workers and its requests in flight (http_server.cpp)
-class Acceptor;     // the listening socket and the thread that accepts on it (acceptor.hpp)
-struct SlotSignal;  // a worker tells the acceptor that a connection closed (acceptor.hpp)
-struct Published;   // what a request reads: routes, CORS origins, authentication (gates.hpp)
+struct HttpDaemon;    // one set of MHD workers and its requests in flight (http_server.cpp)
+struct ServerShared;  // what every set of workers shares with the server (http_server.cpp)
+class Acceptor;       // the listening socket and the thread that accepts on it (acceptor.hpp)
+struct SlotSignal;    // a worker tells the acceptor that a connection closed (acceptor.hpp)
+struct Published;     // what a request reads: routes, CORS origins, authentication (gates.hpp)
 }  // namespace http
 
 // The server's threads: start(), reconfigure() and stop() are called from one thread (the
@@ -109,7 +110,7 @@ class HttpServer {
   int requests_in_flight() const;
 
  private:
-  std::unique_ptr<http::HttpDaemon> start_daemon(const HttpSettings& s);
+  http::ServerShared shared();
   void retire(std::unique_ptr<http::HttpDaemon> old);
   void reap_retired(bool all);
 

@@ -106,6 +106,34 @@ std::uint16_t bound_port(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
+std::string address_text(const sockaddr* sa) {
+  if (!sa) return {};
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof buf);
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof buf);
+  return buf;
+}
+
+std::pair<std::string, std::uint16_t> local_address_of(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return {};
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+    return {buf, ntohs(a->sin_port)};
+  }
+  if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+    return {buf, ntohs(a->sin6_port)};
+  }
+  return {};
+}
+
 void ensure_descriptors(std::uint64_t max_connections, Logger& log) {
   const rlim_t need = 2 * static_cast<rlim_t>(max_connections) + 256;
   rlimit lim{};

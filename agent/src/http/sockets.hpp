@@ -2,9 +2,11 @@
 // it and hands connections to the workers, acceptor.hpp), and the descriptors it takes.
 #pragma once
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include "base/log.hpp"
@@ -22,6 +24,11 @@ int open_listener(const BindAddress& b, const BindAddress* own = nullptr);
 
 // The port `fd` is bound to; 0 if unknown.
 std::uint16_t bound_port(int fd);
+
+// The text of an IPv4 or IPv6 socket address ("192.0.2.7", "::1"); "" for null or another family.
+std::string address_text(const sockaddr* address);
+// The address and port a connected socket came in on ("127.0.0.1", "::1"); {"", 0} if unknown.
+std::pair<std::string, std::uint16_t> local_address_of(int fd);
 
 // Descriptors the process needs for `max_connections`: twice that (a reload runs the old workers
 // beside the new ones until they drain), plus the store, plugins' files, the exec sensor's pipes
