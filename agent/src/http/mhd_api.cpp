@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "http/http_server.hpp"
+
 #include <mutex>
 #include <stdexcept>
 
@@ -94,6 +96,17 @@ const MhdApi& tls_mhd() {
 bool tls_mhd_loaded() {
   std::lock_guard lock(tls_mutex);
   return tls_api != nullptr;
+}
+
+std::string http_library_version() {
+  const MhdApi& linked = linked_mhd();
+  return linked.name + (linked.tls
+                            ? " (with TLS)"
+                            : std::string(" (without TLS; [http.tls] loads ") + kTlsLibrary + ")");
+}
+
+std::string http_tls_library() {
+  return tls_mhd().name;
 }
 
 }  // namespace kiwi::agent
