@@ -1,24 +1,20 @@
-// The HTTP server: libmicrohttpd workers (one single-threaded epoll daemon each), fed by an
-// acceptor thread of ours ("kiwi-accept") that owns the listening socket and hands each new
-// connection to a worker of the current set, so a reload can move accepting between sets without
-// MHD's quiesce, and max_connections is kept by the acceptor. Everything MHD-specific lives here
-// (called through mhd_api.hpp's table: the linked library, or the TLS one for [http.tls]);
-// requests reach handlers through the Router as plain kiwi::Request values. The server also owns
-// what is the same for every route: compression (gzip.hpp; kiwi::Response says when), CORS,
-// request limits and counters.
+// The HTTP server: what the agent serves its routes with. start() binds and serves,
+// reconfigure() applies a reload while serving without refusing a connection, stop() stops.
+// Nothing of how shows here; inside the layer, the acceptor (acceptor.hpp) owns the listening
+// socket and hands each connection to a worker, keeping max_connections; the workers are
+// libmicrohttpd's (mhd_workers.hpp, through mhd_api.hpp's table: the linked library, or the TLS
+// one for [http.tls]); every request passes the request gates (gates.hpp: limits, CORS,
+// authentication, the route and its handler) and goes out compressed when the server chooses to
+// (response_cache.hpp; kiwi::Response says when). Handlers see plain kiwi::Request values.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
+#include <kiwi/model.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
-#include "http/auth.hpp"
-#include "http/response_cache.hpp"
-#include "http/router.hpp"
-
-struct MHD_Daemon;
 
 namespace kiwi::agent {
 
@@ -52,13 +48,8 @@ inline constexpr std::size_t kMaxHeaderBytes = 8 * 1024;          // whole heade
 inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;           // larger: 413 (cgi reads bodies)
 inline constexpr std::size_t kConnectionMemoryBytes = 16 * 1024;  // MHD's pool per connection
 
-namespace http {
-struct HttpDaemon;    // one set of MHD workers and its requests in flight (http_server.cpp)
-struct ServerShared;  // what every set of workers shares with the server (http_server.cpp)
-class Acceptor;       // the listening socket and the thread that accepts on it (acceptor.hpp)
-struct SlotSignal;    // a worker tells the acceptor that a connection closed (acceptor.hpp)
-struct Published;     // what a request reads: routes, CORS origins, authentication (gates.hpp)
-}  // namespace http
+class Router;     // router.hpp
+class GzipCache;  // response_cache.hpp
 
 // The server's threads: start(), reconfigure() and stop() are called from one thread (the
 // agent's main thread); the acceptor thread accepts connections; requests run on the workers.
@@ -90,41 +81,28 @@ class HttpServer {
   // workers after in-flight requests. Idempotent.
   void stop();
   // The bound port (useful when the config asked for port 0); 0 when not serving.
-  std::uint16_t port() const { return port_.load(std::memory_order_acquire); }
+  std::uint16_t port() const;
   // Worker threads serving requests ("auto" resolved).
-  int threads() const { return settings_.threads; }
+  int threads() const;
   // The settings in effect (threads resolved).
-  const HttpSettings& settings() const { return settings_; }
+  const HttpSettings& settings() const;
   std::shared_ptr<const Router> router() const;
   // Request counts of the current routes and "unmatched", carried over across reloads by path.
   std::vector<HttpRequestCount> request_counts() const;
   // The gzip of bodies with an ETag, shared by every worker (and kept across reloads: a body of a
   // handler that a reload kept is still served). Thread-safe.
-  const GzipCache& gzip_cache() const { return gzip_cache_; }
+  const GzipCache& gzip_cache() const;
   // Requests refused for their credentials, and unchecked for a blocked address (since start).
-  std::uint64_t auth_failures() const { return auth_counters_.invalid.load(); }
-  std::uint64_t auth_rate_limited() const { return auth_counters_.rate_limited.load(); }
+  std::uint64_t auth_failures() const;
+  std::uint64_t auth_rate_limited() const;
   // Requests between their first callback and their completion (a connection's request is done
   // and the connection idle once it is back to 0), on the current and the draining workers. For
   // tests that wait for a request to finish; belongs to the calling thread, as threads() does.
   int requests_in_flight() const;
 
  private:
-  http::ServerShared shared();
-  void retire(std::unique_ptr<http::HttpDaemon> old);
-  void reap_retired(bool all);
-
-  HttpSettings settings_;
-  Logger& log_;
-  std::atomic<std::shared_ptr<const http::Published>> published_;
-  GzipCache gzip_cache_;      // before the daemons: outlives their workers
-  AuthLimiter auth_limiter_;  // failed attempts by address, kept across reloads
-  AuthCounters auth_counters_;
-  std::unique_ptr<http::SlotSignal> slot_signal_;  // before the workers and acceptor: outlives them
-  std::unique_ptr<http::HttpDaemon> daemon_;
-  std::unique_ptr<http::Acceptor> acceptor_;                 // feeds daemon_; null when not serving
-  std::vector<std::unique_ptr<http::HttpDaemon>> retiring_;  // draining, each with its thread
-  std::atomic<std::uint16_t> port_{0};
+  struct State;  // the acceptor, the sets of workers and what they share (http_server.cpp)
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace kiwi::agent
