@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -90,37 +91,38 @@ std::pair<std::string, std::uint16_t> local_address(const MhdApi& mhd, MHD_Conne
   return local_address_of(info->connect_fd);
 }
 
-MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
-                      const char* version, const char* upload_data, size_t* upload_size,
-                      void** state) {
-  auto* daemon = static_cast<HttpDaemon*>(cls);
-  const MhdApi& mhd = *daemon->api;
-  // First call: headers only. Answering now would count as an early response in MHD 0.9.75 and
-  // close kept-alive connections, so answer on a later call. From here to on_completed the
-  // request is in flight: a replaced daemon is not stopped under it.
-  RequestState* st = state_of(*state);
-  if (*state == nullptr || *state == &uri_marker || (st && !st->started)) {
-    if (st)
-      st->started = true;
-    else
-      *state = &first_call_marker;
-    if (ConnectionSlot* slot = slot_of(mhd, c)) slot->request_started();
-    daemon->in_flight.fetch_add(1, std::memory_order_relaxed);
-    return MHD_YES;
-  }
-  if (*upload_size != 0) {
-    if (!st) {
-      *state = st = new RequestState;
-      st->started = true;
-    }
-    if (st->data.size() + *upload_size > kMaxBodyBytes)
-      st->too_large = true;
-    else
-      st->data.append(upload_data, *upload_size);
-    *upload_size = 0;
-    return MHD_YES;
-  }
+// First call: headers only. Answering now would count as an early response in MHD 0.9.75 and
+// close kept-alive connections, so answer on a later call. From here to on_completed the request
+// is in flight: a replaced daemon is not stopped under it.
+MHD_Result begin_request(HttpDaemon& daemon, MHD_Connection* c, RequestState* st, void** state) {
+  if (st)
+    st->started = true;
+  else
+    *state = &first_call_marker;
+  if (ConnectionSlot* slot = slot_of(*daemon.api, c)) slot->request_started();
+  daemon.in_flight.fetch_add(1, std::memory_order_relaxed);
+  return MHD_YES;
+}
 
+// A piece of the body: kept up to kMaxBodyBytes, past which the request is answered 413.
+MHD_Result receive_body(const char* data, size_t* size, RequestState* st, void** state) {
+  if (!st) {
+    *state = st = new RequestState;
+    st->started = true;
+  }
+  if (st->data.size() + *size > kMaxBodyBytes)
+    st->too_large = true;
+  else
+    st->data.append(data, *size);
+  *size = 0;
+  return MHD_YES;
+}
+
+// The last call: the request read into a kiwi::Request, answered by the request gates, and the
+// answer queued.
+MHD_Result answer(HttpDaemon& daemon, MHD_Connection* c, const char* url, const char* method,
+                  const char* version, const RequestState* st) {
+  const MhdApi& mhd = *daemon.api;
   thread_local std::vector<Param> query, headers;
   query.clear();
   headers.clear();
@@ -156,15 +158,15 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   // The routes, CORS origins and authentication of this request, whole: reconfigure() swaps them
   // together. The reference keeps the router and its handlers alive until the request is answered.
   const std::shared_ptr<const Published> published =
-      daemon->shared.published->load(std::memory_order_acquire);
+      daemon.shared.published->load(std::memory_order_acquire);
   const Router& router = *published->router;
   const GateInput in{req,
                      raw_path,
                      st && st->too_large,
                      *published,
                      router.route_of(req.path),
-                     *daemon->shared.auth_limiter,
-                     *daemon->shared.auth_counters};
+                     *daemon.shared.auth_limiter,
+                     *daemon.shared.auth_counters};
   // The worker's response of its last request, reused (see answer_request). It keeps that body
   // until the next request, as LastResponse does.
   thread_local Response res;
@@ -174,10 +176,21 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   const std::shared_ptr<LoadedLibrary>* code =
       route >= 0 ? &router.routes()[static_cast<std::size_t>(route)].handler->library : nullptr;
   MHD_Response* response =
-      make_response(mhd, res, req.accepts_gzip(), daemon->draining.load(std::memory_order_relaxed),
-                    *daemon->shared.gzip, code);
+      make_response(mhd, res, req.accepts_gzip(), daemon.draining.load(std::memory_order_relaxed),
+                    *daemon.shared.gzip, code);
   if (!response) return MHD_NO;
   return mhd.queue_response(c, static_cast<unsigned>(res.status), response);
+}
+
+MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
+                      const char* version, const char* upload_data, size_t* upload_size,
+                      void** state) {
+  auto& daemon = *static_cast<HttpDaemon*>(cls);
+  RequestState* st = state_of(*state);
+  if (*state == nullptr || *state == &uri_marker || (st && !st->started))
+    return begin_request(daemon, c, st, state);
+  if (*upload_size != 0) return receive_body(upload_data, upload_size, st, state);
+  return answer(daemon, c, url, method, version, st);
 }
 
 // Once per request whose first callback ran (MHD 0.9.75 calls it only for those).
