@@ -27,6 +27,47 @@
 
 namespace kiwi::agent::http {
 
+// One open connection of a worker, from its event loop taking it up to its closing.
+struct ConnectionSlot {
+  // On the worker's thread, around each request: a connection being answered is never evicted.
+  void request_started() { busy.store(true, std::memory_order_relaxed); }
+  void request_done();
+
+  int fd = -1;
+  std::atomic<std::int64_t> idle_since{0};  // steady-clock ns: accepted, or last request done
+  std::atomic<bool> busy{false};            // a request between on_request and on_completed
+  bool evicted = false;                     // under the worker's mutex
+  std::list<ConnectionSlot>::iterator self;
+  // Its addresses as requests carry them, found once at NOTIFY_STARTED and read only by the
+  // worker serving it: each request of a kept-alive connection would otherwise cost a
+  // getsockname() and two inet_ntop() (sprintf), measured as ~3 % of a worker's time.
+  std::string remote_address, local_address;
+  std::uint16_t local_port = 0;
+};
+
+// The acceptor waits for a slot (Acceptor::wait_for_slot): the worker that closes a connection
+// next wakes it. Owned by the server, so it outlives the acceptor and every worker.
+struct SlotSignal {
+  std::atomic<bool> wanted{false};
+  int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  SlotSignal() {
+    if (fd < 0)
+      throw std::runtime_error(std::string("cannot start the HTTP acceptor: eventfd: ") +
+                               std::strerror(errno));
+  }
+  ~SlotSignal() { ::close(fd); }
+  SlotSignal(const SlotSignal&) = delete;
+  SlotSignal& operator=(const SlotSignal&) = delete;
+  // A worker, after counting a connection closed (seq_cst, like the acceptor's store of
+  // `wanted` before it looks at the counts again: one of the two sees the other).
+  void notify() {
+    if (wanted.load() && wanted.exchange(false)) {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
+    }
+  }
+};
+
 // One worker as the acceptor sees it: a thread of its own with an event loop (an MHD daemon,
 // MHD_USE_INTERNAL_POLLING_THREAD, no MHD thread pool: HttpWorker) and no listening socket. The
 // acceptor hands it connections, never more than `limit` open at once: that keeps libmicrohttpd
@@ -50,45 +91,8 @@ namespace kiwi::agent::http {
 // connection that is being answered is never chosen. Until the worker reports a closed
 // connection, it may hold up to kEvictHeadroom connections over its share (MHD's own limit
 // allows for them).
-struct ConnectionSlot {  // one open connection, from NOTIFY_STARTED to NOTIFY_CLOSED
-  // On the worker's thread, around each request: a connection being answered is never evicted.
-  void request_started() { busy.store(true, std::memory_order_relaxed); }
-  void request_done();
-
-  int fd = -1;
-  std::atomic<std::int64_t> idle_since{0};  // steady-clock ns: accepted, or last request done
-  std::atomic<bool> busy{false};            // a request between on_request and on_completed
-  bool evicted = false;                     // under the worker's mutex
-  std::list<ConnectionSlot>::iterator self;
-  // Its addresses as requests carry them, found once at NOTIFY_STARTED and read only by the
-  // worker serving it: each request of a kept-alive connection would otherwise cost a
-  // getsockname() and two inet_ntop() (sprintf), measured as ~3 % of a worker's time.
-  std::string remote_address, local_address;
-  std::uint16_t local_port = 0;
-};
-
-// The acceptor waits for a slot (Acceptor::hold): the worker that closes a connection next wakes
-// it. Owned by the server, so it outlives the acceptor and every worker.
-struct SlotSignal {
-  std::atomic<bool> wanted{false};
-  int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  SlotSignal() {
-    if (fd < 0)
-      throw std::runtime_error(std::string("cannot start the HTTP acceptor: eventfd: ") +
-                               std::strerror(errno));
-  }
-  ~SlotSignal() { ::close(fd); }
-  SlotSignal(const SlotSignal&) = delete;
-  SlotSignal& operator=(const SlotSignal&) = delete;
-  // A worker, after counting a connection closed (seq_cst, like the acceptor's store of
-  // `wanted` before it looks at the counts again: one of the two sees the other).
-  void notify() {
-    if (wanted.load() && wanted.exchange(false)) {
-      const std::uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
-    }
-  }
-};
+constexpr std::uint64_t kEvictHeadroom = 16;          // connections over its share, see above
+constexpr std::chrono::milliseconds kEvictIdle{100};  // spares a connection just accepted
 
 struct Worker {
   Worker() = default;
@@ -138,9 +142,6 @@ struct WorkerSet {
     for (auto& w : workers) w->stop();
   }
 };
-
-constexpr std::uint64_t kEvictHeadroom = 16;
-constexpr std::chrono::milliseconds kEvictIdle{100};
 
 inline std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
