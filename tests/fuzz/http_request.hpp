@@ -1,5 +1,5 @@
 // A kiwi::Request made from fuzz text, decoded as libmicrohttpd decodes a request for the server
-// (http_server.cpp): "METHOD /path?query\nName: value\n...\n\nbody". The path and the query's
+// (mhd_workers.cpp): "METHOD /path?query\nName: value\n...\n\nbody". The path and the query's
 // names and values are percent-decoded ('+' in the query is a space); the raw query is kept too.
 #pragma once
 

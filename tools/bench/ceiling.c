@@ -1,7 +1,7 @@
 /* The ceiling: the simplest libmicrohttpd server with kiwi-agent's HTTP settings, answering every
  * request with one fixed body held in memory. tools/bench/run.sh measures the agent against it.
  *
- * Same settings as agent/src/http/http_server.cpp: internal polling thread + epoll, a thread pool
+ * Same settings as agent/src/http/mhd_workers.cpp: internal polling thread + epoll, a thread pool
  * ("auto" by default, the agent's rule: one per CPU in the affinity mask, at most 4), 16 KiB of
  * memory per connection, 5 s connection timeout, 256 connections, address reuse, and the answer
  * queued on the second access-handler call (answering on the first call counts as an early

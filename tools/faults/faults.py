@@ -820,7 +820,7 @@ def slowloris_note(swarm, held, control):
     return ("slowloris: the agent takes at most `[http] max_connections` (256) connections, and "
             "libmicrohttpd 0.9.75 restarts a connection's timeout on every byte it reads (no "
             "deadline for a whole header block), so a header trickling in keeps its slot. At "
-            "the limit the acceptor (agent/src/http/http_server.cpp, `Acceptor::place`, `evict`) "
+            "the limit the acceptor (agent/src/http/acceptor.cpp, `Acceptor::place`, `evict`) "
             "closes the connection that has gone longest without finishing a request for the "
             "newcomer, and holds a newcomer for up to 1 s when there is none to close. "
             f"{held} of the swarm's connections were open at the end, "
@@ -854,7 +854,7 @@ def case_idle(ctx):
             "idle: 1,000 connections against 256 slots. At the limit the acceptor closes the "
             "keep-alive connection idle the longest for a newcomer, and holds a newcomer that "
             "finds none to close (every slot answering, just opened, or evicted and not yet "
-            "closed by its worker) for up to 1 s (agent/src/http/http_server.cpp, Acceptor::place "
+            "closed by its worker) for up to 1 s (agent/src/http/acceptor.cpp, Acceptor::place "
             "and hold_); failures named ConnectionResetError/RemoteDisconnected are connections "
             "closed after that wait, a p99 near 1 s is the wait itself. Look at the agent's log "
             "for \"waited 1 s for a slot\".")
