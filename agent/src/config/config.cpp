@@ -100,6 +100,16 @@ std::string toml_repr(const toml::node& node) {
 
 std::shared_ptr<const toml::table> parse_toml(std::string_view text, const std::string& source);
 
+// Why `name` cannot name a sensor or an output (it names series and the output's cursor, and
+// appears in URLs and logs); nullopt if it can.
+std::optional<std::string> name_problem(std::string_view name) {
+  bool ok = !name.empty();
+  for (char c : name)
+    ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  if (ok) return std::nullopt;
+  return "\"" + std::string(name) + "\" is not a valid name; use letters, digits, '_', '-' or '.'";
+}
+
 // The whole of `path`; nullopt (errno set) when it cannot be opened. For the config file and the
 // files it includes.
 std::optional<std::string> read_text(const std::string& path) {
@@ -586,12 +596,7 @@ class Reader {
         e.name = e.plugin;
         if (auto* n = t.get("name")) {
           e.name = string(*n, "sensor.name");
-          bool ok = !e.name.empty();
-          for (char c : e.name)
-            ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-          if (!ok)
-            fail(*n, "sensor.name",
-                 quoted(e.name) + " is not a valid name; use letters, digits, '_', '-' or '.'");
+          if (auto why = name_problem(e.name)) fail(*n, "sensor.name", *why);
         } else {
           e.name = default_sensor_name(e.plugin);
         }
@@ -641,12 +646,7 @@ class Reader {
       e.name = "remote_write";
       if (auto* n = t.get("name")) {
         e.name = string(*n, "remote_write.name");
-        bool ok = !e.name.empty();
-        for (char c : e.name)
-          ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-        if (!ok)
-          fail(*n, "remote_write.name",
-               quoted(e.name) + " is not a valid name; use letters, digits, '_', '-' or '.'");
+        if (auto why = name_problem(e.name)) fail(*n, "remote_write.name", *why);
       }
       e.interval = Millis(10'000);
       if (auto* n = t.get("interval"))

@@ -175,6 +175,16 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
     CHECK(error_of("[[sensor]]\nname = \"x\"\n") ==
           "kiwi.toml:1:1: sensor.plugin: missing; name a plugin, e.g. plugin = \"cpu\"");
   }
+  SECTION("a sensor's or an output's name: one check, letters, digits, '_', '-' or '.'") {
+    CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nname = \"my cpu\"\n") ==
+          "kiwi.toml:3:8: sensor.name: \"my cpu\" is not a valid name; use letters, digits, '_', "
+          "'-' or '.'");
+    CHECK(error_of("[[remote_write]]\nname = \"\"\n") ==
+          "kiwi.toml:2:8: remote_write.name: \"\" is not a valid name; use letters, digits, '_', "
+          "'-' or '.'");
+    CHECK(load("[[sensor]]\nplugin = \"cpu\"\nname = \"cpu-0.fast_1\"\n").sensors[0].name ==
+          "cpu-0.fast_1");
+  }
   SECTION("two sensors with one name") {
     CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"cpu\"\n") ==
           "kiwi.toml:3:1: sensor.name: \"cpu\" is used by two [[sensor]] entries (the other at "
