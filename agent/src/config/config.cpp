@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "base/log.hpp"
-#include "config/toml_table.hpp"
+#include "config/option_reader.hpp"
 #include "kiwi_embedded.hpp"
 
 extern const kiwi_embedded::File kiwi_default_config[];
@@ -81,21 +81,6 @@ constexpr std::string_view kBuiltIn = "<built-in default>";
 
 SourcePos pos_of(const std::string& file, const toml::source_region& r) {
   return {file, r.begin.line, r.begin.column};
-}
-
-std::string toml_repr(const toml::node& node) {
-  std::ostringstream s;
-  node.visit([&](const auto& v) {
-    if constexpr (toml::is_string<decltype(v)>)
-      s << '"' << v.get() << '"';
-    else if constexpr (toml::is_table<decltype(v)>)
-      s << "a table";
-    else if constexpr (toml::is_array<decltype(v)>)
-      s << "an array";
-    else
-      s << v;
-  });
-  return s.str();
 }
 
 std::shared_ptr<const toml::table> parse_toml(std::string_view text, const std::string& source);

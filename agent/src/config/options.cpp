@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <sstream>
 
 #include "base/duration.hpp"
 #include "base/size.hpp"
-#include "config/toml_table.hpp"
+#include "config/option_reader.hpp"
 
 namespace kiwi::agent {
 
@@ -30,6 +31,141 @@ std::string_view option_type_name(OptionType t) {
       return "table of strings";
   }
   return "?";
+}
+
+std::string toml_repr(const toml::node& node) {
+  std::ostringstream s;
+  node.visit([&](const auto& v) {
+    if constexpr (toml::is_string<decltype(v)>)
+      s << '"' << v.get() << '"';
+    else if constexpr (toml::is_table<decltype(v)>)
+      s << "a table";
+    else if constexpr (toml::is_array<decltype(v)>)
+      s << "an array";
+    else
+      s << v;
+  });
+  return s.str();
+}
+
+namespace {
+
+// The value of `v` a range applies to: the integer, the number, milliseconds, bytes.
+std::optional<double> ranged(const OptionValue& v) {
+  switch (v.type) {
+    case OptionType::integer:
+      return static_cast<double>(v.integer);
+    case OptionType::number:
+      return v.number;
+    case OptionType::duration:
+      return static_cast<double>(v.duration.count());
+    case OptionType::size:
+      return static_cast<double>(v.size);
+    default:
+      return std::nullopt;
+  }
+}
+
+// The strings of the list or table `node` into `v`; false with `why` at the first item that is
+// not a string.
+bool read_strings(const toml::node& node, OptionValue& v, Misfit& why) {
+  auto not_string = [&](const toml::node& item, std::string_view key) {
+    why = {Misfit::Kind::item, &item, std::string(key)};
+    return false;
+  };
+  if (const toml::array* a = node.as_array()) {
+    for (auto& item : *a) {
+      if (!item.is_string()) return not_string(item, {});
+      v.string_list.push_back(*item.value<std::string>());
+    }
+    return true;
+  }
+  for (auto& [k, item] : *node.as_table()) {
+    if (!item.is_string()) return not_string(item, k.str());
+    v.table.emplace_back(std::string(k.str()), *item.value<std::string>());
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<OptionValue> read_option_value(const OptionSpec& spec, const toml::node& node,
+                                             Misfit& why) {
+  why = {Misfit::Kind::type, &node, {}};
+  OptionValue v;
+  v.key = std::string(spec.key);
+  v.type = spec.type;
+  switch (spec.type) {
+    case OptionType::boolean:
+      if (!node.is_boolean()) return std::nullopt;
+      v.boolean = *node.value<bool>();
+      break;
+    case OptionType::integer:
+      if (!node.is_integer()) return std::nullopt;
+      v.integer = *node.value<std::int64_t>();
+      break;
+    case OptionType::number:
+      if (!node.is_number()) return std::nullopt;
+      v.number = *node.value<double>();
+      break;
+    case OptionType::string:
+      if (!node.is_string()) return std::nullopt;
+      v.string = *node.value<std::string>();
+      break;
+    case OptionType::string_list:
+      if (!node.is_array() || !read_strings(node, v, why)) return std::nullopt;
+      break;
+    case OptionType::string_table:
+      if (!node.is_table() || !read_strings(node, v, why)) return std::nullopt;
+      break;
+    case OptionType::duration: {
+      // The config's own parser ([collector] interval etc.), so "5s" means one thing everywhere.
+      if (!node.is_string()) return std::nullopt;
+      auto d = parse_duration(*node.value<std::string>());
+      if (!d) {
+        why.kind = Misfit::Kind::form;
+        return std::nullopt;
+      }
+      v.duration = *d;
+      break;
+    }
+    case OptionType::size: {
+      std::optional<std::uint64_t> n;
+      if (node.is_integer()) {
+        if (const auto i = *node.value<std::int64_t>(); i >= 0)
+          n = parse_size(std::to_string(i));  // the same 2^53 ceiling as a string
+      } else if (node.is_string()) {
+        n = parse_size(*node.value<std::string>());
+      } else {
+        return std::nullopt;
+      }
+      if (!n) {
+        why.kind = Misfit::Kind::form;
+        return std::nullopt;
+      }
+      v.size = *n;
+      break;
+    }
+  }
+  const auto x = ranged(v);
+  if (spec.has_range && x && (*x < spec.min || *x > spec.max)) {
+    why.kind = Misfit::Kind::range;
+    return std::nullopt;
+  }
+  return v;
+}
+
+// A range in the option's own terms: "1..3600", "10ms..1m" (durations as the config writes
+// them), bytes.
+std::string option_range_text(const OptionSpec& spec) {
+  auto one = [&](double x) {
+    if (spec.type == OptionType::duration)
+      return format_duration(Millis(static_cast<std::int64_t>(x)));
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.15g", x);
+    return std::string(buf) + (spec.type == OptionType::size ? " bytes" : "");
+  };
+  return one(spec.min) + ".." + one(spec.max);
 }
 
 namespace {
@@ -57,104 +193,19 @@ std::string_view expected(OptionType t) {
   return "?";
 }
 
-// Converts a TOML node to an OptionValue of `spec`'s type; nullopt if the type does not fit.
-std::optional<OptionValue> convert(const OptionSpec& spec, const toml::node& node) {
-  OptionValue v;
-  v.key = std::string(spec.key);
-  v.type = spec.type;
-  switch (spec.type) {
-    case OptionType::boolean:
-      if (!node.is_boolean()) return std::nullopt;
-      v.boolean = *node.value<bool>();
-      break;
-    case OptionType::integer:
-      if (!node.is_integer()) return std::nullopt;
-      v.integer = *node.value<std::int64_t>();
-      break;
-    case OptionType::number:
-      if (!node.is_number()) return std::nullopt;
-      v.number = *node.value<double>();
-      break;
-    case OptionType::string:
-      if (!node.is_string()) return std::nullopt;
-      v.string = *node.value<std::string>();
-      break;
-    case OptionType::string_list:
-      if (!node.is_array() || !node.as_array()->is_homogeneous(toml::node_type::string)) {
-        if (!(node.is_array() && node.as_array()->empty())) return std::nullopt;
-      }
-      for (auto& item : *node.as_array()) v.string_list.push_back(*item.value<std::string>());
-      break;
-    case OptionType::duration: {
-      // The config's own parser ([collector] interval etc.), so "5s" means one thing everywhere.
-      auto d = node.is_string() ? parse_duration(*node.value<std::string>()) : std::nullopt;
-      if (!d) return std::nullopt;
-      v.duration = *d;
-      break;
-    }
-    case OptionType::string_table: {
-      const toml::table* t = node.as_table();
-      if (!t) return std::nullopt;
-      for (auto& [k, item] : *t) {
-        if (!item.is_string()) return std::nullopt;
-        v.table.emplace_back(std::string(k.str()), *item.value<std::string>());
-      }
-      break;
-    }
-    case OptionType::size: {
-      std::optional<std::uint64_t> n;
-      if (node.is_integer()) {
-        if (const auto i = *node.value<std::int64_t>(); i >= 0)
-          n = parse_size(std::to_string(i));  // the same 2^53 ceiling as a string
-      } else if (node.is_string()) {
-        n = parse_size(*node.value<std::string>());
-      }
-      if (!n) return std::nullopt;
-      v.size = *n;
-      break;
-    }
-  }
-  return v;
+// What a plugin's option that does not fit is told: at the option (an item of a list is the
+// option's fault), "expected <its type>" or "out of range: <range>".
+std::string plugin_problem(const OptionSpec& spec, const toml::node& node, const Misfit& why) {
+  if (why.kind == Misfit::Kind::range) return "out of range: " + option_range_text(spec);
+  // A string of the wrong form is named, as the config does for its own durations.
+  std::string given;
+  if ((spec.type == OptionType::duration || spec.type == OptionType::size) && node.is_string())
+    given = ", not \"" + *node.value<std::string>() + "\"";
+  return "expected " + std::string(expected(spec.type)) + given;
 }
 
-// The value of `v` a range applies to: the integer, the number, milliseconds, bytes.
-std::optional<double> ranged(const OptionValue& v) {
-  switch (v.type) {
-    case OptionType::integer:
-      return static_cast<double>(v.integer);
-    case OptionType::number:
-      return v.number;
-    case OptionType::duration:
-      return static_cast<double>(v.duration.count());
-    case OptionType::size:
-      return static_cast<double>(v.size);
-    default:
-      return std::nullopt;
-  }
-}
-
-// A range in the option's own terms: "1..3600", "10ms..1m" (durations as the config writes
-// them), bytes.
-}  // namespace
-
-std::string option_range_text(const OptionSpec& spec) {
-  auto one = [&](double x) {
-    if (spec.type == OptionType::duration)
-      return format_duration(Millis(static_cast<std::int64_t>(x)));
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.15g", x);
-    return std::string(buf) + (spec.type == OptionType::size ? " bytes" : "");
-  };
-  return one(spec.min) + ".." + one(spec.max);
-}
-
-namespace {
-
-// Why `v` is outside `spec`'s range; nullopt if it is inside or there is none.
-std::optional<std::string> out_of_range(const OptionSpec& spec, const OptionValue& v) {
-  const auto x = ranged(v);
-  if (!spec.has_range || !x || (*x >= spec.min && *x <= spec.max)) return std::nullopt;
-  return "out of range: " + option_range_text(spec);
+SourcePos place(const std::string& file, const toml::source_region& r) {
+  return {file, r.begin.line, r.begin.column};
 }
 
 }  // namespace
@@ -178,27 +229,19 @@ Options validate_options(const PluginInfo& info, const OptionTable* table, const
         accepted += (accepted.empty() ? "" : ", ") + std::string(spec.key);
       for (auto k : host_keys) accepted += (accepted.empty() ? "" : ", ") + std::string(k);
       throw ConfigError(
-          SourcePos{file, key.source().begin.line, key.source().begin.column}, keyed(key.str()),
+          place(file, key.source()), keyed(key.str()),
           "unknown option for plugin " + std::string(info.name) +
               (accepted.empty() ? "; it takes no options" : "; accepted: " + accepted));
     }
   }
   std::vector<OptionValue> values;
+  Misfit why;
   for (auto& spec : info.options) {
     if (const toml::node* node = given.get(spec.key)) {
-      auto v = convert(spec, *node);
-      if (!v) {
-        // A string of the wrong form is named, as the config does for its own durations.
-        std::string given;
-        if ((spec.type == OptionType::duration || spec.type == OptionType::size) &&
-            node->is_string())
-          given = ", not \"" + *node->value<std::string>() + "\"";
-        throw ConfigError(SourcePos{file, node->source().begin.line, node->source().begin.column},
-                          keyed(spec.key), "expected " + std::string(expected(spec.type)) + given);
-      }
-      if (auto why = out_of_range(spec, *v))
-        throw ConfigError(SourcePos{file, node->source().begin.line, node->source().begin.column},
-                          keyed(spec.key), *why);
+      auto v = read_option_value(spec, *node, why);
+      if (!v)
+        throw ConfigError(place(file, node->source()), keyed(spec.key),
+                          plugin_problem(spec, *node, why));
       values.push_back(std::move(*v));
       continue;
     }
@@ -209,12 +252,13 @@ Options validate_options(const PluginInfo& info, const OptionTable* table, const
     } catch (const toml::parse_error&) {
     }
     auto* node = parsed.get("v");
-    auto v = node ? convert(spec, *node) : std::nullopt;
-    const auto why = v ? out_of_range(spec, *v) : std::nullopt;
-    if (!v || why)
-      throw InvalidDefault("plugin " + std::string(info.name) + ": option '" +
-                           std::string(spec.key) + "' has an invalid default '" +
-                           std::string(spec.default_toml) + "'" + (why ? " (" + *why + ")" : ""));
+    auto v = node ? read_option_value(spec, *node, why) : std::nullopt;
+    if (!v)
+      throw InvalidDefault(
+          "plugin " + std::string(info.name) + ": option '" + std::string(spec.key) +
+          "' has an invalid default '" + std::string(spec.default_toml) + "'" +
+          (node && why.kind == Misfit::Kind::range ? " (" + plugin_problem(spec, *node, why) + ")"
+                                                   : ""));
     values.push_back(std::move(*v));
   }
   return Options(std::move(values));
