@@ -13,10 +13,14 @@
   { literal, sizeof(literal) - 1 }
 
 static const kiwi_option_spec options[] = {
-    {S("greeting"), KIWI_OPTION_STRING, S("\"hello\""),
-     S("what each answer starts with; not empty"), 0, 0, 0},
-    {S("methods"), KIWI_OPTION_STRING, S("\"GET, HEAD\""), S("the methods the route takes"), 0, 0,
-     0},
+    {.key = S("greeting"),
+     .type = KIWI_OPTION_STRING,
+     .default_toml = S("\"hello\""),
+     .description = S("what each answer starts with; not empty")},
+    {.key = S("methods"),
+     .type = KIWI_OPTION_STRING,
+     .default_toml = S("\"GET, HEAD\""),
+     .description = S("the methods the route takes")},
 };
 
 typedef struct handler {

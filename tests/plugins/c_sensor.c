@@ -12,16 +12,20 @@
 #define S(literal) \
   { literal, sizeof(literal) - 1 }
 
+/* Designated initializers, as for the metric rows below: `choices` (1.3) starts empty where a
+ * row does not set it. */
+#define OPTION(k, t, d, text) .key = S(k), .type = t, .default_toml = S(d), .description = S(text)
 static const kiwi_option_spec options[] = {
-    {S("mode"), KIWI_OPTION_STRING, S("\"ok\""), S("ok, no_data, error, refuse or keep_loaded"), 0,
-     0, 0},
-    {S("scale"), KIWI_OPTION_NUMBER, S("1.0"), S("factor on the value"), 1, 0, 1000},
-    {S("count"), KIWI_OPTION_INTEGER, S("2"), S("how many labelled values"), 1, 0, 16},
-    {S("loud"), KIWI_OPTION_BOOLEAN, S("false"), S("log every sample"), 0, 0, 0},
-    {S("names"), KIWI_OPTION_STRING_LIST, S("[\"a\", \"b\"]"), S("label values"), 0, 0, 0},
-    {S("period"), KIWI_OPTION_DURATION, S("\"1500ms\""), S("reported as c_period_seconds"), 0, 0,
-     0},
-    {S("buffer"), KIWI_OPTION_SIZE, S("\"2KiB\""), S("reported as c_buffer_bytes"), 0, 0, 0},
+    {OPTION("mode", KIWI_OPTION_STRING, "\"ok\"", "what each sample does"),
+     .choices = S("ok,no_data,error,refuse,keep_loaded")},
+    {OPTION("scale", KIWI_OPTION_NUMBER, "1.0", "factor on the value"), .has_range = 1,
+     .max = 1000},
+    {OPTION("count", KIWI_OPTION_INTEGER, "2", "how many labelled values"), .has_range = 1,
+     .max = 16},
+    {OPTION("loud", KIWI_OPTION_BOOLEAN, "false", "log every sample")},
+    {OPTION("names", KIWI_OPTION_STRING_LIST, "[\"a\", \"b\"]", "label values")},
+    {OPTION("period", KIWI_OPTION_DURATION, "\"1500ms\"", "reported as c_period_seconds")},
+    {OPTION("buffer", KIWI_OPTION_SIZE, "\"2KiB\"", "reported as c_buffer_bytes")},
 };
 
 /* Designated initializers: a member a later minor version adds (as `rate` was in 1.1) starts

@@ -9,8 +9,8 @@
   { literal, sizeof(literal) - 1 }
 
 typedef struct option_spec_1_7 {
-  kiwi_option_spec v1_0;
-  double future_step; /* a member this agent does not know */
+  kiwi_option_spec v1_0; /* what this agent knows of the row (1.3 since `choices`) */
+  double future_step;    /* a member this agent does not know */
   kiwi_str future_unit;
 } option_spec_1_7;
 
@@ -26,8 +26,18 @@ typedef struct plugin_1_7 {
 } plugin_1_7;
 
 static const option_spec_1_7 options[] = {
-    {{S("first"), KIWI_OPTION_INTEGER, S("1"), S("the first option"), 0, 0, 0}, 0.5, S("x")},
-    {{S("second"), KIWI_OPTION_STRING, S("\"two\""), S("the second option"), 0, 0, 0}, 0.5, S("y")},
+    {{.key = S("first"),
+      .type = KIWI_OPTION_INTEGER,
+      .default_toml = S("1"),
+      .description = S("the first option")},
+     0.5,
+     S("x")},
+    {{.key = S("second"),
+      .type = KIWI_OPTION_STRING,
+      .default_toml = S("\"two\""),
+      .description = S("the second option")},
+     0.5,
+     S("y")},
 };
 
 static const metric_spec_1_7 metrics[] = {

@@ -1,6 +1,7 @@
-/* A plugin built against ABI 1.0, before kiwi_metric_spec gained `rate` (1.1): its metric rows
- * are the 1.0 size, and it says so in metric_spec_size. The agent must load it, step through the
- * rows by that size and never read a `rate` the rows do not have. */
+/* A plugin built against ABI 1.0, before kiwi_metric_spec gained `rate` (1.1) and
+ * kiwi_option_spec `choices` (1.3): its rows are the 1.0 size, and it says so in metric_spec_size
+ * and option_spec_size. The agent must load it, step through the rows by that size and never read
+ * a `rate` or `choices` the rows do not have. */
 #include <kiwi/plugin.h>
 #include <stdlib.h>
 
@@ -15,6 +16,22 @@ typedef struct metric_spec_1_0 {
   kiwi_str labels;
   kiwi_str help;
 } metric_spec_1_0;
+
+/* kiwi_option_spec as ABI 1.0 declared it. */
+typedef struct option_spec_1_0 {
+  kiwi_str key;
+  uint32_t type;
+  kiwi_str default_toml;
+  kiwi_str description;
+  uint32_t has_range;
+  double min;
+  double max;
+} option_spec_1_0;
+
+static const option_spec_1_0 options[] = {
+    {S("level"), KIWI_OPTION_STRING, S("\"low\""), S("any string"), 0, 0, 0},
+    {S("limit"), KIWI_OPTION_INTEGER, S("3"), S("1..9"), 1, 1, 9},
+};
 
 static const metric_spec_1_0 metrics[] = {
     {S("old_samples_total"), KIWI_UNIT_COUNT, KIWI_COUNTER, S(""), S("samples taken")},
@@ -51,6 +68,9 @@ static const kiwi_plugin descriptor = {
     .kind = KIWI_KIND_SENSOR,
     .name = S("older_minor"),
     .description = S("built against ABI 1.0"),
+    .options = (const kiwi_option_spec *)(const void *)options,
+    .option_count = 2,
+    .option_spec_size = sizeof(option_spec_1_0),
     .metrics = (const kiwi_metric_spec *)(const void *)metrics,
     .metric_count = 2,
     .metric_spec_size = sizeof(metric_spec_1_0),

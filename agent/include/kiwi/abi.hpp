@@ -123,7 +123,7 @@ struct Descriptor {
              const Functions& fn) {
     for (const auto& o : option_table)
       options.push_back({str(o.key), static_cast<std::uint32_t>(o.type), str(o.default_toml),
-                         str(o.description), o.has_range ? 1u : 0u, o.min, o.max});
+                         str(o.description), o.has_range ? 1u : 0u, o.min, o.max, str(o.choices)});
     for (const auto& m : metric_table) metrics.push_back(metric_row(m));
     plugin.abi_major = KIWI_ABI_MAJOR;
     plugin.abi_minor = KIWI_ABI_MINOR;

@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define KIWI_ABI_MAJOR 1
-#define KIWI_ABI_MINOR 2
+#define KIWI_ABI_MINOR 3
 
 #define KIWI_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -94,7 +94,16 @@ typedef struct kiwi_option_spec {
   uint32_t has_range;
   double min;
   double max;
+  /* ABI 1.3. A closed set of words, comma-separated without spaces: "prometheus,json" ("" for
+   * none). On a STRING row the value must be one of them (an enum): anything else is the user's
+   * error, at file:line:col, listing them. On an INTEGER row they are accepted besides numbers in
+   * range ("auto"): the value's `string` is then the word and its `integer` 0. Read only when the
+   * plugin's option_spec_size covers it: an agent older than 1.3 takes any string for the row. */
+  kiwi_str choices;
 } kiwi_option_spec;
+
+/* The size of a kiwi_option_spec in ABI 1.0 to 1.2, before `choices`. */
+#define KIWI_OPTION_SPEC_SIZE_1_0 offsetof(kiwi_option_spec, choices)
 
 /* Units: base units only, a closed set (the name of each, as the API writes it, in comments). */
 enum {

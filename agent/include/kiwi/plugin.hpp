@@ -34,6 +34,7 @@ inline std::string_view to_string(PluginKind kind) {
 //   size      bytes: a TOML integer (65536), or a string with a unit: "512", "64KiB", "1MiB",
 //             "2GiB", "10kB", "5MB" (binary units are powers of 1024, decimal ones of 1000)
 //   string_table  a TOML table of strings: headers = { "X-Scope-OrgID" = "pi" } (ABI 1.1)
+// A string row with `choices` is an enum: the value must be one of them (ABI 1.3).
 enum class OptionType : std::uint32_t {
   boolean,
   integer,
@@ -58,6 +59,11 @@ struct OptionSpec {
   bool has_range = false;
   double min = 0;
   double max = 0;
+  // A closed set of words, comma-separated: "prometheus,json" ("" for none; ABI 1.3). On a string
+  // row the value must be one of them, and the host's error lists them. On an integer row they are
+  // accepted besides numbers in range ("auto"): the value's `string` is then the word, `integer` 0.
+  // An agent older than 1.3 does not check them (the row is a plain string there).
+  std::string_view choices = {};
 };
 
 // A validated option value. Only the member matching `type` is meaningful.

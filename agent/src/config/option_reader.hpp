@@ -15,17 +15,19 @@ namespace kiwi::agent {
 // Why a value does not fit its row.
 struct Misfit {
   enum class Kind {
-    type,  // not of the row's type: a number for a duration, a string for a list
-    item,  // an item of a list, or a value of a table, that is not a string (`node` is the item)
-    form,  // a string of the wrong form: "1 second" for a duration, "1 GB" for a size
-    range  // outside the row's range
+    type,   // not of the row's type: a number for a duration, a string for a list
+    item,   // an item of a list, or a value of a table, that is not a string (`node` is the item)
+    form,   // a string of the wrong form: "1 second" for a duration, "1 GB" for a size
+    range,  // outside the row's range
+    choice  // a string that is not one of the row's choices
   };
   Kind kind = Kind::type;
   const toml::node* node = nullptr;  // what does not fit: the value, or its item
   std::string item_key;              // Kind::item in a table: the entry's key
 };
 
-// `node` as the row `spec` says: type, form and range. nullopt with `why` set when it does not fit.
+// `node` as the row `spec` says: type, form, range and choices. nullopt with `why` set when it
+// does not fit.
 std::optional<OptionValue> read_option_value(const OptionSpec& spec, const toml::node& node,
                                              Misfit& why);
 

@@ -33,6 +33,38 @@ std::string_view option_type_name(OptionType t) {
   return "?";
 }
 
+std::vector<std::string_view> option_choices(const OptionSpec& spec) {
+  std::vector<std::string_view> out;
+  for (std::string_view rest = spec.choices; !rest.empty();) {
+    const auto comma = std::min(rest.find(','), rest.size());
+    out.push_back(rest.substr(0, comma));
+    rest.remove_prefix(std::min(comma + 1, rest.size()));
+  }
+  return out;
+}
+
+namespace {
+
+// "\"a\"", "\"a\" or \"b\"", "\"a\", \"b\" or \"c\"": a row's choices as a message lists them.
+std::string quoted_choices(const OptionSpec& spec) {
+  const auto words = option_choices(spec);
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    out += std::string(i == 0                  ? ""
+                       : i + 1 == words.size() ? " or "
+                                               : ", ") +
+           "\"" + std::string(words[i]) + "\"";
+  return out;
+}
+
+}  // namespace
+
+std::string option_type_text(const OptionSpec& spec) {
+  if (spec.choices.empty()) return std::string(option_type_name(spec.type));
+  if (spec.type == OptionType::integer) return "integer or " + quoted_choices(spec);
+  return quoted_choices(spec);
+}
+
 std::string toml_repr(const toml::node& node) {
   std::ostringstream s;
   node.visit([&](const auto& v) {
@@ -87,6 +119,11 @@ bool read_strings(const toml::node& node, OptionValue& v, Misfit& why) {
   return true;
 }
 
+bool chosen(const OptionSpec& spec, std::string_view word) {
+  const auto words = option_choices(spec);
+  return std::find(words.begin(), words.end(), word) != words.end();
+}
+
 }  // namespace
 
 std::optional<OptionValue> read_option_value(const OptionSpec& spec, const toml::node& node,
@@ -101,6 +138,11 @@ std::optional<OptionValue> read_option_value(const OptionSpec& spec, const toml:
       v.boolean = *node.value<bool>();
       break;
     case OptionType::integer:
+      if (!spec.choices.empty() && node.is_string()) {  // a word in place of a number: "auto"
+        v.string = *node.value<std::string>();
+        why.kind = Misfit::Kind::choice;
+        return chosen(spec, v.string) ? std::optional(v) : std::nullopt;
+      }
       if (!node.is_integer()) return std::nullopt;
       v.integer = *node.value<std::int64_t>();
       break;
@@ -111,6 +153,10 @@ std::optional<OptionValue> read_option_value(const OptionSpec& spec, const toml:
     case OptionType::string:
       if (!node.is_string()) return std::nullopt;
       v.string = *node.value<std::string>();
+      if (!spec.choices.empty() && !chosen(spec, v.string)) {
+        why.kind = Misfit::Kind::choice;
+        return std::nullopt;
+      }
       break;
     case OptionType::string_list:
       if (!node.is_array() || !read_strings(node, v, why)) return std::nullopt;
@@ -194,14 +240,20 @@ std::string_view expected(OptionType t) {
 }
 
 // What a plugin's option that does not fit is told: at the option (an item of a list is the
-// option's fault), "expected <its type>" or "out of range: <range>".
+// option's fault), "expected <its type>" or "out of range: <range>". A row with choices lists
+// them.
 std::string plugin_problem(const OptionSpec& spec, const toml::node& node, const Misfit& why) {
   if (why.kind == Misfit::Kind::range) return "out of range: " + option_range_text(spec);
   // A string of the wrong form is named, as the config does for its own durations.
   std::string given;
-  if ((spec.type == OptionType::duration || spec.type == OptionType::size) && node.is_string())
+  if ((spec.type == OptionType::duration || spec.type == OptionType::size ||
+       !spec.choices.empty()) &&
+      node.is_string())
     given = ", not \"" + *node.value<std::string>() + "\"";
-  return "expected " + std::string(expected(spec.type)) + given;
+  if (spec.choices.empty()) return "expected " + std::string(expected(spec.type)) + given;
+  return std::string("expected ") +
+         (spec.type == OptionType::integer ? "an integer or " : "one of ") + quoted_choices(spec) +
+         given;
 }
 
 SourcePos place(const std::string& file, const toml::source_region& r) {
@@ -257,8 +309,9 @@ Options validate_options(const PluginInfo& info, const OptionTable* table, const
       throw InvalidDefault(
           "plugin " + std::string(info.name) + ": option '" + std::string(spec.key) +
           "' has an invalid default '" + std::string(spec.default_toml) + "'" +
-          (node && why.kind == Misfit::Kind::range ? " (" + plugin_problem(spec, *node, why) + ")"
-                                                   : ""));
+          (node && (why.kind == Misfit::Kind::range || why.kind == Misfit::Kind::choice)
+               ? " (" + plugin_problem(spec, *node, why) + ")"
+               : ""));
     values.push_back(std::move(*v));
   }
   return Options(std::move(values));

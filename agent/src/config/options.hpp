@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.hpp"
 
@@ -29,6 +30,12 @@ Options validate_options(const PluginInfo& info, const OptionTable* given, const
 
 // "duration", "list of strings", ...: a type as --describe-plugin names it.
 std::string_view option_type_name(OptionType type);
+// A row's type with its choices: "duration", "\"prometheus\" or \"json\"" (a string row with
+// choices), "integer or \"auto\"" (an integer row with choices). --describe-plugin and the docs'
+// option tables write this.
+std::string option_type_text(const OptionSpec& spec);
+// A row's choices: "error,warn" -> {"error", "warn"}; none for "".
+std::vector<std::string_view> option_choices(const OptionSpec& spec);
 // A row's range in its own terms: "1..3600", "10ms..1m" (durations as the config writes them),
 // "0..1024 bytes".
 std::string option_range_text(const OptionSpec& spec);

@@ -82,9 +82,9 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
   }
   if (!p->destroy) throw std::runtime_error("a descriptor without destroy()");
   if (p->name.size == 0) throw std::runtime_error("a descriptor without a name");
-  if (p->option_count && (!p->options || p->option_spec_size < sizeof(kiwi_option_spec)))
+  if (p->option_count && (!p->options || p->option_spec_size < KIWI_OPTION_SPEC_SIZE_1_0))
     throw std::runtime_error("option rows of " + std::to_string(p->option_spec_size) +
-                             " bytes, ABI 1.0 has " + std::to_string(sizeof(kiwi_option_spec)));
+                             " bytes, ABI 1.0 has " + std::to_string(KIWI_OPTION_SPEC_SIZE_1_0));
   if (p->metric_count && (!p->metrics || p->metric_spec_size < KIWI_METRIC_SPEC_SIZE_1_0))
     throw std::runtime_error("metric rows of " + std::to_string(p->metric_spec_size) +
                              " bytes, ABI 1.0 has " + std::to_string(KIWI_METRIC_SPEC_SIZE_1_0));
@@ -94,8 +94,12 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
     if (o.type > KIWI_OPTION_STRING_TABLE)
       throw std::runtime_error("option '" + str(o.key) + "' has unknown type " +
                                std::to_string(o.type));
+    // `choices` (1.3) only where the plugin's rows have it.
+    const bool has_choices = p->option_spec_size >= offsetof(kiwi_option_spec, choices) +
+                                                        sizeof(kiwi_option_spec::choices);
     options.push_back({from_c(o.key), static_cast<OptionType>(o.type), from_c(o.default_toml),
-                       from_c(o.description), o.has_range != 0, o.min, o.max});
+                       from_c(o.description), o.has_range != 0, o.min, o.max,
+                       has_choices ? from_c(o.choices) : std::string_view()});
   }
   for (std::size_t i = 0; i < p->metric_count; ++i) {
     const auto& m = row(p->metrics, p->metric_spec_size, i);

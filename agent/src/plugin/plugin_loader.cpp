@@ -430,7 +430,7 @@ std::string describe_plugin(const LoadedLibrary& lib) {
   if (lib.info->options.empty()) out << "  options: none\n";
   if (!lib.info->options.empty()) out << "  options:\n";
   for (auto& o : lib.info->options)
-    out << "    " << o.key << " (" << option_type_name(o.type) << ", default " << o.default_toml
+    out << "    " << o.key << " (" << option_type_text(o) << ", default " << o.default_toml
         << (o.has_range ? ", " + option_range_text(o) : "") << ")\n      " << o.description << "\n";
   if (!lib.info->metrics.empty()) out << "  metrics:\n";
   for (auto& m : lib.info->metrics)

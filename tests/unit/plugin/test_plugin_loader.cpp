@@ -702,6 +702,19 @@ TEST_CASE("C ABI: an option out of its declared range is the user's error, at fi
         "kiwi.toml:2:9: sensor.options.scale: out of range: 0..1000");
 }
 
+TEST_CASE("C ABI: an option with choices (ABI 1.3) refuses another word, listing them") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  CHECK(error_of(loader,
+                 entry(kTestPlugins + "/test-c_sensor.so", "[options]\nmode = \"bogus\"\n")) ==
+        "kiwi.toml:2:8: sensor.options.mode: expected one of \"ok\", \"no_data\", \"error\", "
+        "\"refuse\" or \"keep_loaded\", not \"bogus\"");
+  auto lib = loader.open(kiwi::PluginKind::sensor, entry(kTestPlugins + "/test-c_sensor.so"));
+  CHECK(lib->info->options[0].choices == "ok,no_data,error,refuse,keep_loaded");
+  CHECK(describe_plugin(*lib).find("mode (\"ok\", \"no_data\", \"error\", \"refuse\" or "
+                                   "\"keep_loaded\", default \"ok\")") != std::string::npos);
+}
+
 TEST_CASE("C ABI: a plugin of a newer minor version, with larger structs, loads and works") {
   NullLogger log;
   PluginLoader loader(KIWI_PLUGIN_DIR, log);
@@ -725,6 +738,13 @@ TEST_CASE("C ABI: a plugin of ABI 1.0, whose metric rows have no rate, loads and
   PluginLoader loader(KIWI_PLUGIN_DIR, log);
   auto inst = loader.create_sensor(entry(kTestPlugins + "/test-older_minor.so"), "/proc", "/sys");
   CHECK(inst.library->abi_minor == 0);
+  // Option rows of the 1.0 size: stepped through by it, with no `choices` read past the row.
+  REQUIRE(inst.library->info->options.size() == 2);
+  CHECK(inst.library->info->options[1].key == "limit");
+  CHECK(inst.library->info->options[0].choices.empty());
+  CHECK(inst.library->info->options[1].choices.empty());
+  CHECK(error_of(loader, entry(kTestPlugins + "/test-older_minor.so", "[options]\nlimit = 10\n")) ==
+        "kiwi.toml:2:9: sensor.options.limit: out of range: 1..9");
   REQUIRE(inst.library->info->metrics.size() == 2);  // stepped through by the 1.0 row size
   CHECK(inst.library->info->metrics[1].name == "old_value_bytes");
   CHECK(inst.library->info->metrics[0].rate.empty());  // not read past the row
