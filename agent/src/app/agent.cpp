@@ -293,10 +293,6 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
 
 namespace {
 
-bool operator==(const BindAddress& a, const BindAddress& b) {
-  return a.host == b.host && a.port == b.port && a.ipv6 == b.ipv6;
-}
-
 // "1s -> 2s" and friends, for the log line of a reload.
 template <class T>
 void note_change(std::vector<std::string>& out, const std::string& what, const T& from, const T& to,

@@ -1,6 +1,8 @@
-// The validated configuration. Defaults have one source: config/kiwi-agent.toml, embedded in the
-// binary at build time. A user's file is read on top of it: every scalar it sets overrides the
-// default; a [[sensor]] (or [[route]]) list in the user's file replaces the default list whole.
+// The validated configuration. Each setting is a row of the host's schema (config/schema.hpp),
+// which holds its default; config/kiwi-agent.toml, embedded in the binary at build time, sets
+// the same values (a test holds it to the rows) and the default [[sensor]] and [[route]] lists.
+// A user's file is read on top of it: every scalar it sets overrides the default; a [[sensor]]
+// (or [[route]]) list in the user's file replaces the default list whole.
 #pragma once
 
 #include <kiwi/plugin.hpp>
@@ -34,6 +36,7 @@ struct BindAddress {
   std::uint16_t port = 0;
   bool ipv6 = false;
   std::string str() const;  // "127.0.0.1:8095" or "[::1]:8095"
+  bool operator==(const BindAddress&) const = default;
 };
 
 // [http.auth]: on when basic_users or bearer_tokens_file is set.
@@ -42,7 +45,6 @@ struct HttpAuth {
   std::string bearer_tokens_file;                  // "" when none
   std::vector<std::string> bearer_token_hashes;    // SHA-256 hex (lower case), read from the file
   std::vector<std::string> public_paths;           // exact paths, or prefixes ending in "/*"
-  SourcePos pos;                                   // where [http.auth] is, for messages
   bool enabled() const { return !basic_users.empty() || !bearer_tokens_file.empty(); }
   bool operator==(const HttpAuth& o) const {
     return basic_users == o.basic_users && bearer_tokens_file == o.bearer_tokens_file &&
@@ -56,7 +58,6 @@ struct HttpAuth {
 struct HttpTls {
   std::string cert_file, key_file;  // PEM; "" when off
   std::string cert_pem, key_pem;    // their contents
-  SourcePos pos;                    // where [http.tls] is, for messages
   bool enabled() const { return !cert_file.empty(); }
   bool operator==(const HttpTls& o) const {
     return cert_file == o.cert_file && key_file == o.key_file && cert_pem == o.cert_pem &&
@@ -84,27 +85,27 @@ struct PluginEntry {
   SourcePos plugin_pos;  // its plugin/handler key, for loader errors
   // [[remote_write]] only: series globs to send (empty: all), samples per request at most.
   std::vector<std::string> series;
-  std::size_t max_samples = 10'000;
+  std::size_t max_samples = 0;  // the schema's default when read from a file
+  // [[remote_write]] only: `options` is the entry's own table, its plugin's options given flat
+  // beside the agent's keys (the shape before options = {...}; still read, with a warning).
+  bool options_flat = false;
 };
 
+// The members are set from the schema's rows (their defaults, then the files); the values below
+// are only what a Config holds before that.
 struct Config {
   std::string source;  // file path, or "<built-in default>"
-  // The *_pos members say where a restart-only key was set in the user's file, for
-  // check_reloadable(); empty when it keeps the built-in default.
-  struct {
+  struct Agent {
     std::string data_dir;
-    SourcePos data_dir_pos;
     std::string plugin_dir;          // "$ORIGIN" already replaced by the executable's directory
     SourcePos plugin_dir_pos;        // where it was set, for "plugin not found" messages
     std::string builtin_plugin_dir;  // the built-in plugin_dir: searched after plugin_dir
     std::string procfs;
-    SourcePos procfs_pos;
     std::string sysfs;
-    SourcePos sysfs_pos;
     LogLevel log_level = LogLevel::info;
     std::vector<std::string> include;  // globs of files with more [[sensor]]/[[route]] entries
   } agent;
-  struct {
+  struct Http {
     BindAddress bind;
     int threads = 0;  // 0: "auto" (resolved by HttpServer)
     Millis keep_alive{0};
@@ -113,19 +114,28 @@ struct Config {
     HttpAuth auth;
     HttpTls tls;
   } http;
-  struct {
+  struct Collector {
     Millis interval{0};
     Millis retention{0};
-    Millis stale_after{0};
+    Millis stale_after{0};  // 0 until read: then 3 x interval unless set
     Millis commit_interval{0};
     std::int64_t max_series_per_sensor = 0;
     std::string snapshot_path;  // empty: no snapshot file
-    SourcePos snapshot_path_pos;
   } collector;
   std::vector<PluginEntry> sensors;
   std::vector<PluginEntry> routes;
   std::vector<PluginEntry> outputs;                    // [[remote_write]]; none by default
   std::vector<std::shared_ptr<const void>> documents;  // the parsed files: keep `options` alive
+  // Where each setting was last set ("agent.data_dir" -> kiwi.toml:3:12; a table such as
+  // "http.tls" -> where it starts). What the built-in default sets is at "<built-in default>:..";
+  // a key no file sets (stale_after, usually) is not in it.
+  std::map<std::string, SourcePos, std::less<>> set_at;
+  // What the user should hear though the configuration loads ("kiwi.toml:12:1: remote_write:
+  // options given flat ..."), one line each, without the place's prefix repeated.
+  std::vector<std::string> warnings;
+
+  // set_at's place for `key`; an empty SourcePos when no file sets it.
+  SourcePos where(std::string_view key) const;
 };
 
 // The embedded text of config/kiwi-agent.toml.
@@ -145,8 +155,9 @@ Config default_config(const std::string& exe_dir);
 bool same_instance(const PluginEntry& a, const PluginEntry& b);
 
 // For a reload: throws ConfigError for the first key of `next` that only a restart can change
-// (agent.data_dir, agent.procfs, agent.sysfs, collector.snapshot_path) and that differs from
-// `running`, at the place `next` sets it ("<next's file>:0:0" when it went back to the default).
+// (the schema's restart-only rows: agent.data_dir, agent.procfs, agent.sysfs,
+// collector.snapshot_path) and that differs from `running`, at the place `next` sets it
+// ("<next's file>:0:0" when it went back to the default).
 void check_reloadable(const Config& running, const Config& next);
 
 std::optional<BindAddress> parse_bind(std::string_view text);

@@ -1,10 +1,13 @@
 // The one reader of option values: a TOML value against its row (OptionSpec), for a plugin's rows
 // (validate_options) and the agent's own (the host schema, config.cpp). It says what does not
-// fit and where; each caller words that its own way. For the config layer only (toml++).
+// fit and where; each caller words that its own way. For the config layer only (toml++), as is
+// read_text().
 #pragma once
 
+#include <fstream>
 #include <kiwi/plugin.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -33,5 +36,15 @@ std::optional<OptionValue> read_option_value(const OptionSpec& spec, const toml:
 
 // A value as a message quotes it: "x" for a string, 2.5, "a table", "an array".
 std::string toml_repr(const toml::node& node);
+
+// The whole of `path`; nullopt (errno set) when it cannot be opened. For the config file, the
+// files it includes and the files it names (PEM, bearer tokens).
+inline std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
 
 }  // namespace kiwi::agent

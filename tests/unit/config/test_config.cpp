@@ -369,10 +369,10 @@ procfs = "/host/proc"
 [collector]
 snapshot_path = "/run/k/current.json"
 )");
-  CHECK(running.agent.data_dir_pos.str() == "kiwi.toml:3:12");
-  CHECK(running.agent.procfs_pos.str() == "kiwi.toml:4:10");
-  CHECK(running.agent.sysfs_pos.file.empty());  // the built-in default
-  CHECK(running.collector.snapshot_path_pos.str() == "kiwi.toml:6:17");
+  CHECK(running.where("agent.data_dir").str() == "kiwi.toml:3:12");
+  CHECK(running.where("agent.procfs").str() == "kiwi.toml:4:10");
+  CHECK(running.where("agent.sysfs").file == "<built-in default>");  // the built-in default
+  CHECK(running.where("collector.snapshot_path").str() == "kiwi.toml:6:17");
 
   auto error_of = [&](const std::string& text) -> std::string {
     Config next = load_config_text(text, "new.toml", "/opt/kiwi/bin");

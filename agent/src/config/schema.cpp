@@ -1,0 +1,513 @@
+#include "config/schema.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "base/duration.hpp"
+#include "base/log.hpp"
+#include "config/option_reader.hpp"
+#include "config/options.hpp"
+
+namespace kiwi::agent {
+
+namespace {
+
+using kiwi::OptionType;
+
+// ---- Where a row's value goes --------------------------------------------------------------
+
+template <class C, class T>
+C owner_of(T C::*);
+
+// The member at `First`, then `Rest...` within it, of `root`.
+template <auto First, auto... Rest, class Root>
+constexpr auto& member(Root& root) {
+  if constexpr (sizeof...(Rest) == 0)
+    return root.*First;
+  else
+    return member<Rest...>(root.*First);
+}
+
+void store_as(Millis& out, const OptionValue& v) {
+  out = v.duration;
+}
+void store_as(std::optional<Millis>& out, const OptionValue& v) {
+  out = v.duration;
+}
+void store_as(int& out, const OptionValue& v) {
+  out = static_cast<int>(v.integer);  // a word of the row's choices ("auto") is 0
+}
+void store_as(std::int64_t& out, const OptionValue& v) {
+  out = v.integer;
+}
+void store_as(std::size_t& out, const OptionValue& v) {
+  out = static_cast<std::size_t>(v.integer);
+}
+void store_as(std::string& out, const OptionValue& v) {
+  out = v.string;
+}
+void store_as(std::vector<std::string>& out, const OptionValue& v) {
+  out = v.string_list;
+}
+void store_as(std::map<std::string, std::string>& out, const OptionValue& v) {
+  out.clear();
+  for (auto& [key, value] : v.table) out[key] = value;
+}
+void store_as(LogLevel& out, const OptionValue& v) {
+  out = parse_log_level(v.string).value();  // one of the row's choices
+}
+void store_as(BindAddress& out, const OptionValue& v) {
+  out = parse_bind(v.string).value();  // checked by the row
+}
+
+std::string text_of(const HostOption&, const Millis& d) {
+  return format_duration(d);
+}
+std::string text_of(const HostOption&, const std::optional<Millis>& d) {
+  return d ? format_duration(*d) : "";
+}
+std::string text_of(const HostOption& row, const int& n) {
+  return n == 0 && !row.spec.choices.empty() ? std::string(option_choices(row.spec).front())
+                                             : std::to_string(n);
+}
+std::string text_of(const HostOption&, const std::int64_t& n) {
+  return std::to_string(n);
+}
+std::string text_of(const HostOption&, const std::size_t& n) {
+  return std::to_string(n);
+}
+std::string text_of(const HostOption&, const std::string& s) {
+  return s;
+}
+std::string text_of(const HostOption&, const std::vector<std::string>& list) {
+  std::string out = "[";
+  for (auto& s : list) out += (out.size() > 1 ? ", " : "") + s;
+  return out + "]";
+}
+std::string text_of(const HostOption&, const std::map<std::string, std::string>& table) {
+  std::string out = "{";
+  for (auto& [key, value] : table) out += (out.size() > 1 ? ", " : "") + key;
+  return out + "}";
+}
+std::string text_of(const HostOption&, const LogLevel& level) {
+  return std::string(to_string(level));
+}
+std::string text_of(const HostOption&, const BindAddress& b) {
+  return b.str();
+}
+
+template <auto First, auto... Rest>
+constexpr HostField host_field() {
+  using Root = decltype(owner_of(First));
+  return {
+      [](void* root, const OptionValue& v) {
+        store_as(member<First, Rest...>(*static_cast<Root*>(root)), v);
+      },
+      [](const void* a, const void* b) {
+        return member<First, Rest...>(*static_cast<const Root*>(a)) ==
+               member<First, Rest...>(*static_cast<const Root*>(b));
+      },
+      [](const HostOption& row, const void* root) {
+        return text_of(row, member<First, Rest...>(*static_cast<const Root*>(root)));
+      },
+  };
+}
+
+// ---- Checks no type says enough about --------------------------------------------------------
+
+std::string in_quotes(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
+
+std::optional<std::string> check_bind(std::string_view value, std::string_view) {
+  if (parse_bind(value)) return std::nullopt;
+  return in_quotes(value) +
+         " is not an address; use \"host:port\" with a numeric IP, e.g. \"127.0.0.1:8095\", "
+         "\"0.0.0.0:8095\" or \"[::1]:8095\"";
+}
+
+// Exact origins ("https://grafana.example:3000"); "*" is refused: no wildcard fallback.
+std::optional<std::string> check_origin(std::string_view o, std::string_view) {
+  if (o != "*" && (o.starts_with("http://") || o.starts_with("https://")) && !o.ends_with("/"))
+    return std::nullopt;
+  return in_quotes(o) +
+         " is not an origin; use scheme://host[:port] exactly as the browser sends it (no "
+         "wildcard, no path)";
+}
+
+// An absolute path, or a prefix ending in "/*" (a route, or a path [http.auth] leaves open).
+bool is_path_pattern(std::string_view p) {
+  const auto star = p.find('*');
+  return p.starts_with('/') &&
+         (star == std::string_view::npos || (star == p.size() - 1 && p.ends_with("/*")));
+}
+std::optional<std::string> check_route_path(std::string_view p, std::string_view) {
+  if (is_path_pattern(p)) return std::nullopt;
+  return in_quotes(p) +
+         " is not a route path; use an absolute path such as \"/api/current\", or a prefix "
+         "ending in \"/*\"";
+}
+std::optional<std::string> check_public_path(std::string_view p, std::string_view) {
+  if (is_path_pattern(p)) return std::nullopt;
+  return in_quotes(p) +
+         " is not a path; use an absolute path such as \"/api/health\", or a prefix ending in "
+         "\"/*\"";
+}
+
+// Why `name` cannot name a sensor or an output (it names series and the output's cursor, and
+// appears in URLs and logs); nullopt if it can.
+std::optional<std::string> check_name(std::string_view name, std::string_view) {
+  bool ok = !name.empty();
+  for (char c : name)
+    ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  if (ok) return std::nullopt;
+  return in_quotes(name) + " is not a valid name; use letters, digits, '_', '-' or '.'";
+}
+
+std::optional<std::string> check_snapshot_file(std::string_view p, std::string_view) {
+  std::error_code ec;
+  if (p.empty() || (!p.ends_with('/') && !std::filesystem::is_directory(p, ec)))
+    return std::nullopt;
+  return in_quotes(p) +
+         " is a directory; name a file in it, e.g. \"/run/kiwi-agent/current.json\", or \"\" "
+         "for no snapshot file";
+}
+
+// [http.auth]. A hash that is not bcrypt's, or a tokens file with a line that is not a SHA-256
+// hash, is an error here, not a login that never works.
+std::optional<std::string> check_user(std::string_view user, std::string_view) {
+  if (!user.empty() && user.find(':') == std::string_view::npos) return std::nullopt;
+  return "a user name must not be empty nor contain ':'";
+}
+std::optional<std::string> check_bcrypt(std::string_view hash, std::string_view user) {
+  if (is_bcrypt_hash(hash)) return std::nullopt;
+  return "is not a bcrypt hash (\"$2b$\" or \"$2y$\", a cost 04..31, 60 characters in all); make "
+         "one with `mkpasswd -m bcrypt` (package whois) or `htpasswd -nBC 10 " +
+         std::string(user) + "` and paste the part after the ':'";
+}
+
+// The SHA-256 hashes in a bearer tokens file: one per line, 64 hex digits (`sha256sum` output:
+// what follows the hash on the line is ignored); blank lines and lines starting with '#' skipped.
+std::optional<std::string> load_tokens(Config& cfg, const std::string& file) {
+  auto& out = cfg.http.auth.bearer_token_hashes;
+  out.clear();
+  if (file.empty()) return std::nullopt;
+  auto text = read_text(file);
+  if (!text) return "cannot read " + in_quotes(file) + ": " + std::strerror(errno);
+  std::istringstream lines(*text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    std::string hash = line.substr(first, line.find_first_of(" \t\r", first) - first);
+    bool ok = hash.size() == 64;
+    for (auto& c : hash) {
+      ok &= std::isxdigit(static_cast<unsigned char>(c)) != 0;
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (!ok)
+      return file + ":" + std::to_string(number) +
+             ": not a SHA-256 hash (64 hex digits); add a token with `printf %s \"$TOKEN\" | "
+             "sha256sum >> " +
+             file + "`";
+    out.push_back(std::move(hash));
+  }
+  return std::nullopt;
+}
+
+// [http.tls]: each file read now and looking like PEM of its kind ("" is none); whether the key
+// matches the certificate, GnuTLS says when the server starts (HttpServer).
+std::optional<std::string> read_pem(const std::string& file, std::string& text,
+                                    std::string_view marker, const char* what) {
+  text.clear();
+  if (file.empty()) return std::nullopt;  // off, as the built-in default has it
+  auto content = read_text(file);
+  if (!content) return "cannot read " + in_quotes(file) + ": " + std::strerror(errno);
+  if (content->find(marker) == std::string::npos)
+    return in_quotes(file) + " is not a PEM " + what + " (no \"" + std::string(marker) + "\" line)";
+  text = std::move(*content);
+  return std::nullopt;
+}
+std::optional<std::string> load_cert(Config& cfg, const std::string& file) {
+  return read_pem(file, cfg.http.tls.cert_pem, "-----BEGIN CERTIFICATE-----", "certificate");
+}
+std::optional<std::string> load_key(Config& cfg, const std::string& file) {
+  return read_pem(file, cfg.http.tls.key_pem, "PRIVATE KEY-----", "private key");
+}
+
+// Both files or neither.
+void finish_tls(const Config& cfg, const SourcePos& table) {
+  const HttpTls& t = cfg.http.tls;
+  if (t.cert_file.empty() != t.key_file.empty())
+    throw ConfigError(table, "http.tls",
+                      std::string("needs both cert_file and key_file; ") +
+                          (t.cert_file.empty() ? "cert_file" : "key_file") + " is missing");
+}
+
+// The reload's notes: the credentials and the certificate are not shown, only what changed.
+std::string note_auth(const Config& was, const Config& now) {
+  const HttpAuth& a = now.http.auth;
+  if (was.http.auth == a) return "";
+  return std::string("http.auth changed (") +
+         (a.enabled() ? "on: " + std::to_string(a.basic_users.size()) + " users, " +
+                            std::to_string(a.bearer_token_hashes.size()) + " bearer tokens"
+                      : "off") +
+         ")";
+}
+std::string note_tls(const Config& was, const Config& now) {
+  const HttpTls& a = was.http.tls;
+  const HttpTls& b = now.http.tls;
+  if (a == b) return "";
+  return std::string("http.tls changed (") +
+         (!b.enabled()                                             ? "off"
+          : a.cert_file == b.cert_file && a.key_file == b.key_file ? "certificate or key renewed"
+                                                                   : "on: " + b.cert_file) +
+         ")";
+}
+
+// ---- The rows --------------------------------------------------------------------------------
+
+using Agent = Config::Agent;
+using Http = Config::Http;
+using Collector = Config::Collector;
+
+constexpr HostOption kAgent[] = {
+    {.spec = {"data_dir", OptionType::string, "\"kiwi-data\"",
+              "the history database (kiwi.db) lives here"},
+     .field = host_field<&Config::agent, &Agent::data_dir>(),
+     .text = HostText::path,
+     .restart_only = true},
+    {.spec = {"plugin_dir", OptionType::string, "\"$ORIGIN/" KIWI_PLUGIN_DIR_FROM_BINDIR "\"",
+              "where plugins named without a path are found"},
+     .field = host_field<&Config::agent, &Agent::plugin_dir>(),
+     .text = HostText::path},
+    {.spec = {"procfs", OptionType::string, "\"/proc\"", "the procfs root sensors read"},
+     .field = host_field<&Config::agent, &Agent::procfs>(),
+     .text = HostText::path,
+     .restart_only = true},
+    {.spec = {"sysfs", OptionType::string, "\"/sys\"", "the sysfs root sensors read"},
+     .field = host_field<&Config::agent, &Agent::sysfs>(),
+     .text = HostText::path,
+     .restart_only = true},
+    {.spec = {"include", OptionType::string_list, "[]",
+              "globs (relative to the file) of drop-in files of [[sensor]] and [[route]] entries"},
+     .field = host_field<&Config::agent, &Agent::include>(),
+     .wrong_type = "{} is not a list of globs, e.g. [\"conf.d/*.toml\"]"},
+    {.spec = {"log_level", OptionType::string, "\"info\"", "the least severe level logged", false,
+              0, 0, "error,warn,info,debug"},
+     .field = host_field<&Config::agent, &Agent::log_level>(),
+     .noun = "a log level"},
+};
+
+constexpr HostOption kHttp[] = {
+    {.spec = {"bind", OptionType::string, "\"127.0.0.1:8095\"",
+              "\"host:port\" to listen on, a numeric IP"},
+     .field = host_field<&Config::http, &Http::bind>(),
+     .check = check_bind},
+    {.spec = {"threads", OptionType::integer, "\"auto\"",
+              "worker threads serving requests; \"auto\": one per CPU the agent may run on, at "
+              "most 4",
+              true, 1, 256, "auto"},
+     .field = host_field<&Config::http, &Http::threads>(),
+     .noun = "a thread count"},
+    {.spec = {"keep_alive", OptionType::duration, "\"5s\"",
+              "idle time before a kept-alive connection is closed", true, 1000, 3'600'000},
+     .field = host_field<&Config::http, &Http::keep_alive>()},
+    {.spec = {"max_connections", OptionType::integer, "256", "simultaneous connections", true, 1,
+              65536},
+     .field = host_field<&Config::http, &Http::max_connections>()},
+    {.spec = {"cors_origins", OptionType::string_list, "[]",
+              "origins allowed to read the API from a browser, exactly; no wildcard"},
+     .field = host_field<&Config::http, &Http::cors_origins>(),
+     .wrong_type = "{} is not a list of origins, e.g. [\"http://192.168.1.10:3000\"]",
+     .check = check_origin},
+};
+
+constexpr HostOption kAuth[] = {
+    {.spec = {"basic_users", OptionType::string_table, "{}",
+              "HTTP Basic: { name = \"bcrypt hash\" }"},
+     .field = host_field<&Config::http, &Http::auth, &HttpAuth::basic_users>(),
+     .wrong_type = "{} is not a table of users, e.g. { prometheus = \"$2b$10$...\" }",
+     .check = check_bcrypt,
+     .check_key = check_user},
+    {.spec = {"bearer_tokens_file", OptionType::string, "\"\"",
+              "a file of the accepted bearer tokens' SHA-256 hashes, one a line"},
+     .field = host_field<&Config::http, &Http::auth, &HttpAuth::bearer_tokens_file>(),
+     .text = HostText::path_or_empty,
+     .load = load_tokens},
+    {.spec = {"public_paths", OptionType::string_list, "[\"/api/health\"]",
+              "open without credentials: exact paths, or prefixes ending in \"/*\""},
+     .field = host_field<&Config::http, &Http::auth, &HttpAuth::public_paths>(),
+     .wrong_type = "{} is not a list of paths, e.g. [\"/api/health\"]",
+     .check = check_public_path},
+};
+
+constexpr HostOption kTls[] = {
+    {.spec = {"cert_file", OptionType::string, "\"\"",
+              "HTTPS with key_file: the PEM certificate (chain)"},
+     .field = host_field<&Config::http, &Http::tls, &HttpTls::cert_file>(),
+     .text = HostText::path_or_empty,
+     .load = load_cert},
+    {.spec = {"key_file", OptionType::string, "\"\"", "its PEM private key"},
+     .field = host_field<&Config::http, &Http::tls, &HttpTls::key_file>(),
+     .text = HostText::path_or_empty,
+     .load = load_key},
+};
+
+constexpr HostOption kCollector[] = {
+    {.spec = {"interval", OptionType::duration, "\"1s\"", "the sampling period", true, 100,
+              3'600'000},
+     .field = host_field<&Config::collector, &Collector::interval>()},
+    {.spec = {"retention", OptionType::duration, "\"24h\"", "history kept in the database", true,
+              60'000, 366.0 * 86'400'000},
+     .field = host_field<&Config::collector, &Collector::retention>()},
+    {.spec = {"stale_after", OptionType::duration, "",
+              "/api/current says stale after this long without a new sample", true, 100,
+              86'400'000},
+     .field = host_field<&Config::collector, &Collector::stale_after>(),
+     .default_text = "3 x interval"},
+    {.spec = {"commit_interval", OptionType::duration, "\"10s\"",
+              "history reaches the disk this often", true, 100, 300'000},
+     .field = host_field<&Config::collector, &Collector::commit_interval>()},
+    {.spec = {"max_series_per_sensor", OptionType::integer, "5000",
+              "distinct series one sensor may add to history per run", true, 1, 1'000'000},
+     .field = host_field<&Config::collector, &Collector::max_series_per_sensor>()},
+    {.spec = {"snapshot_path", OptionType::string, "\"/run/kiwi-agent/current.json\"",
+              "the latest sample as JSON for scripts; \"\" for none"},
+     .field = host_field<&Config::collector, &Collector::snapshot_path>(),
+     .text = HostText::path_or_empty,
+     .restart_only = true,
+     .check = check_snapshot_file},
+};
+
+constexpr HostSection kSections[] = {
+    {"agent", kAgent},
+    {"http", kHttp},
+    {"http.auth", kAuth, nullptr, note_auth},
+    {"http.tls", kTls, finish_tls, note_tls},
+    {"collector", kCollector},
+};
+
+constexpr HostOption kOptions = {
+    .spec = {"options", OptionType::string_table, "{}", "the plugin's options (see its README)"},
+    .field = {},  // none: the table is kept as written for the plugin (plugin_options)
+    .wrong_type = "must be a table",
+    .plugin_options = true};
+
+constexpr HostOption kSensor[] = {
+    {.spec = {"plugin", OptionType::string, "",
+              "a plugin name (<plugin_dir>/kiwi-sensor-<name>.so) or a path to a .so"},
+     .field = host_field<&PluginEntry::plugin>(),
+     .text = HostText::non_empty,
+     .missing = "missing; name a plugin, e.g. plugin = \"cpu\""},
+    {.spec = {"name", OptionType::string, "", "the instance's name, unique"},
+     .field = host_field<&PluginEntry::name>(),
+     .default_text = "the plugin's name",
+     .check = check_name},
+    {.spec = {"interval", OptionType::duration, "",
+              "sample every this long, a multiple of collector.interval", true, 100, 86'400'000},
+     .field = host_field<&PluginEntry::interval>(),
+     .default_text = "collector.interval"},
+    {.spec = {"timeout", OptionType::duration, "",
+              "how long one sample() may take before the sensor is reported `error`", true, 10,
+              3'600'000},
+     .field = host_field<&PluginEntry::timeout>(),
+     .default_text = "the sensor's interval"},
+    kOptions,
+};
+
+constexpr HostOption kRoute[] = {
+    {.spec = {"path", OptionType::string, "", "an exact path, or a prefix ending in \"/*\""},
+     .field = host_field<&PluginEntry::path>(),
+     .missing = "missing; e.g. path = \"/api/current\"",
+     .check = check_route_path},
+    {.spec = {"handler", OptionType::string, "",
+              "a handler name (<plugin_dir>/kiwi-handler-<name>.so) or a path to a .so"},
+     .field = host_field<&PluginEntry::plugin>(),
+     .text = HostText::non_empty,
+     .missing = "missing; name a plugin, e.g. handler = \"cpu\""},
+    kOptions,
+};
+
+constexpr HostOption kRemoteWrite[] = {
+    {.spec = {"plugin", OptionType::string, "\"remote_write\"",
+              "an output plugin name (<plugin_dir>/kiwi-output-<name>.so) or a path to a .so"},
+     .field = host_field<&PluginEntry::plugin>(),
+     .text = HostText::non_empty},
+    {.spec = {"name", OptionType::string, "\"remote_write\"",
+              "unique; names the cursor kept in the database"},
+     .field = host_field<&PluginEntry::name>(),
+     .check = check_name},
+    {.spec = {"interval", OptionType::duration, "\"10s\"", "one request per interval while live",
+              true, 1000, 3'600'000},
+     .field = host_field<&PluginEntry::interval>()},
+    {.spec = {"series", OptionType::string_list, "[]",
+              "series names or keys, `*` globs, to send; [] for all"},
+     .field = host_field<&PluginEntry::series>(),
+     .wrong_type = "must be a list of series globs, e.g. [\"cpu_*\"]"},
+    {.spec = {"max_samples", OptionType::integer, "10000", "samples per request at most", true, 100,
+              1'000'000},
+     .field = host_field<&PluginEntry::max_samples>()},
+};
+
+constexpr HostEntry kEntries[] = {
+    {"sensor", "plugin", kSensor},
+    {"route", "handler", kRoute},
+    {"remote_write", "plugin", kRemoteWrite},
+};
+
+}  // namespace
+
+std::span<const HostSection> host_sections() {
+  return kSections;
+}
+
+std::span<const HostEntry> host_entries() {
+  return kEntries;
+}
+
+const HostEntry& host_entry(std::string_view kind) {
+  for (auto& e : kEntries)
+    if (e.kind == kind) return e;
+  throw std::logic_error("no entry kind " + std::string(kind));
+}
+
+std::vector<std::string> setting_changes(const Config& was, const Config& now) {
+  std::vector<std::string> out;
+  for (auto& section : kSections) {
+    if (section.note) {
+      if (auto note = section.note(was, now); !note.empty()) out.push_back(std::move(note));
+      continue;
+    }
+    for (auto& row : section.rows) {
+      if (row.restart_only || row.field.equal(&was, &now)) continue;
+      auto show = [&](const Config& c) {
+        auto text = row.field.text(row, &c);
+        return text.empty() ? "\"\"" : text;
+      };
+      out.push_back(std::string(section.name) + "." + std::string(row.spec.key) + " " + show(was) +
+                    " -> " + show(now));
+    }
+  }
+  return out;
+}
+
+void check_reloadable(const Config& running, const Config& next) {
+  for (auto& section : kSections)
+    for (auto& row : section.rows) {
+      if (!row.restart_only || row.field.equal(&running, &next)) continue;
+      const std::string key = std::string(section.name) + "." + std::string(row.spec.key);
+      // Not set in `next`'s file: it went back to the built-in default; the file is the place
+      // to look.
+      const SourcePos at = next.where(key);
+      const bool defaulted = at.file.empty() || at.file == "<built-in default>";
+      throw ConfigError(defaulted ? SourcePos{next.source} : at, key,
+                        "changed from \"" + row.field.text(row, &running) + "\" to " +
+                            (defaulted ? "the default " : "") + "\"" + row.field.text(row, &next) +
+                            "\"; that takes a restart (the running configuration stays)");
+    }
+}
+
+}  // namespace kiwi::agent
