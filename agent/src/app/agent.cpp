@@ -192,7 +192,7 @@ std::vector<OutputSpec> load_outputs(const Config& cfg, PluginLoader& loader) {
   for (auto& e : cfg.outputs) {
     OutputSpec spec;
     spec.name = e.name;
-    spec.interval = e.interval.value_or(Millis(10'000));
+    spec.interval = e.interval.value_or(spec.interval);
     spec.series = e.series;
     spec.max_samples = e.max_samples;
     spec.instance = loader.create_output(e, host_name(), KIWI_VERSION);

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "collect/snapshot.hpp"
+#include "config/schema.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "store/store.hpp"
 
@@ -41,13 +42,16 @@ struct SensorSpec {
   PluginInstance<Sensor> instance;
 };
 
+// The configured values default to the host schema's rows (config/schema.hpp), the one place of
+// each default.
 struct CollectorSettings {
-  Millis interval{1000};
-  Millis retention{86'400'000};
-  Millis stale_after{3000};
-  Millis commit_interval{10000};  // history is committed to disk this often
+  Millis interval = schema_defaults().collector.interval;
+  Millis retention = schema_defaults().collector.retention;
+  Millis stale_after = schema_defaults().collector.stale_after;
+  Millis commit_interval = schema_defaults().collector.commit_interval;  // history reaches disk
   // Distinct series one sensor may have stored per run; values of further new ones are refused.
-  std::size_t max_series_per_sensor = 5000;
+  std::size_t max_series_per_sensor =
+      static_cast<std::size_t>(schema_defaults().collector.max_series_per_sensor);
   const SnapshotFile* snapshot_file = nullptr;  // null: no snapshot file; outlives the collector
   std::string host;
   std::string agent_version;
@@ -58,7 +62,7 @@ struct CollectorSettings {
   Millis heartbeat_every{0};
   // Whose uptime is the clock of the rates derived from counters (agent.procfs); taken by each
   // sensor when it starts.
-  std::string procfs = "/proc";
+  std::string procfs = schema_defaults().agent.procfs;
 };
 
 struct CollectorStats {

@@ -15,14 +15,16 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/schema.hpp"
 
 namespace kiwi::agent {
 
+// The configured values default to the host schema's rows (config/schema.hpp).
 struct HttpSettings {
   BindAddress bind;
-  int threads = 0;  // 0: auto_worker_threads()
-  Millis keep_alive{5000};
-  int max_connections = 256;
+  int threads = schema_defaults().http.threads;  // 0 ("auto"): auto_worker_threads()
+  Millis keep_alive = schema_defaults().http.keep_alive;
+  int max_connections = schema_defaults().http.max_connections;
   std::vector<std::string> cors_origins;  // exact origins allowed to read responses; empty = none
   HttpAuth auth;                          // [http.auth]; off unless enabled()
   HttpTls tls;                            // [http.tls]; off unless enabled()

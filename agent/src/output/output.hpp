@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "base/duration.hpp"
+#include "config/schema.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "store/store.hpp"
 
@@ -34,9 +35,10 @@ namespace kiwi::agent {
 struct OutputSpec {
   std::string name;
   std::string plugin;  // the plugin's descriptor name
-  Millis interval{10'000};
+  // The defaults are the [[remote_write]] rows' (config/schema.hpp).
+  Millis interval = entry_defaults("remote_write").interval.value();
   std::vector<std::string> series;  // globs over name or key; empty: all
-  std::size_t max_samples = 10'000;
+  std::size_t max_samples = entry_defaults("remote_write").max_samples;
   PluginInstance<Output> instance;
 };
 
