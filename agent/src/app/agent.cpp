@@ -16,6 +16,7 @@
 
 #include "app/service_notify.hpp"
 #include "base/files.hpp"
+#include "config/schema.hpp"
 #include "collect/collector.hpp"
 #include "http/http_server.hpp"
 #include "http/router.hpp"
@@ -293,37 +294,6 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
 
 namespace {
 
-// "1s -> 2s" and friends, for the log line of a reload.
-template <class T>
-void note_change(std::vector<std::string>& out, const std::string& what, const T& from, const T& to,
-                 std::string (*show)(const T&)) {
-  if (!(from == to)) out.push_back(what + " " + show(from) + " -> " + show(to));
-}
-std::string show_duration(const Millis& d) {
-  return format_duration(d);
-}
-std::string show_int(const int& n) {
-  return n == 0 ? "auto" : std::to_string(n);
-}
-std::string show_count(const std::int64_t& n) {
-  return std::to_string(n);
-}
-std::string show_string(const std::string& s) {
-  return s.empty() ? "\"\"" : s;
-}
-std::string show_list(const std::vector<std::string>& l) {
-  std::string out = "[";
-  for (auto& s : l) out += (out.size() > 1 ? ", " : "") + s;
-  return out + "]";
-}
-std::string show_level(const LogLevel& l) {
-  return std::string(to_string(l));
-}
-
-std::string show_bind(const BindAddress& b) {
-  return b.str();
-}
-
 const PluginEntry* find_sensor(const Config& cfg, const std::string& name) {
   for (auto& e : cfg.sensors)
     if (e.name == name) return &e;
@@ -537,51 +507,14 @@ class RunningAgent {
     for (auto& e : cfg_.routes)
       if (!find_route(next, e.path)) changes.push_back("route " + e.path + " removed");
 
-    const auto& c0 = cfg_.collector;
-    const auto& c1 = next.collector;
-    note_change(changes, "collector.interval", c0.interval, c1.interval, &show_duration);
-    note_change(changes, "collector.retention", c0.retention, c1.retention, &show_duration);
-    note_change(changes, "collector.stale_after", c0.stale_after, c1.stale_after, &show_duration);
-    note_change(changes, "collector.commit_interval", c0.commit_interval, c1.commit_interval,
-                &show_duration);
-    note_change(changes, "collector.max_series_per_sensor", c0.max_series_per_sensor,
-                c1.max_series_per_sensor, &show_count);
-    // Port 0 ("any free port") keeps the port it got: only another address is a move.
-    HttpSettings http = http_settings(next);
-    BindAddress bound = cfg_.http.bind;
-    bound.port = server_->port();
-    if (http.bind.port == 0 && http.bind.host == bound.host && http.bind.ipv6 == bound.ipv6)
-      http.bind.port = bound.port;
-    note_change(changes, "http.bind", bound, http.bind, &show_bind);
-    note_change(changes, "http.threads", cfg_.http.threads, next.http.threads, &show_int);
-    note_change(changes, "http.keep_alive", cfg_.http.keep_alive, next.http.keep_alive,
-                &show_duration);
-    note_change(changes, "http.max_connections", cfg_.http.max_connections,
-                next.http.max_connections, &show_int);
-    note_change(changes, "http.cors_origins", cfg_.http.cors_origins, next.http.cors_origins,
-                &show_list);
-    if (!(cfg_.http.auth == next.http.auth))
-      changes.push_back(
-          std::string("http.auth changed (") +
-          (next.http.auth.enabled()
-               ? "on: " + std::to_string(next.http.auth.basic_users.size()) + " users, " +
-                     std::to_string(next.http.auth.bearer_token_hashes.size()) + " bearer tokens"
-               : "off") +
-          ")");
-    if (!(cfg_.http.tls == next.http.tls)) {
-      const auto& a = cfg_.http.tls;
-      const auto& b = next.http.tls;
-      changes.push_back(std::string("http.tls changed (") +
-                        (!b.enabled() ? "off"
-                         : a.cert_file == b.cert_file && a.key_file == b.key_file
-                             ? "certificate or key renewed"
-                             : "on: " + b.cert_file) +
-                        ")");
-    }
-    note_change(changes, "agent.log_level", cfg_.agent.log_level, next.agent.log_level,
-                &show_level);
-    note_change(changes, "agent.plugin_dir", cfg_.agent.plugin_dir, next.agent.plugin_dir,
-                &show_string);
+    // Port 0 ("any free port") keeps the port it got: only another address is a move. The
+    // running configuration is compared as it runs, on the port it got.
+    cfg_.http.bind.port = server_->port();
+    if (next.http.bind.port == 0 && next.http.bind.host == cfg_.http.bind.host &&
+        next.http.bind.ipv6 == cfg_.http.bind.ipv6)
+      next.http.bind.port = cfg_.http.bind.port;
+    for (auto& c : setting_changes(cfg_, next)) changes.push_back(std::move(c));
+    const HttpSettings http = http_settings(next);
 
     // Outputs are made anew (a running one keeps no state but its cursor, which is in the
     // store): every entry of `next`, created here, started once nothing else can fail.

@@ -95,3 +95,65 @@ TEST_CASE("schema: config/kiwi-agent.toml shows every setting with a comment on 
       CHECK(text.find("\n# " + std::string(row.spec.key) + " = ") != std::string_view::npos);
     }
 }
+
+TEST_CASE(
+    "schema: a reload's log line lists each changed setting from the rows, worded as before") {
+  const Config was = load_config_text("[http]\nthreads = 1\n", "a.toml", "/x");
+  CHECK(setting_changes(was, was).empty());
+  CHECK(setting_changes(was, load_config_text("[http]\nthreads = 1\n", "b.toml", "/x")).empty());
+  const Config now = load_config_text(R"(
+[agent]
+log_level = "warn"
+plugin_dir = "/plugins"
+data_dir = "/elsewhere"
+[http]
+bind = "0.0.0.0:9000"
+threads = 3
+keep_alive = "30s"
+max_connections = 100
+cors_origins = ["http://board.local", "https://b"]
+[http.auth]
+basic_users = { prometheus = "$2b$10$xbVenhPcxQVYW/yjg3pCAuSnXtBgJHldnmAzGr12Bn5MPsLmz9ZEa" }
+[collector]
+interval = "2s"
+retention = "1h"
+stale_after = "5s"
+commit_interval = "4m"
+max_series_per_sensor = 10
+)",
+                                      "b.toml", "/x");
+  // Schema order; data_dir takes a restart (check_reloadable refuses it), so it is not listed.
+  CHECK(setting_changes(was, now) == std::vector<std::string>{
+                                         "agent.plugin_dir /x/" KIWI_PLUGIN_DIR_FROM_BINDIR
+                                         " -> /plugins",
+                                         "agent.log_level info -> warn",
+                                         "http.bind 127.0.0.1:8095 -> 0.0.0.0:9000",
+                                         "http.threads 1 -> 3",
+                                         "http.keep_alive 5s -> 30s",
+                                         "http.max_connections 256 -> 100",
+                                         "http.cors_origins [] -> [http://board.local, https://b]",
+                                         "http.auth changed (on: 1 users, 0 bearer tokens)",
+                                         "collector.interval 1s -> 2s",
+                                         "collector.retention 1d -> 1h",
+                                         "collector.stale_after 3s -> 5s",
+                                         "collector.commit_interval 10s -> 4m",
+                                         "collector.max_series_per_sensor 5000 -> 10",
+                                     });
+  const Config back = load_config_text("[http]\nthreads = \"auto\"\n", "c.toml", "/x");
+  CHECK(setting_changes(now, back) ==
+        std::vector<std::string>{
+            "agent.plugin_dir /plugins -> /x/" KIWI_PLUGIN_DIR_FROM_BINDIR,
+            "agent.log_level warn -> info",
+            "http.bind 0.0.0.0:9000 -> 127.0.0.1:8095",
+            "http.threads 3 -> auto",
+            "http.keep_alive 30s -> 5s",
+            "http.max_connections 100 -> 256",
+            "http.cors_origins [http://board.local, https://b] -> []",
+            "http.auth changed (off)",
+            "collector.interval 2s -> 1s",
+            "collector.retention 1h -> 1d",
+            "collector.stale_after 5s -> 3s",
+            "collector.commit_interval 4m -> 10s",
+            "collector.max_series_per_sensor 10 -> 5000",
+        });
+}
