@@ -57,9 +57,10 @@ std::string host_name() {
 TEST_CASE(
     "remote write: a real Prometheus receives the agent's series, named as /metrics names them") {
   Prometheus prom(kRemoteWriteConfig, {"--web.enable-remote-write-receiver"});
-  Agent agent("[[remote_write]]\nurl = \"" + prom.url() +
-              "\"\ninterval = \"1s\"\nseries = [\"memory_*\", \"cpu_core_usage_ratio\"]\n"
-              "labels = { board = \"kiwipi\" }\n");
+  Agent agent(
+      "[[remote_write]]\ninterval = \"1s\"\nseries = [\"memory_*\", \"cpu_core_usage_ratio\"]\n"
+      "options = { url = \"" +
+      prom.url() + "\", labels = { board = \"kiwipi\" } }\n");
   INFO(agent.stderr_text());
   std::vector<std::pair<std::map<std::string, std::string>, double>> r;
   REQUIRE(eventually(
@@ -89,8 +90,10 @@ TEST_CASE(
     "remote write: after Prometheus is down for 40 s, every sample of the outage reaches it, in "
     "order") {
   Prometheus prom(kRemoteWriteConfig, {"--web.enable-remote-write-receiver"});
-  Agent agent("[[remote_write]]\nurl = \"" + prom.url() +
-              "\"\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n");
+  Agent agent(
+      "[[remote_write]]\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n"
+      "options = { url = \"" +
+      prom.url() + "\" }\n");
   INFO(agent.stderr_text());
   REQUIRE(eventually([&] { return !prom.query("kiwi_memory_available_bytes").empty(); }, 30s));
   const double down_at = unix_now();
@@ -135,8 +138,8 @@ TEST_CASE(
   Receiver rx([](int) { return 400; });
   TempDir secrets;
   write_text(secrets.path / "rw.pass", "s3cret\n");
-  Agent agent("[[remote_write]]\nurl = \"" + rx.url() +
-              "\"\ninterval = \"1s\"\nheaders = { \"X-Scope-OrgID\" = \"pi\" }\n"
+  Agent agent("[[remote_write]]\ninterval = \"1s\"\n[remote_write.options]\nurl = \"" + rx.url() +
+              "\"\nheaders = { \"X-Scope-OrgID\" = \"pi\" }\n"
               "basic_auth = { username = \"kiwi\", password_file = \"" +
               (secrets.path / "rw.pass").string() + "\" }\n");
   INFO(agent.stderr_text());
@@ -176,8 +179,10 @@ TEST_CASE(
     "remote write: a receiver answering 429 loses nothing: the refused samples come again, oldest "
     "first") {
   Receiver rx([](int n) { return n < 4 ? 429 : 200; });
-  Agent agent("[[remote_write]]\nurl = \"" + rx.url() +
-              "\"\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n");
+  Agent agent(
+      "[[remote_write]]\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n"
+      "options = { url = \"" +
+      rx.url() + "\" }\n");
   INFO(agent.stderr_text());
   REQUIRE(eventually(
       [&] {
@@ -227,8 +232,8 @@ TEST_CASE("remote write: a receiver that never answers delays neither ticks nor 
   Agent plain;
   const double without = worst(plain);
   Receiver rx([](int) { return 0; });  // accepts, reads, never answers
-  Agent agent("[[remote_write]]\nurl = \"" + rx.url() +
-              "\"\ninterval = \"1s\"\ntimeout = \"5s\"\n");
+  Agent agent("[[remote_write]]\ninterval = \"1s\"\noptions = { url = \"" + rx.url() +
+              "\", timeout = \"5s\" }\n");
   INFO(agent.stderr_text());
   REQUIRE(eventually([&] { return !rx.requests().empty(); }, 20s));  // a write is hanging now
   const double with = worst(agent);
@@ -244,16 +249,26 @@ TEST_CASE("remote write: a receiver that never answers delays neither ticks nor 
 TEST_CASE(
     "remote write: SIGHUP moves an output to another receiver, which goes on from the cursor") {
   Receiver a([](int) { return 200; }), b([](int) { return 200; });
+  // Written flat, the shape before options = {...}: it works, with a warning naming the new one.
   const std::string rest = "\"\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n";
   Agent agent("[[remote_write]]\nurl = \"" + a.url() + rest);
   INFO(agent.stderr_text());
   REQUIRE(eventually([&] { return a.requests().size() >= 3; }, 20s));
+  // The [[remote_write]] header is line 10 of the file the harness writes.
+  const std::string warning = "warn: " + agent.config_path().string() +
+                              ":10:1: remote_write: options given flat in the table; put them in "
+                              "options = { url = ... } (the flat shape still works)";
+  CHECK_THAT(agent.stderr_text(), Catch::Contains(warning));
   // A bad option: the reload fails with the place, and the running output goes on.
   agent.write_config("[[remote_write]]\nurl = \"" + b.url() + rest + "compression = \"zstd\"\n");
   const std::string failed = agent.reload();
   CHECK(failed.find("remote_write.compression: unknown option") != std::string::npos);
   CHECK(failed.find("kiwi.toml:") != std::string::npos);
-  agent.write_config("[[remote_write]]\nurl = \"" + b.url() + rest);
+  // The same output in the new shape: it goes on from the cursor.
+  agent.write_config(
+      "[[remote_write]]\ninterval = \"1s\"\nseries = [\"memory_available_bytes\"]\n"
+      "options = { url = \"" +
+      b.url() + "\" }\n");
   const std::string verdict = agent.reload();
   CHECK(verdict.find("info: reloaded") != std::string::npos);
   REQUIRE(eventually([&] { return b.requests().size() >= 3; }, 20s));

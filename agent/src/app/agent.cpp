@@ -16,8 +16,8 @@
 
 #include "app/service_notify.hpp"
 #include "base/files.hpp"
-#include "config/schema.hpp"
 #include "collect/collector.hpp"
+#include "config/schema.hpp"
 #include "http/http_server.hpp"
 #include "http/router.hpp"
 #include "output/output.hpp"
@@ -247,6 +247,7 @@ void block_signals() {
 }
 
 int check_config(const Config& cfg, StderrLogger& log) {
+  for (auto& w : cfg.warnings) log.warn(w);
   try {
     PluginLoader loader(cfg, log);
     SnapshotHolder holder;
@@ -369,6 +370,7 @@ class RunningAgent {
     log_.info("received SIGHUP: reloading " + cfg_.source);
     try {
       Config next = reread();
+      for (auto& w : next.warnings) log_.warn(w);
       check_reloadable(cfg_, next);
       apply(std::move(next), began);
     } catch (const std::exception& e) {
@@ -583,6 +585,7 @@ int run_agent(const Config& initial, StderrLogger& log, const std::function<Conf
   block_signals();  // already blocked by main(); again for callers that did not
   sigset_t signals = handled_signals();
   log.set_level(initial.agent.log_level);
+  for (auto& w : initial.warnings) log.warn(w);
   // Before any thread starts: it takes systemd's variables out of the environment.
   const ServiceNotifier service = ServiceNotifier::from_environment();
 

@@ -363,14 +363,24 @@ class Reader {
     const std::string name(kind.kind);
     PluginEntry e = entry_defaults(kind.kind);
     e.pos = e.plugin_pos = pos_of(file_, t.source());
-    // [[remote_write]]: the keys that are not the agent's are the output plugin's options,
-    // checked against its option table when it is loaded.
-    const bool flat = kind.kind == "remote_write";
-    if (flat) e.options = option_table(t);
-    for (auto& [key, node] : t)
-      if (!flat && !find_row(kind.rows, key.str()))
+    // [[remote_write]] without `options`: keys that are not the agent's are the output plugin's
+    // options given flat in the table, the shape before options = {...}.
+    const bool flat_allowed = kind.kind == "remote_write" && !t.contains("options");
+    std::string flat;
+    for (auto& [key, node] : t) {
+      if (find_row(kind.rows, key.str())) continue;
+      if (!flat_allowed)
         throw ConfigError(pos_of(file_, key.source()), name + "." + std::string(key.str()),
                           "unknown key; accepted here: " + keys_of(kind.rows));
+      flat += (flat.empty() ? "" : ", ") + std::string(key.str()) + " = ...";
+    }
+    if (!flat.empty()) {  // still read, the plugin's keys checked against its table at load
+      e.options = option_table(t);
+      e.options_flat = true;
+      cfg_.warnings.push_back(e.pos.str() + ": " + name +
+                              ": options given flat in the table; put them in options = { " + flat +
+                              " } (the flat shape still works)");
+    }
     for (auto& row : kind.rows) {
       const std::string key = name + "." + std::string(row.spec.key);
       if (const toml::node* n = t.get(row.spec.key)) {

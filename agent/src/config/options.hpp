@@ -22,7 +22,8 @@ struct InvalidDefault : std::runtime_error {
 
 // Checks the TOML table `given` (null: none given) against `info.options` and fills in the
 // defaults. `where` prefixes a key in messages ("sensor" -> "sensor.options.<key>";
-// "remote_write." -> "remote_write.<key>"); `host_keys` are skipped (not options). Throws
+// "remote_write." -> "remote_write.<key>", for options given flat beside the agent's keys);
+// `host_keys` are skipped (not options). Throws
 // ConfigError at the offending key, InvalidDefault for a default of the table that does not fit.
 Options validate_options(const PluginInfo& info, const OptionTable* given, const std::string& file,
                          const std::string& where,

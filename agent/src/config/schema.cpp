@@ -450,6 +450,7 @@ constexpr HostOption kRemoteWrite[] = {
     {.spec = {"max_samples", OptionType::integer, "10000", "samples per request at most", true, 100,
               1'000'000},
      .field = host_field<&PluginEntry::max_samples>()},
+    kOptions,
 };
 
 constexpr HostEntry kEntries[] = {

@@ -20,6 +20,7 @@
 #include "base/log.hpp"
 #include "base/size.hpp"
 #include "config/options.hpp"
+#include "config/schema.hpp"
 #include "plugin/c_handler.hpp"
 
 namespace kiwi::agent {
@@ -410,7 +411,15 @@ PluginInstance<Output> PluginLoader::create_output(const PluginEntry& entry,
                                                    std::string_view agent_version) {
   PluginInstance<Output> inst;
   inst.library = open(PluginKind::output, entry);
-  inst.options = options_of(*inst.library, entry, "remote_write.", kOutputHostKeys);
+  if (entry.options_flat) {
+    // The agent's keys beside the plugin's in the entry's table: "remote_write.<key>".
+    std::vector<std::string_view> host_keys;
+    for (auto& row : host_entry("remote_write").rows)
+      if (!row.plugin_options) host_keys.push_back(row.spec.key);
+    inst.options = options_of(*inst.library, entry, "remote_write.", host_keys);
+  } else {
+    inst.options = options_of(*inst.library, entry, "remote_write");
+  }
   inst.log = std::make_unique<PrefixLogger>(log_, "remote_write " + entry.name);
   try {
     inst.object = std::make_unique<COutput>(*inst.library->descriptor->c, inst.library, entry.name,

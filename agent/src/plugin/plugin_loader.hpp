@@ -124,7 +124,8 @@ class PluginLoader {
                                        std::string_view sysfs);
   PluginInstance<Handler> create_handler(const PluginEntry& entry, const DataSource& data,
                                          std::string_view agent_version);
-  // A [[remote_write]] entry: its table's keys other than kOutputHostKeys are the plugin's.
+  // A [[remote_write]] entry: its options = {...}, or (options_flat) its table's keys other than
+  // the agent's (config/schema.hpp).
   PluginInstance<Output> create_output(const PluginEntry& entry, std::string_view host_name,
                                        std::string_view agent_version);
 
@@ -137,11 +138,6 @@ class PluginLoader {
   Logger& log_;
   std::shared_ptr<LibraryCache> cache_;
 };
-
-// The keys of a [[remote_write]] table the agent reads itself (config.cpp); the rest are the
-// output plugin's options.
-inline constexpr std::string_view kOutputHostKeys[] = {"name", "plugin", "interval", "series",
-                                                       "max_samples"};
 
 // The directory of the running executable: what "$ORIGIN" in a configured path stands for.
 std::string program_directory();

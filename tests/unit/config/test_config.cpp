@@ -515,6 +515,40 @@ TEST_CASE(
       error_of("remote_write = 1\n").starts_with("kiwi.toml:1:16: remote_write: must be an array"));
 }
 
+TEST_CASE("config: [[remote_write]] takes its plugin's options in options = {...}, as sensors do") {
+  Config c = load(
+      "[[remote_write]]\nname = \"a\"\ninterval = \"30s\"\n"
+      "options = { url = \"http://a/api/v1/write\", timeout = \"2s\" }\n"
+      "[[remote_write]]\nname = \"b\"\n[remote_write.options]\nurl = \"http://b/\"\n");
+  REQUIRE(c.outputs.size() == 2);
+  CHECK(c.warnings.empty());
+  CHECK(c.outputs[0].interval == Millis(30'000));
+  REQUIRE(c.outputs[0].options);
+  CHECK_FALSE(c.outputs[0].options_flat);
+  CHECK(toml_table(*c.outputs[0].options).size() == 2);  // the sub-table alone
+  CHECK(toml_table(*c.outputs[1].options).contains("url"));
+  CHECK(error_of("[[remote_write]]\noptions = \"x\"\n") ==
+        "kiwi.toml:2:11: remote_write.options: must be a table");
+  // Both shapes at once: a key beside options = {...} is not the plugin's.
+  CHECK(error_of("[[remote_write]]\nurl = \"http://a/\"\noptions = { timeout = \"2s\" }\n") ==
+        "kiwi.toml:2:1: remote_write.url: unknown key; accepted here: plugin, name, interval, "
+        "series, max_samples, options");
+}
+
+TEST_CASE("config: the flat [[remote_write]] still works, with one warning naming the new shape") {
+  Config c = load(
+      "[agent]\nlog_level = \"info\"\n\n[[remote_write]]\nname = \"a\"\nurl = \"http://a/\"\n"
+      "timeout = \"2s\"\n[[remote_write]]\nname = \"b\"\n");
+  REQUIRE(c.outputs.size() == 2);
+  CHECK(c.outputs[0].options_flat);
+  CHECK(toml_table(*c.outputs[0].options).contains("url"));
+  CHECK_FALSE(c.outputs[1].options_flat);  // no options at all: nothing to say
+  CHECK(c.warnings ==
+        std::vector<std::string>{
+            "kiwi.toml:4:1: remote_write: options given flat in the table; put them in options = "
+            "{ timeout = ..., url = ... } (the flat shape still works)"});
+}
+
 TEST_CASE("config: text on which toml++ 3.3 trips its own assertion is a ConfigError (exit 2)") {
   // Found by the config fuzzer (tests/fuzz/corpus/config/toml-assert): a debug build of toml++
   // aborts in an assertion; the release build reports a parse error, and so it must stay.

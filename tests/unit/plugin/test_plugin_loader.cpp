@@ -702,6 +702,29 @@ TEST_CASE("C ABI: an option out of its declared range is the user's error, at fi
         "kiwi.toml:2:9: sensor.options.scale: out of range: 0..1000");
 }
 
+TEST_CASE("loader: a [[remote_write]]'s options are checked in either shape, named as written") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  auto error_of_output = [&](const std::string& toml) -> std::string {
+    const Config cfg = load_config_text(toml, "kiwi.toml", "/x");
+    try {
+      loader.create_output(cfg.outputs.at(0), "host", "0");
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(error_of_output("[[remote_write]]\noptions = { url = \"http://127.0.0.1:9/\" }\n").empty());
+  CHECK(error_of_output("[[remote_write]]\nurl = \"http://127.0.0.1:9/\"\n").empty());
+  CHECK(error_of_output("[[remote_write]]\noptions = { url = \"http://a/\", compression = 1 }\n") ==
+        "kiwi.toml:2:32: remote_write.options.compression: unknown option for plugin "
+        "remote_write; accepted: url, timeout, headers, basic_auth, labels");
+  CHECK(error_of_output("[[remote_write]]\nurl = \"http://a/\"\ncompression = 1\n") ==
+        "kiwi.toml:3:1: remote_write.compression: unknown option for plugin remote_write; "
+        "accepted: url, timeout, headers, basic_auth, labels, plugin, name, interval, series, "
+        "max_samples");
+}
+
 TEST_CASE("C ABI: an option with choices (ABI 1.3) refuses another word, listing them") {
   NullLogger log;
   PluginLoader loader(KIWI_PLUGIN_DIR, log);
