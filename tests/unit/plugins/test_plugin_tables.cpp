@@ -4,15 +4,19 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
 
+#include "config/options.hpp"
 #include "cpu_sensor.hpp"
 #include "diskio_sensor.hpp"
+#include "markdown_support.hpp"
 #include "memory_sensor.hpp"
 #include "network_sensor.hpp"
 #include "plugin/metric_check.hpp"
+#include "plugin/plugin_loader.hpp"
 #include "sensor_test_util.hpp"
 #include "storage_sensor.hpp"
 #include "thermal_sensor.hpp"
@@ -66,28 +70,6 @@ std::set<std::string> label_names(std::string_view comma_list) {
     comma_list.remove_prefix(std::min(comma + 1, comma_list.size()));
   }
   return out;
-}
-
-std::string_view type_word(kiwi::OptionType type) {
-  switch (type) {
-    case kiwi::OptionType::boolean:
-      return "boolean";
-    case kiwi::OptionType::integer:
-      return "integer";
-    case kiwi::OptionType::number:
-      return "number";
-    case kiwi::OptionType::string:
-      return "string";
-    case kiwi::OptionType::string_list:
-      return "string list";
-    case kiwi::OptionType::duration:
-      return "duration";
-    case kiwi::OptionType::size:
-      return "size";
-    case kiwi::OptionType::string_table:
-      return "table of strings";
-  }
-  return "?";
 }
 
 }  // namespace
@@ -151,7 +133,7 @@ TEST_CASE("plugins: the README documents every option, its type and default, and
       INFO(option.key);
       // A row of the Configuration table: | `key` | type | default | meaning |
       const std::string row =
-          "| `" + std::string(option.key) + "` | " + std::string(type_word(option.type)) + " |";
+          "| `" + std::string(option.key) + "` | " + kiwi::agent::option_type_text(option) + " |";
       CHECK_THAT(readme, Catch::Contains(row));
     }
     // The README's TOML example shows every option with its default, as sample.toml does.
@@ -159,6 +141,55 @@ TEST_CASE("plugins: the README documents every option, its type and default, and
     for (const auto& metric : plugin.metrics) {
       INFO(metric.name);
       CHECK_THAT(readme, Catch::Contains("`" + std::string(metric.name) + "`"));
+    }
+  }
+}
+
+TEST_CASE("plugins: each plugin's README shows its options as its option table declares them") {
+  // Every plugin the build makes, as the agent loads it: sensors, handlers and outputs.
+  struct NullLogger final : kiwi::Logger {
+    void log(kiwi::LogLevel, std::string_view) override {}
+  } log;
+  kiwi::agent::PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  std::vector<std::string> files;
+  for (auto& f : std::filesystem::directory_iterator(KIWI_PLUGIN_DIR))
+    if (f.path().extension() == ".so") files.push_back(f.path().string());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 15);
+  for (const auto& file : files) {
+    kiwi::agent::PluginEntry entry;
+    entry.plugin = file;
+    const auto lib = loader.open(std::nullopt, entry);
+    const std::string name(lib->info->name);
+    const std::string dir = lib->info->kind == kiwi::PluginKind::handler ? "handlers" : "plugins";
+    const std::string readme = read_text(fixture("../../" + dir + "/" + name + "/README.md"));
+    INFO(dir << "/" << name << "/README.md");
+    // The rows of its tables headed | option | type | default | ...
+    std::map<std::string, std::pair<std::vector<std::string>, int>> shown;
+    for (auto& table : kiwi::test::markdown_tables(readme)) {
+      if (table.header.size() < 3 || table.header[0] != "option" || table.header[1] != "type" ||
+          table.header[2] != "default")
+        continue;
+      for (std::size_t i = 0; i < table.rows.size(); ++i)
+        shown[kiwi::test::unquoted(table.rows[i].at(0))] = {table.rows[i], table.lines[i]};
+    }
+    CHECK(shown.size() == lib->info->options.size());  // no row the table does not have
+    for (const auto& option : lib->info->options) {
+      INFO(option.key);
+      const auto it = shown.find(std::string(option.key));
+      REQUIRE(it != shown.end());
+      INFO("line " << it->second.second);
+      const auto& cells = it->second.first;
+      CHECK(cells.at(1) == kiwi::agent::option_type_text(option));
+      // The default as the row writes it, then any words; or, for a long list, "the list above"
+      // when the README's example shows it.
+      const std::string literal = "`" + std::string(option.default_toml) + "`";
+      const std::string& cell = cells.at(2);
+      const bool as_row = cell == literal || cell.starts_with(literal + " ");
+      const bool above = cell == "the list above" &&
+                         kiwi_sensor_test::keys_missing_from(readme, {&option, 1}).empty();
+      CHECK((as_row || above));
+      if (!as_row && !above) CHECK(cell == literal);  // what it should say
     }
   }
 }
