@@ -135,14 +135,17 @@ std::string host_problem(const HostOption& row, const Misfit& why) {
   switch (why.kind) {
     case Misfit::Kind::item:
       return repr + " is not a string";
-    case Misfit::Kind::form:  // only durations here
+    case Misfit::Kind::form:
+      if (spec.type != OptionType::duration)  // a size: no host row has one yet
+        return given + " is not a " + std::string(option_type_name(spec.type));
       return given +
              " is not a duration; use a whole number with ms, s, m, h or d, e.g. \"500ms\", "
              "\"1s\", \"24h\"" +
              durations();
     case Misfit::Kind::range:
       if (spec.type == OptionType::duration) return given + " is out of range" + durations();
-      return repr + " is out of range; accepted: " + integers();
+      return repr + " is out of range; accepted: " +
+             (spec.type == OptionType::integer ? integers() : option_range_text(spec));
     case Misfit::Kind::choice: {
       std::string words;
       const auto choices = option_choices(spec);
@@ -276,7 +279,7 @@ class Reader {
     return kind == "sensor" ? cfg_.sensors : kind == "route" ? cfg_.routes : cfg_.outputs;
   }
 
-  // A table of the configuration ([http], or [http.auth] with its full name), in the file's order.
+  // A table of the configuration ([http], or [http.auth] with its full name), key by key.
   void read_section(const HostSection& section, const toml::node& node) {
     const std::string name(section.name);
     const toml::table* t = node.as_table();
