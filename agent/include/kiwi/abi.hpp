@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kiwi/plugin.hpp"
+#include "kiwi/views.hpp"
 
 namespace kiwi::abi {
 
@@ -32,22 +33,6 @@ static_assert(static_cast<std::uint32_t>(PluginKind::sensor) == KIWI_KIND_SENSOR
               static_cast<std::uint32_t>(PluginKind::handler) == KIWI_KIND_HANDLER &&
               static_cast<std::uint32_t>(PluginKind::output) == KIWI_KIND_OUTPUT);
 
-inline kiwi_str str(std::string_view s) {
-  return {s.data(), s.size()};
-}
-inline std::string_view view(kiwi_str s) {
-  return s.size ? std::string_view(s.data, s.size) : std::string_view();
-}
-
-inline kiwi_metric_spec metric_row(const MetricSpec& m) {
-  return {str(m.name),
-          static_cast<std::uint32_t>(m.unit),
-          static_cast<std::uint32_t>(m.kind),
-          str(m.labels),
-          str(m.help),
-          str(m.rate)};
-}
-
 // The agent's logger for one instance.
 class HostLogger final : public Logger {
  public:
@@ -59,33 +44,6 @@ class HostLogger final : public Logger {
  private:
   const kiwi_host* host_;
 };
-
-// The agent's validated option rows as kiwi::Options.
-inline Options options_from(const kiwi_option_value* values, std::size_t count) {
-  std::vector<OptionValue> out;
-  out.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    const auto& c = values[i];
-    OptionValue v;
-    v.key = std::string(view(c.key));
-    v.type = static_cast<OptionType>(c.type);
-    v.boolean = c.boolean != 0;
-    v.integer = c.integer;
-    v.number = c.number;
-    v.string = std::string(view(c.string));
-    if (v.type == OptionType::string_table) {
-      for (std::size_t j = 0; j + 1 < c.string_count; j += 2)
-        v.table.emplace_back(view(c.strings[j]), view(c.strings[j + 1]));
-    } else {
-      for (std::size_t j = 0; j < c.string_count; ++j)
-        v.string_list.emplace_back(view(c.strings[j]));
-    }
-    v.duration = std::chrono::milliseconds(c.integer);
-    v.size = static_cast<std::uint64_t>(c.integer);
-    out.push_back(std::move(v));
-  }
-  return Options(std::move(out));
-}
 
 // Calls `fn`, turning an exception into a refusal; nullptr then.
 template <class Fn>
@@ -121,9 +79,7 @@ struct Descriptor {
   Descriptor(PluginKind kind, std::string_view name, std::string_view description,
              std::span<const OptionSpec> option_table, std::span<const MetricSpec> metric_table,
              const Functions& fn) {
-    for (const auto& o : option_table)
-      options.push_back({str(o.key), static_cast<std::uint32_t>(o.type), str(o.default_toml),
-                         str(o.description), o.has_range ? 1u : 0u, o.min, o.max, str(o.choices)});
+    for (const auto& o : option_table) options.push_back(option_row(o));
     for (const auto& m : metric_table) metrics.push_back(metric_row(m));
     plugin.abi_major = KIWI_ABI_MAJOR;
     plugin.abi_minor = KIWI_ABI_MINOR;

@@ -297,181 +297,6 @@ inline Response Response::error(int status, std::string_view message, std::strin
 
 namespace kiwi::abi {
 
-// Row `i` of a C array whose rows are `row_size` bytes (the agent's sizeof, maybe larger than
-// this SDK's: members it added at the end are skipped).
-template <class Row>
-const Row& row_at(const Row* rows, std::size_t row_size, std::size_t i) {
-  return *reinterpret_cast<const Row*>(reinterpret_cast<const unsigned char*>(rows) + i * row_size);
-}
-
-inline std::vector<std::pair<std::string, std::string>> labels_from(const kiwi_label* labels,
-                                                                    std::size_t count) {
-  std::vector<std::pair<std::string, std::string>> out;
-  out.reserve(count);
-  for (std::size_t i = 0; i < count; ++i)
-    out.emplace_back(view(labels[i].name), view(labels[i].value));
-  return out;
-}
-
-inline MetricKind kind_from(std::uint32_t kind) {
-  return kind == KIWI_COUNTER ? MetricKind::counter : MetricKind::gauge;
-}
-
-// Fills `s` with the agent's snapshot view `c` (copied: the view goes at release), reusing what
-// `s` already holds: a snapshot filled before, of the same sensors and series, takes in a new
-// sample without allocating (each string and row is assigned over its own storage).
-inline void assign_snapshot(Snapshot& s, const kiwi_snapshot& c) {
-  s.sequence = c.sequence;
-  s.timestamp = c.timestamp;
-  s.interval_seconds = c.interval_seconds;
-  s.stale_after_seconds = c.stale_after_seconds;
-  s.started_at = c.started_at;
-  s.host.assign(view(c.host));
-  s.agent_version.assign(view(c.agent_version));
-  s.sensors.resize(c.sensor_count);
-  for (std::size_t i = 0; i < c.sensor_count; ++i) {
-    const auto& r = row_at(c.sensors, c.sensor_report_size, i);
-    SensorReport& out = s.sensors[i];
-    out.name.assign(view(r.name));
-    out.plugin.assign(view(r.plugin));
-    out.state = r.state == KIWI_SENSOR_OK        ? SensorState::ok
-                : r.state == KIWI_SENSOR_NO_DATA ? SensorState::no_data
-                                                 : SensorState::error;
-    out.message.assign(view(r.message));
-    out.timestamp = r.timestamp;
-    out.duration_seconds = r.duration_seconds;
-    out.errors_total = r.errors_total;
-    out.invalid_metrics_total = r.invalid_metrics_total;
-    out.series_refused_total =
-        KIWI_HAS_MEMBER(&r, kiwi_sensor_report, series_refused_total) ? r.series_refused_total : 0;
-    out.metrics.resize(r.metric_count);
-    for (std::size_t j = 0; j < r.metric_count; ++j) {
-      const auto& m = r.metrics[j];
-      MetricValue& v = out.metrics[j];
-      v.name.assign(view(m.name));
-      v.labels.resize(m.label_count);
-      for (std::size_t k = 0; k < m.label_count; ++k) {
-        v.labels[k].first.assign(view(m.labels[k].name));
-        v.labels[k].second.assign(view(m.labels[k].value));
-      }
-      v.value = m.value;
-      v.unit.assign(to_string(static_cast<Unit>(m.unit)));
-      v.kind = kind_from(m.kind);
-    }
-  }
-}
-
-// The agent's snapshot view as a Snapshot the plugin owns (copied: the view goes at release).
-inline std::shared_ptr<const Snapshot> snapshot_from(const kiwi_snapshot& c) {
-  auto s = std::make_shared<Snapshot>();
-  assign_snapshot(*s, c);
-  return s;
-}
-
-// A plugin's metric table copied out of a stats view: PluginStatus::metrics points into it, and
-// PluginStatus::library keeps it as long as any copy of that status lives.
-struct MetricTable {
-  std::vector<std::string> text;  // reserved up front: `specs` points into these strings
-  std::vector<MetricSpec> specs;
-};
-
-inline AgentStats stats_from(const kiwi_stats& c) {
-  AgentStats s;
-  s.version = std::string(view(c.version));
-  s.started_at = c.started_at;
-  s.ticks = c.ticks;
-  s.missed_ticks = c.missed_ticks;
-  s.store_write_errors = c.store_write_errors;
-  s.store_failing_writes = c.store_failing_writes;
-  s.store_last_error = std::string(view(c.store_last_error));
-  s.snapshot_file = std::string(view(c.snapshot_file));
-  s.snapshot_file_errors = c.snapshot_file_errors;
-  s.snapshot_file_failing = c.snapshot_file_failing;
-  s.snapshot_file_last_error = std::string(view(c.snapshot_file_last_error));
-  s.plugins.reserve(c.plugin_count);
-  for (std::size_t i = 0; i < c.plugin_count; ++i) {
-    const auto& p = row_at(c.plugins, c.plugin_status_size, i);
-    PluginStatus& out = s.plugins.emplace_back();
-    out.name = std::string(view(p.name));
-    out.kind = static_cast<PluginKind>(p.kind);
-    out.plugin = std::string(view(p.plugin));
-    out.file = std::string(view(p.file));
-    out.abi_major = p.abi_major;
-    out.abi_minor = p.abi_minor;
-    if (p.metric_count == 0) continue;
-    auto table = std::make_shared<MetricTable>();
-    table->text.reserve(3 * p.metric_count);
-    table->specs.reserve(p.metric_count);
-    auto keep = [&](kiwi_str t) -> std::string_view { return table->text.emplace_back(view(t)); };
-    for (std::size_t j = 0; j < p.metric_count; ++j) {
-      const auto& m = row_at(p.metrics, p.metric_spec_size, j);
-      const std::string_view name = keep(m.name), labels = keep(m.labels), help = keep(m.help);
-      table->specs.push_back(
-          {name, static_cast<Unit>(m.unit), static_cast<MetricKind>(m.kind), labels, help});
-    }
-    out.metrics = table->specs;
-    out.library = std::move(table);
-  }
-  s.http_requests.reserve(c.http_request_count);
-  for (std::size_t i = 0; i < c.http_request_count; ++i) {
-    const auto& r = c.http_requests[i];
-    s.http_requests.push_back({std::string(view(r.route)), r.status, r.count});
-  }
-  s.config.generation = c.config_generation;
-  s.config.loaded_at = c.config_loaded_at;
-  s.config.source = std::string(view(c.config_source));
-  s.config.reload_status = std::string(view(c.reload_status));
-  s.config.reload_at = c.reload_at;
-  s.config.reload_message = std::string(view(c.reload_message));
-  s.config.reloads_ok = c.reloads_ok;
-  s.config.reloads_failed = c.reloads_failed;
-  if (KIWI_HAS_MEMBER(&c, kiwi_stats, output_status_size) && c.outputs)
-    for (std::size_t i = 0; i < c.output_count; ++i) {
-      const auto& o = row_at(c.outputs, c.output_status_size, i);
-      OutputStatus& out = s.outputs.emplace_back();
-      out.name = std::string(view(o.name));
-      out.plugin = std::string(view(o.plugin));
-      out.state = std::string(view(o.state));
-      out.interval_seconds = o.interval_seconds;
-      out.acked_at = o.acked_at;
-      out.seconds_behind = o.seconds_behind;
-      out.samples_pending = o.samples_pending;
-      out.samples_sent_total = o.samples_sent_total;
-      out.batches_sent_total = o.batches_sent_total;
-      out.batches_dropped_total = o.batches_dropped_total;
-      out.samples_dropped_total = o.samples_dropped_total;
-      out.failures_total = o.failures_total;
-      out.last_error = std::string(view(o.last_error));
-      out.last_error_at = o.last_error_at;
-    }
-  if (KIWI_HAS_MEMBER(&c, kiwi_stats, store_samples_pending)) {
-    s.store_recovered = std::string(view(c.store_recovered));
-    s.store_samples_pending = c.store_samples_pending;
-  }
-  if (KIWI_HAS_MEMBER(&c, kiwi_stats, http_auth_rate_limited)) {
-    s.http_auth_failures = c.http_auth_failures;
-    s.http_auth_rate_limited = c.http_auth_rate_limited;
-  }
-  return s;
-}
-
-inline HistoryResult history_from(const kiwi_history_result& c) {
-  HistoryResult h;
-  h.timestamps.assign(c.timestamps, c.timestamps + c.timestamp_count);
-  h.series.reserve(c.series_count);
-  for (std::size_t i = 0; i < c.series_count; ++i) {
-    const auto& s = c.series[i];
-    HistorySeries& out = h.series.emplace_back();
-    out.key = std::string(view(s.key));
-    out.name = std::string(view(s.name));
-    out.labels = labels_from(s.labels, s.label_count);
-    out.unit = std::string(to_string(static_cast<Unit>(s.unit)));
-    out.kind = kind_from(s.kind);
-    if (c.timestamp_count) out.values.assign(s.values, s.values + c.timestamp_count);
-  }
-  return h;
-}
-
 // The agent's data (kiwi_data) as the DataSource a handler reads. Thread-safe, as kiwi_data is.
 // Every call acquires a view, copies what it needs out of it and releases it before returning, so
 // what a handler holds is its own. The snapshot is copied once per published snapshot and shared
@@ -504,20 +329,7 @@ class HostData final : public DataSource {
   }
 
   HistoryResult history(const HistoryQuery& q) const override {
-    std::vector<kiwi_str> patterns;
-    patterns.reserve(q.patterns.size());
-    for (const auto& p : q.patterns) patterns.push_back(str(p));
-    kiwi_history_query c{};
-    c.size = sizeof c;
-    c.limit = q.limit;
-    c.has_since = q.since.has_value();
-    c.since = q.since.value_or(0);
-    c.has_until = q.until.has_value();
-    c.until = q.until.value_or(0);
-    c.patterns = patterns.data();
-    c.pattern_count = patterns.size();
-    c.step = q.step;
-    c.aggregate = static_cast<std::uint32_t>(q.aggregate);
+    const HistoryQueryView query(q);
     struct Refusal {
       std::string message;
       kiwi_refusal c{this, [](void* ctx, kiwi_str why) {
@@ -525,7 +337,7 @@ class HostData final : public DataSource {
                      }};
     } refusal;
     Ticket t(data_);
-    const kiwi_history_result* r = data_->history(data_->ctx, &c, &t.ticket, &refusal.c);
+    const kiwi_history_result* r = data_->history(data_->ctx, &query.c, &t.ticket, &refusal.c);
     if (!r)
       throw StoreError(refusal.message.empty() ? "the history store did not answer"
                                                : refusal.message);
@@ -539,11 +351,7 @@ class HostData final : public DataSource {
 
   std::vector<std::string> series_names() const override {
     Ticket t(data_);
-    const kiwi_str_list* list = data_->series_names(data_->ctx, &t.ticket);
-    std::vector<std::string> out;
-    out.reserve(list->count);
-    for (std::size_t i = 0; i < list->count; ++i) out.emplace_back(view(list->items[i]));
-    return out;
+    return names_from(*data_->series_names(data_->ctx, &t.ticket));
   }
 
  private:

@@ -1,7 +1,7 @@
 // kiwi-agent plugin SDK: the data model. What a sample is (MetricValue, SensorReport, Snapshot),
 // what the agent says of itself (AgentStats and the statuses in it) and what a history query asks
 // and answers. The host's layers and the handlers share these types; none of them crosses the C
-// ABI itself (kiwi/plugin.h has the C views, kiwi/abi.hpp converts).
+// ABI itself (kiwi/plugin.h has the C views, kiwi/views.hpp converts both ways).
 #pragma once
 
 #include <cstdint>

@@ -11,24 +11,8 @@ namespace kiwi::agent {
 
 namespace {
 
-// Row `i` of a table whose rows are `row_size` bytes (the plugin's sizeof, maybe larger than ours).
-template <class Row>
-const Row& row(const Row* table, std::uint32_t row_size, std::size_t i) {
-  return *reinterpret_cast<const Row*>(reinterpret_cast<const unsigned char*>(table) +
-                                       i * row_size);
-}
-
 std::string str(kiwi_str s) {
   return std::string(from_c(s));
-}
-
-// A metric row as the plugin wrote it: `size` bytes (its metric_spec_size), so a member added in
-// a later minor version is read only when the row has it.
-MetricSpec spec_from_c(const kiwi_metric_spec& m, std::uint32_t size) {
-  MetricSpec spec{from_c(m.name), static_cast<Unit>(m.unit), static_cast<MetricKind>(m.kind),
-                  from_c(m.labels), from_c(m.help)};
-  if (size >= offsetof(kiwi_metric_spec, rate) + sizeof m.rate) spec.rate = from_c(m.rate);
-  return spec;
 }
 
 }  // namespace
@@ -90,20 +74,15 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
                              " bytes, ABI 1.0 has " + std::to_string(KIWI_METRIC_SPEC_SIZE_1_0));
 
   for (std::size_t i = 0; i < p->option_count; ++i) {
-    const auto& o = row(p->options, p->option_spec_size, i);
+    const auto& o = abi::row_at(p->options, p->option_spec_size, i);
     if (o.type > KIWI_OPTION_STRING_TABLE)
       throw std::runtime_error("option '" + str(o.key) + "' has unknown type " +
                                std::to_string(o.type));
-    // `choices` (1.3) only where the plugin's rows have it.
-    const bool has_choices = p->option_spec_size >= offsetof(kiwi_option_spec, choices) +
-                                                        sizeof(kiwi_option_spec::choices);
-    options.push_back({from_c(o.key), static_cast<OptionType>(o.type), from_c(o.default_toml),
-                       from_c(o.description), o.has_range != 0, o.min, o.max,
-                       has_choices ? from_c(o.choices) : std::string_view()});
+    options.push_back(abi::option_spec_from(o, p->option_spec_size));
   }
   for (std::size_t i = 0; i < p->metric_count; ++i) {
-    const auto& m = row(p->metrics, p->metric_spec_size, i);
-    metrics.push_back(spec_from_c(m, p->metric_spec_size));
+    const auto& m = abi::row_at(p->metrics, p->metric_spec_size, i);
+    metrics.push_back(abi::metric_spec_from(m, p->metric_spec_size));
   }
   check_rates(metrics);
   info.kind = static_cast<PluginKind>(p->kind);
@@ -131,31 +110,6 @@ CHost::CHost(Logger& l, std::shared_ptr<const void> c) : log(l), code(std::move(
     const auto lvl = level > KIWI_LOG_DEBUG ? LogLevel::debug : static_cast<LogLevel>(level);
     static_cast<CHost*>(ctx)->log.log(lvl, from_c(message));
   };
-}
-
-COptions::COptions(const Options& options) {
-  values.reserve(options.values().size());
-  lists.reserve(options.values().size());
-  for (const auto& v : options.values()) {
-    kiwi_option_value c{};
-    c.key = to_c(v.key);
-    c.type = static_cast<std::uint32_t>(v.type);
-    c.boolean = v.boolean;
-    c.integer = v.type == OptionType::duration ? static_cast<std::int64_t>(v.duration.count())
-                : v.type == OptionType::size   ? static_cast<std::int64_t>(v.size)
-                                               : v.integer;
-    c.number = v.number;
-    c.string = to_c(v.string);
-    auto& list = lists.emplace_back();
-    for (const auto& s : v.string_list) list.push_back(to_c(s));
-    for (const auto& [k, val] : v.table) {
-      list.push_back(to_c(k));
-      list.push_back(to_c(val));
-    }
-    c.strings = list.data();
-    c.string_count = list.size();
-    values.push_back(c);
-  }
 }
 
 CRefusal::CRefusal() {
@@ -206,7 +160,7 @@ SampleResult CSensor::sample(MetricSink& sink) {
     for (std::size_t i = 0; i < n; ++i)
       c.labels.push_back({from_c(labels[i].name), from_c(labels[i].value)});
     // Unit and kind as given: a code this agent does not know is the check's to refuse and name.
-    c.sink.emit(spec_from_c(*m, c.spec_size), c.labels, value);
+    c.sink.emit(abi::metric_spec_from(*m, c.spec_size), c.labels, value);
   };
   s.message = [](void* ctx, kiwi_str text) {
     static_cast<Call*>(ctx)->message = std::string(from_c(text));

@@ -3,7 +3,8 @@
 // kiwi::Sensor for the collector. The handler adapter is in c_handler.hpp.
 //
 // Everything the host passes in is built here and lives in the adapter next to the instance, so
-// it outlives every call the plugin may make.
+// it outlives every call the plugin may make. The C views themselves, and their reading back, are
+// the SDK's (kiwi/views.hpp), the same code the plugin's side uses.
 #pragma once
 
 #include <kiwi/plugin.h>
@@ -11,6 +12,7 @@
 #include <kiwi/output.hpp>
 #include <kiwi/plugin.hpp>
 #include <kiwi/sensor.hpp>
+#include <kiwi/views.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -62,11 +64,7 @@ struct CHost {
 void keep_forever(std::shared_ptr<const void> code);
 
 // The validated options as kiwi_option_value rows; points into `options`, which must outlive it.
-struct COptions {
-  explicit COptions(const Options& options);
-  std::vector<kiwi_option_value> values;
-  std::vector<std::vector<kiwi_str>> lists;
-};
+using COptions = abi::OptionValuesView;
 
 // A C refusal that keeps the message.
 struct CRefusal {

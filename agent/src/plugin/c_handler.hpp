@@ -18,8 +18,6 @@
 
 namespace kiwi::agent {
 
-struct SnapshotView;
-
 // A DataSource as a kiwi_data: every acquire builds (or shares) a read-only C view and hands out a
 // ticket holding it; release drops the ticket. Thread-safe, as the DataSource is.
 //   snapshot      the C view of a published snapshot is built once and shared until the next
@@ -42,12 +40,12 @@ class CData {
   const kiwi_data* c() const { return &c_; }
 
  private:
-  std::shared_ptr<const SnapshotView> snapshot_view() const;
+  std::shared_ptr<const abi::SnapshotView> snapshot_view() const;
 
   const DataSource& data_;
   kiwi_data c_{};
   mutable std::mutex mutex_;
-  mutable std::shared_ptr<const SnapshotView> last_;  // guarded by mutex_
+  mutable std::shared_ptr<const abi::SnapshotView> last_;  // guarded by mutex_
 };
 
 // A handler instance of a C-ABI plugin, as the router sees handlers. Its destructor calls the
