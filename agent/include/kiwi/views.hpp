@@ -417,14 +417,16 @@ inline AgentStats stats_from(const kiwi_stats& c) {
     out.abi_minor = p.abi_minor;
     if (p.metric_count == 0) continue;
     auto table = std::make_shared<MetricTable>();
-    table->text.reserve(3 * p.metric_count);
+    table->text.reserve(4 * p.metric_count);
     table->specs.reserve(p.metric_count);
-    auto keep = [&](kiwi_str t) -> std::string_view { return table->text.emplace_back(view(t)); };
+    auto keep = [&](std::string_view t) -> std::string_view { return table->text.emplace_back(t); };
     for (std::size_t j = 0; j < p.metric_count; ++j) {
-      const auto& m = row_at(p.metrics, p.metric_spec_size, j);
-      const std::string_view name = keep(m.name), labels = keep(m.labels), help = keep(m.help);
-      table->specs.push_back(
-          {name, static_cast<Unit>(m.unit), static_cast<MetricKind>(m.kind), labels, help});
+      MetricSpec m = metric_spec_from(row_at(p.metrics, p.metric_spec_size, j), p.metric_spec_size);
+      m.name = keep(m.name);
+      m.labels = keep(m.labels);
+      m.help = keep(m.help);
+      m.rate = keep(m.rate);
+      table->specs.push_back(m);
     }
     out.metrics = table->specs;
     out.library = std::move(table);
