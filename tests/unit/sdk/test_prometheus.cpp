@@ -62,7 +62,9 @@ TEST_CASE("prometheus: what the agent takes from a sensor: no colon, no label na
   }
 }
 
-TEST_CASE("prometheus: label values escape \\, \" and newline; HELP text \\ and newline only") {
+TEST_CASE(
+    "prometheus: label values escape backslash, quote and newline, HELP text backslash and "
+    "newline") {
   CHECK(prom::escape_label_value("") == "");
   CHECK(prom::escape_label_value("plain") == "plain");
   CHECK(prom::escape_label_value("\"x\"") == "\\\"x\\\"");

@@ -267,7 +267,7 @@ TEST_CASE("views: a snapshot made a C view and read back is the same snapshot") 
   }
 }
 
-TEST_CASE("views: sensor reports of ABI 1.1 read no refused series; larger rows read whole") {
+TEST_CASE("views: sensor reports of ABI 1.1 read no refused series, larger rows read whole") {
   const auto original = std::make_shared<const Snapshot>(full_snapshot());
   const abi::SnapshotView view(original);
   Snapshot expected = *original;
@@ -421,7 +421,8 @@ TEST_CASE("views: series names made a C view and read back are the same names") 
   CHECK(abi::names_from(abi::SeriesView({}).c).empty());
 }
 
-TEST_CASE("views: option rows and metric rows cross whole; a metric row of ABI 1.0 has no rate") {
+TEST_CASE(
+    "views: option rows and metric rows cross whole, and a metric row of ABI 1.0 has no rate") {
   constexpr OptionSpec kOptions[] = {
       {"interval", OptionType::duration, "\"10s\"", "how often", true, 100, 60000},
       {"names", OptionType::string_list, "[\"lo\"]", "which"},
