@@ -51,7 +51,8 @@ struct Label {
 // Names are stable API (snake_case, unit suffix: `_bytes`, `_ratio`, `_celsius`, `_hertz`).
 //
 // The host checks every metric before it goes anywhere (snapshot, history, /metrics): the name
-// must match [a-zA-Z_][a-zA-Z0-9_]*, each label name too (not starting with "__", no name twice),
+// must match [a-zA-Z_][a-zA-Z0-9_]*, each label name too (not starting with "__", no name twice;
+// kiwi/prometheus.hpp has these rules, is_sensor_metric_name and is_sensor_label_name),
 // label values are any text (escaped wherever they are written), the unit a known Unit, the kind
 // gauge or counter, the value finite, and a series (name and labels) may appear once per sample.
 // A metric that fails is dropped, counted in the sensor's `invalid_metrics_total`, and named in

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <kiwi/prometheus.hpp>
 #include <limits>
 #include <stdexcept>
 
@@ -23,7 +24,7 @@ void check_rates(const std::vector<MetricSpec>& table) {
     const std::string what = "metric " + std::string(m.name) + ": rate " + std::string(m.rate);
     if (m.kind != MetricKind::counter)
       throw std::runtime_error(what + " on a metric that is not a counter");
-    if (!is_valid_metric_name(m.rate))
+    if (!prometheus::is_sensor_metric_name(m.rate))
       throw std::runtime_error(what + " is not a valid metric name");
     const auto unit = rate_unit(m.unit);
     if (!unit)

@@ -3,16 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <kiwi/io.hpp>
+#include <kiwi/prometheus.hpp>
 #include <kiwi/rates.hpp>
 
 namespace kiwi::agent {
 
 namespace {
-
-bool name_char(char c, bool first) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-         (!first && c >= '0' && c <= '9');
-}
 
 // `s` in double quotes for a message: at most 100 bytes, control and non-ASCII bytes as \xNN, so a
 // hostile name can neither flood the log nor put a newline or raw bytes into it.
@@ -25,25 +21,14 @@ constexpr std::size_t kMessageMax = 16 * 1024;  // bytes of a sensor's message k
 
 }  // namespace
 
-bool is_valid_metric_name(std::string_view name) {
-  if (name.empty()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i)
-    if (!name_char(name[i], i == 0)) return false;
-  return true;
-}
-
-bool is_valid_label_name(std::string_view name) {
-  return is_valid_metric_name(name) && !name.starts_with("__");
-}
-
 std::optional<std::string> check_metric(const MetricSpec& metric, std::span<const Label> labels,
                                         double value) {
   const std::string_view name = metric.name;
-  if (!is_valid_metric_name(name))
+  if (!prometheus::is_sensor_metric_name(name))
     return quoted(name) +
            ": not a valid metric name (letters, digits and '_', not starting with a digit)";
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (!is_valid_label_name(labels[i].name))
+    if (!prometheus::is_sensor_label_name(labels[i].name))
       return quoted(name) + ": label " + quoted(labels[i].name) +
              " is not a valid label name (letters, digits and '_', not starting with a digit or "
              "\"__\")";

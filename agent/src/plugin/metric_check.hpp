@@ -17,13 +17,9 @@
 
 namespace kiwi::agent {
 
-// Prometheus' metric and label name rule without the colon (reserved for recording rules).
-bool is_valid_metric_name(std::string_view name);
-// The same, and not starting with "__" (reserved for Prometheus' internal labels).
-bool is_valid_label_name(std::string_view name);
-
-// Why a metric is refused; nullopt when it passes. Does not check duplicates (CheckedSink does,
-// across one sample).
+// Why a metric is refused; nullopt when it passes. Names follow kiwi/prometheus.hpp's rules for
+// sensors (Prometheus' without the colon; label names not starting with "__"). Does not check
+// duplicates (CheckedSink does, across one sample).
 std::optional<std::string> check_metric(const MetricSpec& metric, std::span<const Label> labels,
                                         double value);
 
