@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <kiwi/io.hpp>
+#include <kiwi/prometheus.hpp>
 #include <limits>
 #include <map>
 #include <set>
@@ -42,18 +43,13 @@ namespace {
 
 enum class Type { untyped, counter, gauge, histogram, summary };
 
-bool name_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
-}
-bool name_char(char c) {
-  return name_start(c) || (c >= '0' && c <= '9');
-}
-bool label_start(char c) {
-  return c != ':' && name_start(c);
-}
-bool label_char(char c) {
-  return c != ':' && name_char(c);
-}
+// The exposition format's name rules (kiwi/prometheus.hpp): a colon in a metric name parses here;
+// the agent's check then drops such a metric and names it, as it does any sensor's.
+using prometheus::is_label_name_char;
+using prometheus::is_label_name_start;
+using prometheus::is_metric_name_char;
+using prometheus::is_metric_name_start;
+
 bool blank(char c) {
   return c == ' ' || c == '\t';
 }
@@ -152,11 +148,11 @@ class PromParser {
   // A metric name at pos_, or an error there.
   std::optional<std::string_view> metric_name(const char* what) {
     const std::size_t from = pos_;
-    if (at_end() || !name_start(line_[pos_])) {
+    if (at_end() || !is_metric_name_start(line_[pos_])) {
       fail(from, std::string("expected a metric name") + what);
       return std::nullopt;
     }
-    while (!at_end() && name_char(line_[pos_])) ++pos_;
+    while (!at_end() && is_metric_name_char(line_[pos_])) ++pos_;
     return line_.substr(from, pos_ - from);
   }
 
@@ -190,12 +186,9 @@ class PromParser {
       if (f.helped) return fail(0, "second HELP line for " + std::string(*name));
       f.helped = true;
       const std::size_t help_at = pos_;
-      for (std::size_t i = pos_; i < line_.size(); ++i)
-        if (line_[i] == '\\') {
-          if (i + 1 >= line_.size() || (line_[i + 1] != '\\' && line_[i + 1] != 'n'))
-            return fail(i, "invalid escape sequence in HELP text (only \\\\ and \\n)");
-          ++i;
-        }
+      const std::size_t bad = prometheus::find_bad_help_escape(line_.substr(help_at));
+      if (bad != std::string_view::npos)
+        return fail(help_at + bad, "invalid escape sequence in HELP text (only \\\\ and \\n)");
       if (!valid_utf8(line_.substr(help_at))) return fail(help_at, "HELP text is not UTF-8");
       return;
     }
@@ -296,11 +289,11 @@ class PromParser {
         return true;
       }
       const std::size_t name_at = pos_;
-      if (at_end() || !label_start(peek())) {
+      if (at_end() || !is_label_name_start(peek())) {
         fail(pos_, at_end() ? "unterminated label set (no '}')" : "expected a label name");
         return false;
       }
-      while (!at_end() && label_char(peek())) ++pos_;
+      while (!at_end() && is_label_name_char(peek())) ++pos_;
       const std::string label(line_.substr(name_at, pos_ - name_at));
       skip_blanks();
       if (peek() != '=') {
@@ -315,35 +308,17 @@ class PromParser {
       }
       const std::size_t quote_at = pos_++;
       std::string value;
-      bool closed = false;
-      while (!at_end()) {
-        const char c = line_[pos_];
-        if (c == '"') {
-          ++pos_;
-          closed = true;
-          break;
-        }
-        if (c == '\\') {
-          const char e = pos_ + 1 < line_.size() ? line_[pos_ + 1] : '\0';
-          if (e == '\\' || e == '"')
-            value += e;
-          else if (e == 'n')
-            value += '\n';
-          else {
-            fail(pos_, "invalid escape sequence in the value of label " + label +
-                           " (only \\\\, \\\" and \\n)");
-            return false;
-          }
-          pos_ += 2;
-          continue;
-        }
-        value += c;
-        ++pos_;
+      const auto read = prometheus::read_label_value(line_.substr(pos_), value);
+      if (read.stop == prometheus::LabelValueRead::Stop::bad_escape) {
+        fail(pos_ + read.at, "invalid escape sequence in the value of label " + label +
+                                 " (only \\\\, \\\" and \\n)");
+        return false;
       }
-      if (!closed) {
+      if (read.stop == prometheus::LabelValueRead::Stop::end) {
         fail(quote_at, "unterminated value of label " + label);
         return false;
       }
+      pos_ += read.at + 1;  // past the closing quote
       if (!valid_utf8(value)) {
         fail(quote_at, "the value of label " + label + " is not UTF-8");
         return false;
