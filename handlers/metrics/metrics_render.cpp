@@ -5,29 +5,17 @@
 #include <concepts>
 #include <deque>
 #include <kiwi/io.hpp>
+#include <kiwi/prometheus.hpp>
 #include <unordered_map>
 
 namespace kiwi_metrics {
 
 namespace {
 
-// Appends `v` escaped as the exposition format wants: \\ and \n, and \" when `quotes` (label
-// values; HELP text keeps its quotes). The runs between them go in with one append each.
-void append_escaped(std::string& out, std::string_view v, bool quotes) {
-  std::size_t run = 0;  // start of the run not appended yet
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const char c = v[i];
-    if (c != '\\' && c != '\n' && (c != '"' || !quotes)) continue;
-    out.append(v.data() + run, i - run);
-    out += c == '\n' ? "\\n" : c == '"' ? "\\\"" : "\\\\";
-    run = i + 1;
-  }
-  out.append(v.data() + run, v.size() - run);
-}
-
-void append_escaped_label_value(std::string& out, std::string_view v) {
-  append_escaped(out, v, true);
-}
+// The exposition format's escaping (kiwi/prometheus.hpp): label values \\, \" and \n; HELP text
+// \\ and \n (it keeps its quotes).
+using kiwi::prometheus::append_escaped_help;
+using kiwi::prometheus::append_escaped_label_value;
 
 // Rendered once per sample (each scrape after a tick renders it afresh), so it is built for few
 // allocations: one text that holds every series' labels, one string per family, lookups on
@@ -83,7 +71,7 @@ class Families {
     if (auto it = index_.find(name); it != index_.end()) return families_[it->second];
     Family& f = families_.emplace_back();
     f.name = name;
-    append_escaped(f.help, help(), false);
+    append_escaped_help(f.help, help());
     f.counter = counter;
     index_.emplace(f.name, families_.size() - 1);  // a view of the deque's copy
     return f;
@@ -175,15 +163,11 @@ void append_value(std::string& out, double v) {
 }  // namespace
 
 std::string escape_label_value(std::string_view v) {
-  std::string out;
-  append_escaped_label_value(out, v);
-  return out;
+  return kiwi::prometheus::escape_label_value(v);
 }
 
 std::string escape_help(std::string_view v) {
-  std::string out;
-  append_escaped(out, v, false);
-  return out;
+  return kiwi::prometheus::escape_help(v);
 }
 
 std::string format_value(double v) {
