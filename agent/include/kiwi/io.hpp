@@ -19,6 +19,7 @@
 #include <system_error>
 #include <vector>
 
+#include "kiwi/text.hpp"
 #include "kiwi/utf8.hpp"
 
 namespace kiwi {
@@ -326,40 +327,6 @@ inline std::string join(const std::vector<std::string>& parts, std::string_view 
   std::string out;
   for (const auto& p : parts) out.append(out.empty() ? "" : sep).append(p);
   return out;
-}
-
-// Trims ASCII whitespace at both ends.
-inline std::string_view trim(std::string_view s) {
-  while (!s.empty() &&
-         (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
-    s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-// Splits off the next whitespace-separated field of `rest`; empty when the text is used up.
-inline std::string_view next_field(std::string_view& rest) {
-  std::size_t start = rest.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos) {
-    rest = {};
-    return {};
-  }
-  rest.remove_prefix(start);
-  std::size_t end = std::min(rest.find_first_of(" \t\r\n"), rest.size());
-  std::string_view field = rest.substr(0, end);
-  rest.remove_prefix(end);
-  return field;
-}
-
-// The whole of `s` as a number of type T, or nullopt (empty, trailing text, out of range).
-template <typename T>
-std::optional<T> to_number(std::string_view s) {
-  T value{};
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
 }
 
 // Reads the whitespace-separated counters left in `rest` into `out` (extra counters are counted
