@@ -22,16 +22,25 @@ inline std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Whether `c` separates fields: space, tab, and the '\r' and '\n' of line ends.
+[[gnu::always_inline]] constexpr bool is_field_separator(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
 // Splits off the next whitespace-separated field of `rest`; empty when the text is used up.
-inline std::string_view next_field(std::string_view& rest) {
-  std::size_t start = rest.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos) {
+// It compares the bytes itself: find_first_not_of and find_first_of with a set look each byte up
+// in the set, and cost the parsers of /proc/stat, diskstats and net/dev a third more
+// instructions (callgrind, built -Os as the plugins are).
+constexpr std::string_view next_field(std::string_view& rest) {
+  std::size_t start = 0;
+  while (start < rest.size() && is_field_separator(rest[start])) ++start;
+  if (start == rest.size()) {
     rest = {};
     return {};
   }
-  rest.remove_prefix(start);
-  std::size_t end = std::min(rest.find_first_of(" \t\r\n"), rest.size());
-  std::string_view field = rest.substr(0, end);
+  std::size_t end = start + 1;
+  while (end < rest.size() && !is_field_separator(rest[end])) ++end;
+  const std::string_view field = rest.substr(start, end - start);
   rest.remove_prefix(end);
   return field;
 }
