@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <kiwi/io.hpp>
+#include <kiwi/text.hpp>
 #include <stdexcept>
 #include <string>
 
@@ -23,13 +24,9 @@ std::uint64_t CpuTimes::total() const {
 
 ProcStat parse_proc_stat(std::string_view text) {
   ProcStat out;
-  while (!text.empty()) {
-    std::size_t eol = std::min(text.find('\n'), text.size());
-    std::string_view line = text.substr(0, eol);
-    text.remove_prefix(std::min(eol + 1, text.size()));
-
-    std::string_view rest = line;
-    std::string_view key = next_field(rest);
+  for (std::string_view line : Lines(text)) {
+    Fields fields(line);
+    std::string_view key = fields.next();
     if (!key.starts_with("cpu")) continue;
     std::optional<int> core;  // nullopt for the aggregate "cpu" line
     if (key.size() > 3) {
@@ -38,7 +35,7 @@ ProcStat parse_proc_stat(std::string_view text) {
     }
     CpuTimes times;
     std::size_t count = 0;
-    for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
+    for (std::string_view field : fields) {
       auto value = to_number<std::uint64_t>(field);
       if (!value)
         throw std::invalid_argument("/proc/stat line " + quote_excerpt(line) + ": field " +

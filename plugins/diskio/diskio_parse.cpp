@@ -3,26 +3,23 @@
 #include <algorithm>
 #include <charconv>
 #include <kiwi/io.hpp>
+#include <kiwi/text.hpp>
 #include <stdexcept>
 
 namespace kiwi::diskio {
 std::vector<DiskCounters> parse_diskstats(std::string_view text) {
   std::vector<DiskCounters> out;
-  while (!text.empty()) {
-    std::size_t eol = std::min(text.find('\n'), text.size());
-    std::string_view line = text.substr(0, eol);
-    text.remove_prefix(std::min(eol + 1, text.size()));
-
-    std::string_view rest = line;
-    std::string_view major = next_field(rest);
+  for (std::string_view line : Lines(text)) {
+    Fields fields(line);
+    std::string_view major = fields.next();
     if (major.empty()) continue;  // blank line
-    std::string_view minor = next_field(rest);
+    std::string_view minor = fields.next();
     DiskCounters disk;
-    disk.name = std::string(next_field(rest));
+    disk.name = std::string(fields.next());
     if (!to_number<unsigned>(major) || !to_number<unsigned>(minor) || disk.name.empty())
       throw std::invalid_argument("line " + quote_excerpt(line) +
                                   ": expected 'major minor name' and 11 counters");
-    const std::size_t count = read_counters(rest, disk.counters, line);
+    const std::size_t count = read_counters(fields.rest(), disk.counters, line);
     if (count < disk.counters.size())
       throw std::invalid_argument("line " + quote_excerpt(line) + ": expected at least " +
                                   std::to_string(disk.counters.size()) +

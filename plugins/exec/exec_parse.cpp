@@ -7,6 +7,7 @@
 #include <cmath>
 #include <kiwi/io.hpp>
 #include <kiwi/prometheus.hpp>
+#include <kiwi/text.hpp>
 #include <limits>
 #include <map>
 #include <set>
@@ -113,16 +114,14 @@ class PromParser {
 
   Parsed run() {
     Parsed out;
-    std::size_t start = 0;
-    while (start <= text_.size() && !error_) {
-      std::size_t end = text_.find('\n', start);
-      if (end == std::string_view::npos) end = text_.size();
-      ++line_no_;
-      line_ = text_.substr(start, end - start);
+    Lines lines(text_);
+    while (!error_) {
+      const auto line = lines.next();
+      if (!line) break;
+      line_no_ = lines.number();
+      line_ = *line;
       pos_ = 0;
       parse_line(out.metrics);
-      if (end == text_.size()) break;
-      start = end + 1;
     }
     if (error_) {
       out.metrics.clear();

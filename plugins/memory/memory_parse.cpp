@@ -3,17 +3,14 @@
 #include <algorithm>
 #include <charconv>
 #include <kiwi/io.hpp>
+#include <kiwi/text.hpp>
 #include <stdexcept>
 
 namespace kiwi::memory {
 
 std::map<std::string, std::uint64_t, std::less<>> parse_meminfo(std::string_view text) {
   std::map<std::string, std::uint64_t, std::less<>> out;
-  while (!text.empty()) {
-    std::size_t eol = std::min(text.find('\n'), text.size());
-    std::string_view line = text.substr(0, eol);
-    text.remove_prefix(std::min(eol + 1, text.size()));
-
+  for (std::string_view line : kiwi::Lines(text)) {
     std::size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     std::string_view key = kiwi::trim(line.substr(0, colon));

@@ -3,16 +3,13 @@
 #include <algorithm>
 #include <charconv>
 #include <kiwi/io.hpp>
+#include <kiwi/text.hpp>
 #include <stdexcept>
 
 namespace kiwi::network {
 std::vector<InterfaceCounters> parse_net_dev(std::string_view text) {
   std::vector<InterfaceCounters> out;
-  while (!text.empty()) {
-    std::size_t eol = std::min(text.find('\n'), text.size());
-    std::string_view line = text.substr(0, eol);
-    text.remove_prefix(std::min(eol + 1, text.size()));
-
+  for (std::string_view line : Lines(text)) {
     // Header lines ("Inter-|   Receive ...", " face |bytes ...") have a '|' and no name colon.
     std::size_t colon = line.find(':');
     if (colon == std::string_view::npos || line.find('|') != std::string_view::npos) continue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <kiwi/glob.hpp>
+#include <kiwi/text.hpp>
 #include <map>
 #include <stdexcept>
 
@@ -10,14 +11,7 @@ namespace {
 
 std::vector<std::string_view> split_fields(std::string_view line) {
   std::vector<std::string_view> fields;
-  while (!line.empty()) {
-    std::size_t start = line.find_first_not_of(" \t\r");
-    if (start == std::string_view::npos) break;
-    line.remove_prefix(start);
-    std::size_t end = std::min(line.find_first_of(" \t\r"), line.size());
-    fields.push_back(line.substr(0, end));
-    line.remove_prefix(end);
-  }
+  for (std::string_view field : kiwi::Fields(line)) fields.push_back(field);
   return fields;
 }
 
@@ -54,17 +48,16 @@ bool has_option(std::string_view options, std::string_view option) {
 
 std::vector<MountEntry> parse_mountinfo(std::string_view text) {
   std::vector<MountEntry> out;
-  for (std::size_t line_no = 1; !text.empty(); ++line_no) {
-    std::size_t eol = std::min(text.find('\n'), text.size());
-    const auto fields = split_fields(text.substr(0, eol));
-    text.remove_prefix(std::min(eol + 1, text.size()));
+  kiwi::Lines lines(text);
+  while (const auto line = lines.next()) {
+    const auto fields = split_fields(*line);
     if (fields.empty()) continue;
 
     // id parent major:minor root mount_point options [optional...] - fstype source super_options
     auto sep = std::find(fields.begin(), fields.end(), "-");
     if (fields.size() < 6 || sep == fields.end() || sep - fields.begin() < 6 ||
         fields.end() - sep < 3)
-      throw std::invalid_argument("line " + std::to_string(line_no) +
+      throw std::invalid_argument("line " + std::to_string(lines.number()) +
                                   ": expected 'id parent major:minor root mount_point options"
                                   " ... - fstype source super_options'");
     MountEntry m;
