@@ -422,7 +422,8 @@ TEST_CASE("views: series names made a C view and read back are the same names") 
 }
 
 TEST_CASE(
-    "views: option rows and metric rows cross whole, and a metric row of ABI 1.0 has no rate") {
+    "views: option rows and metric rows cross whole, and a row of ABI 1.0 has no choices nor "
+    "rate") {
   constexpr OptionSpec kOptions[] = {
       {"interval", OptionType::duration, "\"10s\"", "how often", true, 100, 60000},
       {"names", OptionType::string_list, "[\"lo\"]", "which"},
