@@ -417,7 +417,7 @@ class RunningAgent {
     for (auto& spec : specs) {
       output_libraries_[spec.name] = spec.instance.library;
       auto* log = spec.instance.log.get();
-      out.push_back(std::make_unique<OutputRunner>(std::move(spec), store_, *log));
+      out.push_back(std::make_unique<OutputRunner>(std::move(spec), store_, *log, real_clock()));
     }
     return out;
   }

@@ -3,7 +3,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <chrono>
 #include <kiwi/glob.hpp>
 #include <kiwi/io.hpp>
 #include <unordered_map>
@@ -11,12 +10,6 @@
 namespace kiwi::agent {
 
 namespace {
-
-std::int64_t system_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 constexpr std::int64_t kDropLogEveryMs = 60'000;
 
@@ -57,12 +50,8 @@ OutputBatch make_batch(const std::vector<Store::RawTick>& ticks, const SeriesCat
   return batch;
 }
 
-OutputRunner::OutputRunner(OutputSpec spec, Store& store, Logger& log,
-                           std::function<std::int64_t()> now_ms)
-    : spec_(std::move(spec)),
-      store_(store),
-      log_(log),
-      now_ms_(now_ms ? std::move(now_ms) : std::function<std::int64_t()>(&system_now_ms)) {
+OutputRunner::OutputRunner(OutputSpec spec, Store& store, Logger& log, Clock& clock)
+    : spec_(std::move(spec)), store_(store), log_(log), clock_(clock) {
   if (auto c = store_.cursor(spec_.name)) {
     acked_ = *c;
   } else {
@@ -148,7 +137,7 @@ OutputRunner::Step OutputRunner::step() {
       r = WriteResult::retry(e.what());
     }
   }
-  const double now = static_cast<double>(now_ms_()) / 1000;
+  const double now = static_cast<double>(clock_.wall_ms()) / 1000;
   Step step = more ? Step::more : Step::sent;
   switch (r.status) {
     case WriteStatus::ok: {
@@ -167,7 +156,7 @@ OutputRunner::Step OutputRunner::step() {
       acked_ = newest;
       store_.set_cursor(spec_.name, acked_);
       failures_in_row_ = 0;
-      const std::int64_t now_ms = now_ms_();
+      const std::int64_t now_ms = clock_.wall_ms();
       if (last_drop_log_ms_ == INT64_MIN || now_ms - last_drop_log_ms_ >= kDropLogEveryMs) {
         log_.warn("receiver refused a batch of " + std::to_string(batch.sample_count) +
                   " samples, dropped" +
@@ -221,18 +210,17 @@ void OutputRunner::run() {
     }
     // A backoff longer than the interval is waited out in slices of it, the backlog updated after
     // each, so /api/health and /metrics show it growing during an outage.
-    const auto until = std::chrono::steady_clock::now() + wait;
+    const auto until = clock_.steady_now() + wait;
     for (;;) {
       std::unique_lock lock(mutex_);
       if (stopping_) return;
-      const auto now = std::chrono::steady_clock::now();
+      const auto now = clock_.steady_now();
       if (now >= until) break;
-      wake_.wait_for(lock,
-                     std::min<std::chrono::steady_clock::duration>(until - now, spec_.interval),
-                     [&] { return stopping_; });
-      if (stopping_) return;
+      if (clock_.wait_until(wake_, lock, std::min(until, now + spec_.interval),
+                            [&] { return stopping_; }))
+        return;
       lock.unlock();
-      if (std::chrono::steady_clock::now() < until) update_backlog();
+      if (clock_.steady_now() < until) update_backlog();
     }
   }
 }

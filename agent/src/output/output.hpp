@@ -25,6 +25,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/clock.hpp"
 #include "base/duration.hpp"
 #include "config/schema.hpp"
 #include "plugin/plugin_loader.hpp"
@@ -54,9 +55,9 @@ OutputBatch make_batch(const std::vector<Store::RawTick>& ticks, const SeriesCat
 
 class OutputRunner {
  public:
-  // `now_ms` is the clock (unix ms), injectable for tests.
-  OutputRunner(OutputSpec spec, Store& store, Logger& log,
-               std::function<std::int64_t()> now_ms = {});
+  // `clock`: the wall clock of error times and of the drop log's minute, and the steady clock of
+  // the schedule (a FakeClock in tests); it outlives the runner.
+  OutputRunner(OutputSpec spec, Store& store, Logger& log, Clock& clock = real_clock());
   ~OutputRunner();  // stop()
   OutputRunner(const OutputRunner&) = delete;
   OutputRunner& operator=(const OutputRunner&) = delete;
@@ -82,7 +83,7 @@ class OutputRunner {
   OutputSpec spec_;
   Store& store_;
   Logger& log_;
-  std::function<std::int64_t()> now_ms_;
+  Clock& clock_;
   std::int64_t acked_ = 0;  // the output thread's (or step()'s caller's)
   int failures_in_row_ = 0;
   double per_tick_ = 0;  // samples of a tick this output sends, from the latest batch

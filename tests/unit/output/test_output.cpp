@@ -6,12 +6,14 @@
 #include <deque>
 #include <filesystem>
 
+#include "base/fake_clock.hpp"
 #include "base/log.hpp"
 #include "output/output.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
 
 using namespace kiwi::agent;
+using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
@@ -244,4 +246,65 @@ TEST_CASE(
   CHECK(empty.step() == OutputRunner::Step::sent);
   CHECK(none->calls == 0);
   CHECK(empty.acked_ms() == 2000);
+}
+
+TEST_CASE("output: refused batches are logged at most once a minute, with the count not logged") {
+  TempDb db;
+  Store store(db.path());
+  store.set_cursor("rw", 0);
+  Quiet log;
+  Scripted* rx = nullptr;
+  FakeClock clock;
+  OutputRunner runner(spec_of(rx, 4), store, log, clock);  // one tick a batch
+  for (int i = 1; i <= 4; ++i) tick(store, i * 1000);
+  const auto refused = kiwi::WriteResult::drop("HTTP 400: out of bounds");
+  rx->answers = {refused, refused, refused, refused};
+  auto drop_lines = [&] {
+    std::size_t n = 0;
+    for (auto& l : log.lines) n += l.find("refused") != std::string::npos;
+    return n;
+  };
+  CHECK(runner.step() == OutputRunner::Step::more);
+  CHECK(drop_lines() == 1);
+  CHECK(runner.status().last_error_at == 1'796'119'200.0);  // the runner's wall clock
+  clock.advance(59'999ms);
+  CHECK(runner.step() == OutputRunner::Step::more);
+  CHECK(drop_lines() == 1);
+  clock.advance(1ms);  // a minute after the line
+  CHECK(runner.step() == OutputRunner::Step::more);
+  REQUIRE(drop_lines() == 2);
+  CHECK_THAT(log.lines.back(),
+             Catch::Contains("(and 1 more batches since the last such line): HTTP 400"));
+  CHECK(runner.step() == OutputRunner::Step::dropped);
+  CHECK(drop_lines() == 2);
+  CHECK(runner.status().last_error_at == 1'796'119'260.0);
+}
+
+TEST_CASE(
+    "output: the runner's thread waits 1 s after a failure, 2 s after the next, then its "
+    "interval") {
+  TempDb db;
+  Store store(db.path());
+  store.set_cursor("rw", 0);
+  Quiet log;
+  Scripted* rx = nullptr;
+  FakeClock clock;
+  OutputRunner runner(spec_of(rx), store, log, clock);  // interval 10 s
+  tick(store, 1000);
+  rx->answers = {kiwi::WriteResult::retry("HTTP 503"), kiwi::WriteResult::retry("HTTP 503")};
+  const auto t0 = clock.steady_now();
+  runner.start();
+  // The thread waits on the clock after each step: what it waits for is its schedule.
+  CHECK(clock.await_waiters() == t0 + 1s);
+  CHECK(runner.status().state == "retrying");
+  CHECK(runner.status().failures_total == 1);
+  clock.advance(1s);
+  CHECK(clock.await_waiters() == t0 + 3s);
+  CHECK(runner.status().failures_total == 2);
+  clock.advance(2s);
+  CHECK(clock.await_waiters() == t0 + 13s);
+  CHECK(runner.status().state == "live");
+  CHECK(runner.status().acked_at == 1.0);
+  runner.stop();  // wakes it: no need for the clock to move
+  CHECK(rx->calls == 3);
 }
