@@ -329,7 +329,8 @@ class RunningAgent {
     auto outputs = load_outputs(cfg_, *loader_);
     for (auto& s : sensors) sensor_libraries_[s.name] = s.instance.library;
     sensor_count_ = sensors.size();
-    collector_.emplace(collector_settings(cfg_), std::move(sensors), store_, holder_, log_);
+    collector_.emplace(collector_settings(cfg_), std::move(sensors), store_, holder_, log_,
+                       real_clock());
     server_.emplace(http_settings(cfg_), std::make_shared<const Router>(std::move(routes)), log_);
     data_.collector = &*collector_;
     data_.server = &*server_;

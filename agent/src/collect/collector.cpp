@@ -21,12 +21,7 @@ namespace kiwi::agent {
 
 namespace {
 
-using std::chrono::steady_clock;
-using std::chrono::system_clock;
-
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<Millis>(system_clock::now().time_since_epoch()).count();
-}
+using SteadyTime = Clock::SteadyTime;
 
 // How many retention-expired rows one tick may delete: small steps keep each tick short, and
 // are still far faster than one new row per tick, so a backlog drains.
@@ -57,7 +52,7 @@ void name_this_thread(std::string name) {
 }
 
 // "3.2s", for how long a call took.
-std::string seconds_text(steady_clock::duration d) {
+std::string seconds_text(SteadyTime::duration d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1fs", std::chrono::duration<double>(d).count());
   return buf;
@@ -73,7 +68,7 @@ void keep_instance_forever(PluginInstance<Sensor> instance) {
 
 // What one sample() call gave: made on a sampler, read by the collector.
 struct Collector::Outcome : SampleCall {
-  steady_clock::time_point posted, started, finished;  // posted: when the collector asked
+  SteadyTime posted, started, finished;  // posted: when the collector asked
 };
 
 // One sensor's side of the hand-off to the samplers. Everything but `name`, `activity`, `uptime`
@@ -88,18 +83,18 @@ struct Collector::Worker {
 
   explicit Worker(const std::string& procfs) : uptime(join_path(procfs, "uptime")) {}
 
-  bool requested = false;           // in the job queue, to be sampled (or destroyed, with `exit`)
-  bool in_call = false;             // in sample()
-  bool done = false;                // `outcome` is ready for the collector
-  bool awaited = false;             // counted in hub->awaited
-  bool exit = false;                // retired or stopping: destroy it instead of sampling it again
-  bool abandoned = false;           // stop() gave up on it; it has its instance no more
-  bool exited = false;              // its instance is destroyed
-  steady_clock::time_point posted;  // when the collector queued it
-  Millis timeout{0};                // its call's, as of then
+  bool requested = false;  // in the job queue, to be sampled (or destroyed, with `exit`)
+  bool in_call = false;    // in sample()
+  bool done = false;       // `outcome` is ready for the collector
+  bool awaited = false;    // counted in hub->awaited
+  bool exit = false;       // retired or stopping: destroy it instead of sampling it again
+  bool abandoned = false;  // stop() gave up on it; it has its instance no more
+  bool exited = false;     // its instance is destroyed
+  SteadyTime posted;       // when the collector queued it
+  Millis timeout{0};       // its call's, as of then
   // When its call times out: the call's start plus `timeout` (posted plus `timeout` until it
   // starts), so a sensor queued behind others has its whole timeout. The sink hands it on.
-  steady_clock::time_point deadline;
+  SteadyTime deadline;
   Outcome outcome;
 
   bool busy() const { return requested || in_call; }
@@ -108,12 +103,12 @@ struct Collector::Worker {
   // RateDeriver, so they run here, on the sampler. `until` is the instant the collector times
   // this call out at (MetricSink::deadline()). `sensor` is the instance's object, taken under the
   // hub lock (stop() may take the instance of an abandoned call meanwhile).
-  void call(Sensor& sensor, Outcome& out, steady_clock::time_point started,
-            steady_clock::time_point until) {
+  void call(Sensor& sensor, Outcome& out, SteadyTime started, SteadyTime until,
+            const Clock& clock) {
     CurrentActivity running(activity.c_str());
     out.started = started;
     static_cast<SampleCall&>(out) = call_sensor(sensor, rates, uptime, until);
-    out.finished = steady_clock::now();
+    out.finished = clock.steady_now();
   }
 };
 
@@ -121,13 +116,15 @@ struct Collector::Worker {
 struct Collector::Sampler {
   std::thread thread;
   Worker* current = nullptr;  // the sensor it calls or destroys now
-  steady_clock::time_point since;
+  SteadyTime since;
   bool handed_off = false;  // the collector gave the queue to another sampler meanwhile
   bool exited = false;
 };
 
 // The lock every sensor and sampler shares with the collector, the job queue and the pool.
 struct Collector::Hub {
+  explicit Hub(Clock& c) : clock(c) {}
+  Clock& clock;
   std::mutex mutex;
   std::condition_variable cv;    // to the collector: the last awaited reading, or a sensor gone
   std::condition_variable work;  // to the samplers: a job, or closing
@@ -153,16 +150,16 @@ struct Collector::Hub {
       hub->jobs.pop_front();
       w->requested = false;
       self->current = w.get();
-      self->since = steady_clock::now();
+      self->since = hub->clock.steady_now();
       if (!w->exit) {
         w->in_call = true;
         w->deadline = self->since + w->timeout;
         Sensor& sensor = *w->instance.object;
         Outcome out;
         out.posted = w->posted;
-        const steady_clock::time_point started = self->since, until = w->deadline;
+        const SteadyTime started = self->since, until = w->deadline;
         lock.unlock();
-        w->call(sensor, out, started, until);
+        w->call(sensor, out, started, until, hub->clock);
         lock.lock();
         w->in_call = false;
         if (!w->abandoned && !w->exit) {
@@ -225,9 +222,10 @@ struct Collector::Slot {
 };
 
 Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors, Store& store,
-                     SnapshotHolder& snapshot, Logger& log)
+                     SnapshotHolder& snapshot, Logger& log, Clock& clock)
     : settings_(std::move(settings)),
-      hub_(std::make_shared<Hub>()),
+      clock_(clock),
+      hub_(std::make_shared<Hub>(clock)),
       store_(store),
       snapshot_(snapshot),
       log_(log) {
@@ -264,10 +262,10 @@ Collector::Slot Collector::make_slot(SensorSpec spec) {
 // call that began less than kHandOffAfter ago, or else by a new one. A sampler past that is
 // handed off: renamed after its sensor until the call returns, no longer counted on. Returns
 // when to look again: while jobs wait, within kHandOffAfter; else time_point::max().
-steady_clock::time_point Collector::hand_off(std::unique_lock<std::mutex>&) {
+SteadyTime Collector::hand_off(std::unique_lock<std::mutex>&) {
   Hub& hub = *hub_;
-  if (hub.jobs.empty()) return steady_clock::time_point::max();
-  const auto now = steady_clock::now();
+  if (hub.jobs.empty()) return SteadyTime::max();
+  const auto now = clock_.steady_now();
   auto next = now + kHandOffAfter;
   if (hub.idle > 0) {
     hub.work.notify_one();
@@ -302,12 +300,11 @@ void Collector::start_sampler() {
 // Waits on hub->cv until `done()` or `until`, handing the queue off as calls run long. The hub
 // lock is held on entry and on return; returns done().
 template <class Done>
-bool Collector::wait_for_samplers(std::unique_lock<std::mutex>& lock,
-                                  steady_clock::time_point until, Done done) {
+bool Collector::wait_for_samplers(std::unique_lock<std::mutex>& lock, SteadyTime until, Done done) {
   while (!done()) {
     const auto look_again = hand_off(lock);
-    if (steady_clock::now() >= until) return false;
-    hub_->cv.wait_until(lock, std::min(until, look_again));
+    if (clock_.steady_now() >= until) return false;
+    clock_.wait_until(hub_->cv, lock, std::min(until, look_again));
   }
   return true;
 }
@@ -315,7 +312,7 @@ bool Collector::wait_for_samplers(std::unique_lock<std::mutex>& lock,
 // The interval boundary nearest to the wall clock now, as a tick number.
 std::int64_t Collector::nearest_tick() const {
   const std::int64_t iv = settings_.interval.count();
-  return (wall_ms() + iv / 2) / iv;
+  return (clock_.wall_ms() + iv / 2) / iv;
 }
 
 void Collector::tick_now() {
@@ -391,7 +388,7 @@ void Collector::retire(std::vector<Slot*> slots) {
       now.push_back(std::move(w));
     }
   }
-  wait_for_samplers(lock, steady_clock::time_point::max(), [&] {
+  wait_for_samplers(lock, SteadyTime::max(), [&] {
     return std::all_of(now.begin(), now.end(), [](auto& w) { return w->exited; });
   });
 }
@@ -422,7 +419,7 @@ void Collector::shut_down_workers() {
     }
     hub_->work.notify_all();
     // One bound for all of them: SIGTERM never waits longer for a sensor.
-    wait_for_samplers(lock, steady_clock::now() + kStopGrace, [&] {
+    wait_for_samplers(lock, clock_.steady_now() + kStopGrace, [&] {
       return std::all_of(all.begin(), all.end(), [](auto& w) { return w->exited; }) &&
              std::all_of(hub_->samplers.begin(), hub_->samplers.end(),
                          [](auto& s) { return s->exited; });
@@ -482,7 +479,7 @@ void Collector::stop() {
   // refuses is lost with the process, and the log says how much.
   const std::int64_t now_ms = last_ts_ms_ == INT64_MIN ? 0 : last_ts_ms_;
   if (flush_store(now_ms)) return;
-  std::this_thread::sleep_for(kStopRetryDelay);
+  clock_.sleep_for(kStopRetryDelay);
   if (flush_store(now_ms)) return;
   log_.error("history store: " + std::to_string(store_.pending_rows()) +
              " samples not written at exit (lost): " + store_last_error());
@@ -494,11 +491,11 @@ void Collector::run() {
   // disk) stops it, and systemd's watchdog restarts the agent. A stuck sensor does not: the tick
   // publishes without it.
   auto beats = [&] { return settings_.heartbeat && settings_.heartbeat_every.count() > 0; };
-  auto next_beat = steady_clock::now();
+  auto next_beat = clock_.steady_now();
   auto beat = [&] {
-    if (!beats() || steady_clock::now() < next_beat) return;
+    if (!beats() || clock_.steady_now() < next_beat) return;
     settings_.heartbeat();
-    next_beat = steady_clock::now() + settings_.heartbeat_every;
+    next_beat = clock_.steady_now() + settings_.heartbeat_every;
   };
   beat();
   tick(nearest_tick());  // at once: the first request soon has data
@@ -508,11 +505,12 @@ void Collector::run() {
   // neither bunches nor skips ticks. Started late in a second, the first tick is stamped with the
   // coming boundary and the next one with the boundary after.
   std::int64_t index = 0;
-  steady_clock::time_point next;
+  SteadyTime next;
   auto align = [&] {
     const std::int64_t iv = settings_.interval.count();
     index = last_ts_ms_ / iv + 1;
-    next = steady_clock::now() + Millis(index * iv - wall_ms());  // may be just past: at once
+    next =
+        clock_.steady_now() + Millis(index * iv - clock_.wall_ms());  // may be just past: at once
   };
   align();
   std::unique_lock lock(mutex_);
@@ -532,8 +530,9 @@ void Collector::run() {
     beat();
     lock.lock();
     auto until = beats() ? std::min(next, next_beat) : next;
-    if (wake_.wait_until(lock, until, [&] { return stopping_ || !pending_.empty(); })) continue;
-    if (steady_clock::now() < next) continue;  // woken for the heartbeat
+    if (clock_.wait_until(wake_, lock, until, [&] { return stopping_ || !pending_.empty(); }))
+      continue;
+    if (clock_.steady_now() < next) continue;  // woken for the heartbeat
     lock.unlock();
     // The wall clock was stepped by more than an interval: stamp by it from now on (tick() keeps
     // the stamps strictly increasing if it went back).
@@ -545,7 +544,7 @@ void Collector::run() {
     // A whole interval behind (a suspended machine, a stuck disk): skip the grid points that have
     // wholly passed. A tick that only ran past the next boundary (its sensors used the publish
     // budget and writing took long) is followed at once by the next one, which is not missed.
-    auto now = steady_clock::now();
+    auto now = clock_.steady_now();
     if (now >= next + settings_.interval) {
       auto behind = (now - next) / settings_.interval;
       stats_.missed_ticks += static_cast<std::uint64_t>(behind);
@@ -605,7 +604,7 @@ void Collector::tick(std::int64_t tick_index) {
   if (last_ts_ms_ != INT64_MIN && tick_index * iv <= last_ts_ms_) tick_index = last_ts_ms_ / iv + 1;
   const std::int64_t ts_ms = tick_index * iv;
   last_ts_ms_ = ts_ms;
-  const auto started = steady_clock::now();
+  const auto started = clock_.steady_now();
   // The tick publishes by then, with what has arrived.
   const auto publish_by = started + settings_.interval / 2;
   reap_retiring();
@@ -677,7 +676,7 @@ void Collector::tick(std::int64_t tick_index) {
     for (auto& s : sensors_)
       if (s.worker->awaited) until = std::min(until, s.worker->deadline);
     if (wait_for_samplers(lock, until, [&] { return hub_->awaited == 0; })) break;
-    const auto now = steady_clock::now();
+    const auto now = clock_.steady_now();
     if (now >= publish_by) break;
     for (auto& s : sensors_) {
       Worker& w = *s.worker;
@@ -688,7 +687,7 @@ void Collector::tick(std::int64_t tick_index) {
     }
   }
   // Not waited for any more; what is still in a call past its deadline has timed out.
-  const auto now = steady_clock::now();
+  const auto now = clock_.steady_now();
   std::vector<Slot*> overdue;
   for (auto& s : sensors_) {
     Worker& w = *s.worker;

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/clock.hpp"
 #include "collect/snapshot.hpp"
 #include "config/schema.hpp"
 #include "plugin/plugin_loader.hpp"
@@ -77,9 +78,11 @@ struct CollectorStats {
 class Collector {
  public:
   // Takes the sensors and starts the first sampler thread (idle until the first tick). Every spec
-  // needs an instance; throws std::invalid_argument otherwise.
+  // needs an instance; throws std::invalid_argument otherwise. `clock` is the time of everything
+  // it does (the schedule, the deadlines, the stamps; a FakeClock in tests); it outlives the
+  // collector.
   Collector(CollectorSettings settings, std::vector<SensorSpec> sensors, Store& store,
-            SnapshotHolder& snapshot, Logger& log);
+            SnapshotHolder& snapshot, Logger& log, Clock& clock = real_clock());
   // stop(), if not done yet.
   ~Collector();
   Collector(const Collector&) = delete;
@@ -149,15 +152,16 @@ class Collector {
   void retire(std::vector<Slot*> slots);
   void reap_retiring();
   void shut_down_workers();
-  std::chrono::steady_clock::time_point hand_off(std::unique_lock<std::mutex>& hub_lock);
+  Clock::SteadyTime hand_off(std::unique_lock<std::mutex>& hub_lock);
   void start_sampler();
   template <class Done>
-  bool wait_for_samplers(std::unique_lock<std::mutex>& hub_lock,
-                         std::chrono::steady_clock::time_point until, Done done);
+  bool wait_for_samplers(std::unique_lock<std::mutex>& hub_lock, Clock::SteadyTime until,
+                         Done done);
   void read(Slot& slot, Outcome outcome, std::int64_t ts_ms);
   void time_out(Slot& slot, std::int64_t ts_ms, Millis limit);
 
   CollectorSettings settings_;
+  Clock& clock_;
   std::shared_ptr<Hub> hub_;   // the lock, the job queue and the sampler pool
   std::vector<Slot> sensors_;  // collector thread only (or the caller of tick() before start())
   std::vector<std::shared_ptr<Worker>> retiring_;  // retired while in a call; dropped once gone

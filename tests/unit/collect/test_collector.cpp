@@ -16,7 +16,7 @@
 
 using namespace kiwi::agent;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 namespace {
 
@@ -44,7 +44,7 @@ struct Probe {
   std::atomic<bool> destroyed{false};
   std::atomic<const void*> object{nullptr};
   std::thread::id sample_thread, destroy_thread;  // under mutex
-  Clock::time_point deadline;                     // under mutex: the sink's, in the last call
+  Steady::time_point deadline;                    // under mutex: the sink's, in the last call
 
   void release() {
     {
@@ -122,9 +122,9 @@ std::vector<SensorSpec> list(Specs&&... specs) {
 
 template <class Pred>
 bool eventually(Pred pred, Millis limit = Millis(5000)) {
-  const auto until = Clock::now() + limit;
+  const auto until = Steady::now() + limit;
   while (!pred()) {
-    if (Clock::now() > until) return false;
+    if (Steady::now() > until) return false;
     std::this_thread::sleep_for(5ms);
   }
   return true;
@@ -161,8 +161,8 @@ std::vector<std::string> names(const kiwi::Snapshot& snap) {
   return out;
 }
 
-double elapsed_s(Clock::time_point from) {
-  return std::chrono::duration<double>(Clock::now() - from).count();
+double elapsed_s(Steady::time_point from) {
+  return std::chrono::duration<double>(Steady::now() - from).count();
 }
 
 }  // namespace
@@ -178,7 +178,7 @@ TEST_CASE("collector: a hung sensor times out, the tick publishes on time and it
     Collector collector(every(400ms), list(spec("hung", hung), spec("fast", fast)), rig.store,
                         rig.holder, rig.log);
     // Tick 0: hung is within its timeout (400 ms) when the budget (200 ms) is used up.
-    auto t0 = Clock::now();
+    auto t0 = Steady::now();
     collector.tick(0);
     CHECK(elapsed_s(t0) < 1.5);
     auto snap = rig.holder.current();
@@ -191,7 +191,7 @@ TEST_CASE("collector: a hung sensor times out, the tick publishes on time and it
     // its call began, passes within the tick: error, once.
     int tick = 1;
     for (;; ++tick) {
-      t0 = Clock::now();
+      t0 = Steady::now();
       collector.tick(tick);
       CHECK(elapsed_s(t0) < 1.5);
       snap = rig.holder.current();
@@ -205,7 +205,7 @@ TEST_CASE("collector: a hung sensor times out, the tick publishes on time and it
     // Three ticks more: not waited for, not called again, still one error; fast is read every
     // tick.
     for (int i = tick + 1; i <= tick + 3; ++i) {
-      t0 = Clock::now();
+      t0 = Steady::now();
       collector.tick(i);
       CHECK(elapsed_s(t0) < 1.5);
       snap = rig.holder.current();
@@ -247,9 +247,9 @@ TEST_CASE("collector: the sink's deadline is the call's start plus the sensor's 
                       list(spec("own", own, 1, Millis(250)), spec("by_interval", by_interval),
                            spec("every_2", every_2, 2)),
                       rig.store, rig.holder, rig.log);
-  const auto t0 = Clock::now();
+  const auto t0 = Steady::now();
   collector.tick(0);
-  const auto t1 = Clock::now();
+  const auto t1 = Steady::now();
   auto deadline_of = [](Probe& p) {
     std::lock_guard lock(p.mutex);
     return p.deadline;
@@ -262,7 +262,7 @@ TEST_CASE("collector: the sink's deadline is the call's start plus the sensor's 
   CHECK(deadline_of(*every_2) <= t1 + 800ms);
   // A sink made outside the collector has none.
   std::vector<kiwi::MetricValue> out;
-  CHECK(CheckedSink(out).deadline() == Clock::time_point::max());
+  CHECK(CheckedSink(out).deadline() == Steady::time_point::max());
 }
 
 TEST_CASE("collector: a sensor three intervals slow times out at its default timeout, then again") {
@@ -339,7 +339,7 @@ TEST_CASE("collector: stop() abandons a sensor that never returns, within its 2 
                         rig.holder, rig.log);
     collector.start();
     REQUIRE(eventually([&] { return hung->calls == 1 && rig.holder.current()->sequence >= 3; }));
-    const auto t0 = Clock::now();
+    const auto t0 = Steady::now();
     collector.stop();
     const double took = elapsed_s(t0);
     CHECK(took >= 1.9);
@@ -414,7 +414,7 @@ TEST_CASE("collector: reconfigure while a sensor is hung returns at once and ret
                       rig.holder, rig.log);
   collector.start();
   REQUIRE(eventually([&] { return hung->calls == 1 && rig.holder.current()->sequence >= 2; }));
-  auto t0 = Clock::now();
+  auto t0 = Steady::now();
   collector.reconfigure(every(200ms), list(keep("fast")));
   CHECK(elapsed_s(t0) < 1.5);
   const auto seq = rig.holder.current()->sequence;
@@ -514,7 +514,7 @@ TEST_CASE(
   CHECK(pool <= 1 + static_cast<std::size_t>(5 - one_thread));
 
   b->hold = true;
-  const auto t0 = Clock::now();
+  const auto t0 = Steady::now();
   collector.tick(5);
   // c, queued behind b, was read in this tick all the same, kHandOffAfter later at most (plus
   // the time a thread takes to start), and on another thread.
