@@ -225,6 +225,7 @@ Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors
                      SnapshotHolder& snapshot, Logger& log, Clock& clock)
     : settings_(std::move(settings)),
       clock_(clock),
+      schedule_(clock),
       hub_(std::make_shared<Hub>(clock)),
       store_(store),
       snapshot_(snapshot),
@@ -309,14 +310,8 @@ bool Collector::wait_for_samplers(std::unique_lock<std::mutex>& lock, SteadyTime
   return true;
 }
 
-// The interval boundary nearest to the wall clock now, as a tick number.
-std::int64_t Collector::nearest_tick() const {
-  const std::int64_t iv = settings_.interval.count();
-  return (clock_.wall_ms() + iv / 2) / iv;
-}
-
 void Collector::tick_now() {
-  tick(nearest_tick());
+  tick(schedule_.nearest_tick(settings_.interval));
 }
 
 void Collector::start() {
@@ -477,7 +472,7 @@ void Collector::stop() {
   // What is queued reaches the disk before the process exits (pruning as of the latest sample).
   // A store that is failing (a full disk) gets one more try a moment later; what it still
   // refuses is lost with the process, and the log says how much.
-  const std::int64_t now_ms = last_ts_ms_ == INT64_MIN ? 0 : last_ts_ms_;
+  const std::int64_t now_ms = schedule_.last_stamp() == INT64_MIN ? 0 : schedule_.last_stamp();
   if (flush_store(now_ms)) return;
   clock_.sleep_for(kStopRetryDelay);
   if (flush_store(now_ms)) return;
@@ -498,21 +493,8 @@ void Collector::run() {
     next_beat = clock_.steady_now() + settings_.heartbeat_every;
   };
   beat();
-  tick(nearest_tick());  // at once: the first request soon has data
-
-  // The schedule goes on from the latest sample: the next grid point after it, on a steady clock
-  // aligned to the wall clock (here and after a reconfiguration only), so a wall-clock step (NTP)
-  // neither bunches nor skips ticks. Started late in a second, the first tick is stamped with the
-  // coming boundary and the next one with the boundary after.
-  std::int64_t index = 0;
-  SteadyTime next;
-  auto align = [&] {
-    const std::int64_t iv = settings_.interval.count();
-    index = last_ts_ms_ / iv + 1;
-    next =
-        clock_.steady_now() + Millis(index * iv - clock_.wall_ms());  // may be just past: at once
-  };
-  align();
+  tick(schedule_.nearest_tick(settings_.interval));  // at once: the first request soon has data
+  schedule_.align(settings_.interval);
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     if (!pending_.empty()) {
@@ -520,7 +502,7 @@ void Collector::run() {
       pending_.pop_front();
       lock.unlock();
       apply(std::move(p));
-      align();  // on the new grid: the first point of it after the latest sample
+      schedule_.align(settings_.interval);  // on the new grid: its first point after the latest
       lock.lock();
       ++applied_count_;
       applied_.notify_all();
@@ -529,28 +511,15 @@ void Collector::run() {
     lock.unlock();
     beat();
     lock.lock();
+    const SteadyTime next = schedule_.next_due();
     auto until = beats() ? std::min(next, next_beat) : next;
     if (clock_.wait_until(wake_, lock, until, [&] { return stopping_ || !pending_.empty(); }))
       continue;
     if (clock_.steady_now() < next) continue;  // woken for the heartbeat
     lock.unlock();
-    // The wall clock was stepped by more than an interval: stamp by it from now on (tick() keeps
-    // the stamps strictly increasing if it went back).
-    if (std::int64_t wall = nearest_tick(); std::llabs(wall - index) > 1) index = wall;
-    tick(index);
+    tick(schedule_.due_index(settings_.interval));
     lock.lock();
-    ++index;
-    next += settings_.interval;
-    // A whole interval behind (a suspended machine, a stuck disk): skip the grid points that have
-    // wholly passed. A tick that only ran past the next boundary (its sensors used the publish
-    // budget and writing took long) is followed at once by the next one, which is not missed.
-    auto now = clock_.steady_now();
-    if (now >= next + settings_.interval) {
-      auto behind = (now - next) / settings_.interval;
-      stats_.missed_ticks += static_cast<std::uint64_t>(behind);
-      index += behind;
-      next += behind * settings_.interval;
-    }
+    stats_.missed_ticks += schedule_.advance(settings_.interval);
   }
 }
 
@@ -596,14 +565,9 @@ bool Collector::flush_store(std::int64_t now_ms) {
   return ok;
 }
 
-void Collector::tick(std::int64_t tick_index) {
+void Collector::tick(std::int64_t number) {
   const std::int64_t iv = settings_.interval.count();
-  // Every sample sits on the interval grid, strictly later than the one before (docs/api.md): a
-  // stamp already taken (the wall clock went back) or passed (a coarser grid before a
-  // reconfiguration) becomes the next grid point.
-  if (last_ts_ms_ != INT64_MIN && tick_index * iv <= last_ts_ms_) tick_index = last_ts_ms_ / iv + 1;
-  const std::int64_t ts_ms = tick_index * iv;
-  last_ts_ms_ = ts_ms;
+  const auto [tick_index, ts_ms] = schedule_.take(number, settings_.interval);
   const auto started = clock_.steady_now();
   // The tick publishes by then, with what has arrived.
   const auto publish_by = started + settings_.interval / 2;

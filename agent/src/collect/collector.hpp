@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "base/clock.hpp"
+#include "collect/schedule.hpp"
 #include "collect/snapshot.hpp"
 #include "config/schema.hpp"
 #include "plugin/plugin_loader.hpp"
@@ -146,7 +147,6 @@ class Collector {
   void run();
   bool flush_store(std::int64_t now_ms);  // false: the store failed (logged, counted)
   void log_store_recovery();
-  std::int64_t nearest_tick() const;
   Slot make_slot(SensorSpec spec);
   void apply(Pending p);
   void retire(std::vector<Slot*> slots);
@@ -162,6 +162,7 @@ class Collector {
 
   CollectorSettings settings_;
   Clock& clock_;
+  TickSchedule schedule_;
   std::shared_ptr<Hub> hub_;   // the lock, the job queue and the sampler pool
   std::vector<Slot> sensors_;  // collector thread only (or the caller of tick() before start())
   std::vector<std::shared_ptr<Worker>> retiring_;  // retired while in a call; dropped once gone
@@ -172,7 +173,6 @@ class Collector {
   CollectorStats stats_;
   std::atomic<std::size_t> abandoned_{0};
   std::uint64_t sequence_ = 0;
-  std::int64_t last_ts_ms_ = INT64_MIN;  // stamp of the latest sample
   std::int64_t last_flush_ms_ = 0;
   std::uint64_t recoveries_logged_ = 0;  // store_.recoveries() already logged
   std::int64_t last_prune_ms_ = 0;

@@ -1,0 +1,54 @@
+#include "collect/schedule.hpp"
+
+#include <cstdlib>
+
+namespace kiwi::agent {
+
+std::int64_t TickSchedule::nearest_tick(Millis interval) const {
+  const std::int64_t iv = interval.count();
+  return (clock_.wall_ms() + iv / 2) / iv;
+}
+
+TickSchedule::Tick TickSchedule::take(std::int64_t tick_index, Millis interval) {
+  const std::int64_t iv = interval.count();
+  // Every sample sits on the interval grid, strictly later than the one before (docs/api.md): a
+  // stamp already taken (the wall clock went back) or passed (a coarser grid before a
+  // reconfiguration) becomes the next grid point.
+  if (last_ts_ms_ != INT64_MIN && tick_index * iv <= last_ts_ms_) tick_index = last_ts_ms_ / iv + 1;
+  last_ts_ms_ = tick_index * iv;
+  return {tick_index, last_ts_ms_};
+}
+
+// The schedule goes on from the latest sample: the next grid point after it, on a steady clock
+// aligned to the wall clock (here and after a reconfiguration only), so a wall-clock step (NTP)
+// neither bunches nor skips ticks. Started late in a second, the first tick is stamped with the
+// coming boundary and the next one with the boundary after.
+void TickSchedule::align(Millis interval) {
+  const std::int64_t iv = interval.count();
+  index_ = last_ts_ms_ / iv + 1;
+  next_ =
+      clock_.steady_now() + Millis(index_ * iv - clock_.wall_ms());  // may be just past: at once
+}
+
+std::int64_t TickSchedule::due_index(Millis interval) {
+  // The wall clock was stepped by more than an interval: stamp by it from now on (take() keeps
+  // the stamps strictly increasing if it went back).
+  if (std::int64_t wall = nearest_tick(interval); std::llabs(wall - index_) > 1) index_ = wall;
+  return index_;
+}
+
+std::uint64_t TickSchedule::advance(Millis interval) {
+  ++index_;
+  next_ += interval;
+  // A whole interval behind (a suspended machine, a stuck disk): skip the grid points that have
+  // wholly passed. A tick that only ran past the next boundary (its sensors used the publish
+  // budget and writing took long) is followed at once by the next one, which is not missed.
+  const auto now = clock_.steady_now();
+  if (now < next_ + interval) return 0;
+  const auto behind = (now - next_) / interval;
+  index_ += behind;
+  next_ += behind * interval;
+  return static_cast<std::uint64_t>(behind);
+}
+
+}  // namespace kiwi::agent

@@ -1,0 +1,90 @@
+// The tick schedule on a fake clock: the grid, the alignment to the wall clock, a wall-clock step
+// and the ticks missed when the steady clock jumps.
+#include <catch2/catch.hpp>
+
+#include "base/fake_clock.hpp"
+#include "collect/schedule.hpp"
+
+using namespace kiwi::agent;
+using namespace std::chrono_literals;
+
+namespace {
+// The fake clock's wall clock when it starts (2026-12-01T10:00:00Z), in unix ms.
+constexpr std::int64_t kStartMs = 1'796'119'200'000;
+}  // namespace
+
+TEST_CASE(
+    "schedule: a tick is stamped with the nearest boundary, the next one with the one after") {
+  // Started 700 ms into a second: the first tick is the coming boundary's, the next is due when
+  // the wall clock reaches the boundary after it.
+  FakeClock clock(FakeClock::kDefaultWallStart + 700ms);
+  TickSchedule schedule(clock);
+  const auto t0 = clock.steady_now();
+  const auto first = schedule.take(schedule.nearest_tick(1s), 1s);
+  CHECK(first.ts_ms == kStartMs + 1000);
+  CHECK(first.index == first.ts_ms / 1000);
+  schedule.align(1s);
+  CHECK(schedule.next_due() == t0 + 1300ms);  // wall 10:00:02.000
+  clock.advance_to(schedule.next_due());
+  CHECK(schedule.due_index(1s) == first.index + 1);
+  CHECK(schedule.take(schedule.due_index(1s), 1s).ts_ms == kStartMs + 2000);
+  CHECK(schedule.advance(1s) == 0);
+  CHECK(schedule.next_due() == t0 + 2300ms);
+  CHECK(schedule.due_index(1s) == first.index + 2);
+}
+
+TEST_CASE("schedule: stamps sit on the grid, strictly later than the one before") {
+  FakeClock clock;
+  TickSchedule schedule(clock);
+  CHECK(schedule.last_stamp() == INT64_MIN);
+  CHECK(schedule.take(10, 2s).ts_ms == 20'000);
+  CHECK(schedule.take(10, 2s).ts_ms == 22'000);  // already taken: the next grid point
+  CHECK(schedule.take(3, 2s).ts_ms == 24'000);   // the wall clock went back
+  CHECK(schedule.take(3, 2s).index == 13);
+  // A finer grid after a coarser one: the first of its points after the latest stamp.
+  CHECK(schedule.take(40, 500ms).ts_ms == 26'500);
+  CHECK(schedule.take(60, 500ms).ts_ms == 30'000);
+  CHECK(schedule.last_stamp() == 30'000);
+}
+
+TEST_CASE(
+    "schedule: a steady clock a whole interval or more behind skips the ticks wholly passed") {
+  FakeClock clock;
+  TickSchedule schedule(clock);
+  schedule.take(schedule.nearest_tick(1s), 1s);
+  schedule.align(1s);
+  const auto due = schedule.next_due();
+  const auto index = schedule.due_index(1s);
+  // The tick ran 1.5 intervals past its boundary: the next one is due at once, none is missed.
+  clock.advance_to(due + 1500ms);
+  CHECK(schedule.advance(1s) == 0);
+  CHECK(schedule.next_due() == due + 1s);
+  // Suspended for 5.2 s: the four boundaries wholly passed are skipped and counted.
+  clock.advance_to(due + 1s + 5200ms);
+  CHECK(schedule.advance(1s) == 4);
+  CHECK(schedule.next_due() == due + 6s);
+  CHECK(schedule.next_due() <= clock.steady_now());
+  CHECK(schedule.due_index(1s) == index + 6);
+}
+
+TEST_CASE("schedule: a wall clock stepped by more than an interval is followed from then on") {
+  FakeClock clock;
+  TickSchedule schedule(clock);
+  const auto first = schedule.take(schedule.nearest_tick(1s), 1s);
+  schedule.align(1s);
+  clock.advance_to(schedule.next_due());
+  // A step of one interval is not followed (a tick late by its own length is not a step).
+  clock.step_wall(1s);
+  CHECK(schedule.due_index(1s) == first.index + 1);
+  // Forward by a minute: the next tick is the wall clock's.
+  clock.step_wall(60s);
+  CHECK(schedule.due_index(1s) == first.index + 62);
+  CHECK(schedule.take(schedule.due_index(1s), 1s).ts_ms == kStartMs + 62'000);
+  schedule.advance(1s);
+  // Back by an hour: the tick number follows the wall clock, the stamp stays after the last one.
+  clock.advance_to(schedule.next_due());
+  clock.step_wall(-3600s);
+  const std::int64_t back = schedule.due_index(1s);
+  CHECK(back == first.index + 63 - 3600);
+  CHECK(schedule.take(back, 1s).ts_ms == kStartMs + 63'000);
+}
