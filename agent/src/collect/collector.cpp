@@ -1,6 +1,5 @@
 #include "collect/collector.hpp"
 
-#include <malloc.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -22,13 +21,6 @@ namespace kiwi::agent {
 namespace {
 
 using SteadyTime = Clock::SteadyTime;
-
-// How many retention-expired rows one tick may delete: small steps keep each tick short, and
-// are still far faster than one new row per tick, so a backlog drains.
-constexpr int kPruneRowsPerTick = 32;
-// Pruning rewrites the oldest pages and the free list, so it costs flash writes per commit no
-// matter how few rows go; once a minute, in one bigger step, halves the steady-state writes.
-constexpr std::int64_t kPruneEveryMs = 60'000;
 
 constexpr const char* kFirstSample = "first sample in progress";
 
@@ -227,10 +219,9 @@ Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors
       clock_(clock),
       schedule_(clock),
       hub_(std::make_shared<Hub>(clock)),
-      store_(store),
       snapshot_(snapshot),
-      log_(log) {
-  log_store_recovery();  // the file the store replaced when it opened, if it did
+      log_(log),
+      store_cadence_(store, log, stats_) {
   for (auto& s : sensors)
     if (!s.instance.object)
       throw std::invalid_argument("collector: sensor " + s.name + " has no instance");
@@ -468,16 +459,8 @@ void Collector::stop() {
   applied_.notify_all();  // a reconfigure() still waiting returns (nothing more is applied)
   unapplied.clear();
   shut_down_workers();
-  store_.close_current_minute();
-  // What is queued reaches the disk before the process exits (pruning as of the latest sample).
-  // A store that is failing (a full disk) gets one more try a moment later; what it still
-  // refuses is lost with the process, and the log says how much.
   const std::int64_t now_ms = schedule_.last_stamp() == INT64_MIN ? 0 : schedule_.last_stamp();
-  if (flush_store(now_ms)) return;
-  clock_.sleep_for(kStopRetryDelay);
-  if (flush_store(now_ms)) return;
-  log_.error("history store: " + std::to_string(store_.pending_rows()) +
-             " samples not written at exit (lost): " + store_last_error());
+  store_cadence_.finish(now_ms, settings_.retention, kStopRetryDelay, clock_);
 }
 
 void Collector::run() {
@@ -521,48 +504,6 @@ void Collector::run() {
     lock.lock();
     stats_.missed_ticks += schedule_.advance(settings_.interval);
   }
-}
-
-// A damaged history file moved aside and replaced (at open or by a commit): logged once each.
-void Collector::log_store_recovery() {
-  const std::uint64_t n = store_.recoveries();
-  if (n == recoveries_logged_) return;
-  recoveries_logged_ = n;
-  log_.error("history store: " + store_.recovery_note());
-}
-
-bool Collector::flush_store(std::int64_t now_ms) {
-  last_flush_ms_ = now_ms;
-  bool ok = true;
-  try {
-    // Small prune steps, in proportion to the ticks flushed: a backlog drains, no flush is long.
-    const bool prune = now_ms - last_prune_ms_ >= kPruneEveryMs;
-    store_.flush(now_ms - settings_.retention.count(),
-                 prune ? kPruneRowsPerTick * std::max(1, ticks_since_prune_) : 0);
-    if (prune) {
-      last_prune_ms_ = now_ms;
-      ticks_since_prune_ = 0;
-    }
-    if (stats_.store_failing_writes.exchange(0) != 0) log_.info("history store: writing again");
-  } catch (const std::exception& e) {
-    ok = false;
-    ++stats_.store_failing_writes;
-    {
-      std::lock_guard lock(error_mutex_);
-      store_last_error_ = e.what();
-    }
-    // Logged when it starts failing and once in a while after, not at every attempt.
-    if (stats_.store_errors++ % 12 == 0)
-      log_.error(std::string("history store: ") + e.what() + " (" +
-                 std::to_string(stats_.store_errors.load()) + " failed writes so far; " +
-                 std::to_string(store_.pending_rows()) + " samples kept in memory)");
-  }
-  // Once per commit, hand freed heap back to the kernel: connection buffers of a burst of clients,
-  // query results, SQLite pages. glibc returns only the top of each heap by itself, so without
-  // this RSS keeps the high-water mark of the busiest minute.
-  ::malloc_trim(0);
-  log_store_recovery();
-  return ok;
 }
 
 void Collector::tick(std::int64_t number) {
@@ -670,13 +611,7 @@ void Collector::tick(std::int64_t number) {
   for (auto& s : sensors_)
     if (s.fresh)
       for (auto& m : s.report.metrics) fresh.push_back(&m);
-  store_.append(ts_ms, fresh);
-  ++ticks_since_prune_;
-  if (last_flush_ms_ == 0) last_flush_ms_ = ts_ms;
-  // The store's check of the file it opened found damage: flush now, which moves the file aside,
-  // rather than serving from it until the next commit.
-  if (ts_ms - last_flush_ms_ >= settings_.commit_interval.count() || store_.damage_found())
-    flush_store(ts_ms);
+  store_cadence_.append(ts_ms, fresh, settings_);
 
   auto snap = std::make_shared<Snapshot>();
   snap->sequence = ++sequence_;

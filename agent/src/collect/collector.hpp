@@ -26,55 +26,13 @@
 
 #include "base/clock.hpp"
 #include "collect/schedule.hpp"
+#include "collect/settings.hpp"
 #include "collect/snapshot.hpp"
-#include "config/schema.hpp"
+#include "collect/store_cadence.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "store/store.hpp"
 
 namespace kiwi::agent {
-
-// One [[sensor]] as the agent hands it over.
-struct SensorSpec {
-  std::string name;    // unique
-  std::string plugin;  // the plugin's descriptor name
-  std::int64_t every_ticks = 1;
-  Millis timeout{0};  // 0: every_ticks x interval
-  // A new instance to run; an empty one (no object) keeps the running sensor of this name with
-  // its instance, state and counters unchanged (only every_ticks/timeout/position are updated).
-  PluginInstance<Sensor> instance;
-};
-
-// The configured values default to the host schema's rows (config/schema.hpp), the one place of
-// each default.
-struct CollectorSettings {
-  Millis interval = schema_defaults().collector.interval;
-  Millis retention = schema_defaults().collector.retention;
-  Millis stale_after = schema_defaults().collector.stale_after;
-  Millis commit_interval = schema_defaults().collector.commit_interval;  // history reaches disk
-  // Distinct series one sensor may have stored per run; values of further new ones are refused.
-  std::size_t max_series_per_sensor =
-      static_cast<std::size_t>(schema_defaults().collector.max_series_per_sensor);
-  const SnapshotFile* snapshot_file = nullptr;  // null: no snapshot file; outlives the collector
-  std::string host;
-  std::string agent_version;
-  double started_at = 0;
-  // Called from the collector thread every `heartbeat_every` while it is not stuck in a tick (the
-  // systemd watchdog, service_notify.hpp); nothing when empty or 0.
-  std::function<void()> heartbeat;
-  Millis heartbeat_every{0};
-  // Whose uptime is the clock of the rates derived from counters (agent.procfs); taken by each
-  // sensor when it starts.
-  std::string procfs = schema_defaults().agent.procfs;
-};
-
-struct CollectorStats {
-  std::atomic<std::uint64_t> ticks{0};
-  std::atomic<std::uint64_t> missed_ticks{0};
-  std::atomic<std::uint64_t> store_errors{0};
-  std::atomic<std::uint64_t> store_failing_writes{0};   // consecutive, reset by a good write
-  std::atomic<std::uint64_t> snapshot_file_errors{0};   // since start
-  std::atomic<std::uint64_t> snapshot_file_failing{0};  // consecutive, reset by a good write
-};
 
 class Collector {
  public:
@@ -118,10 +76,7 @@ class Collector {
   // Sensors abandoned by stop() (their threads still in a call, or in the sensor's destructor).
   std::size_t abandoned() const { return abandoned_.load(); }
   const CollectorStats& stats() const { return stats_; }
-  std::string store_last_error() const {
-    std::lock_guard lock(error_mutex_);
-    return store_last_error_;
-  }
+  std::string store_last_error() const { return store_cadence_.last_error(); }
   std::string snapshot_file_last_error() const {
     std::lock_guard lock(error_mutex_);
     return snapshot_file_last_error_;
@@ -145,8 +100,6 @@ class Collector {
     std::vector<SensorSpec> sensors;
   };
   void run();
-  bool flush_store(std::int64_t now_ms);  // false: the store failed (logged, counted)
-  void log_store_recovery();
   Slot make_slot(SensorSpec spec);
   void apply(Pending p);
   void retire(std::vector<Slot*> slots);
@@ -167,18 +120,13 @@ class Collector {
   std::vector<Slot> sensors_;  // collector thread only (or the caller of tick() before start())
   std::vector<std::shared_ptr<Worker>> retiring_;  // retired while in a call; dropped once gone
   std::shared_ptr<const Snapshot> last_published_;
-  Store& store_;
   SnapshotHolder& snapshot_;
   Logger& log_;
   CollectorStats stats_;
+  StoreCadence store_cadence_;  // after stats_, which it counts in
   std::atomic<std::size_t> abandoned_{0};
   std::uint64_t sequence_ = 0;
-  std::int64_t last_flush_ms_ = 0;
-  std::uint64_t recoveries_logged_ = 0;  // store_.recoveries() already logged
-  std::int64_t last_prune_ms_ = 0;
-  int ticks_since_prune_ = 0;
   mutable std::mutex error_mutex_;
-  std::string store_last_error_;
   std::string snapshot_file_last_error_;
 
   // The collector thread's mailbox: stop and reconfigure requests.

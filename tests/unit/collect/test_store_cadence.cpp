@@ -1,0 +1,46 @@
+// The store's cadence: readings are queued every tick and committed every commit_interval of
+// stamps, and what is queued at stop is committed.
+#include <catch2/catch.hpp>
+
+#include "base/fake_clock.hpp"
+#include "collect/store_cadence.hpp"
+#include "test_support.hpp"
+
+using namespace kiwi::agent;
+using namespace std::chrono_literals;
+
+namespace {
+struct Lines final : kiwi::Logger {
+  std::vector<std::string> lines;
+  void log(kiwi::LogLevel, std::string_view m) override { lines.emplace_back(m); }
+};
+}  // namespace
+
+TEST_CASE("store cadence: a commit every commit_interval of stamps, and one at stop") {
+  kiwi_test::TempDb db;
+  Store store(db.path());
+  Lines log;
+  CollectorStats stats;
+  StoreCadence cadence(store, log, stats);
+  CollectorSettings settings;
+  settings.commit_interval = 10s;
+  const kiwi::MetricValue m{"m", {}, 1, "ratio", kiwi::MetricKind::gauge};
+  const std::vector<const kiwi::MetricValue*> values{&m};
+  // Ticks of 1 s from 1 s on: the first commit is due 10 s of stamps after the first tick.
+  for (std::int64_t ts = 1000; ts <= 10'000; ts += 1000) cadence.append(ts, values, settings);
+  CHECK(store.pending_rows() == 10);
+  cadence.append(11'000, values, settings);
+  CHECK(store.pending_rows() == 0);
+  cadence.append(12'000, values, settings);
+  CHECK(store.pending_rows() == 1);
+  // At stop: committed at once; the clock would only be waited on for a second try.
+  FakeClock clock;
+  const auto t0 = clock.steady_now();
+  cadence.finish(12'000, settings.retention, 500ms, clock);
+  CHECK(store.pending_rows() == 0);
+  CHECK(clock.steady_now() == t0);
+  CHECK(stats.store_errors == 0);
+  CHECK(cadence.last_error().empty());
+  CHECK(log.lines.empty());
+  CHECK(store.query({}).timestamps.size() == 12);
+}
