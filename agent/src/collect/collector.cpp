@@ -4,12 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <iterator>
 #include <optional>
 #include <stdexcept>
-#include <unordered_set>
 
 #include "base/duration.hpp"
 #include "base/fatal_signal.hpp"
@@ -22,32 +18,10 @@ namespace {
 
 using SteadyTime = Clock::SteadyTime;
 
-constexpr const char* kFirstSample = "first sample in progress";
-
-// A series' identity for the per-sensor limit: FNV-1a over the name and labels (a collision lets
-// one series more through, harmless; no allocation per metric per tick).
-std::uint64_t series_hash(const MetricValue& m) {
-  std::uint64_t h = 1469598103934665603ull;
-  auto add = [&](std::string_view s) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;  // a separator no UTF-8 text holds
-  };
-  add(m.name);
-  for (auto& [k, v] : m.labels) add(k), add(v);
-  return h;
-}
-
 // Thread names are at most 15 bytes (pthread_setname_np refuses longer ones).
 void name_this_thread(std::string name) {
   if (name.size() > 15) name.resize(15);
   pthread_setname_np(pthread_self(), name.c_str());
-}
-
-// "3.2s", for how long a call took.
-std::string seconds_text(SteadyTime::duration d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1fs", std::chrono::duration<double>(d).count());
-  return buf;
 }
 
 // An abandoned sensor's instance: kept, never destroyed, so the code of a library whose sample()
@@ -189,28 +163,15 @@ struct Collector::Hub {
 
 // One sensor as the collector sees it (collector thread only).
 struct Collector::Slot {
+  Slot(std::string name, std::string plugin) : keeper(std::move(name), std::move(plugin)) {}
   std::shared_ptr<Worker> worker;
-  std::string name;
-  std::string plugin;
+  ReportKeeper keeper;  // its report: name, plugin, counters
   std::int64_t every_ticks = 1;
   Millis timeout{0};
   bool read_before = false;
-  bool timed_out = false;  // reported timed out; its call has not returned yet
-  SensorState last_state = SensorState::ok;
-  std::uint64_t errors_total = 0;
-  std::uint64_t invalid_metrics_total = 0;
-  std::string last_invalid_note;  // what was dropped last, to log only changes
-  // The series it has had stored this run (hashes of name and labels), up to
-  // max_series_per_sensor; values of other series beyond that are refused and counted.
-  std::unordered_set<std::uint64_t> series;
-  std::uint64_t series_refused_total = 0;
-  std::optional<Outcome> got;  // taken from the worker, not yet looked at
-  // This tick's report, when it has a new one (a reading or a time-out); it moves into the
-  // snapshot. Otherwise the snapshot copies the slot's report from the last one published.
-  bool fresh = false;
+  bool timed_out = false;       // reported timed out; its call has not returned yet
+  std::optional<Outcome> got;   // taken from the worker, not yet looked at
   bool read_this_tick = false;  // a reading arrived this tick
-  SensorReport report;
-  std::ptrdiff_t published_at = -1;  // its index in last_published_; -1: not in it
 };
 
 Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors, Store& store,
@@ -236,15 +197,13 @@ Collector::~Collector() {
 }
 
 Collector::Slot Collector::make_slot(SensorSpec spec) {
-  Slot slot;
-  slot.name = spec.name;
-  slot.plugin = std::move(spec.plugin);
+  Slot slot(spec.name, spec.plugin);
   slot.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
   slot.timeout = spec.timeout;
   auto worker = std::make_shared<Worker>(settings_.procfs);
   worker->name = std::move(spec.name);
   worker->activity = "sensor " + worker->name + " (" +
-                     (spec.instance.library ? spec.instance.library->file : slot.plugin) + ")";
+                     (spec.instance.library ? spec.instance.library->file : spec.plugin) + ")";
   worker->instance = std::move(spec.instance);
   slot.worker = std::move(worker);
   return slot;
@@ -333,8 +292,9 @@ void Collector::apply(Pending p) {
   std::vector<Slot> next;
   next.reserve(p.sensors.size());
   for (auto& spec : p.sensors) {
-    auto running = std::find_if(sensors_.begin(), sensors_.end(),
-                                [&](const Slot& s) { return s.worker && s.name == spec.name; });
+    auto running = std::find_if(sensors_.begin(), sensors_.end(), [&](const Slot& s) {
+      return s.worker && s.keeper.name() == spec.name;
+    });
     if (spec.instance.object) {
       // A new instance; the running one of this name (if any) stays in sensors_ and is retired.
       next.push_back(make_slot(std::move(spec)));
@@ -507,7 +467,6 @@ void Collector::run() {
 }
 
 void Collector::tick(std::int64_t number) {
-  const std::int64_t iv = settings_.interval.count();
   const auto [tick_index, ts_ms] = schedule_.take(number, settings_.interval);
   const auto started = clock_.steady_now();
   // The tick publishes by then, with what has arrived.
@@ -530,11 +489,8 @@ void Collector::tick(std::int64_t number) {
     const Millis limit = timeout_of(s);
     if (!s.timed_out && o.finished - o.started > limit) time_out(s, ts_ms, limit);
     if (s.timed_out) {
-      // Its late result is dropped; it is posted again when next due.
-      log_.info("sensor " + s.name + ": returned after " + seconds_text(o.finished - o.started) +
-                "; sampling again");
+      s.keeper.came_back(o.finished - o.started, log_);
       s.timed_out = false;
-      s.last_state = SensorState::ok;  // a failure after this is logged again
       return;
     }
     read(s, std::move(o), ts_ms);
@@ -609,42 +565,13 @@ void Collector::tick(std::int64_t number) {
 
   std::vector<const MetricValue*> fresh;
   for (auto& s : sensors_)
-    if (s.fresh)
-      for (auto& m : s.report.metrics) fresh.push_back(&m);
+    if (s.keeper.has_fresh())
+      for (auto& m : s.keeper.fresh().metrics) fresh.push_back(&m);
   store_cadence_.append(ts_ms, fresh, settings_);
 
-  auto snap = std::make_shared<Snapshot>();
-  snap->sequence = ++sequence_;
-  snap->timestamp = static_cast<double>(ts_ms) / 1000.0;
-  snap->interval_seconds = static_cast<double>(iv) / 1000.0;
-  snap->stale_after_seconds = static_cast<double>(settings_.stale_after.count()) / 1000.0;
-  snap->host = settings_.host;
-  snap->agent_version = settings_.agent_version;
-  snap->started_at = settings_.started_at;
-  // Moved, not copied (a copy cost some 200 allocations a tick): a new report moves in; one
-  // without is copied from the last snapshot published, from wherever the slot was in it (the
-  // order changes on reconfiguration); a sensor never read yet says so.
-  snap->sensors.reserve(sensors_.size());
-  for (std::size_t i = 0; i < sensors_.size(); ++i) {
-    Slot& s = sensors_[i];
-    if (s.fresh) {
-      snap->sensors.push_back(std::move(s.report));
-      s.report = {};
-      s.fresh = false;
-    } else if (s.published_at >= 0 && last_published_) {
-      snap->sensors.push_back(last_published_->sensors[static_cast<std::size_t>(s.published_at)]);
-    } else {
-      SensorReport& r = snap->sensors.emplace_back();
-      r.name = s.name;
-      r.plugin = s.plugin;
-      r.state = SensorState::no_data;
-      r.message = kFirstSample;
-      r.timestamp = snap->timestamp;
-      r.errors_total = s.errors_total;
-      r.invalid_metrics_total = s.invalid_metrics_total;
-    }
-    s.published_at = static_cast<std::ptrdiff_t>(i);
-  }
+  SnapshotAssembly assembly(++sequence_, ts_ms, settings_, last_published_.get(), sensors_.size());
+  for (auto& s : sensors_) assembly.add(s.keeper);
+  std::shared_ptr<Snapshot> snap = assembly.finish();
   if (settings_.snapshot_file) {
     try {
       // Rendered here only for the file: /api/current is rendered by its handler, on request.
@@ -668,73 +595,16 @@ void Collector::tick(std::int64_t number) {
 
 // A reading that arrived in time: it is this tick's report of the sensor.
 void Collector::read(Slot& s, Outcome o, std::int64_t ts_ms) {
-  SensorReport& r = s.report;
-  r = SensorReport{};
-  r.name = s.name;
-  r.plugin = s.plugin;
-  r.timestamp = static_cast<double>(ts_ms) / 1000.0;
-  r.state = o.state;
-  r.message = std::move(o.message);
-  r.duration_seconds = std::chrono::duration<double>(o.finished - o.started).count();
-  r.metrics = std::move(o.metrics);
-  // The series limit: a sensor that makes up new series every sample (a label with a counter in
-  // it) would otherwise grow the catalog and the file without end.
-  const std::size_t limit = settings_.max_series_per_sensor;
-  std::uint64_t refused = 0;
-  std::erase_if(r.metrics, [&](const MetricValue& m) {
-    const std::uint64_t h = series_hash(m);
-    if (s.series.contains(h)) return false;
-    if (s.series.size() < limit) return !s.series.insert(h).second;
-    ++refused;
-    return true;
-  });
-  if (refused && s.series_refused_total == 0)
-    log_.warn("sensor " + s.name + ": reached its limit of " + std::to_string(limit) +
-              " series (collector.max_series_per_sensor); values of further new series are "
-              "refused, and counted in kiwi_sensor_series_refused_total");
-  r.series_refused_total = s.series_refused_total += refused;
-  // A reset at info when it happens; at debug while the same counters keep going back.
-  if (!o.rates_log.empty())
-    log_.log(o.rates_log_repeats ? LogLevel::debug : LogLevel::info,
-             "sensor " + s.name + ": " + o.rates_log);
-  if (r.state == SensorState::error) {
-  } else if (!o.dropped_note.empty()) {
-    // Logged when it starts and whenever what is dropped changes, not every sample.
-    if (o.dropped_note != s.last_invalid_note)
-      log_.warn("sensor " + s.name + ": " + o.dropped_note);
-    r.message = r.message.empty() ? o.dropped_note : r.message + "; " + o.dropped_note;
-    s.last_invalid_note = std::move(o.dropped_note);
-  } else {
-    s.last_invalid_note.clear();
-  }
-  r.errors_total = s.errors_total += (r.state == SensorState::error);
-  r.invalid_metrics_total = s.invalid_metrics_total += o.dropped;
-  if (r.state == SensorState::error && s.last_state != SensorState::error)
-    log_.warn("sensor " + s.name + " failed: " + r.message);
-  s.last_state = r.state;
+  const double took = std::chrono::duration<double>(o.finished - o.started).count();
+  s.keeper.read(std::move(o), took, ts_ms, settings_.max_series_per_sensor, log_);
   s.read_before = true;
   s.read_this_tick = true;
-  s.fresh = true;
 }
 
 // A call past its deadline: reported once; the sensor is not called again until it returns.
 void Collector::time_out(Slot& s, std::int64_t ts_ms, Millis limit) {
-  const std::string what = "timed out after " + format_duration(limit);
-  SensorReport& r = s.report;
-  r = SensorReport{};
-  r.name = s.name;
-  r.plugin = s.plugin;
-  r.timestamp = static_cast<double>(ts_ms) / 1000.0;
-  r.state = SensorState::error;
-  r.message = what + "; not called again until its call returns";
-  r.duration_seconds = std::chrono::duration<double>(limit).count();
-  r.errors_total = ++s.errors_total;
-  r.invalid_metrics_total = s.invalid_metrics_total;
-  r.series_refused_total = s.series_refused_total;
-  log_.warn("sensor " + s.name + ": " + what + "; not called again until its call returns");
-  s.last_state = SensorState::error;
+  s.keeper.time_out(limit, ts_ms, log_);
   s.timed_out = true;
-  s.fresh = true;
 }
 
 }  // namespace kiwi::agent

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "base/clock.hpp"
+#include "collect/report.hpp"
 #include "collect/schedule.hpp"
 #include "collect/settings.hpp"
 #include "collect/snapshot.hpp"
