@@ -5,14 +5,12 @@
 // Threads:
 //   - the collector thread ("kiwi-collector") runs the schedule, the ticks, reconfiguration and
 //     the heartbeat; it alone touches the store's writer side, the snapshot and the logger;
-//   - the samplers ("kiwi-sampler") take the sensors a tick posts, in order, and call their
-//     sample(), and destroy retired instances; nothing else. One sampler does a whole tick: each
-//     thread woken costs more than most sensors' reading (tens of µs on a VM). A sensor still in
-//     its call kHandOffAfter after it began hands the rest of the queue to another sampler (an
-//     idle one, or a new one), and its thread is renamed "kiwi-s:<sensor>" until the call
-//     returns; so a slow or stuck sensor delays the others by that much at most, and the pool
-//     only grows to as many threads as there are sensors in a call at once. At most one call at a
-//     time per sensor object.
+//   - the samplers ("kiwi-sampler", sampler_pool.hpp) take the sensors a tick posts, in order,
+//     and call their sample(), and destroy retired instances; nothing else.
+//
+// Its jobs, each in its own files: the schedule (schedule.hpp), the sampler pool
+// (sampler_pool.hpp), report assembly (report.hpp) and the store's cadence (store_cadence.hpp);
+// this class wires them, and publishes the snapshot.
 #pragma once
 
 #include <atomic>
@@ -26,6 +24,7 @@
 
 #include "base/clock.hpp"
 #include "collect/report.hpp"
+#include "collect/sampler_pool.hpp"
 #include "collect/schedule.hpp"
 #include "collect/settings.hpp"
 #include "collect/snapshot.hpp"
@@ -83,19 +82,14 @@ class Collector {
     return snapshot_file_last_error_;
   }
 
-  static constexpr Millis kStopGrace{2000};      // stop(): how long sensors get to return
+  // stop(): how long sensors get to return.
+  static constexpr Millis kStopGrace = SamplerPool::kStopGrace;
   static constexpr Millis kStopRetryDelay{500};  // stop(): a failed last commit, tried again
-  // How long a sensor's call may hold up the sensors queued after it before another sampler takes
-  // them: far beyond a procfs read (about 0.1 ms), short against the publish budget (half an
-  // interval, 50 ms at the shortest).
-  static constexpr Millis kHandOffAfter{20};
+  // How long a sensor's call may hold up the sensors queued after it (sampler_pool.hpp).
+  static constexpr Millis kHandOffAfter = SamplerPool::kHandOffAfter;
 
  private:
-  struct Hub;
-  struct Worker;
-  struct Sampler;
   struct Slot;
-  struct Outcome;
   struct Pending {
     CollectorSettings settings;
     std::vector<SensorSpec> sensors;
@@ -104,22 +98,14 @@ class Collector {
   Slot make_slot(SensorSpec spec);
   void apply(Pending p);
   void retire(std::vector<Slot*> slots);
-  void reap_retiring();
-  void shut_down_workers();
-  Clock::SteadyTime hand_off(std::unique_lock<std::mutex>& hub_lock);
-  void start_sampler();
-  template <class Done>
-  bool wait_for_samplers(std::unique_lock<std::mutex>& hub_lock, Clock::SteadyTime until,
-                         Done done);
-  void read(Slot& slot, Outcome outcome, std::int64_t ts_ms);
+  void read(Slot& slot, CallOutcome outcome, std::int64_t ts_ms);
   void time_out(Slot& slot, std::int64_t ts_ms, Millis limit);
 
   CollectorSettings settings_;
   Clock& clock_;
   TickSchedule schedule_;
-  std::shared_ptr<Hub> hub_;   // the lock, the job queue and the sampler pool
+  SamplerPool pool_;
   std::vector<Slot> sensors_;  // collector thread only (or the caller of tick() before start())
-  std::vector<std::shared_ptr<Worker>> retiring_;  // retired while in a call; dropped once gone
   std::shared_ptr<const Snapshot> last_published_;
   SnapshotHolder& snapshot_;
   Logger& log_;
