@@ -26,17 +26,28 @@ void name_this_thread(std::string name) {
 
 }  // namespace
 
+// Where a sensor's latest call stands with the collector.
+enum class CallStatus {
+  in_time,    // waited for until its deadline, when one is in progress
+  timed_out,  // reported timed out and not returned yet: not waited for, not called again
+};
+
 // One sensor as the collector sees it (collector thread only).
 struct Collector::Slot {
   Slot(std::string name, std::string plugin) : keeper(std::move(name), std::move(plugin)) {}
   std::shared_ptr<SensorJob> job;
   ReportKeeper keeper;  // its report: name, plugin, counters
   std::int64_t every_ticks = 1;
-  Millis timeout{0};
-  bool read_before = false;
-  bool timed_out = false;          // reported timed out; its call has not returned yet
+  Millis timeout{0};  // 0: every_ticks x interval
+  CallStatus call = CallStatus::in_time;
+  // The stamp of the tick its latest reading went into; INT64_MIN before the first (it is due at
+  // every tick until it has one, whatever its every_ticks).
+  std::int64_t read_at_ms = INT64_MIN;
   std::optional<CallOutcome> got;  // taken from the job, not yet looked at
-  bool read_this_tick = false;     // a reading arrived this tick
+
+  Millis timeout_of(Millis interval) const {
+    return timeout.count() > 0 ? timeout : every_ticks * interval;
+  }
 };
 
 Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors, Store& store,
@@ -203,50 +214,42 @@ void Collector::run() {
 }
 
 void Collector::tick(std::int64_t number) {
-  const auto [tick_index, ts_ms] = schedule_.take(number, settings_.interval);
+  const TickSchedule::Tick tick = schedule_.take(number, settings_.interval);
+  pool_.reap_retired();
+  sample(tick);
+  std::vector<const MetricValue*> fresh;
+  for (auto& s : sensors_)
+    if (s.keeper.has_fresh())
+      for (auto& m : s.keeper.fresh().metrics) fresh.push_back(&m);
+  store_cadence_.append(tick.ts_ms, fresh, settings_);
+  publish(tick.ts_ms);
+  ++stats_.ticks;
+}
+
+// A tick's round of calls: what came back since the last tick is read; every sensor that is due
+// and idle is queued; all are waited for until the last one is done, or each one's deadline, or
+// the publish budget; what is still in a call past its deadline then has timed out.
+void Collector::sample(const TickSchedule::Tick& tick) {
   const auto started = clock_.steady_now();
   // The tick publishes by then, with what has arrived.
   const auto publish_by = started + settings_.interval / 2;
-  pool_.reap_retired();
-
-  auto timeout_of = [&](const Slot& s) {
-    return s.timeout.count() > 0 ? s.timeout : s.every_ticks * settings_.interval;
-  };
-  // A reading that came back (after its deadline: a time-out that has already ended).
-  auto look_at = [&](Slot& s) {
-    if (!s.got) return;
-    CallOutcome o = std::move(*s.got);
-    s.got.reset();
-    const Millis limit = timeout_of(s);
-    if (!s.timed_out && o.finished - o.started > limit) time_out(s, ts_ms, limit);
-    if (s.timed_out) {
-      s.keeper.came_back(o.finished - o.started, log_);
-      s.timed_out = false;
-      return;
-    }
-    read(s, std::move(o), ts_ms);
-  };
-
-  // Queue every sensor that is due and idle; a sensor still in a call (from an earlier tick) is
-  // waited for too, until its own deadline, unless it has timed out already.
   auto lock = pool_.lock();
-  for (auto& s : sensors_) {
-    s.read_this_tick = false;
-    s.got = pool_.take_outcome(lock, *s.job);
-  }
+  for (auto& s : sensors_) s.got = pool_.take_outcome(lock, *s.job);
   lock.unlock();
-  for (auto& s : sensors_) look_at(s);
+  for (auto& s : sensors_) look_at(s, tick.ts_ms);
   lock.lock();
+  // A sensor still in a call (from an earlier tick) is waited for too, until its own deadline,
+  // unless it has timed out already.
   for (auto& s : sensors_) {
-    SensorJob& w = *s.job;
-    if (w.done) {  // came back just now: next tick
-    } else if (w.busy()) {
-      if (!s.timed_out) pool_.await(lock, w);
-    } else if (s.read_this_tick) {
+    SensorJob& job = *s.job;
+    if (job.state() == JobState::done) {  // came back just now: next tick
+    } else if (job.busy()) {
+      if (s.call == CallStatus::in_time) pool_.await(lock, job);
+    } else if (s.read_at_ms == tick.ts_ms) {
       // Its late reading is this tick's: posted again at its next due tick, so that a reading
       // is never stamped a whole tick after it was taken.
-    } else if (tick_index % s.every_ticks == 0 || !s.read_before) {
-      pool_.post(lock, s.job, started, timeout_of(s));
+    } else if (tick.index % s.every_ticks == 0 || s.read_at_ms == INT64_MIN) {
+      pool_.post(lock, s.job, started, s.timeout_of(settings_.interval));
     }
   }
   pool_.wait_for_round(lock, publish_by);
@@ -255,22 +258,43 @@ void Collector::tick(std::int64_t number) {
   const auto now = clock_.steady_now();
   std::vector<Slot*> overdue;
   for (auto& s : sensors_) {
-    SensorJob& w = *s.job;
-    if (w.done)
-      s.got = pool_.take_outcome(lock, w);
-    else if (w.busy() && !s.timed_out && now >= w.deadline)
+    SensorJob& job = *s.job;
+    if (job.state() == JobState::done)
+      s.got = pool_.take_outcome(lock, job);
+    else if (job.busy() && s.call == CallStatus::in_time && now >= job.deadline())
       overdue.push_back(&s);
   }
   lock.unlock();
-  for (auto& s : sensors_) look_at(s);
-  for (Slot* s : overdue) time_out(*s, ts_ms, timeout_of(*s));
+  for (auto& s : sensors_) look_at(s, tick.ts_ms);
+  for (Slot* s : overdue) time_out(*s, tick.ts_ms);
+}
 
-  std::vector<const MetricValue*> fresh;
-  for (auto& s : sensors_)
-    if (s.keeper.has_fresh())
-      for (auto& m : s.keeper.fresh().metrics) fresh.push_back(&m);
-  store_cadence_.append(ts_ms, fresh, settings_);
+// A reading that came back, if one did: this tick's report, or (after its deadline) the end of a
+// time-out.
+void Collector::look_at(Slot& s, std::int64_t ts_ms) {
+  if (!s.got) return;
+  CallOutcome o = std::move(*s.got);
+  s.got.reset();
+  if (s.call == CallStatus::in_time && o.finished - o.started > s.timeout_of(settings_.interval))
+    time_out(s, ts_ms);
+  if (s.call == CallStatus::timed_out) {
+    s.keeper.came_back(o.finished - o.started, log_);
+    s.call = CallStatus::in_time;
+    return;
+  }
+  const double took = std::chrono::duration<double>(o.finished - o.started).count();
+  s.keeper.read(std::move(o), took, ts_ms, settings_.max_series_per_sensor, log_);
+  s.read_at_ms = ts_ms;
+}
 
+// A call past its deadline: reported once; the sensor is not called again until it returns.
+void Collector::time_out(Slot& s, std::int64_t ts_ms) {
+  s.keeper.time_out(s.timeout_of(settings_.interval), ts_ms, log_);
+  s.call = CallStatus::timed_out;
+}
+
+// The tick's snapshot, to the HTTP workers and the snapshot file.
+void Collector::publish(std::int64_t ts_ms) {
   SnapshotAssembly assembly(++sequence_, ts_ms, settings_, last_published_.get(), sensors_.size());
   for (auto& s : sensors_) assembly.add(s.keeper);
   std::shared_ptr<Snapshot> snap = assembly.finish();
@@ -292,21 +316,6 @@ void Collector::tick(std::int64_t number) {
   }
   last_published_ = snap;
   snapshot_.publish(std::move(snap));
-  ++stats_.ticks;
-}
-
-// A reading that arrived in time: it is this tick's report of the sensor.
-void Collector::read(Slot& s, CallOutcome o, std::int64_t ts_ms) {
-  const double took = std::chrono::duration<double>(o.finished - o.started).count();
-  s.keeper.read(std::move(o), took, ts_ms, settings_.max_series_per_sensor, log_);
-  s.read_before = true;
-  s.read_this_tick = true;
-}
-
-// A call past its deadline: reported once; the sensor is not called again until it returns.
-void Collector::time_out(Slot& s, std::int64_t ts_ms, Millis limit) {
-  s.keeper.time_out(limit, ts_ms, log_);
-  s.timed_out = true;
 }
 
 }  // namespace kiwi::agent

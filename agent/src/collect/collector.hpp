@@ -98,8 +98,10 @@ class Collector {
   Slot make_slot(SensorSpec spec);
   void apply(Pending p);
   void retire(std::vector<Slot*> slots);
-  void read(Slot& slot, CallOutcome outcome, std::int64_t ts_ms);
-  void time_out(Slot& slot, std::int64_t ts_ms, Millis limit);
+  void sample(const TickSchedule::Tick& tick);
+  void look_at(Slot& slot, std::int64_t ts_ms);
+  void time_out(Slot& slot, std::int64_t ts_ms);
+  void publish(std::int64_t ts_ms);
 
   CollectorSettings settings_;
   Clock& clock_;

@@ -35,8 +35,7 @@ ReportKeeper::ReportKeeper(std::string name, std::string plugin)
 
 void ReportKeeper::read(SampleCall o, double duration_seconds, std::int64_t ts_ms,
                         std::size_t max_series, Logger& log) {
-  SensorReport& r = report_;
-  r = SensorReport{};
+  SensorReport& r = fresh_.emplace();
   r.name = name_;
   r.plugin = plugin_;
   r.timestamp = static_cast<double>(ts_ms) / 1000.0;
@@ -78,14 +77,12 @@ void ReportKeeper::read(SampleCall o, double duration_seconds, std::int64_t ts_m
   if (r.state == SensorState::error && last_state_ != SensorState::error)
     log.warn("sensor " + name_ + " failed: " + r.message);
   last_state_ = r.state;
-  fresh_ = true;
 }
 
 // Reported once; the sensor is not called again until its call returns.
 void ReportKeeper::time_out(Millis limit, std::int64_t ts_ms, Logger& log) {
   const std::string what = "timed out after " + format_duration(limit);
-  SensorReport& r = report_;
-  r = SensorReport{};
+  SensorReport& r = fresh_.emplace();
   r.name = name_;
   r.plugin = plugin_;
   r.timestamp = static_cast<double>(ts_ms) / 1000.0;
@@ -97,7 +94,6 @@ void ReportKeeper::time_out(Millis limit, std::int64_t ts_ms, Logger& log) {
   r.series_refused_total = series_refused_total_;
   log.warn("sensor " + name_ + ": " + what + "; not called again until its call returns");
   last_state_ = SensorState::error;
-  fresh_ = true;
 }
 
 void ReportKeeper::came_back(std::chrono::nanoseconds took, Logger& log) {
@@ -126,9 +122,8 @@ SnapshotAssembly::SnapshotAssembly(std::uint64_t sequence, std::int64_t ts_ms,
 void SnapshotAssembly::add(ReportKeeper& k) {
   const auto position = static_cast<std::ptrdiff_t>(snap_->sensors.size());
   if (k.fresh_) {
-    snap_->sensors.push_back(std::move(k.report_));
-    k.report_ = {};
-    k.fresh_ = false;
+    snap_->sensors.push_back(std::move(*k.fresh_));
+    k.fresh_.reset();
   } else if (k.published_at_ >= 0 && last_) {
     snap_->sensors.push_back(last_->sensors[static_cast<std::size_t>(k.published_at_)]);
   } else {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <kiwi/model.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -41,8 +42,8 @@ class ReportKeeper {
   void came_back(std::chrono::nanoseconds took, Logger& log);
 
   // This tick's new report (a reading or a time-out), if it has one: its metrics go to the store.
-  bool has_fresh() const { return fresh_; }
-  const SensorReport& fresh() const { return report_; }
+  bool has_fresh() const { return fresh_.has_value(); }
+  const SensorReport& fresh() const { return *fresh_; }
 
  private:
   friend class SnapshotAssembly;
@@ -58,8 +59,7 @@ class ReportKeeper {
   std::uint64_t series_refused_total_ = 0;
   // This tick's report, when it has a new one (a reading or a time-out); it moves into the
   // snapshot. Otherwise the snapshot copies the keeper's report from the last one published.
-  bool fresh_ = false;
-  SensorReport report_;
+  std::optional<SensorReport> fresh_;
   std::ptrdiff_t published_at_ = -1;  // its index in the last snapshot published; -1: not in it
 };
 

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "base/fatal_signal.hpp"
 
@@ -26,12 +27,139 @@ void keep_instance_forever(PluginInstance<Sensor> instance) {
 
 }  // namespace
 
+const char* to_string(JobState state) {
+  switch (state) {
+    case JobState::idle:
+      return "idle";
+    case JobState::queued:
+      return "queued";
+    case JobState::in_call:
+      return "in_call";
+    case JobState::done:
+      return "done";
+    case JobState::doomed:
+      return "doomed";
+    case JobState::retiring:
+      return "retiring";
+    case JobState::destroying:
+      return "destroying";
+    case JobState::destroyed:
+      return "destroyed";
+    case JobState::abandoned:
+      return "abandoned";
+  }
+  return "?";
+}
+
 SensorJob::SensorJob(std::string name_, std::string activity_, PluginInstance<Sensor> instance_,
                      const std::string& procfs)
     : name(std::move(name_)),
       activity(std::move(activity_)),
       instance(std::move(instance_)),
       uptime(join_path(procfs, "uptime")) {}
+
+void SensorJob::move_to(JobState next) {
+  using S = JobState;
+  const S from = state_;
+  bool allowed = false;
+  switch (next) {
+    case S::idle:
+      allowed = from == S::done;
+      break;
+    case S::queued:
+      allowed = from == S::idle;
+      break;
+    case S::in_call:
+      allowed = from == S::queued;
+      break;
+    case S::done:
+      allowed = from == S::in_call;
+      break;
+    case S::doomed:
+      allowed = from == S::idle || from == S::done || from == S::queued;
+      break;
+    case S::retiring:
+      allowed = from == S::in_call;
+      break;
+    case S::destroying:
+      allowed = from == S::doomed || from == S::retiring;
+      break;
+    case S::destroyed:
+      allowed = from == S::destroying;
+      break;
+    case S::abandoned:
+      allowed = from == S::doomed || from == S::retiring || from == S::destroying;
+      break;
+  }
+  if (!allowed)
+    throw std::logic_error("sensor " + name + ": no transition from " + to_string(from) + " to " +
+                           to_string(next));
+  state_ = next;
+}
+
+void SensorJob::queue(SteadyTime posted, Millis timeout) {
+  move_to(JobState::queued);
+  posted_ = posted;
+  timeout_ = timeout;
+  deadline_ = posted + timeout;
+}
+
+void SensorJob::begin_call(SteadyTime now) {
+  move_to(JobState::in_call);
+  deadline_ = now + timeout_;
+}
+
+bool SensorJob::end_call(CallOutcome out) {
+  switch (state_) {
+    case JobState::in_call:
+      outcome_ = std::move(out);
+      move_to(JobState::done);
+      return true;
+    case JobState::retiring:
+      move_to(JobState::destroying);
+      return false;
+    default:  // abandoned: its instance is stop()'s
+      return false;
+  }
+}
+
+CallOutcome SensorJob::take_outcome() {
+  move_to(JobState::idle);
+  CallOutcome out = std::move(outcome_);
+  outcome_ = {};
+  return out;
+}
+
+bool SensorJob::retire() {
+  switch (state_) {
+    case JobState::idle:
+    case JobState::done:
+      move_to(JobState::doomed);
+      return true;
+    case JobState::queued:
+      move_to(JobState::doomed);
+      return false;
+    case JobState::in_call:
+      move_to(JobState::retiring);
+      return false;
+    default:  // retired already
+      return false;
+  }
+}
+
+void SensorJob::begin_destroy() {
+  move_to(JobState::destroying);
+}
+
+void SensorJob::end_destroy() {
+  if (state_ == JobState::destroying) move_to(JobState::destroyed);
+}
+
+bool SensorJob::abandon() {
+  const bool in_call = state_ == JobState::retiring;
+  move_to(JobState::abandoned);
+  return in_call;
+}
 
 void SensorJob::call(Sensor& sensor, CallOutcome& out, SteadyTime started, SteadyTime until,
                      const Clock& clock) {
@@ -43,11 +171,16 @@ void SensorJob::call(Sensor& sensor, CallOutcome& out, SteadyTime started, Stead
 
 // A thread of the pool. Guarded by hub->mutex, but `thread`, which the collector alone touches.
 struct SamplerPool::Sampler {
+  enum class State {
+    waiting,     // starting, idle, or between two jobs: it takes the next one
+    working,     // calling or destroying `current`
+    handed_off,  // working, and the collector gave the queue to another sampler meanwhile
+    exited,
+  };
   std::thread thread;
+  State state = State::waiting;
   SensorJob* current = nullptr;  // the sensor it calls or destroys now
-  SteadyTime since;
-  bool handed_off = false;  // the collector gave the queue to another sampler meanwhile
-  bool exited = false;
+  SteadyTime since;              // when it took `current`
 };
 
 // The lock every sensor and sampler shares with the collector, the job queue and the pool.
@@ -57,11 +190,11 @@ struct SamplerPool::Hub {
   std::mutex mutex;
   std::condition_variable cv;    // to the collector: the last awaited reading, or a sensor gone
   std::condition_variable work;  // to the samplers: a job, or closing
-  std::deque<std::shared_ptr<SensorJob>> jobs;  // sensors to sample, or to destroy (exit)
+  std::deque<std::shared_ptr<SensorJob>> jobs;  // sensors to sample (queued) or destroy (doomed)
   std::vector<std::shared_ptr<Sampler>> samplers;
-  int awaited = 0;       // sensors the tick in progress still waits for
-  int idle = 0;          // samplers waiting for a job
-  bool closing = false;  // stop(): samplers exit once the queue is empty
+  std::vector<SensorJob*> awaited;  // sensors the tick in progress still waits for
+  int idle = 0;                     // samplers waiting for a job
+  bool closing = false;             // stop(): samplers exit once the queue is empty
 
   // A sampler's life: the next job, in order, until closing and none is left.
   static void run(std::shared_ptr<Hub> hub, std::shared_ptr<Sampler> self) {
@@ -75,52 +208,52 @@ struct SamplerPool::Hub {
         --hub->idle;
         continue;
       }
-      std::shared_ptr<SensorJob> w = std::move(hub->jobs.front());
+      std::shared_ptr<SensorJob> job = std::move(hub->jobs.front());
       hub->jobs.pop_front();
-      w->requested = false;
-      self->current = w.get();
+      self->state = Sampler::State::working;
+      self->current = job.get();
       self->since = hub->clock.steady_now();
-      if (!w->exit) {
-        w->in_call = true;
-        w->deadline = self->since + w->timeout;
-        Sensor& sensor = *w->instance.object;
-        CallOutcome out;
-        out.posted = w->posted;
-        const SteadyTime started = self->since, until = w->deadline;
-        lock.unlock();
-        w->call(sensor, out, started, until, hub->clock);
-        lock.lock();
-        w->in_call = false;
-        if (!w->abandoned && !w->exit) {
-          w->outcome = std::move(out);
-          w->done = true;
-          if (w->awaited) {
-            w->awaited = false;
-            if (--hub->awaited == 0) hub->cv.notify_all();  // one wakeup per tick
-          }
-        }
-      }
+      if (job->state() == JobState::queued)
+        hub->call(lock, *job, self->since);
+      else if (job->state() == JobState::doomed)
+        job->begin_destroy();
       // Retired (before or during its call) or stopping: the instance goes here, object first,
       // then its library. An abandoned one's instance is stop()'s: not touched.
-      if (w->exit && !w->abandoned && !w->exited) {
+      if (job->state() == JobState::destroying) {
         {
-          CurrentActivity destroying(w->activity.c_str());  // the plugin's destructor runs here
-          PluginInstance<Sensor> dying = std::move(w->instance);
+          CurrentActivity destroying(job->activity.c_str());  // the plugin's destructor runs here
+          PluginInstance<Sensor> dying = std::move(job->instance);
           lock.unlock();
         }
         lock.lock();
-        w->exited = true;
+        job->end_destroy();
         hub->cv.notify_all();
       }
+      const bool was_handed_off = self->state == Sampler::State::handed_off;
+      self->state = Sampler::State::waiting;
       self->current = nullptr;
-      if (self->handed_off) {
-        self->handed_off = false;
-        name_this_thread("kiwi-sampler");
-      }
+      if (was_handed_off) name_this_thread("kiwi-sampler");
     }
-    self->exited = true;
+    self->state = Sampler::State::exited;
     lock.unlock();
     hub->cv.notify_all();
+  }
+
+  // Calls the sensor of `job` (lock held on entry and on return, not during the call).
+  void call(std::unique_lock<std::mutex>& lock, SensorJob& job, SteadyTime started) {
+    job.begin_call(started);
+    Sensor& sensor = *job.instance.object;
+    CallOutcome out;
+    out.posted = job.posted();
+    const SteadyTime until = job.deadline();
+    lock.unlock();
+    job.call(sensor, out, started, until, clock);
+    lock.lock();
+    if (!job.end_call(std::move(out))) return;
+    auto it = std::find(awaited.begin(), awaited.end(), &job);
+    if (it == awaited.end()) return;
+    awaited.erase(it);
+    if (awaited.empty()) cv.notify_all();  // one wakeup per tick
   }
 };
 
@@ -142,52 +275,35 @@ SamplerPool::Lock SamplerPool::lock() {
 
 void SamplerPool::post(const Lock&, const std::shared_ptr<SensorJob>& job, SteadyTime posted,
                        Millis timeout) {
-  job->requested = true;
-  job->posted = posted;
-  job->timeout = timeout;
-  job->deadline = posted + timeout;
+  job->queue(posted, timeout);
   hub_->jobs.push_back(job);
-  job->awaited = true;
-  ++hub_->awaited;
-  round_.push_back(job.get());
+  hub_->awaited.push_back(job.get());
 }
 
 void SamplerPool::await(const Lock&, SensorJob& job) {
-  job.awaited = true;
-  ++hub_->awaited;
-  round_.push_back(&job);
+  hub_->awaited.push_back(&job);
 }
 
 // Until the last one is done, or each one's deadline, or the publish budget.
 void SamplerPool::wait_for_round(Lock& lock, SteadyTime publish_by) {
-  while (hub_->awaited > 0) {
+  auto& awaited = hub_->awaited;
+  while (!awaited.empty()) {
     auto until = publish_by;
-    for (SensorJob* w : round_)
-      if (w->awaited) until = std::min(until, w->deadline);
-    if (wait_for_samplers(lock, until, [&] { return hub_->awaited == 0; })) break;
+    for (SensorJob* job : awaited) until = std::min(until, job->deadline());
+    if (wait_for_samplers(lock, until, [&] { return awaited.empty(); })) break;
     const auto now = clock_.steady_now();
     if (now >= publish_by) break;
-    for (SensorJob* w : round_) {
-      if (w->awaited && now >= w->deadline) {
-        w->awaited = false;
-        --hub_->awaited;
-      }
-    }
+    std::erase_if(awaited, [&](SensorJob* job) { return now >= job->deadline(); });
   }
 }
 
 void SamplerPool::end_round(const Lock&) {
-  for (SensorJob* w : round_) w->awaited = false;
-  round_.clear();
-  hub_->awaited = 0;
+  hub_->awaited.clear();
 }
 
 std::optional<CallOutcome> SamplerPool::take_outcome(const Lock&, SensorJob& job) {
-  if (!job.done) return std::nullopt;
-  std::optional<CallOutcome> out(std::move(job.outcome));
-  job.outcome = {};
-  job.done = false;
-  return out;
+  if (job.state() != JobState::done) return std::nullopt;
+  return job.take_outcome();
 }
 
 // Sees that the job queue is served (hub lock held): by an idle sampler (woken), or by one in a
@@ -205,17 +321,24 @@ SteadyTime SamplerPool::hand_off(Lock&) {
   }
   bool served = false;
   for (auto& s : hub.samplers) {
-    if (s->exited || s->handed_off) continue;
-    if (!s->current) {  // starting, or between two jobs: it takes the next one
-      served = true;
-    } else if (now < s->since + kHandOffAfter) {
-      served = true;
-      next = std::min(next, s->since + kHandOffAfter);
-    } else {
-      s->handed_off = true;
-      std::string name = "kiwi-s:" + s->current->name;  // `top -H` names the slow sensor
-      name.resize(std::min<std::size_t>(name.size(), 15));
-      pthread_setname_np(s->thread.native_handle(), name.c_str());
+    switch (s->state) {
+      case Sampler::State::exited:
+      case Sampler::State::handed_off:
+        break;
+      case Sampler::State::waiting:  // it takes the next one
+        served = true;
+        break;
+      case Sampler::State::working:
+        if (now < s->since + kHandOffAfter) {
+          served = true;
+          next = std::min(next, s->since + kHandOffAfter);
+        } else {
+          s->state = Sampler::State::handed_off;
+          std::string name = "kiwi-s:" + s->current->name;  // `top -H` names the slow sensor
+          name.resize(std::min<std::size_t>(name.size(), 15));
+          pthread_setname_np(s->thread.native_handle(), name.c_str());
+        }
+        break;
     }
   }
   if (!served) start_sampler();
@@ -241,64 +364,64 @@ bool SamplerPool::wait_for_samplers(Lock& lock, SteadyTime until, Done done) {
   return true;
 }
 
+namespace {
+bool all_destroyed(const std::vector<std::shared_ptr<SensorJob>>& jobs) {
+  return std::all_of(jobs.begin(), jobs.end(),
+                     [](auto& job) { return job->state() == JobState::destroyed; });
+}
+}  // namespace
+
 void SamplerPool::retire(std::vector<std::shared_ptr<SensorJob>> jobs) {
   if (jobs.empty()) return;
   std::vector<std::shared_ptr<SensorJob>> now;
   Lock lock(hub_->mutex);
-  for (auto& w : jobs) {
-    w->exit = true;
-    if (w->busy()) {
-      retiring_.push_back(std::move(w));
+  for (auto& job : jobs) {
+    if (job->retire()) {
+      hub_->jobs.push_back(job);
+      now.push_back(std::move(job));
     } else {
-      w->requested = true;
-      hub_->jobs.push_back(w);
-      now.push_back(std::move(w));
+      retiring_.push_back(std::move(job));
     }
   }
-  wait_for_samplers(lock, SteadyTime::max(), [&] {
-    return std::all_of(now.begin(), now.end(), [](auto& w) { return w->exited; });
-  });
+  wait_for_samplers(lock, SteadyTime::max(), [&] { return all_destroyed(now); });
 }
 
 void SamplerPool::reap_retired() {
   if (retiring_.empty()) return;
   std::lock_guard lock(hub_->mutex);
-  std::erase_if(retiring_, [](const std::shared_ptr<SensorJob>& w) { return w->exited; });
+  std::erase_if(retiring_, [](const std::shared_ptr<SensorJob>& job) {
+    return job->state() == JobState::destroyed;
+  });
 }
 
 std::size_t SamplerPool::shut_down(std::vector<std::shared_ptr<SensorJob>> all) {
   shut_down_ = true;
-  for (auto& w : retiring_) all.push_back(std::move(w));
+  for (auto& job : retiring_) all.push_back(std::move(job));
   retiring_.clear();
   std::vector<std::shared_ptr<Sampler>> samplers;
   std::vector<std::string> abandoned;
   {
     Lock lock(hub_->mutex);
     hub_->closing = true;
-    for (auto& w : all) {
-      w->exit = true;
-      if (!w->busy()) {
-        w->requested = true;
-        hub_->jobs.push_back(w);
-      }
-    }
+    for (auto& job : all)
+      if (job->retire()) hub_->jobs.push_back(job);
     hub_->work.notify_all();
     // One bound for all of them: SIGTERM never waits longer for a sensor.
     wait_for_samplers(lock, clock_.steady_now() + kStopGrace, [&] {
-      return std::all_of(all.begin(), all.end(), [](auto& w) { return w->exited; }) &&
+      return all_destroyed(all) &&
              std::all_of(hub_->samplers.begin(), hub_->samplers.end(),
-                         [](auto& s) { return s->exited; });
+                         [](auto& s) { return s->state == Sampler::State::exited; });
     });
-    for (auto& w : all) {
-      if (w->exited) continue;
-      w->abandoned = true;
-      if (w->in_call) {
-        keep_instance_forever(std::move(w->instance));
-        abandoned.push_back("sensor " + w->name +
+    for (auto& job : all) {
+      if (job->state() == JobState::destroyed) continue;
+      if (job->abandon()) {
+        keep_instance_forever(std::move(job->instance));
+        abandoned.push_back("sensor " + job->name +
                             " abandoned: its sample() has not returned after " +
                             format_duration(kStopGrace) + "; its library stays loaded");
       } else {
-        abandoned.push_back("sensor " + w->name + " abandoned: its thread has not finished after " +
+        abandoned.push_back("sensor " + job->name +
+                            " abandoned: its thread has not finished after " +
                             format_duration(kStopGrace) + " (in the sensor's destructor)");
       }
     }
@@ -310,7 +433,7 @@ std::size_t SamplerPool::shut_down(std::vector<std::shared_ptr<SensorJob>> all) 
     bool exited;
     {
       std::lock_guard lock(hub_->mutex);
-      exited = s->exited;
+      exited = s->state == Sampler::State::exited;
     }
     if (exited)
       s->thread.join();

@@ -35,10 +35,33 @@ struct CallOutcome : SampleCall {
   Clock::SteadyTime posted, started, finished;  // posted: when the collector asked
 };
 
-// One sensor's side of the hand-off to the samplers. Everything but `name`, `activity`, `uptime`
-// and `rates` is guarded by the pool's lock; `instance`, `uptime` and `rates` are used by the
-// sampler in its call alone, except that stop() takes the instance of an abandoned one.
-struct SensorJob {
+// Where a sensor job is in its life. Every transition is one of SensorJob's functions below,
+// each allowed from the states SensorJob::move_to() lists, all under the pool's lock:
+//
+//   idle --queue()--> queued --begin_call()--> in_call --end_call()--> done --take_outcome()-->
+//   idle idle, done --retire()--> doomed (queued again, to be destroyed) queued --retire()-->
+//   doomed (already in the queue: destroyed instead of sampled) in_call --retire()--> retiring
+//   (destroyed by its sampler when its call returns) doomed --begin_destroy()--> destroying;
+//   retiring --end_call()--> destroying destroying --end_destroy()--> destroyed retiring, doomed,
+//   destroying --abandon()--> abandoned (stop() gave up on it)
+enum class JobState {
+  idle,        // nothing asked of it: between calls, or never called
+  queued,      // in the job queue, to be sampled
+  in_call,     // a sampler is in its sample()
+  done,        // its call returned: the outcome waits for the collector
+  doomed,      // retired: in the job queue, to be destroyed instead of sampled
+  retiring,    // retired during its call: destroyed by its sampler when the call returns
+  destroying,  // a sampler is destroying its instance (the plugin's destructor runs)
+  destroyed,   // its instance is gone
+  abandoned,   // stop() gave up on it (in a call or a destructor); it has its instance no more
+};
+const char* to_string(JobState state);
+
+// One sensor's side of the hand-off to the samplers. Its state and the times are guarded by the
+// pool's lock; `instance`, `uptime` and `rates` are used by the sampler in its call alone, except
+// that stop() takes the instance of an abandoned one.
+class SensorJob {
+ public:
   // `activity`: "sensor <name> (<plugin file>)", named by a crash in sample().
   SensorJob(std::string name, std::string activity, PluginInstance<Sensor> instance,
             const std::string& procfs);
@@ -49,21 +72,31 @@ struct SensorJob {
   KeptFile uptime;    // <procfs>/uptime, the clock of the sensor's rates; the sampler's, in a call
   RateDeriver rates;  // the sampler's, in a call
 
-  bool requested = false;    // in the job queue, to be sampled (or destroyed, with `exit`)
-  bool in_call = false;      // in sample()
-  bool done = false;         // `outcome` is ready for the collector
-  bool awaited = false;      // counted in the round
-  bool exit = false;         // retired or stopping: destroy it instead of sampling it again
-  bool abandoned = false;    // stop() gave up on it; it has its instance no more
-  bool exited = false;       // its instance is destroyed
-  Clock::SteadyTime posted;  // when the collector queued it
-  Millis timeout{0};         // its call's, as of then
-  // When its call times out: the call's start plus `timeout` (posted plus `timeout` until it
+  JobState state() const { return state_; }
+  // Queued or in a call: a reading is coming (or a time-out).
+  bool busy() const { return state_ == JobState::queued || state_ == JobState::in_call; }
+  // When its call times out: the call's start plus its timeout (posted plus the timeout until it
   // starts), so a sensor queued behind others has its whole timeout. The sink hands it on.
-  Clock::SteadyTime deadline;
-  CallOutcome outcome;
+  Clock::SteadyTime deadline() const { return deadline_; }
 
-  bool busy() const { return requested || in_call; }
+  // The collector queues it, at `posted`, its call due within `timeout` of its start.
+  void queue(Clock::SteadyTime posted, Millis timeout);
+  // A sampler took it from the queue at `now` to call it.
+  void begin_call(Clock::SteadyTime now);
+  // Its call returned with `out`: kept for the collector (true), or, retired meanwhile, to be
+  // destroyed now (false; abandoned: nothing more to do, false).
+  bool end_call(CallOutcome out);
+  // The collector takes what its call gave; it is idle again.
+  CallOutcome take_outcome();
+  // Retired (or stopping): true when it must be queued to be destroyed (it was idle or done);
+  // false when its sampler will get to it (queued, or in a call).
+  bool retire();
+  // A sampler took it from the queue to destroy its instance.
+  void begin_destroy();
+  // Its instance is destroyed (nothing if stop() abandoned it meanwhile).
+  void end_destroy();
+  // stop() gives up on it; true when it is still in its call (its instance is stop()'s to keep).
+  bool abandon();
 
   // The metric check and the rates (call_sensor) only touch `out` and the sensor's own
   // RateDeriver, so they run here, on the sampler. `until` is the instant the collector times
@@ -71,6 +104,17 @@ struct SensorJob {
   // pool's lock (stop() may take the instance of an abandoned call meanwhile).
   void call(Sensor& sensor, CallOutcome& out, Clock::SteadyTime started, Clock::SteadyTime until,
             const Clock& clock);
+  Clock::SteadyTime posted() const { return posted_; }
+
+ private:
+  // The one place that says which transitions there are; any other is a bug (std::logic_error).
+  void move_to(JobState next);
+
+  JobState state_ = JobState::idle;
+  Clock::SteadyTime posted_;    // when the collector queued it
+  Millis timeout_{0};           // its call's, as of then
+  Clock::SteadyTime deadline_;  // see deadline()
+  CallOutcome outcome_;         // done: what its call gave
 };
 
 class SamplerPool {
