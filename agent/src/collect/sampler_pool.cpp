@@ -204,7 +204,10 @@ struct SamplerPool::Hub {
       if (hub->jobs.empty()) {
         if (hub->closing) break;
         ++hub->idle;
-        hub->work.wait(lock, [&] { return !hub->jobs.empty() || hub->closing; });
+        // On the clock, with no time limit: a test's fake clock then sees that this thread has
+        // nothing to do (FakeClock::await_waiters) before it moves the time on.
+        hub->clock.wait_until(hub->work, lock, SteadyTime::max(),
+                              [&] { return !hub->jobs.empty() || hub->closing; });
         --hub->idle;
         continue;
       }
