@@ -8,9 +8,6 @@
 #include <stdexcept>
 
 #include "base/duration.hpp"
-#include "base/fatal_signal.hpp"
-#include "plugin/metric_check.hpp"
-#include "plugin/rates.hpp"
 
 namespace kiwi::agent {
 
@@ -33,8 +30,9 @@ enum class CallStatus {
 };
 
 // One sensor as the collector sees it (collector thread only).
-struct Collector::Slot {
-  Slot(std::string name, std::string plugin) : keeper(std::move(name), std::move(plugin)) {}
+struct Collector::ScheduledSensor {
+  ScheduledSensor(std::string name, std::string plugin)
+      : keeper(std::move(name), std::move(plugin)) {}
   std::shared_ptr<SensorJob> job;
   ReportKeeper keeper;  // its report: name, plugin, counters
   std::int64_t every_ticks = 1;
@@ -62,7 +60,7 @@ Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors
   for (auto& s : sensors)
     if (!s.instance.object)
       throw std::invalid_argument("collector: sensor " + s.name + " has no instance");
-  for (auto& s : sensors) sensors_.push_back(make_slot(std::move(s)));
+  for (auto& s : sensors) sensors_.push_back(make_sensor(std::move(s)));
   pool_.start();
 }
 
@@ -70,15 +68,15 @@ Collector::~Collector() {
   stop();
 }
 
-Collector::Slot Collector::make_slot(SensorSpec spec) {
-  Slot slot(spec.name, spec.plugin);
-  slot.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
-  slot.timeout = spec.timeout;
+Collector::ScheduledSensor Collector::make_sensor(SensorSpec spec) {
+  ScheduledSensor sensor(spec.name, spec.plugin);
+  sensor.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
+  sensor.timeout = spec.timeout;
   std::string activity = "sensor " + spec.name + " (" +
                          (spec.instance.library ? spec.instance.library->file : spec.plugin) + ")";
-  slot.job = std::make_shared<SensorJob>(std::move(spec.name), std::move(activity),
-                                         std::move(spec.instance), settings_.procfs);
-  return slot;
+  sensor.job = std::make_shared<SensorJob>(std::move(spec.name), std::move(activity),
+                                           std::move(spec.instance), settings_.procfs);
+  return sensor;
 }
 
 void Collector::tick_now() {
@@ -110,28 +108,28 @@ void Collector::reconfigure(CollectorSettings settings, std::vector<SensorSpec> 
 
 void Collector::apply(Pending p) {
   settings_ = std::move(p.settings);
-  std::vector<Slot> next;
+  std::vector<ScheduledSensor> next;
   next.reserve(p.sensors.size());
   for (auto& spec : p.sensors) {
-    auto running = std::find_if(sensors_.begin(), sensors_.end(), [&](const Slot& s) {
+    auto running = std::find_if(sensors_.begin(), sensors_.end(), [&](const ScheduledSensor& s) {
       return s.job && s.keeper.name() == spec.name;
     });
     if (spec.instance.object) {
       // A new instance; the running one of this name (if any) stays in sensors_ and is retired.
-      next.push_back(make_slot(std::move(spec)));
+      next.push_back(make_sensor(std::move(spec)));
     } else if (running == sensors_.end()) {
       log_.error("sensor " + spec.name +
                  ": not running and no instance given to the collector; left out");
     } else {
       // Unchanged: the same instance, state and counters.
-      Slot kept = std::move(*running);
+      ScheduledSensor kept = std::move(*running);
       running->job = nullptr;
       kept.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
       kept.timeout = spec.timeout;
       next.push_back(std::move(kept));
     }
   }
-  std::vector<Slot*> gone;
+  std::vector<ScheduledSensor*> gone;
   for (auto& s : sensors_)
     if (s.job) gone.push_back(&s);
   retire(std::move(gone));
@@ -140,9 +138,9 @@ void Collector::apply(Pending p) {
 
 // Idle ones are destroyed on a sampler now, and waited for (as long as their destructors take);
 // those in a call (or queued behind one) are destroyed by their sampler when it gets to them.
-void Collector::retire(std::vector<Slot*> slots) {
+void Collector::retire(std::vector<ScheduledSensor*> gone) {
   std::vector<std::shared_ptr<SensorJob>> jobs;
-  for (Slot* s : slots) jobs.push_back(std::move(s->job));
+  for (ScheduledSensor* s : gone) jobs.push_back(std::move(s->job));
   pool_.retire(std::move(jobs));
 }
 
@@ -256,7 +254,7 @@ void Collector::sample(const TickSchedule::Tick& tick) {
   pool_.end_round(lock);
   // Not waited for any more; what is still in a call past its deadline has timed out.
   const auto now = clock_.steady_now();
-  std::vector<Slot*> overdue;
+  std::vector<ScheduledSensor*> overdue;
   for (auto& s : sensors_) {
     SensorJob& job = *s.job;
     if (job.state() == JobState::done)
@@ -266,12 +264,12 @@ void Collector::sample(const TickSchedule::Tick& tick) {
   }
   lock.unlock();
   for (auto& s : sensors_) look_at(s, tick.ts_ms);
-  for (Slot* s : overdue) time_out(*s, tick.ts_ms);
+  for (ScheduledSensor* s : overdue) time_out(*s, tick.ts_ms);
 }
 
 // A reading that came back, if one did: this tick's report, or (after its deadline) the end of a
 // time-out.
-void Collector::look_at(Slot& s, std::int64_t ts_ms) {
+void Collector::look_at(ScheduledSensor& s, std::int64_t ts_ms) {
   if (!s.got) return;
   CallOutcome o = std::move(*s.got);
   s.got.reset();
@@ -288,7 +286,7 @@ void Collector::look_at(Slot& s, std::int64_t ts_ms) {
 }
 
 // A call past its deadline: reported once; the sensor is not called again until it returns.
-void Collector::time_out(Slot& s, std::int64_t ts_ms) {
+void Collector::time_out(ScheduledSensor& s, std::int64_t ts_ms) {
   s.keeper.time_out(s.timeout_of(settings_.interval), ts_ms, log_);
   s.call = CallStatus::timed_out;
 }

@@ -89,25 +89,26 @@ class Collector {
   static constexpr Millis kHandOffAfter = SamplerPool::kHandOffAfter;
 
  private:
-  struct Slot;
+  struct ScheduledSensor;
   struct Pending {
     CollectorSettings settings;
     std::vector<SensorSpec> sensors;
   };
   void run();
-  Slot make_slot(SensorSpec spec);
+  ScheduledSensor make_sensor(SensorSpec spec);
   void apply(Pending p);
-  void retire(std::vector<Slot*> slots);
+  void retire(std::vector<ScheduledSensor*> gone);
   void sample(const TickSchedule::Tick& tick);
-  void look_at(Slot& slot, std::int64_t ts_ms);
-  void time_out(Slot& slot, std::int64_t ts_ms);
+  void look_at(ScheduledSensor& sensor, std::int64_t ts_ms);
+  void time_out(ScheduledSensor& sensor, std::int64_t ts_ms);
   void publish(std::int64_t ts_ms);
 
   CollectorSettings settings_;
   Clock& clock_;
   TickSchedule schedule_;
   SamplerPool pool_;
-  std::vector<Slot> sensors_;  // collector thread only (or the caller of tick() before start())
+  std::vector<ScheduledSensor>
+      sensors_;  // collector thread only (or the caller of tick() before start())
   std::shared_ptr<const Snapshot> last_published_;
   SnapshotHolder& snapshot_;
   Logger& log_;
