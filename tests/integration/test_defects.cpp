@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "checks.hpp"
 
@@ -30,6 +32,27 @@ std::string config_file(const TempDir& dir, const std::string& extra,
                        "\"\n[http]\nbind = \"127.0.0.1:0\"\n[collector]\nsnapshot_path = \"" +
                        (dir.path / "current.json").string() + "\"\n" + extra);
   return file;
+}
+
+// Connections the agent on `port` holds open, from the kernel's tables: ESTABLISHED, or
+// CLOSE_WAIT (the client has gone, the agent has not closed its end yet).
+std::size_t connections_held(int port) {
+  std::size_t n = 0;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const auto colon = local.rfind(':');
+      if (colon == std::string::npos || std::stoi(local.substr(colon + 1), nullptr, 16) != port)
+        continue;
+      n += state == "01" || state == "08";
+    }
+  }
+  return n;
 }
 
 const rapidjson::Value* sensor_of(const rapidjson::Document& d, const char* name) {
@@ -388,8 +411,8 @@ TEST_CASE(
     "or idle keep-alive connections no longer lock other clients out") {
   Agent agent("", "", "max_connections = 8\nthreads = 2\n");
   // The harness's own connection (waiting for the first sample) closed as the constructor
-  // returned; the agent has let go of its slot well before this.
-  std::this_thread::sleep_for(300ms);
+  // returned: every slot is free once the agent has closed its end.
+  REQUIRE(eventually([&] { return connections_held(agent.port()) == 0; }, 5s));
   SECTION("slowloris: header bytes trickling in") {
     std::vector<std::unique_ptr<HttpClient>> holders;
     for (int i = 0; i < 8; ++i) {
@@ -414,7 +437,10 @@ TEST_CASE(
       idle.push_back(std::make_unique<HttpClient>(agent.port()));
       CHECK(idle.back()->get("/api/health").status == 200);
     }
-    std::this_thread::sleep_for(300ms);
+    CHECK(connections_held(agent.port()) == 8);  // every slot, as the kernel counts them
+    // No pause for them to become evictable (kEvictIdle, 100 ms after their last request): a
+    // newcomer that finds every slot taken by younger ones is held until one is (for up to 1 s,
+    // http_server.cpp), so each newcomer being answered is the event waited for.
     for (int i = 0; i < 5; ++i) {
       HttpClient c(agent.port());
       CHECK(c.get("/api/current").status == 200);
