@@ -280,6 +280,9 @@ TEST_CASE(
         for (auto& [t, v] : s.samples) ts.push_back(t);
   // One sequence across both receivers: every tick once, in order.
   for (std::size_t i = 1; i < ts.size(); ++i) CHECK(ts[i] - ts[i - 1] == 1000);
-  std::this_thread::sleep_for(1500ms);  // a request to `a` now would be a thread left behind
+  // While the new output sends two more batches (two of its 1 s intervals), a runner left behind
+  // for `a` would have sent too.
+  const std::size_t to_b = b.requests().size();
+  REQUIRE(eventually([&] { return b.requests().size() >= to_b + 2; }, 20s));
   CHECK(a.requests().size() == to_a);
 }
