@@ -177,9 +177,8 @@ class SamplerPool {
 
   Clock& clock_;
   Logger& log_;
-  std::shared_ptr<Hub> hub_;       // shared with the samplers: one abandoned at stop keeps it
-  std::vector<SensorJob*> round_;  // awaited this round (lock held)
-  std::vector<std::shared_ptr<SensorJob>> retiring_;  // retired while in a call; dropped once gone
+  std::shared_ptr<Hub> hub_;  // shared with the samplers: one abandoned at stop keeps it
+  std::vector<std::shared_ptr<SensorJob>> retiring_;  // retired while busy; dropped once gone
   bool shut_down_ = false;
 };
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "store/store.hpp"
+
 namespace kiwi::agent {
 
 namespace {

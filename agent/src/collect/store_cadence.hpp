@@ -12,9 +12,10 @@
 
 #include "base/clock.hpp"
 #include "collect/settings.hpp"
-#include "store/store.hpp"
 
 namespace kiwi::agent {
+
+class Store;
 
 class StoreCadence {
  public:

@@ -4,6 +4,7 @@
 
 #include "base/fake_clock.hpp"
 #include "collect/store_cadence.hpp"
+#include "store/store.hpp"
 #include "test_support.hpp"
 
 using namespace kiwi::agent;
