@@ -1,8 +1,8 @@
 // Time as a dependency (Envoy's TimeSource): a component that schedules or times out takes a
 // Clock and reads the time and waits only through it. The agent gives it real_clock(); a test
-// gives it a FakeClock (fake_clock.hpp), which moves only when the test moves it and wakes the
-// threads waiting on it then, so a schedule, a deadline or a hand-off is tested without sleeping
-// and without asserting on how long anything took.
+// gives it a FakeClock (tests/fake_clock.hpp), which moves only when the test moves it and wakes
+// the threads waiting on it then, so a schedule, a deadline or a hand-off is tested without
+// sleeping and without asserting on how long anything took.
 #pragma once
 
 #include <chrono>

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "base/clock.hpp"
-#include "base/fake_clock.hpp"
+#include "fake_clock.hpp"
 
 using namespace kiwi::agent;
 using namespace std::chrono_literals;

@@ -12,8 +12,8 @@
 #include <mutex>
 #include <thread>
 
-#include "base/fake_clock.hpp"
 #include "collect/collector.hpp"
+#include "fake_clock.hpp"
 #include "plugin/metric_check.hpp"
 
 #include "test_support.hpp"

@@ -2,8 +2,8 @@
 // and the ticks missed when the steady clock jumps.
 #include <catch2/catch.hpp>
 
-#include "base/fake_clock.hpp"
 #include "collect/schedule.hpp"
+#include "fake_clock.hpp"
 
 using namespace kiwi::agent;
 using namespace std::chrono_literals;

@@ -2,8 +2,8 @@
 // stamps, and what is queued at stop is committed.
 #include <catch2/catch.hpp>
 
-#include "base/fake_clock.hpp"
 #include "collect/store_cadence.hpp"
+#include "fake_clock.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"
 

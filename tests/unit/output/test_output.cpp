@@ -6,8 +6,8 @@
 #include <deque>
 #include <filesystem>
 
-#include "base/fake_clock.hpp"
 #include "base/log.hpp"
+#include "fake_clock.hpp"
 #include "output/output.hpp"
 #include "store/store.hpp"
 #include "test_support.hpp"

@@ -1,4 +1,4 @@
-#include "base/fake_clock.hpp"
+#include "fake_clock.hpp"
 
 #include <algorithm>
 #include <vector>
