@@ -205,7 +205,10 @@ void Collector::run() {
       continue;
     if (clock_.steady_now() < next) continue;  // woken for the heartbeat
     lock.unlock();
-    tick(schedule_.due_index(settings_.interval));
+    std::uint64_t missed = 0;
+    const std::int64_t due = schedule_.due_index(settings_.interval, missed);
+    stats_.missed_ticks += missed;
+    tick(due);
     lock.lock();
     stats_.missed_ticks += schedule_.advance(settings_.interval);
   }

@@ -30,7 +30,10 @@ void TickSchedule::align(Millis interval) {
       clock_.steady_now() + Millis(index_ * iv - clock_.wall_ms());  // may be just past: at once
 }
 
-std::int64_t TickSchedule::due_index(Millis interval) {
+std::int64_t TickSchedule::due_index(Millis interval, std::uint64_t& missed) {
+  // Held up since the tick was due: the steady clock and the wall clock moved on together, so
+  // this is not a wall-clock step; the tick taken is the one due now, the ones passed are missed.
+  missed += skip_passed(interval);
   // The wall clock was stepped by more than an interval: stamp by it from now on (take() keeps
   // the stamps strictly increasing if it went back).
   if (std::int64_t wall = nearest_tick(interval); std::llabs(wall - index_) > 1) index_ = wall;
@@ -40,9 +43,14 @@ std::int64_t TickSchedule::due_index(Millis interval) {
 std::uint64_t TickSchedule::advance(Millis interval) {
   ++index_;
   next_ += interval;
-  // A whole interval behind (a suspended machine, a stuck disk): skip the grid points that have
-  // wholly passed. A tick that only ran past the next boundary (its sensors used the publish
-  // budget and writing took long) is followed at once by the next one, which is not missed.
+  return skip_passed(interval);
+}
+
+// A whole interval behind (a suspended machine, a stuck disk, a thread held up): skip the grid
+// points that have wholly passed. A tick that only ran past the next boundary (its sensors used
+// the publish budget and writing took long) is followed at once by the next one, which is not
+// missed.
+std::uint64_t TickSchedule::skip_passed(Millis interval) {
   const auto now = clock_.steady_now();
   if (now < next_ + interval) return 0;
   const auto behind = (now - next_) / interval;

@@ -35,13 +35,18 @@ class TickSchedule {
   // When the next tick is due, on the steady clock.
   Clock::SteadyTime next_due() const { return next_; }
   // The number of the tick due now: the next one on the grid, or the wall clock's nearest if the
-  // wall clock was stepped by more than an interval.
-  std::int64_t due_index(Millis interval);
+  // wall clock was stepped by more than an interval. Grid points the steady clock has wholly
+  // passed since the tick was due (the thread held up before it: a loaded machine, a frozen
+  // process) are skipped, and their number added to `missed`.
+  std::int64_t due_index(Millis interval, std::uint64_t& missed);
   // After a tick: the next grid point. Returns how many grid points were skipped because the
   // thread was a whole interval or more behind (missed ticks).
   std::uint64_t advance(Millis interval);
 
  private:
+  // Skips the grid points the steady clock has wholly passed; returns how many.
+  std::uint64_t skip_passed(Millis interval);
+
   Clock& clock_;
   std::int64_t last_ts_ms_ = INT64_MIN;  // stamp of the latest tick taken
   std::int64_t index_ = 0;               // the next tick's number on the grid

@@ -11,6 +11,14 @@ using namespace std::chrono_literals;
 namespace {
 // The fake clock's wall clock when it starts (2026-12-01T10:00:00Z), in unix ms.
 constexpr std::int64_t kStartMs = 1'796'119'200'000;
+
+// The tick due now, where the thread was not held up (none missed before it).
+std::int64_t due_now(TickSchedule& schedule, kiwi::agent::Millis interval) {
+  std::uint64_t missed = 0;
+  const std::int64_t index = schedule.due_index(interval, missed);
+  CHECK(missed == 0);
+  return index;
+}
 }  // namespace
 
 TEST_CASE(
@@ -26,11 +34,11 @@ TEST_CASE(
   schedule.align(1s);
   CHECK(schedule.next_due() == t0 + 1300ms);  // wall 10:00:02.000
   clock.advance_to(schedule.next_due());
-  CHECK(schedule.due_index(1s) == first.index + 1);
-  CHECK(schedule.take(schedule.due_index(1s), 1s).ts_ms == kStartMs + 2000);
+  CHECK(due_now(schedule, 1s) == first.index + 1);
+  CHECK(schedule.take(due_now(schedule, 1s), 1s).ts_ms == kStartMs + 2000);
   CHECK(schedule.advance(1s) == 0);
   CHECK(schedule.next_due() == t0 + 2300ms);
-  CHECK(schedule.due_index(1s) == first.index + 2);
+  CHECK(due_now(schedule, 1s) == first.index + 2);
 }
 
 TEST_CASE("schedule: stamps sit on the grid, strictly later than the one before") {
@@ -54,7 +62,7 @@ TEST_CASE(
   schedule.take(schedule.nearest_tick(1s), 1s);
   schedule.align(1s);
   const auto due = schedule.next_due();
-  const auto index = schedule.due_index(1s);
+  const auto index = due_now(schedule, 1s);
   // The tick ran 1.5 intervals past its boundary: the next one is due at once, none is missed.
   clock.advance_to(due + 1500ms);
   CHECK(schedule.advance(1s) == 0);
@@ -64,7 +72,7 @@ TEST_CASE(
   CHECK(schedule.advance(1s) == 4);
   CHECK(schedule.next_due() == due + 6s);
   CHECK(schedule.next_due() <= clock.steady_now());
-  CHECK(schedule.due_index(1s) == index + 6);
+  CHECK(due_now(schedule, 1s) == index + 6);
 }
 
 TEST_CASE("schedule: a wall clock stepped by more than an interval is followed from then on") {
@@ -75,16 +83,44 @@ TEST_CASE("schedule: a wall clock stepped by more than an interval is followed f
   clock.advance_to(schedule.next_due());
   // A step of one interval is not followed (a tick late by its own length is not a step).
   clock.step_wall(1s);
-  CHECK(schedule.due_index(1s) == first.index + 1);
+  CHECK(due_now(schedule, 1s) == first.index + 1);
   // Forward by a minute: the next tick is the wall clock's.
   clock.step_wall(60s);
-  CHECK(schedule.due_index(1s) == first.index + 62);
-  CHECK(schedule.take(schedule.due_index(1s), 1s).ts_ms == kStartMs + 62'000);
+  CHECK(due_now(schedule, 1s) == first.index + 62);
+  CHECK(schedule.take(due_now(schedule, 1s), 1s).ts_ms == kStartMs + 62'000);
   schedule.advance(1s);
   // Back by an hour: the tick number follows the wall clock, the stamp stays after the last one.
   clock.advance_to(schedule.next_due());
   clock.step_wall(-3600s);
-  const std::int64_t back = schedule.due_index(1s);
+  const std::int64_t back = due_now(schedule, 1s);
   CHECK(back == first.index + 63 - 3600);
   CHECK(schedule.take(back, 1s).ts_ms == kStartMs + 63'000);
+}
+
+TEST_CASE(
+    "schedule: a thread held up before its tick takes the tick due now, and its stamps do not run "
+    "ahead") {
+  // The collector thread woke 5.5 intervals after its tick was due (a loaded machine, a frozen
+  // process): the steady and the wall clock moved on together, which is no wall-clock step.
+  FakeClock clock;
+  TickSchedule schedule(clock);
+  const auto first = schedule.take(schedule.nearest_tick(1s), 1s);
+  schedule.align(1s);
+  clock.advance_to(schedule.next_due() + 5500ms);
+  std::uint64_t missed = 0;
+  const std::int64_t index = schedule.due_index(1s, missed);
+  CHECK(missed == 5);  // the boundaries first + 1 .. first + 5 passed without a tick
+  CHECK(index == first.index + 6);
+  const auto late = schedule.take(index, 1s);
+  CHECK(late.ts_ms <= clock.wall_ms());
+  CHECK(clock.wall_ms() - late.ts_ms < 1000);
+  CHECK(schedule.advance(1s) == 0);
+  // The ticks after it are on time, each stamped with the boundary it is due at.
+  for (int i = 1; i <= 3; ++i) {
+    clock.advance_to(schedule.next_due());
+    const auto next = schedule.take(due_now(schedule, 1s), 1s);
+    CHECK(next.index == first.index + 6 + i);
+    CHECK(next.ts_ms == clock.wall_ms());
+    CHECK(schedule.advance(1s) == 0);
+  }
 }
