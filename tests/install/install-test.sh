@@ -36,6 +36,7 @@ bind = "127.0.0.1:0"
 [collector]
 snapshot_path = "$tmp/$name-run/current.json"
 EOF
+  : >"$tmp/$name.log"  # exists before the loop below reads it, whenever the child opens it
   (cd / && exec "$agent" --config "$tmp/$name.toml") 2>"$tmp/$name.log" &
   pid=$!
   local port=

@@ -107,6 +107,8 @@ handler = "current"
 path = "/metrics"
 handler = "metrics"
 EOF
+# The log exists before the agent starts: the loop below may read it before the child opens it.
+: >"$port_file"
 "$agent" --config "$tmp/agent.toml" 2>"$port_file" &
 pid=$!
 port=
