@@ -80,10 +80,30 @@ void overlay(const fs::path& from, const fs::path& to) {
   }
 }
 
-std::uint64_t sequence_of(const std::string& current_json) {
+// One /api/current body as the test reads it: its sequence, its stamp (unix seconds), and whether
+// every sensor's reading in it is that tick's (a sensor that came back after the tick published is
+// shown with its previous reading and stamp).
+struct Sample {
+  std::uint64_t sequence = 0;
+  double timestamp = 0;
+  bool all_fresh = false;
+};
+
+Sample sample_of(const std::string& current_json) {
   rapidjson::Document d;
   d.Parse(current_json.c_str(), current_json.size());
-  return d.HasParseError() || !d.HasMember("sequence") ? 0 : d["sequence"].GetUint64();
+  Sample s;
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("sequence")) return s;
+  s.sequence = d["sequence"].GetUint64();
+  s.timestamp = d["timestamp"].GetDouble();
+  s.all_fresh = d["sensors"].MemberCount() > 0;
+  for (const auto& sensor : d["sensors"].GetObject())
+    s.all_fresh = s.all_fresh && sensor.value["timestamp"].GetDouble() == s.timestamp;
+  return s;
+}
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // kiwi-agent on a fixture board: [agent] procfs/sysfs point at a scratch copy of the board, and
@@ -266,40 +286,44 @@ void check_history(HttpClient& c, const std::string& current_body) {
     }
 }
 
-// One golden run of `board`. Returns false if the second scripted sample could not be captured
-// cleanly (a tick slipped in between the two fetches), so the caller may try again.
+// One golden run of `board`. Returns false if the two samples it took are not the pair it means
+// (the board's files, then all of its next/ files, read by consecutive calls of every sensor), so
+// the caller may try again on a new agent; whether they are is decided from what the agent says
+// of them, never from how long anything took.
 bool run_board(const std::string& board) {
   BoardAgent agent(board);
   HttpClient c(agent.port());
-  // Ticks fall on whole seconds. Wait for a scheduled tick (sequence 2; sequence 1 is the start-up
-  // sample, at any moment) and replace the files right after it, early in the second, so the next
-  // tick reads all of the new files and no tick reads a mix.
-  std::uint64_t seq = 0;
+  // The first sample: a scheduled tick (sequence 2 or later; 1 is the start-up sample, stamped with
+  // the nearest boundary, maybe ahead of the wall clock) in which every sensor's reading is that
+  // tick's, so every sensor has finished reading the board's first files before the test replaces
+  // them. Taken early in its second, the files are most likely replaced before the next tick.
+  Sample first;
   REQUIRE(eventually(
       [&] {
-        seq = sequence_of(c.get("/api/current").body);
-        if (seq < 2) return false;
-        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count() %
-                        1000;
-        return ms < 500;
+        first = sample_of(c.get("/api/current").body);
+        return first.sequence >= 2 && first.all_fresh && wall_seconds() < first.timestamp + 0.5;
       },
       10s));
-  const std::uint64_t before = sequence_of(c.get("/api/current").body);
-  if (before != seq) return false;
   agent.advance();
+  const double advanced_at = wall_seconds();
   std::string current;
   REQUIRE(eventually(
       [&] {
         current = c.get("/api/current").body;
-        return sequence_of(current) > seq;
+        return sample_of(current).sequence > first.sequence;
       },
       5s));
   const auto metrics = c.get("/metrics");
   REQUIRE(metrics.status == 200);
+  // The second sample is the pair's if it is the next tick, every sensor's reading in it is that
+  // tick's, and the tick is stamped after the files were replaced: a tick's calls start when the
+  // wall clock reaches its stamp or later (collect/schedule.hpp), so none of them read the board
+  // before all of next/ was in place, and each sensor's previous call was its first-sample one.
   // /metrics must show the same sample: the same sequence is still current after fetching it.
-  if (sequence_of(current) != seq + 1 || sequence_of(c.get("/api/current").body) != seq + 1)
+  const Sample second = sample_of(current);
+  if (second.sequence != first.sequence + 1 || !second.all_fresh ||
+      second.timestamp <= advanced_at ||
+      sample_of(c.get("/api/current").body).sequence != second.sequence)
     return false;
 
   check_golden(board + ".current.json", normalise_current(current, agent.scratch()));
@@ -321,7 +345,8 @@ bool run_board(const std::string& board) {
 void golden(const std::string& board) {
   for (int attempt = 1; attempt <= 3; ++attempt)
     if (run_board(board)) return;
-  FAIL("could not capture two consecutive scripted samples of " << board << " in 3 attempts");
+  FAIL("could not take the pair of samples of "
+       << board << " (the board's files, then next/) in 3 attempts");
 }
 
 }  // namespace
