@@ -120,24 +120,32 @@ after(async () => {
   if (agent) await agent.cleanup();
 });
 
-// Every card on the page, in order, and what the test needs of each.
-const cards = () => page.evaluate(() => [...document.querySelectorAll('.grid .card')].filter((c) => !c.hidden).map((c) => ({
-  id: c.id, instance: c.dataset.instance ?? null, plugin: c.dataset.plugin, status: c.dataset.status,
-  title: c.querySelector('h2').textContent,
-  notes: [...c.querySelectorAll('.note')].map((n) => n.textContent),
-  mounts: [...c.querySelectorAll('.mount')].map((m) => m.dataset.mount),
-  rows: [...c.querySelectorAll('.row')].map((r) => ({ dt: r.querySelector('dt').textContent, cls: r.className,
-    folded: !!r.closest('details'), v: r.querySelector('.v') && { ...r.querySelector('.v').dataset, text: r.querySelector('.v').textContent } })),
-  summary: c.querySelector('details > summary') && c.querySelector('details > summary').textContent,
-})));
+// Every card on the page, in order, and what the test needs of each; with `withSequence`, also the
+// sequence of the sample they show, read in the same go (the page renders a sample in one task, so
+// the cards and the sequence always belong together): { sequence, cards }.
+const cards = (withSequence = false) => page.evaluate((withSequence) => {
+  const list = [...document.querySelectorAll('.grid .card')].filter((c) => !c.hidden).map((c) => ({
+    id: c.id, instance: c.dataset.instance ?? null, plugin: c.dataset.plugin, status: c.dataset.status,
+    title: c.querySelector('h2').textContent,
+    notes: [...c.querySelectorAll('.note')].map((n) => n.textContent),
+    mounts: [...c.querySelectorAll('.mount')].map((m) => m.dataset.mount),
+    rows: [...c.querySelectorAll('.row')].map((r) => ({ dt: r.querySelector('dt').textContent, cls: r.className,
+      folded: !!r.closest('details'), v: r.querySelector('.v') && { ...r.querySelector('.v').dataset, text: r.querySelector('.v').textContent } })),
+    summary: c.querySelector('details > summary') && c.querySelector('details > summary').textContent,
+  }));
+  return withSequence ? { sequence: Number(document.body.dataset.sequence), cards: list } : list;
+}, withSequence);
 const byInstance = async () => new Map((await cards()).map((c) => [c.instance, c]));
 const sequence = () => page.evaluate(() => Number(document.body.dataset.sequence));
 
 test('a sensor of a plugin without a card of its own: a generic card with its metrics and units', async () => {
   await page.waitForFunction(() => ['zones', 'zones-b', 'uptime'].every((k) =>
     document.querySelector(`.card[data-instance="${k}"]`)?.dataset.status === 'ok'), null, { timeout: 10000 });
-  const seq = await sequence();
-  const all = await byInstance();
+  // The values on screen and the sample they come from: the page's own /api/current body of that
+  // sequence (an /api/current read by the test would be another moment's).
+  const shown = await cards(true);
+  const seq = shown.sequence;
+  const all = new Map(shown.cards.map((c) => [c.instance, c]));
   const snap = await until(() => samples.get(seq), 5000, `the page's /api/current body #${seq}`);
 
   const zones = all.get('zones');
@@ -221,8 +229,7 @@ test('label text a plugin made up is shown as text, never run as HTML', async ()
 });
 
 test('two instances of one plugin are two cards; a known plugin\'s second one is drawn as the first', async () => {
-  const seq = await sequence();
-  const list = await cards();
+  const { sequence: seq, cards: list } = await cards(true);
   const snap = await until(() => samples.get(seq), 5000, `the page's /api/current body #${seq}`);
   const storage = list.filter((c) => c.plugin === 'storage');
   assert.deepEqual(storage.map((c) => [c.instance, c.title]), [['storage', 'Storage'], ['tmpfs', 'Storage · tmpfs']]);

@@ -40,6 +40,17 @@ inline std::pair<int, std::string> run_shell(const std::string& cmd) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// The ticks the agent counts as missed, from /metrics: grid points it skipped because it was a
+// whole interval or more behind (a busy machine), each of which widens a step between samples by
+// an interval. Counted as each step is decided, so it covers every step up to the newest sample.
+inline double missed_ticks(HttpClient& c) {
+  const std::string m = c.get("/metrics").body;
+  const std::string name = "\nkiwi_collector_missed_ticks_total ";
+  const auto at = m.find(name);
+  REQUIRE(at != std::string::npos);
+  return std::stod(m.substr(at + name.size()));
+}
+
 inline double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
