@@ -99,8 +99,8 @@ TEST_CASE("agent serves the dashboard, the snapshot and the history") {
   }
 }
 
-TEST_CASE(
-    "agent: /api/history?limit=5 after six ticks has 5 samples about 1 s apart, oldest first") {
+TEST_CASE("agent: /api/history?limit=5 after six ticks has 5 samples about 1 s apart, oldest first",
+          "[slow]") {
   Agent agent;
   HttpClient c(agent.port());
   REQUIRE(eventually([&] { return sequence_of(c) >= 7; }, 15s));
@@ -310,7 +310,8 @@ TEST_CASE("agent: SIGTERM writes every queued sample before exiting") {
   CHECK(rows_on_disk(agent.db_path()) >= seq);
 }
 
-TEST_CASE("agent: a full disk makes health fail with the reason, serving and sampling go on") {
+TEST_CASE("agent: a full disk makes health fail with the reason, serving and sampling go on",
+          "[slow]") {
   TempDir tmp;
   TinyFilesystem tiny(tmp.path / "tiny", "96k");
   if (!tiny.mounted()) skip_test("cannot mount a tmpfs here (needs root); full-disk test not run");

@@ -38,7 +38,7 @@ struct ScrapingPrometheus {
 
 }  // namespace
 
-TEST_CASE("prometheus: scrapes two agents with their labels and sees one go down") {
+TEST_CASE("prometheus: scrapes two agents with their labels and sees one go down", "[slow]") {
   Agent a, b;
   ScrapingPrometheus prom(R"([{"targets":["127.0.0.1:)" + std::to_string(a.port()) +
                           R"("],"labels":{"board":"kiwipi-a"}},{"targets":["127.0.0.1:)" +

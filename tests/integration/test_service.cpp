@@ -142,7 +142,7 @@ TEST_CASE("service: WATCHDOG_PID naming another process leaves the watchdog alon
   CHECK(agent.stop(SIGTERM) == 0);
 }
 
-TEST_CASE("service: a hung sensor is timed out and the watchdog pings go on") {
+TEST_CASE("service: a hung sensor is timed out and the watchdog pings go on", "[slow]") {
   TempDir dir;
   NotifySocket notify((dir.path / "notify").string());
   setenv("WATCHDOG_USEC", "400000", 1);  // a ping every 0.2 s while the collector is alive
@@ -157,7 +157,8 @@ TEST_CASE("service: a hung sensor is timed out and the watchdog pings go on") {
 
 TEST_CASE(
     "service: a collector that stops ticking stops the watchdog pings, so systemd restarts the "
-    "agent") {
+    "agent",
+    "[slow]") {
   TempDir dir;
   NotifySocket notify((dir.path / "notify").string());
   setenv("WATCHDOG_USEC", "400000", 1);

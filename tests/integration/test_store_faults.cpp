@@ -161,7 +161,8 @@ TEST_CASE("store faults: another application's database is refused with exit 2, 
   }
 }
 
-TEST_CASE("store faults: SIGTERM on a full disk tries once more and logs the samples it loses") {
+TEST_CASE("store faults: SIGTERM on a full disk tries once more and logs the samples it loses",
+          "[slow]") {
   TempDir tmp;
   TinyFilesystem tiny(tmp.path / "tiny", "96k");
   if (!tiny.mounted()) skip_test("cannot mount a tmpfs here (needs root); full-disk test not run");
