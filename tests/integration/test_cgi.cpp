@@ -231,12 +231,6 @@ TEST_CASE("cgi: programs that fail: hanging (504, group killed), crashing, chatt
         "CGI program 'malformed': malformed CGI response: header line 1 is not 'Name: value': "
         "'hello world'");
 
-  // No "#!": no shell fallback, the exec fails.
-  auto noshebang = c.get("/cgi/noshebang");
-  CHECK(noshebang.status == 502);
-  CHECK(error_message(noshebang) == "CGI program 'noshebang' cannot execute " +
-                                        (s.dir / "noshebang").string() + ": Exec format error");
-
   // A complete response and then a failed exit: served as printed, and logged.
   auto lastfails = c.get("/cgi/lastfails");
   CHECK(lastfails.status == 200);
@@ -257,6 +251,18 @@ TEST_CASE("cgi: programs that fail: hanging (504, group killed), crashing, chatt
                std::string::npos;
   }));
   CHECK(c.get("/api/health").status == 200);
+}
+
+TEST_CASE("cgi: a program without #! is not run by a shell: the exec fails (502)") {
+  CgiSetup s;
+  Agent agent(s.routes());
+  HttpClient c(agent.port());
+
+  // No "#!": no shell fallback, the exec fails.
+  auto noshebang = c.get("/cgi/noshebang");
+  CHECK(noshebang.status == 502);
+  CHECK(error_message(noshebang) == "CGI program 'noshebang' cannot execute " +
+                                        (s.dir / "noshebang").string() + ": Exec format error");
 }
 
 TEST_CASE("cgi: traversal corpus over HTTP: nothing outside the directory runs") {
