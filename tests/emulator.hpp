@@ -4,6 +4,7 @@
 // (words separated by spaces): a binary a test starts runs under it too, as the kernel would refuse
 // to execute a foreign binary (ENOEXEC) unless binfmt_misc had been told about it. Unset or empty
 // (a native build, or cross-built tests run by hand on the board itself), binaries start directly.
+// Here too: the emulator's limits that a test skips with (emulator_limit).
 #pragma once
 
 #include <cstdlib>
@@ -36,5 +37,24 @@ inline std::string emulated_shell_prefix() {
   for (const auto& word : emulator()) prefix += word + " ";
   return prefix;
 }
+
+// What qemu-user cannot do, each the reason a test gives when it meets it under the emulator
+// (skip_test: Skipped, never passed); natively the same test runs and asserts as written. A test
+// skips only when the limit shows (the emulator is set and the result is the one the limit gives),
+// so it runs in full where an emulator does better. Two more are skipped where they show: no
+// ptrace under qemu-user (FrozenThread, integration/harness.hpp) and the agent's re-execution of
+// itself, which the kernel refuses for a foreign binary (integration/test_agent.cpp).
+namespace emulator_limit {
+
+// qemu-user has no vfork: it runs clone(CLONE_VM | CLONE_VFORK), which glibc's posix_spawn uses,
+// as a plain fork, so the error the child stores when execve fails is written to its own copy of
+// the memory and never reaches the parent. posix_spawn returns success and the child exits 127;
+// kiwi::process::run says "exited with status 127" where on the board (and natively) it says
+// "cannot execute PATH: <why>".
+inline constexpr char lost_exec_error[] =
+    "qemu-user runs posix_spawn's vfork as a fork: a failed exec is the child's exit 127, its "
+    "errno never reaches the parent (a limit of the emulator, not of the agent)";
+
+}  // namespace emulator_limit
 
 }  // namespace kiwi_test

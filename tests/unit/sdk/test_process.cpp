@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "emulator.hpp"
 #include "kiwi/process.hpp"
 #include "test_support.hpp"
 
@@ -30,6 +31,12 @@ Spec sh(const std::string& script, std::chrono::milliseconds timeout = 10s) {
   s.env = kiwi::process::safe_environment();
   s.deadline = std::chrono::steady_clock::now() + timeout;
   return s;
+}
+
+// Under qemu-user a program that cannot be executed is one that exits 127 (emulator.hpp).
+void skip_if_exec_error_lost(const Result& r) {
+  if (!kiwi_test::emulator().empty() && r.end == End::exited && r.exit_status == 127)
+    kiwi_test::skip_test(kiwi_test::emulator_limit::lost_exec_error);
 }
 
 pid_t first_line_pid(const std::string& output) {
@@ -256,6 +263,7 @@ TEST_CASE("process: a program that cannot be started says why") {
   Spec s;
   s.argv = {(dir.path / "missing").string()};
   Result r = kiwi::process::run(s);
+  skip_if_exec_error_lost(r);
   CHECK(r.end == End::spawn_failed);
   CHECK(r.error == "cannot execute " + s.argv[0] + ": No such file or directory");
   CHECK(kiwi::process::describe(r, 1s) == r.error);
@@ -280,6 +288,7 @@ TEST_CASE("process: no PATH search and no shell") {
   s.argv = {"echo", "$HOME", "*"};
   s.env = kiwi::process::safe_environment();
   Result r = kiwi::process::run(s);
+  skip_if_exec_error_lost(r);
   CHECK(r.end == End::spawn_failed);
   CHECK(r.error == "cannot execute echo: No such file or directory");
   s.argv[0] = "/bin/echo";
