@@ -73,10 +73,67 @@ KIWI_BUILD_DIR=$build "$root/tools/build.sh" \
 
 say "running the tests under qemu (CMAKE_CROSSCOMPILING_EMULATOR: cmake/debian-cross.cmake)"
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+sid_file=$(mktemp)
+trap 'rm -f "$log" "$sid_file"' EXIT
+# The tests run in a session of their own (setsid), so that what they started is known by its
+# session id however it was started: ctest, the test programs under qemu, the agents those start
+# (each leading a process group of its own, in the same session) and the programs an agent runs.
+# An agent outlived its test once (a run at 9f74b9a left three under qemu, reparented to init, for
+# an hour); the harness now has the kernel kill it with the test (PR_SET_PDEATHSIG,
+# tests/integration/process.hpp), and this checks that nothing is left all the same.
+run_suite() {
+  (cd "$build" && exec setsid --wait sh -c 'echo $$ >"$0" && exec "$@"' "$sid_file" \
+    ctest --output-on-failure -j 2 --timeout 300 -R '^(unit|integration):' \
+    -E '^integration:prometheus:|promtool|Prometheus scrape') | tee "$log"
+}
+# "PID ARGS" of each process still running (not a zombie) in the suite's session.
+suite_processes() {
+  local sid
+  sid=$(<"$sid_file")
+  [[ -n $sid ]] || return 0
+  ps -e -o pid=,sid=,stat=,args= | SID=$sid awk '$2 == ENVIRON["SID"] && $3 !~ /^Z/ {
+    pid = $1; $1 = $2 = $3 = ""; sub(/^ +/, ""); print pid, $0 }'
+}
+# SIGKILL to what is left of the suite (only its session: nothing else is touched).
+stop_suite() {
+  local pid _
+  while read -r pid _; do kill -KILL "$pid" 2>/dev/null || true; done < <(suite_processes)
+}
+trap 'say "interrupted: stopping the tests"; stop_suite; exit 130' INT TERM
+tests_started=$SECONDS
 status=0
-(cd "$build" && ctest --output-on-failure -j 2 --timeout 300 -R '^(unit|integration):' \
-  -E '^integration:prometheus:|promtool|Prometheus scrape') | tee "$log" || status=$?
+# In the background and waited for, so that an interrupt stops the tests at once: ctest is not in
+# the terminal's process group any more and would not see the ^C.
+run_suite &
+wait $! || status=$?
+trap - INT TERM
+
+# Nothing the suite started may outlive it: a process in its session after ctest has ended is a
+# test's leak (the agents die with their test; a moment is allowed for the kernel to finish them).
+left=""
+for ((i = 0; i < 50; i++)); do
+  left=$(suite_processes)
+  [[ -z $left ]] && break
+  sleep 0.1
+done
+if [[ -n $left ]]; then
+  say "left running after the tests (killed now):"
+  echo "$left" >&2
+  stop_suite
+  status=1
+fi
+# And by command line: a program of this build (the agent, a test program; under qemu its path is
+# in the emulator's arguments) started during the tests that left their session (setsid). Named,
+# not killed: it is not known to be this run's.
+strays=$(ps -e -o pid=,sid=,stat=,etimes=,args= | BUILD="$build/" SID="$(<"$sid_file")" \
+  SINCE=$((SECONDS - tests_started)) awk '$2 != ENVIRON["SID"] && $3 !~ /^Z/ &&
+    $4 <= ENVIRON["SINCE"] + 0 && index($0, ENVIRON["BUILD"]) {
+    pid = $1; $1 = $2 = $3 = $4 = ""; sub(/^ +/, ""); print pid, $0 }')
+if [[ -n $strays ]]; then
+  say "running from $build, started during the tests outside their session (left alone):"
+  echo "$strays" >&2
+  status=1
+fi
 
 read -r total failed skipped <<<"$("$root/tools/ctest-count.sh" "$log")"
 ((total > 0)) || { say "no tests ran"; status=1; }
