@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 
+#include "app/agent_data.hpp"
 #include "app/service_notify.hpp"
 #include "base/files.hpp"
 #include "collect/collector.hpp"
@@ -24,129 +25,9 @@
 #include "plugin/plugin_loader.hpp"
 #include "store/store.hpp"
 
-#ifndef KIWI_VERSION
-#define KIWI_VERSION "0.0.0"
-#endif
-
 namespace kiwi::agent {
 
 namespace {
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// What handlers may read. The collector and server are attached once they exist; handlers are
-// only called after that. The plugin list and the configuration status change on reload, while
-// handlers read them on HTTP workers: they are guarded by a mutex (a copy per stats() call).
-class AgentData final : public DataSource {
- public:
-  AgentData(const SnapshotHolder& snapshot, const Store* store)
-      : snapshot_(snapshot), store_(store) {}
-  std::shared_ptr<const Snapshot> snapshot() const override { return snapshot_.current(); }
-  HistoryResult history(const HistoryQuery& q) const override {
-    if (!store_) throw StoreError("no history store in this mode");
-    return store_->query(q);
-  }
-  std::vector<std::string> series_names() const override {
-    std::vector<std::string> out;
-    if (!store_) return out;
-    // Held here: ranging over `*store_->series()` would free the temporary copy at once, and the
-    // collector may publish a newer catalog (dropping the last other copy) while this one is read.
-    const Store::Catalog catalog = store_->series();
-    for (auto& s : *catalog) out.push_back(s.key);
-    return out;
-  }
-  AgentStats stats() const override {
-    AgentStats s;
-    s.version = KIWI_VERSION;
-    s.started_at = started_at;
-    {
-      std::lock_guard lock(mutex_);
-      s.plugins = plugins_;
-      s.config = config_;
-    }
-    if (collector) {
-      auto& c = collector->stats();
-      s.ticks = c.ticks;
-      s.missed_ticks = c.missed_ticks;
-      s.store_write_errors = c.store_errors;
-      s.store_failing_writes = c.store_failing_writes;
-      if (s.store_failing_writes) s.store_last_error = collector->store_last_error();
-      s.snapshot_file = snapshot_file;
-      s.snapshot_file_errors = c.snapshot_file_errors;
-      s.snapshot_file_failing = c.snapshot_file_failing;
-      if (s.snapshot_file_failing)
-        s.snapshot_file_last_error = collector->snapshot_file_last_error();
-    }
-    if (store_) {
-      s.store_recovered = store_->recovery_note();
-      s.store_samples_pending = store_->pending_rows();
-    }
-    if (server) {
-      s.http_requests = server->request_counts();
-      s.http_auth_failures = server->auth_failures();
-      s.http_auth_rate_limited = server->auth_rate_limited();
-    }
-    {
-      std::lock_guard lock(outputs_mutex_);
-      for (auto& o : outputs_) s.outputs.push_back(o->status());
-    }
-    return s;
-  }
-
-  // The running outputs, swapped whole by a reload (the old ones stopped by the caller after).
-  std::vector<std::unique_ptr<OutputRunner>> swap_outputs(
-      std::vector<std::unique_ptr<OutputRunner>> next) {
-    std::lock_guard lock(outputs_mutex_);
-    outputs_.swap(next);
-    return next;
-  }
-
-  void set_plugins(std::vector<PluginStatus> plugins) {
-    std::lock_guard lock(mutex_);
-    plugins_ = std::move(plugins);
-  }
-  // A configuration took effect (at start, or by a reload that applied).
-  void config_applied(const std::string& source, bool reload) {
-    std::lock_guard lock(mutex_);
-    const double now = unix_now();
-    if (reload) {
-      ++config_.generation;
-      ++config_.reloads_ok;
-      config_.reload_status = "ok";
-      config_.reload_at = now;
-      config_.reload_message.clear();
-    }
-    config_.loaded_at = now;
-    config_.source = source;
-  }
-  void reload_failed(const std::string& message) {
-    std::lock_guard lock(mutex_);
-    ++config_.reloads_failed;
-    config_.reload_status = "failed";
-    config_.reload_at = unix_now();
-    config_.reload_message = message;
-  }
-  std::uint64_t generation() const {
-    std::lock_guard lock(mutex_);
-    return config_.generation;
-  }
-
-  double started_at = 0;
-  std::string snapshot_file;
-  const Collector* collector = nullptr;
-  const HttpServer* server = nullptr;
-
- private:
-  const SnapshotHolder& snapshot_;
-  const Store* store_;
-  mutable std::mutex mutex_;
-  std::vector<PluginStatus> plugins_;
-  ConfigStatus config_;
-  mutable std::mutex outputs_mutex_;  // status() copies under it; no I/O
-  std::vector<std::unique_ptr<OutputRunner>> outputs_;
-};
 
 std::string host_name() {
   char buf[256] = {};
