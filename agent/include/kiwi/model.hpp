@@ -45,6 +45,10 @@ struct SensorReport {
   std::vector<MetricValue> metrics;
 };
 
+// The name of the report the agent makes of itself (its own telemetry, one more report of every
+// snapshot) and of its plugin: no [[sensor]] may be named so.
+inline constexpr std::string_view kAgentReport = "agent";
+
 // The latest sample, immutable once published. kiwi/json.hpp render_snapshot_json makes the
 // /api/current body of it.
 struct Snapshot {

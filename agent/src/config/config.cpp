@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <kiwi/model.hpp>
 #include <map>
 #include <optional>
 #include <set>
@@ -425,6 +426,12 @@ void finish(Config& cfg) {
                         in_quotes(format_duration(*s.interval)) +
                             " is not a multiple of collector.interval (" +
                             format_duration(c.interval) + ")");
+    // Its report would be the agent's own in the snapshot, /metrics and the history.
+    if (s.name == kAgentReport)
+      throw ConfigError(
+          s.pos, "sensor.name",
+          in_quotes(s.name) +
+              " is the name of the agent's own report; give this sensor another name");
     if (auto [at, added] = names.emplace(s.name, s.pos); !added)
       throw ConfigError(s.pos, "sensor.name",
                         in_quotes(s.name) + " is used by two [[sensor]] entries (the other at " +

@@ -190,6 +190,18 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
           "kiwi.toml:3:1: sensor.name: \"cpu\" is used by two [[sensor]] entries (the other at "
           "kiwi.toml:1:1); give each a unique name = \"...\"");
   }
+  SECTION("a sensor named as the agent's own report, by its name or its plugin's") {
+    CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nname = \"agent\"\n") ==
+          "kiwi.toml:1:1: sensor.name: \"agent\" is the name of the agent's own report; give "
+          "this sensor another name");
+    CHECK(error_of(
+              "[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"./kiwi-sensor-agent.so\"\n") ==
+          "kiwi.toml:3:1: sensor.name: \"agent\" is the name of the agent's own report; give "
+          "this sensor another name");
+    CHECK(load("[[sensor]]\nplugin = \"./kiwi-sensor-agent.so\"\nname = \"agent-2\"\n")
+              .sensors[0]
+              .name == "agent-2");
+  }
   SECTION("sensor interval not a multiple of the collector's") {
     CHECK(
         error_of("[[sensor]]\nplugin = \"cpu\"\ninterval = \"1500ms\"\n") ==
