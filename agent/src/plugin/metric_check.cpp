@@ -128,10 +128,15 @@ SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, KeptFile& uptime,
       rates.begin(std::nullopt, e.what());
     }
   }
+  return call_checked([&](MetricSink& sink) { return sensor.sample(sink); }, &rates, deadline);
+}
+
+SampleCall call_checked(const std::function<SampleResult(MetricSink&)>& sample, RateDeriver* rates,
+                        std::chrono::steady_clock::time_point deadline) {
   SampleCall out;
-  CheckedSink sink(out.metrics, deadline, &rates);
+  CheckedSink sink(out.metrics, deadline, rates);
   try {
-    SampleResult result = sensor.sample(sink);
+    SampleResult result = sample(sink);
     out.state = result.status == SampleStatus::ok ? SensorState::ok : SensorState::no_data;
     out.message = std::move(result.message);
   } catch (const std::exception& e) {
@@ -142,7 +147,8 @@ SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, KeptFile& uptime,
     out.message = "unknown exception";
   }
   const bool read = out.state != SensorState::error;
-  auto notes = rates.finish(read, out.metrics);
+  RateDeriver::Notes notes;
+  if (rates) notes = rates->finish(read, out.metrics);
   if (read) {
     out.dropped_note = sink.finish();
     if (!notes.status.empty())

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <kiwi/io.hpp>
 #include <kiwi/model.hpp>
 #include <kiwi/sensor.hpp>
@@ -70,5 +71,11 @@ SampleCall call_sensor(
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 // The same with <procfs>/uptime opened for this call.
 SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, std::string_view procfs);
+// What call_sensor does once the clock is read, for any code that emits as a sensor does (the
+// agent's own report, collect/self_report.hpp): calls `sample`, checks every metric, derives the
+// rates when `rates` is given, turns an exception into state error.
+SampleCall call_checked(
+    const std::function<SampleResult(MetricSink&)>& sample, RateDeriver* rates,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace kiwi::agent
