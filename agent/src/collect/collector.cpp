@@ -218,13 +218,18 @@ void Collector::tick(std::int64_t number) {
   const TickSchedule::Tick tick = schedule_.take(number, settings_.interval);
   pool_.reap_retired();
   sample(tick);
-  std::vector<const MetricValue*> fresh;
-  for (auto& s : sensors_)
-    if (s.keeper.has_fresh())
-      for (auto& m : s.keeper.fresh().metrics) fresh.push_back(&m);
-  store_cadence_.append(tick.ts_ms, fresh, settings_);
-  publish(tick.ts_ms);
   ++stats_.ticks;
+  SnapshotAssembly assembly(++sequence_, tick.ts_ms, settings_, last_published_.get(),
+                            sensors_.size() + (self_ ? 1 : 0));
+  std::vector<const MetricValue*> fresh;  // to the store
+  for (auto& s : sensors_) assembly.add(s.keeper, fresh);
+  if (self_) {
+    read_self(assembly.so_far(), tick.ts_ms);
+    assembly.add(self_keeper_, fresh);
+  }
+  std::shared_ptr<Snapshot> snap = assembly.finish();
+  store_cadence_.append(tick.ts_ms, fresh, settings_);
+  publish(std::move(snap));
 }
 
 // A tick's round of calls: what came back since the last tick is read; every sensor that is due
@@ -294,11 +299,17 @@ void Collector::time_out(ScheduledSensor& s, std::int64_t ts_ms) {
   s.call = CallStatus::timed_out;
 }
 
+// The agent's own report of this tick, read as a sensor's is: checked, then kept.
+void Collector::read_self(const Snapshot& tick, std::int64_t ts_ms) {
+  const auto started = clock_.steady_now();
+  SampleCall call =
+      call_checked([&](MetricSink& sink) { return self_->sample(tick, sink); }, nullptr);
+  const double took = std::chrono::duration<double>(clock_.steady_now() - started).count();
+  self_keeper_.read(std::move(call), took, ts_ms, settings_.max_series_per_sensor, log_);
+}
+
 // The tick's snapshot, to the HTTP workers and the snapshot file.
-void Collector::publish(std::int64_t ts_ms) {
-  SnapshotAssembly assembly(++sequence_, ts_ms, settings_, last_published_.get(), sensors_.size());
-  for (auto& s : sensors_) assembly.add(s.keeper);
-  std::shared_ptr<Snapshot> snap = assembly.finish();
+void Collector::publish(std::shared_ptr<Snapshot> snap) {
   if (settings_.snapshot_file) {
     try {
       // Rendered here only for the file: /api/current is rendered by its handler, on request.

@@ -26,6 +26,7 @@
 #include "collect/report.hpp"
 #include "collect/sampler_pool.hpp"
 #include "collect/schedule.hpp"
+#include "collect/self_report.hpp"
 #include "collect/settings.hpp"
 #include "collect/snapshot.hpp"
 #include "collect/store_cadence.hpp"
@@ -56,6 +57,9 @@ class Collector {
   // about half an interval whatever the sensors do (the publish budget). Only while the collector
   // thread is not running.
   void tick(std::int64_t tick_index);
+  // The agent's own report (self_report.hpp), read at every tick after the sensors and added to
+  // the snapshot last; `report` outlives the collector. Only before start().
+  void report_self(SelfReport& report) { self_ = &report; }
   // Starts the collector thread: its first tick is taken at once (stamped with the nearest
   // interval boundary), then one on every boundary after. Does not wait for that first tick.
   void start();
@@ -101,7 +105,8 @@ class Collector {
   void sample(const TickSchedule::Tick& tick);
   void look_at(ScheduledSensor& sensor, std::int64_t ts_ms);
   void time_out(ScheduledSensor& sensor, std::int64_t ts_ms);
-  void publish(std::int64_t ts_ms);
+  void read_self(const Snapshot& tick, std::int64_t ts_ms);
+  void publish(std::shared_ptr<Snapshot> snap);
 
   CollectorSettings settings_;
   Clock& clock_;
@@ -109,6 +114,8 @@ class Collector {
   SamplerPool pool_;
   std::vector<ScheduledSensor>
       sensors_;  // collector thread only (or the caller of tick() before start())
+  SelfReport* self_ = nullptr;
+  ReportKeeper self_keeper_{std::string(kAgentReport), std::string(kAgentReport)};
   std::shared_ptr<const Snapshot> last_published_;
   SnapshotHolder& snapshot_;
   Logger& log_;

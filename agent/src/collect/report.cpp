@@ -119,10 +119,11 @@ SnapshotAssembly::SnapshotAssembly(std::uint64_t sequence, std::int64_t ts_ms,
 // Moved, not copied (a copy cost some 200 allocations a tick): a new report moves in; one without
 // is copied from the last snapshot published, from wherever the keeper was in it (the order
 // changes on reconfiguration); a sensor never read yet says so.
-void SnapshotAssembly::add(ReportKeeper& k) {
+void SnapshotAssembly::add(ReportKeeper& k, std::vector<const MetricValue*>& fresh) {
   const auto position = static_cast<std::ptrdiff_t>(snap_->sensors.size());
   if (k.fresh_) {
-    snap_->sensors.push_back(std::move(*k.fresh_));
+    // Pointers to the metrics stay valid: a report moved by the vector keeps its metrics' buffer.
+    for (auto& m : snap_->sensors.emplace_back(std::move(*k.fresh_)).metrics) fresh.push_back(&m);
     k.fresh_.reset();
   } else if (k.published_at_ >= 0 && last_) {
     snap_->sensors.push_back(last_->sensors[static_cast<std::size_t>(k.published_at_)]);

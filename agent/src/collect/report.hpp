@@ -41,7 +41,8 @@ class ReportKeeper {
   // after this is logged again.
   void came_back(std::chrono::nanoseconds took, Logger& log);
 
-  // This tick's new report (a reading or a time-out), if it has one: its metrics go to the store.
+  // This tick's new report (a reading or a time-out), if it has one: SnapshotAssembly::add moves
+  // it into the snapshot, and its metrics go to the store.
   bool has_fresh() const { return fresh_.has_value(); }
   const SensorReport& fresh() const { return *fresh_; }
 
@@ -70,9 +71,12 @@ class SnapshotAssembly {
   // for keepers with nothing new; `reports`: how many will be added.
   SnapshotAssembly(std::uint64_t sequence, std::int64_t ts_ms, const CollectorSettings& settings,
                    const Snapshot* last_published, std::size_t reports);
-  // The keeper's report: its new one moves in; without one, it is copied from the last snapshot
-  // published; a keeper never read yet says so.
-  void add(ReportKeeper& keeper);
+  // The keeper's report: its new one moves in (its metrics are appended to `fresh`: they go to
+  // the store); without one, it is copied from the last snapshot published; a keeper never read
+  // yet says so.
+  void add(ReportKeeper& keeper, std::vector<const MetricValue*>& fresh);
+  // The snapshot so far: the header and the reports added.
+  const Snapshot& so_far() const { return *snap_; }
   std::shared_ptr<Snapshot> finish() { return std::move(snap_); }
 
  private:

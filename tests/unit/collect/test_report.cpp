@@ -30,14 +30,17 @@ SampleCall reading(const std::vector<std::string>& names, double value) {
   return call;
 }
 
-// The snapshot of one tick from `keepers`, after `last`.
+// The snapshot of one tick from `keepers`, after `last`; the metrics of the reports new in it
+// (what goes to the store) in `fresh`, when given.
 std::shared_ptr<kiwi::Snapshot> assemble(std::uint64_t seq, std::int64_t ts_ms,
                                          std::vector<ReportKeeper*> keepers,
-                                         const kiwi::Snapshot* last = nullptr) {
+                                         const kiwi::Snapshot* last = nullptr,
+                                         std::vector<const kiwi::MetricValue*>* fresh = nullptr) {
   CollectorSettings settings;
   settings.host = "board";
   SnapshotAssembly assembly(seq, ts_ms, settings, last, keepers.size());
-  for (auto* k : keepers) assembly.add(*k);
+  std::vector<const kiwi::MetricValue*> ignored;
+  for (auto* k : keepers) assembly.add(*k, fresh ? *fresh : ignored);
   return assembly.finish();
 }
 
@@ -136,7 +139,19 @@ TEST_CASE("report: a report the agent makes itself from MetricSpec rows takes th
   ReportKeeper agent("agent", "kiwi-agent"), sensor("cpu", "cpu");
   sensor.read(reading({"cpu_x"}, 1), 0.1, 7000, 100, log);
   agent.read(std::move(own), 0, 7000, 100, log);
-  auto snap = assemble(1, 7000, {&sensor, &agent});
+  std::vector<const kiwi::MetricValue*> fresh;
+  auto snap = assemble(1, 7000, {&sensor, &agent}, nullptr, &fresh);
+  // Both reports are new: all three metrics go to the store, read where they are in the snapshot.
+  REQUIRE(fresh.size() == 3);
+  CHECK(fresh[0] == &snap->sensors[0].metrics[0]);
+  CHECK(fresh[2] == &snap->sensors[1].metrics[1]);
+  // A tick after, with only the sensor read again: the agent's report is carried, not stored.
+  sensor.read(reading({"cpu_x"}, 2), 0.1, 8000, 100, log);
+  fresh.clear();
+  auto next = assemble(2, 8000, {&sensor, &agent}, snap.get(), &fresh);
+  REQUIRE(fresh.size() == 1);
+  CHECK(fresh[0]->value == 2);
+  CHECK(next->sensors[1].metrics.size() == 2);
   REQUIRE(snap->sensors.size() == 2);
   const auto& r = snap->sensors[1];
   CHECK(r.name == "agent");
