@@ -15,14 +15,13 @@ class MetricsHandler final : public kiwi::InPlaceHandler {
   void handle_into(const kiwi::Request&, kiwi::Response& out) override {
     auto snap = data_.snapshot();
     // The ETag names the sample: it marks the body as a version served again (so its gzip is
-    // kept) and answers a conditional scrape. Weak: a handler made by a reload renders the same
-    // sample with its own request counters.
+    // kept) and answers a conditional scrape. Every value, the agent's counters too (its own
+    // report), is the sample's.
     char etag[32] = "W/\"m";
     char* end = std::to_chars(etag + 4, etag + sizeof etag - 1, snap->sequence).ptr;
     *end++ = '"';
     std::lock_guard lock(mutex_);
     if (!body_ || sequence_ != snap->sequence) {
-      // Counters (HTTP requests, errors) are as of the first scrape after each sample.
       body_ = std::make_shared<const std::string>(kiwi_metrics::render(*snap, data_.stats()));
       sequence_ = snap->sequence;
     }

@@ -132,13 +132,6 @@ void append_labels(std::string& out,
   out += '}';
 }
 
-std::string one_label(std::string_view k, std::string_view v) {
-  std::string out = "{";
-  out.append(k).append("=\"");
-  append_escaped_label_value(out, v);
-  return out += "\"}";
-}
-
 const kiwi::MetricSpec* find_spec(const kiwi::AgentStats& stats, std::string_view plugin,
                                   std::string_view name) {
   for (auto& p : stats.plugins)
@@ -194,119 +187,6 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
       append_labels(fams.labels(), m.labels);
       fams.add(f, m.value);
     }
-
-  // Self-metrics: how the agent itself is doing.
-  auto& build = fams.get("kiwi_build_info", "kiwi-agent version and plugin ABI; always 1", false);
-  fams.add(build,
-           "{version=\"" + escape_label_value(stats.version) + "\",abi=\"" +
-               std::to_string(KIWI_ABI_MAJOR) + "." + std::to_string(KIWI_ABI_MINOR) + "\"}",
-           1);
-  fams.add(fams.get("kiwi_start_time_seconds", "unix time the agent started", false), "",
-           std::floor(stats.started_at));
-  fams.add(fams.get("kiwi_last_sample_timestamp_seconds", "unix time of the latest sample", false),
-           "", snap.timestamp);
-  auto& duration = fams.get("kiwi_sensor_sample_duration_seconds",
-                            "time the sensor's latest sample took", false);
-  auto& success =
-      fams.get("kiwi_sensor_success",
-               "1 if the sensor's latest sample succeeded (ok or no data), 0 if it failed", false);
-  auto& errors = fams.get("kiwi_sensor_errors_total", "samples of the sensor that failed", true);
-  auto& invalid = fams.get("kiwi_sensor_invalid_metrics_total",
-                           "metrics the sensor emitted that the agent dropped (bad name, label, "
-                           "unit or value, or a series repeated in one sample; see /api/current)",
-                           true);
-  auto& refused = fams.get("kiwi_sensor_series_refused_total",
-                           "values of new series the agent refused because the sensor reached its "
-                           "series limit (collector.max_series_per_sensor)",
-                           true);
-  for (auto& s : snap.sensors) {
-    auto label = one_label("sensor", s.name);
-    fams.add(duration, label, s.duration_seconds);
-    fams.add(success, label, s.state == kiwi::SensorState::error ? 0 : 1);
-    fams.add(errors, label, static_cast<double>(s.errors_total));
-    fams.add(invalid, label, static_cast<double>(s.invalid_metrics_total));
-    fams.add(refused, label, static_cast<double>(s.series_refused_total));
-  }
-  fams.add(fams.get("kiwi_collector_ticks_total", "samples taken", true), "",
-           static_cast<double>(stats.ticks));
-  fams.add(fams.get("kiwi_collector_missed_ticks_total",
-                    "intervals skipped because a sample overran its interval", true),
-           "", static_cast<double>(stats.missed_ticks));
-  fams.add(fams.get("kiwi_store_write_errors_total",
-                    "history commits that failed (each retries every sample still queued)", true),
-           "", static_cast<double>(stats.store_write_errors));
-  fams.add(fams.get("kiwi_store_samples_pending",
-                    "samples queued in memory and not yet committed to the history file", false),
-           "", static_cast<double>(stats.store_samples_pending));
-  fams.add(fams.get("kiwi_store_recovered",
-                    "1 if a damaged history file was moved aside and replaced since start "
-                    "(/api/health says where it went)",
-                    false),
-           "", stats.store_recovered.empty() ? 0 : 1);
-  fams.add(fams.get("kiwi_snapshot_file_write_errors_total",
-                    "writes of the snapshot file (collector.snapshot_path) that failed", true),
-           "", static_cast<double>(stats.snapshot_file_errors));
-  fams.add(
-      fams.get("kiwi_config_generation",
-               "configuration generation: 1 at start, +1 for every reload that applied", false),
-      "", static_cast<double>(stats.config.generation));
-  fams.add(fams.get("kiwi_config_last_reload_successful",
-                    "0 if the latest reload (SIGHUP) failed and the previous configuration serves "
-                    "on, else 1",
-                    false),
-           "", stats.config.reload_status == "failed" ? 0 : 1);
-  fams.add(fams.get("kiwi_config_last_reload_success_timestamp_seconds",
-                    "unix time the running configuration took effect", false),
-           "", std::floor(stats.config.loaded_at));
-  auto& reloads = fams.get("kiwi_config_reloads_total", "reloads (SIGHUP), by result", true);
-  fams.add(reloads, one_label("result", "ok"), static_cast<double>(stats.config.reloads_ok));
-  fams.add(reloads, one_label("result", "failed"),
-           static_cast<double>(stats.config.reloads_failed));
-  auto& http =
-      fams.get("kiwi_http_requests_total", "HTTP requests answered, by route and status", true);
-  // Outputs ([[remote_write]]) and their backlog.
-  if (!stats.outputs.empty()) {
-    auto& behind = fams.get("kiwi_remote_write_behind_seconds",
-                            "newest stored sample minus the newest one the receiver took", false);
-    auto& pending =
-        fams.get("kiwi_remote_write_pending_samples",
-                 "stored samples not yet sent (estimated from the latest batch)", false);
-    auto& sent =
-        fams.get("kiwi_remote_write_samples_sent_total", "samples the receiver acknowledged", true);
-    auto& dropped = fams.get("kiwi_remote_write_batches_dropped_total",
-                             "batches the receiver refused for good (4xx other than 429)", true);
-    auto& failures =
-        fams.get("kiwi_remote_write_failures_total",
-                 "sends that failed and are retried (connection, timeout, 5xx, 429)", true);
-    auto& error = fams.get("kiwi_remote_write_last_error_info",
-                           "the latest failure or refusal (1; absent when none)", false);
-    for (auto& o : stats.outputs) {
-      auto label = one_label("remote_write", o.name);
-      fams.add(behind, label, o.seconds_behind);
-      fams.add(pending, label, static_cast<double>(o.samples_pending));
-      fams.add(sent, label, static_cast<double>(o.samples_sent_total));
-      fams.add(dropped, label, static_cast<double>(o.batches_dropped_total));
-      fams.add(failures, label, static_cast<double>(o.failures_total));
-      if (!o.last_error.empty())
-        fams.add(error,
-                 "{remote_write=\"" + escape_label_value(o.name) + "\",error=\"" +
-                     escape_label_value(kiwi::to_valid_utf8(o.last_error.substr(0, 200))) + "\"}",
-                 1);
-    }
-  }
-  auto& auth = fams.get("kiwi_http_auth_failures_total",
-                        "requests refused by [http.auth]: credentials wrong (invalid_credentials), "
-                        "or not checked because the address failed too often (rate_limited)",
-                        true);
-  fams.add(auth, one_label("reason", "invalid_credentials"),
-           static_cast<double>(stats.http_auth_failures));
-  fams.add(auth, one_label("reason", "rate_limited"),
-           static_cast<double>(stats.http_auth_rate_limited));
-  for (auto& r : stats.http_requests)
-    fams.add(http,
-             "{route=\"" + escape_label_value(r.route) + "\",status=\"" +
-                 (r.status ? std::to_string(r.status) : std::string("other")) + "\"}",
-             static_cast<double>(r.count));
 
   std::size_t size = 0;
   for (auto& f : fams.all()) {

@@ -208,7 +208,7 @@ TEST_CASE("api: /api/plugins lists every plugin with its file, kind, ABI and sta
   HttpClient c(agent.port());
   auto d = parse_json(c.get("/api/plugins").body);
   auto& list = d["plugins"];
-  REQUIRE(list.Size() == 2 + 7);  // two sensors, the seven default routes
+  REQUIRE(list.Size() == 2 + 1 + 7);  // two sensors, the agent's own report, the seven routes
   CHECK(list[0]["name"].GetString() == std::string("memory"));
   CHECK(list[0]["kind"].GetString() == std::string("sensor"));
   CHECK(list[0]["file"].GetString() == std::string(KIWI_PLUGIN_DIR "/kiwi-sensor-memory.so"));
@@ -219,9 +219,15 @@ TEST_CASE("api: /api/plugins lists every plugin with its file, kind, ABI and sta
   CHECK(list[0]["last_sample_duration_seconds"].GetDouble() >= 0);
   CHECK(list[1]["status"].GetString() == std::string("error"));
   CHECK_THAT(list[1]["last_error"].GetString(), Catch::Contains("Input/output error"));
-  CHECK(list[2]["route"].GetString() == std::string("/"));
-  CHECK(list[2]["kind"].GetString() == std::string("handler"));
-  CHECK(list[2]["plugin"].GetString() == std::string("dashboard"));
+  // The agent's own report (app/telemetry.cpp) is listed with the sensors: built in, no file.
+  CHECK(list[2]["name"].GetString() == std::string("agent"));
+  CHECK(list[2]["kind"].GetString() == std::string("sensor"));
+  CHECK(list[2]["plugin"].GetString() == std::string("agent"));
+  CHECK(list[2]["file"].GetString() == std::string(""));
+  CHECK(list[2]["abi_minor"].GetUint() == KIWI_ABI_MINOR);
+  CHECK(list[3]["route"].GetString() == std::string("/"));
+  CHECK(list[3]["kind"].GetString() == std::string("handler"));
+  CHECK(list[3]["plugin"].GetString() == std::string("dashboard"));
 }
 
 TEST_CASE("api: /metrics passes promtool check metrics and carries the self-metrics") {
@@ -232,7 +238,12 @@ TEST_CASE("api: /metrics passes promtool check metrics and carries the self-metr
   HttpClient c(agent.port());
   REQUIRE(eventually([&] { return sequence_of(c) >= 2; }));
   c.get("/nope");
-  auto r = c.get("/metrics");
+  // The request is counted in the agent's own report of the next tick.
+  HttpResponse r;
+  REQUIRE(eventually([&] {
+    r = c.get("/metrics");
+    return r.body.find("status=\"404\"} 1") != std::string::npos;
+  }));
   REQUIRE(r.status == 200);
   CHECK(r.header("content-type") == "text/plain; version=0.0.4; charset=utf-8");
   auto file = agent.dir() / "metrics.txt";

@@ -39,6 +39,23 @@ std::string metric(const std::string& text, const std::string& series) {
   return text.substr(at, text.find('\n', at) - at);
 }
 
+// /metrics (with `curl_auth`) once every one of `expected` (series and value) shows: the agent's
+// counters are its own report's, as of a sample, so a request made just before is counted in the
+// next tick's.
+std::string metrics_showing(Agent& a, const std::string& curl_auth,
+                            const std::vector<std::pair<std::string, std::string>>& expected) {
+  std::string body;
+  eventually([&] {
+    Curl m = curl(a, "/metrics", curl_auth);
+    body = m.body;
+    return m.status == 200 && std::all_of(expected.begin(), expected.end(), [&](auto& e) {
+             return metric(body, e.first) == e.second;
+           });
+  });
+  for (auto& [series, value] : expected) CHECK(metric(body, series) == value);
+  return body;
+}
+
 // The first sample is there (the harness waits on /api/current, which needs credentials here).
 void wait_ready(Agent& a, const std::string& curl_auth) {
   REQUIRE(eventually([&] { return curl(a, "/api/current", curl_auth).status == 200; }));
@@ -70,11 +87,10 @@ TEST_CASE(
   CHECK(curl(a, "/api/health").status != 401);
   CHECK(curl(a, "/").status == 401);
 
-  Curl m = curl(a, "/metrics", "-u 'prom:s3cret pass'");
-  REQUIRE(m.status == 200);
-  CHECK(metric(m.body, "kiwi_http_auth_failures_total{reason=\"invalid_credentials\"}") == "2");
-  CHECK(metric(m.body, "kiwi_http_auth_failures_total{reason=\"rate_limited\"}") == "0");
-  CHECK(metric(m.body, "kiwi_http_requests_total{route=\"/api/current\",status=\"401\"}") == "3");
+  metrics_showing(a, "-u 'prom:s3cret pass'",
+                  {{"kiwi_http_auth_failures_total{reason=\"invalid_credentials\"}", "2"},
+                   {"kiwi_http_auth_failures_total{reason=\"rate_limited\"}", "0"},
+                   {"kiwi_http_requests_total{route=\"/api/current\",status=\"401\"}", "3"}});
   CHECK_THAT(a.stderr_text(), Catch::Contains("authentication on"));
   CHECK_THAT(a.stderr_text(), !Catch::Contains("beyond loopback"));
 }
@@ -125,11 +141,10 @@ TEST_CASE(
   CHECK(curl(a, "/api/current", "-u prom:right").status == 200);
   CHECK(curl(a, "/api/current", "-u prom:guess6").status == 429);
 
-  Curl m = curl(a, "/metrics", "-u prom:right");
-  REQUIRE(m.status == 200);
-  CHECK(metric(m.body, "kiwi_http_auth_failures_total{reason=\"invalid_credentials\"}") == "5");
-  CHECK(metric(m.body, "kiwi_http_auth_failures_total{reason=\"rate_limited\"}") == "2");
-  CHECK(metric(m.body, "kiwi_http_requests_total{route=\"/api/current\",status=\"429\"}") == "2");
+  metrics_showing(a, "-u prom:right",
+                  {{"kiwi_http_auth_failures_total{reason=\"invalid_credentials\"}", "5"},
+                   {"kiwi_http_auth_failures_total{reason=\"rate_limited\"}", "2"},
+                   {"kiwi_http_requests_total{route=\"/api/current\",status=\"429\"}", "2"}});
 }
 
 TEST_CASE("auth: listening on 0.0.0.0 without authentication logs a warning at start") {

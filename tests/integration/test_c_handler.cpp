@@ -39,7 +39,8 @@ TEST_CASE("c handler: a route in C loads, reads the agent's data and answers") {
   const std::uint64_t seq = std::stoull(r.body.substr(at));
   CHECK(seq >= 2);
   CHECK(seq <= sequence_of(c));
-  CHECK_THAT(r.body, Catch::Contains(" sensors=1 plugins=4\nq=a b\nh=seen\nbody=\n"));
+  // One sensor and the agent's own report; the sensor, the report's rows, three routes.
+  CHECK_THAT(r.body, Catch::Contains(" sensors=2 plugins=5\nq=a b\nh=seen\nbody=\n"));
 
   // A body of the plugin's static storage, served from its image.
   const auto s = c.get("/c/static");

@@ -182,6 +182,23 @@ std::string normalise_current(const std::string& body, const fs::path& scratch) 
           replace_all(s["message"].GetString(), scratch.string(), "<scratch>");
       s["message"].SetString(message.c_str(), static_cast<rapidjson::SizeType>(message.size()), a);
     }
+    if (std::string_view(sensor.name.GetString()) == "agent") {  // kiwi::kAgentReport
+      // The agent's own report: what /metrics normalises, normalised the same way.
+      auto& metrics = s["metrics"];
+      for (auto m = metrics.Begin(); m != metrics.End();) {
+        const std::string family = "kiwi_" + std::string((*m)["name"].GetString());
+        if (family == "kiwi_http_requests_total") {
+          m = metrics.Erase(m);
+          continue;
+        }
+        if (family == "kiwi_build_info") (*m)["labels"].SetString("<version and abi>", a);
+        if (std::find(std::begin(kExactSelfMetrics), std::end(kExactSelfMetrics), family) ==
+            std::end(kExactSelfMetrics))
+          placeholder((*m)["value"], "<agent>");
+        ++m;
+      }
+      continue;
+    }
     for (auto& m : s["metrics"].GetArray()) {
       const std::string name = m["name"].GetString();
       // statvfs numbers are the scratch directory's filesystem, live; read-only comes from

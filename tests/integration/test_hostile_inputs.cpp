@@ -141,8 +141,10 @@ TEST_CASE(
   CHECK_THAT(thermal["message"].GetString(),
              Catch::Contains(temp.string() + ": larger than the read cap of 256 KiB: not read"));
 
+  // Neither file's content reached the snapshot: its reports are small, the agent's own among them
+  // (some 3 KiB for two sensors).
   const auto snapshot_bytes = fs::file_size(agent.dir() / "run/current.json");
-  CHECK(snapshot_bytes < 8 * 1024);
+  CHECK(snapshot_bytes < 12 * 1024);
 
   const auto before = Clock::now();
   CHECK(agent.stop(SIGTERM) == 0);

@@ -145,10 +145,10 @@ TEST_CASE("reload: an unchanged sensor keeps its instance and state, a changed o
   CHECK(metric_of(d, "change", "slow_samples") <= 2);
   CHECK(metric_of(d, "added", "slow_samples") >= 1);
   CHECK(status_of(d, "gone") == "missing");
-  // Snapshot order follows the new file.
+  // Snapshot order follows the new file; the agent's own report comes last.
   std::vector<std::string> names;
   for (auto& m : d["sensors"].GetObject()) names.push_back(m.name.GetString());
-  CHECK(names == std::vector<std::string>{"keep", "change", "added", "memory"});
+  CHECK(names == std::vector<std::string>{"keep", "change", "added", "memory", "agent"});
   // /api/plugins: the new set, generation 2.
   auto p = parse_json(c.get("/api/plugins").body);
   CHECK(p["config"]["generation"].GetUint() == 2);

@@ -244,6 +244,7 @@
     for (const [key, s] of Object.entries(sensors)) {
       if (!s || typeof s !== 'object') continue;
       const plugin = s.plugin === undefined ? key : String(s.plugin);
+      if (plugin === 'agent') continue; // the agent's own report: for /metrics and the history, no card
       if (CARDS[plugin] && !fixed.has(plugin)) fixed.set(plugin, [key, s]);
       else extra.push([key, s, plugin]);
     }

@@ -16,6 +16,7 @@
 
 #include "app/agent_data.hpp"
 #include "app/service_notify.hpp"
+#include "app/telemetry.hpp"
 #include "base/files.hpp"
 #include "collect/collector.hpp"
 #include "config/schema.hpp"
@@ -201,6 +202,15 @@ class RunningAgent {
         data_(holder_, &store_),
         loader_(std::make_unique<PluginLoader>(cfg_, log)) {}
 
+  // However the run ended (an exception too): the HTTP workers and the collector thread, which
+  // read each other's counters through data_ (telemetry, handlers), stop before either goes.
+  ~RunningAgent() {
+    if (server_) server_->stop();
+    if (collector_) collector_->stop();
+  }
+  RunningAgent(const RunningAgent&) = delete;
+  RunningAgent& operator=(const RunningAgent&) = delete;
+
   // Loads the plugins; throws what the loader throws (exit code 2).
   void load() {
     data_.started_at = unix_now();
@@ -212,6 +222,7 @@ class RunningAgent {
     sensor_count_ = sensors.size();
     collector_.emplace(collector_settings(cfg_), std::move(sensors), store_, holder_, log_,
                        real_clock());
+    collector_->report_self(telemetry_);
     server_.emplace(http_settings(cfg_), std::make_shared<const Router>(std::move(routes)), log_);
     data_.collector = &*collector_;
     data_.server = &*server_;
@@ -311,6 +322,9 @@ class RunningAgent {
       list.push_back({e.name, PluginKind::sensor, std::string(lib->info->name), lib->file,
                       lib->abi_major, lib->abi_minor, lib->info->metrics, lib});
     }
+    // The agent's own report: its rows give /metrics its HELP; built in, so no file.
+    list.push_back({std::string(kAgentReport), PluginKind::sensor, std::string(kAgentReport), "",
+                    KIWI_ABI_MAJOR, KIWI_ABI_MINOR, Telemetry::metrics(), nullptr});
     for (auto& r : server_->router()->routes()) {
       auto& lib = r.handler->library;
       list.push_back({r.path,
@@ -452,6 +466,7 @@ class RunningAgent {
   Store store_;
   SnapshotHolder holder_;
   AgentData data_;
+  Telemetry telemetry_{data_};  // the collector's own report: outlives the collector
   std::unique_ptr<PluginLoader> loader_;
   std::map<std::string, std::shared_ptr<LoadedLibrary>> sensor_libraries_;  // by sensor name
   std::map<std::string, std::shared_ptr<LoadedLibrary>> output_libraries_;  // by output name

@@ -44,7 +44,6 @@ TEST_CASE("metrics: families with HELP and TYPE, escaped labels, counters end in
   stats.plugins.push_back(
       {"thermal", kiwi::PluginKind::sensor, "thermal", "/x.so", 1, 0, kThermal, nullptr});
   stats.http_requests.push_back({"/api/current", 200, 5});
-  stats.http_requests.push_back({"unmatched", 404, 1});
   std::string text = kiwi_metrics::render(snapshot(), stats);
   CHECK_THAT(text, Catch::StartsWith(
                        "# HELP kiwi_thermal_celsius temperature of one zone\n"
@@ -55,16 +54,11 @@ TEST_CASE("metrics: families with HELP and TYPE, escaped labels, counters end in
                        "kiwi_wakeups_total 12\n"));
   // The duplicate series (same name and labels) is kept once.
   CHECK(text.find("46\n") == std::string::npos);
-  CHECK_THAT(text, Catch::Contains("kiwi_build_info{version=\"0.1.0\",abi=\"" +
-                                   std::to_string(KIWI_ABI_MAJOR) + "." +
-                                   std::to_string(KIWI_ABI_MINOR) + "\"} 1\n"));
-  CHECK_THAT(text, Catch::Contains("kiwi_sensor_success{sensor=\"gpu\"} 0\n"));
-  CHECK_THAT(text, Catch::Contains("kiwi_sensor_errors_total{sensor=\"gpu\"} 3\n"));
-  CHECK_THAT(text,
-             Catch::Contains("kiwi_sensor_sample_duration_seconds{sensor=\"thermal\"} 0.00025\n"));
-  CHECK_THAT(
-      text, Catch::Contains("kiwi_http_requests_total{route=\"/api/current\",status=\"200\"} 5\n"));
-  CHECK_THAT(text, Catch::Contains("# TYPE kiwi_http_requests_total counter\n"));
+  // Only the reports: the agent's own metrics are a report of their own (test_telemetry.cpp),
+  // never made up here from the counters.
+  CHECK(text.find("kiwi_build_info") == std::string::npos);
+  CHECK(text.find("kiwi_http_requests_total") == std::string::npos);
+  CHECK(text.find("gpu") == std::string::npos);  // a report without metrics has no series
 }
 
 TEST_CASE("metrics: sample values in Prometheus spelling") {
@@ -97,7 +91,7 @@ TEST_CASE(
   s.sensors = {r};
   const std::string text = kiwi_metrics::render(s, {});
   CHECK_THAT(text, Catch::Contains("kiwi_a_bytes{dev=\"sda\"} 1\nkiwi_a_bytes{dev=\"sdb\"} 3\n"));
-  CHECK_THAT(text, Catch::Contains("kiwi_b_bytes{dev=\"sda\"} 1\n# HELP"));
+  CHECK_THAT(text, Catch::EndsWith("kiwi_b_bytes{dev=\"sda\"} 1\n"));
   CHECK(text.find("} 2\n") == std::string::npos);
 }
 

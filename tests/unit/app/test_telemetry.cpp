@@ -1,0 +1,126 @@
+// The agent's own report (app/telemetry.cpp): made of MetricSpec rows and checked as a sensor's
+// is, rendered by /metrics as today's self-metrics, and listed in docs/api.md.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "app/telemetry.hpp"
+#include "metrics_render.hpp"
+#include "plugin/metric_check.hpp"
+
+using namespace kiwi::agent;
+
+namespace {
+
+// A tick's sensor reports, as the collector hands them to the agent's report.
+kiwi::Snapshot tick() {
+  kiwi::Snapshot s;
+  s.sequence = 3;
+  s.timestamp = 1764475800;
+  kiwi::SensorReport ok;
+  ok.name = "thermal";
+  ok.plugin = "thermal";
+  ok.duration_seconds = 0.00025;
+  kiwi::SensorReport bad;
+  bad.name = "gpu";
+  bad.plugin = "gpu";
+  bad.state = kiwi::SensorState::error;
+  bad.errors_total = 3;
+  bad.series_refused_total = 2;
+  s.sensors = {ok, bad};
+  return s;
+}
+
+// The agent's report of `snap`, read through the metric check as the collector reads it.
+SampleCall read_report(const AgentData& data, const kiwi::Snapshot& snap) {
+  Telemetry telemetry(data);
+  return call_checked([&](kiwi::MetricSink& sink) { return telemetry.sample(snap, sink); },
+                      nullptr);
+}
+
+double value_of(const SampleCall& c, const std::string& name,
+                const std::vector<std::pair<std::string, std::string>>& labels = {}) {
+  for (auto& m : c.metrics)
+    if (m.name == name && m.labels == labels) return m.value;
+  FAIL("no " << name << " in the agent's report");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("telemetry: the agent's report passes the metric check, each metric a row of its own") {
+  SnapshotHolder holder;
+  AgentData data(holder, nullptr);
+  data.started_at = 1764470000.75;
+  const SampleCall c = read_report(data, tick());
+  INFO(c.message << c.dropped_note);
+  CHECK(c.state == kiwi::SensorState::ok);
+  CHECK(c.dropped == 0);
+  std::set<std::string_view> rows;
+  for (auto& row : Telemetry::metrics()) CHECK(rows.insert(row.name).second);  // unique names
+  for (auto& m : c.metrics) CHECK(rows.contains(m.name));
+  const std::string abi = std::to_string(KIWI_ABI_MAJOR) + "." + std::to_string(KIWI_ABI_MINOR);
+  CHECK(value_of(c, "build_info", {{"version", KIWI_VERSION}, {"abi", abi}}) == 1);
+  CHECK(value_of(c, "start_time_seconds") == 1764470000);
+  CHECK(value_of(c, "last_sample_timestamp_seconds") == 1764475800);
+  // One series per sensor of the tick, by its name.
+  CHECK(value_of(c, "sensor_success", {{"sensor", "thermal"}}) == 1);
+  CHECK(value_of(c, "sensor_success", {{"sensor", "gpu"}}) == 0);
+  CHECK(value_of(c, "sensor_errors_total", {{"sensor", "gpu"}}) == 3);
+  CHECK(value_of(c, "sensor_series_refused_total", {{"sensor", "gpu"}}) == 2);
+  CHECK(value_of(c, "sensor_sample_duration_seconds", {{"sensor", "thermal"}}) == 0.00025);
+  CHECK(value_of(c, "config_generation") == 1);
+  CHECK(value_of(c, "config_reloads_total", {{"result", "failed"}}) == 0);
+  CHECK(value_of(c, "http_auth_failures_total", {{"reason", "rate_limited"}}) == 0);
+}
+
+TEST_CASE(
+    "telemetry: /metrics renders the agent's report as the self-metrics, HELP from its rows") {
+  SnapshotHolder holder;
+  AgentData data(holder, nullptr);
+  kiwi::Snapshot snap = tick();
+  kiwi::SensorReport own;
+  own.name = own.plugin = std::string(kiwi::kAgentReport);
+  own.metrics = read_report(data, snap).metrics;
+  snap.sensors.push_back(own);
+  kiwi::AgentStats stats;
+  stats.plugins.push_back({own.name, kiwi::PluginKind::sensor, own.plugin, "", KIWI_ABI_MAJOR,
+                           KIWI_ABI_MINOR, Telemetry::metrics(), nullptr});
+  const std::string text = kiwi_metrics::render(snap, stats);
+  CHECK_THAT(text, Catch::StartsWith("# HELP kiwi_build_info kiwi-agent version and plugin ABI; "
+                                     "always 1\n# TYPE kiwi_build_info gauge\n"));
+  CHECK_THAT(text, Catch::Contains("# HELP kiwi_sensor_success 1 if the sensor's latest sample "
+                                   "succeeded (ok or no data), 0 if it failed\n"
+                                   "# TYPE kiwi_sensor_success gauge\n"
+                                   "kiwi_sensor_success{sensor=\"thermal\"} 1\n"
+                                   "kiwi_sensor_success{sensor=\"gpu\"} 0\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE kiwi_collector_ticks_total counter\n"));
+  CHECK_THAT(text, Catch::Contains("kiwi_config_reloads_total{result=\"ok\"} 0\n"
+                                   "kiwi_config_reloads_total{result=\"failed\"} 0\n"));
+  // The families in the order of the rows: the order /metrics has always had.
+  std::vector<std::string> families;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("# TYPE ")) families.push_back(line.substr(7, line.rfind(' ') - 7));
+  std::vector<std::string> rows;
+  for (auto& row : Telemetry::metrics())
+    if (std::find(families.begin(), families.end(), "kiwi_" + std::string(row.name)) !=
+        families.end())
+      rows.push_back("kiwi_" + std::string(row.name));
+  CHECK(families == rows);
+}
+
+TEST_CASE("telemetry: docs/api.md lists every self-metric with its labels and type") {
+  std::ifstream in(KIWI_SOURCE_DIR "/docs/api.md");
+  REQUIRE(in);
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (auto& row : Telemetry::metrics()) {
+    std::string entry = "| `kiwi_" + std::string(row.name);
+    if (!row.labels.empty()) entry += "{" + std::string(row.labels) + "}";
+    entry += "` | ";
+    entry += row.kind == kiwi::MetricKind::counter ? "counter" : "gauge";
+    INFO(entry);
+    CHECK(doc.find(entry) != std::string::npos);
+  }
+}
