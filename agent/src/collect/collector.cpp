@@ -1,25 +1,18 @@
 #include "collect/collector.hpp"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
 
 #include "base/duration.hpp"
+#include "base/thread_name.hpp"
 
 namespace kiwi::agent {
 
 namespace {
 
 using SteadyTime = Clock::SteadyTime;
-
-// Thread names are at most 15 bytes (pthread_setname_np refuses longer ones).
-void name_this_thread(std::string name) {
-  if (name.size() > 15) name.resize(15);
-  pthread_setname_np(pthread_self(), name.c_str());
-}
 
 }  // namespace
 

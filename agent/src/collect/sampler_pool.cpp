@@ -1,23 +1,16 @@
 #include "collect/sampler_pool.hpp"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <stdexcept>
 
 #include "base/fatal_signal.hpp"
+#include "base/thread_name.hpp"
 
 namespace kiwi::agent {
 
 namespace {
 
 using SteadyTime = Clock::SteadyTime;
-
-// Thread names are at most 15 bytes (pthread_setname_np refuses longer ones).
-void name_this_thread(std::string name) {
-  if (name.size() > 15) name.resize(15);
-  pthread_setname_np(pthread_self(), name.c_str());
-}
 
 // An abandoned sensor's instance: kept, never destroyed, so the code of a library whose sample()
 // may still run is never unloaded (c_abi.hpp, keep_forever).
@@ -337,9 +330,7 @@ SteadyTime SamplerPool::hand_off(Lock&) {
           next = std::min(next, s->since + kHandOffAfter);
         } else {
           s->state = Sampler::State::handed_off;
-          std::string name = "kiwi-s:" + s->current->name;  // `top -H` names the slow sensor
-          name.resize(std::min<std::size_t>(name.size(), 15));
-          pthread_setname_np(s->thread.native_handle(), name.c_str());
+          name_thread(s->thread.native_handle(), "kiwi-s:" + s->current->name);  // `top -H`
         }
         break;
     }

@@ -1,7 +1,7 @@
 #include "http/acceptor.hpp"
+#include "base/thread_name.hpp"
 
 #include <poll.h>
-#include <pthread.h>
 #include <sys/epoll.h>
 
 #include <algorithm>
@@ -103,7 +103,7 @@ void Acceptor::add_to_epoll(int listener, const BindAddress& where) {
 }
 
 void Acceptor::run() {
-  ::pthread_setname_np(::pthread_self(), "kiwi-accept");
+  name_this_thread("kiwi-accept");
   bool starved_logged = false;
   bool full = false;  // a connection is held: look at the slots again, with no event needed
   for (;;) {

@@ -1,6 +1,5 @@
 #include "output/output.hpp"
-
-#include <pthread.h>
+#include "base/thread_name.hpp"
 
 #include <algorithm>
 #include <kiwi/glob.hpp>
@@ -72,8 +71,7 @@ OutputRunner::~OutputRunner() {
 
 void OutputRunner::start() {
   thread_ = std::thread([this] {
-    const std::string name = ("kiwi-o:" + spec_.name).substr(0, 15);
-    pthread_setname_np(pthread_self(), name.c_str());
+    name_this_thread("kiwi-o:" + spec_.name);
     run();
   });
 }
