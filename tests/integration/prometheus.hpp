@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,14 +68,29 @@ struct Prometheus {
     }
   }
 
+  // Starts it and waits until it is ready. The port is free when chosen, but another test's
+  // listener may take it before Prometheus binds it: Prometheus then exits at once, and is started
+  // again on another port (three tries). A slow start (a loaded machine, sanitizer builds beside
+  // it) gets a minute; one that never gets ready fails with the end of its log.
   void start() {
-    std::vector<std::string> argv = {"/usr/bin/prometheus",
-                                     "--config.file=" + (dir.path / "prometheus.yml").string(),
-                                     "--storage.tsdb.path=" + (dir.path / "data").string(),
-                                     "--web.listen-address=127.0.0.1:" + std::to_string(port)};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    process = Process(argv, {dir.path / "out", dir.path / "err", {}});
-    REQUIRE(eventually([&] { return ready(); }, std::chrono::seconds(30)));
+    for (int attempt = 1;; ++attempt) {
+      std::vector<std::string> argv = {"/usr/bin/prometheus",
+                                       "--config.file=" + (dir.path / "prometheus.yml").string(),
+                                       "--storage.tsdb.path=" + (dir.path / "data").string(),
+                                       "--web.listen-address=127.0.0.1:" + std::to_string(port)};
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      process = Process(argv, {dir.path / "out", dir.path / "err", {}});
+      std::optional<int> exited;
+      if (eventually([&] { return (exited = process.poll()) || ready(); },
+                     std::chrono::seconds(60)) &&
+          !exited)
+        return;
+      const std::string log = read_text(dir.path / "err");
+      INFO("Prometheus on 127.0.0.1:" << port << " (attempt " << attempt << "), its log ends: "
+                                      << log.substr(log.size() > 2000 ? log.size() - 2000 : 0));
+      if (!exited || attempt == 3) FAIL("Prometheus did not get ready");
+      port = free_port();
+    }
   }
   void stop() { process.stop(SIGTERM, std::chrono::seconds(20)); }
   bool ready() {
