@@ -4,7 +4,7 @@
 # of the repository's committed HEAD (or of --rev) inside it, and tools/test.sh run there as root
 # (or, with --user, as a user with sudo) with a clean environment. So tools/setup.sh has to
 # install everything the build, the tests and the quick benchmark use. Run it before calling an
-# issue resolved. 35-50 minutes on this project's 2-core VM (36 min 47 s on eb34679, 51 min 26 s
+# issue resolved. 25-50 minutes on this project's 2-core VM (25 min 13 s on f375f2c, 51 min 26 s
 # on c0b84b1, a slower VM): the root under a minute; packages, libmicrohttpd, the Release build
 # and its tests about 10-15; the quick benchmark and the fuzz regression a few; the ASan+UBSan and
 # TSan builds and their tests the rest. Needs root (sudo) and the Debian mirrors; installs
