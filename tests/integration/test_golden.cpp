@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "checks.hpp"
 #include "harness.hpp"
 
 using namespace kiwi_test;
@@ -32,6 +33,20 @@ constexpr std::string_view kSensorPrefixes[] = {"kiwi_cpu_",     "kiwi_thermal_"
 constexpr std::string_view kExactSelfMetrics[] = {"kiwi_sensor_success", "kiwi_sensor_errors_total",
                                                   "kiwi_sensor_invalid_metrics_total",
                                                   "kiwi_snapshot_file_write_errors_total"};
+
+// What the golden files keep of a metric of the agent's own report, by its /metrics family
+// (kiwi_<name>), in /metrics and in /api/current alike: the HTTP counters are left out (they
+// depend on how often the test polled), build_info's labels name the build, the per-sensor values
+// that a fixture fixes are kept, and the rest (times, ticks) become a placeholder.
+enum class SelfMetric { left_out, build_info, exact, varies };
+SelfMetric self_metric(std::string_view family) {
+  if (family == "kiwi_http_requests_total") return SelfMetric::left_out;
+  if (family == "kiwi_build_info") return SelfMetric::build_info;
+  if (std::find(std::begin(kExactSelfMetrics), std::end(kExactSelfMetrics), family) !=
+      std::end(kExactSelfMetrics))
+    return SelfMetric::exact;
+  return SelfMetric::varies;
+}
 
 bool update_requested() {
   const char* v = std::getenv("KIWI_UPDATE_GOLDEN");
@@ -100,10 +115,6 @@ Sample sample_of(const std::string& current_json) {
   for (const auto& sensor : d["sensors"].GetObject())
     s.all_fresh = s.all_fresh && sensor.value["timestamp"].GetDouble() == s.timestamp;
   return s;
-}
-
-double wall_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // kiwi-agent on a fixture board: [agent] procfs/sysfs point at a scratch copy of the board, and
@@ -183,18 +194,16 @@ std::string normalise_current(const std::string& body, const fs::path& scratch) 
       s["message"].SetString(message.c_str(), static_cast<rapidjson::SizeType>(message.size()), a);
     }
     if (std::string_view(sensor.name.GetString()) == "agent") {  // kiwi::kAgentReport
-      // The agent's own report: what /metrics normalises, normalised the same way.
+      // The agent's own report: normalised as /metrics shows it.
       auto& metrics = s["metrics"];
       for (auto m = metrics.Begin(); m != metrics.End();) {
-        const std::string family = "kiwi_" + std::string((*m)["name"].GetString());
-        if (family == "kiwi_http_requests_total") {
+        const SelfMetric kind = self_metric("kiwi_" + std::string((*m)["name"].GetString()));
+        if (kind == SelfMetric::left_out) {
           m = metrics.Erase(m);
           continue;
         }
-        if (family == "kiwi_build_info") (*m)["labels"].SetString("<version and abi>", a);
-        if (std::find(std::begin(kExactSelfMetrics), std::end(kExactSelfMetrics), family) ==
-            std::end(kExactSelfMetrics))
-          placeholder((*m)["value"], "<agent>");
+        if (kind == SelfMetric::build_info) (*m)["labels"].SetString("<version and abi>", a);
+        if (kind != SelfMetric::exact) placeholder((*m)["value"], "<agent>");
         ++m;
       }
       continue;
@@ -225,18 +234,24 @@ std::string normalise_metrics(const std::string& body, const fs::path& scratch) 
     const std::string series = line.substr(0, line.rfind(' '));
     const std::string family = series.substr(0, series.find('{'));
     auto starts = [&](std::string_view prefix) { return family.starts_with(prefix); };
-    const bool sensor = std::any_of(std::begin(kSensorPrefixes), std::end(kSensorPrefixes), starts);
-    const bool exact_self = std::any_of(std::begin(kExactSelfMetrics), std::end(kExactSelfMetrics),
-                                        [&](std::string_view f) { return family == f; });
-    if (family == "kiwi_http_requests_total") continue;  // depends on how often the test polled
-    if (family == "kiwi_build_info") {
-      out += "kiwi_build_info{<version and abi>} 1\n";
-    } else if (family.starts_with("kiwi_storage_") && family != "kiwi_storage_readonly") {
-      out += series + " <statvfs>\n";
-    } else if (sensor || exact_self) {
-      out += line + "\n";
-    } else {
-      out += series + " <agent>\n";
+    if (std::any_of(std::begin(kSensorPrefixes), std::end(kSensorPrefixes), starts)) {
+      // statvfs numbers are the scratch directory's filesystem, live.
+      const bool statvfs = starts("kiwi_storage_") && family != "kiwi_storage_readonly";
+      out += statvfs ? series + " <statvfs>\n" : line + "\n";
+      continue;
+    }
+    switch (self_metric(family)) {
+      case SelfMetric::left_out:
+        break;
+      case SelfMetric::build_info:
+        out += "kiwi_build_info{<version and abi>} 1\n";
+        break;
+      case SelfMetric::exact:
+        out += line + "\n";
+        break;
+      case SelfMetric::varies:
+        out += series + " <agent>\n";
+        break;
     }
   }
   return out;
@@ -318,11 +333,11 @@ bool run_board(const std::string& board) {
   REQUIRE(eventually(
       [&] {
         first = sample_of(c.get("/api/current").body);
-        return first.sequence >= 2 && first.all_fresh && wall_seconds() < first.timestamp + 0.5;
+        return first.sequence >= 2 && first.all_fresh && now_seconds() < first.timestamp + 0.5;
       },
       10s));
   agent.advance();
-  const double advanced_at = wall_seconds();
+  const double advanced_at = now_seconds();
   std::string current;
   REQUIRE(eventually(
       [&] {

@@ -20,10 +20,6 @@ namespace {
 // A receiver only: nothing to scrape.
 const std::string kRemoteWriteConfig = "global:\n  scrape_interval: 1m\n";
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // The agent's /api/health entry for its one output (an empty object until there is one).
 struct Backlog {
   std::string state;
@@ -111,7 +107,7 @@ TEST_CASE(
       prom.url() + "\" }\n");
   INFO(agent.stderr_text());
   REQUIRE(eventually([&] { return !prom.query("kiwi_memory_available_bytes").empty(); }, 30s));
-  const double down_at = unix_now();
+  const double down_at = now_seconds();
   prom.stop();
   // The outage: 40 s of ticks the receiver does not get (the agent's own backlog says when).
   REQUIRE(eventually([&] { return backlog(agent).seconds_behind >= 40; }, 60s));
@@ -130,7 +126,7 @@ TEST_CASE(
   CHECK(after.dropped == 0);  // out of order would have been refused (400)
   // A window of whole ticks around the outage, its edges between ticks.
   const double from = std::floor(down_at) - 5.5;
-  const double until = std::floor(unix_now()) - 2.5;
+  const double until = std::floor(now_seconds()) - 2.5;
   const int range = static_cast<int>(until - from);
   auto hist = get_json(agent.port(),
                        "/api/history?series=memory_available_bytes&since=" + std::to_string(from) +
