@@ -4,7 +4,6 @@
 #include <cmath>
 #include <concepts>
 #include <deque>
-#include <kiwi/io.hpp>
 #include <kiwi/prometheus.hpp>
 #include <unordered_map>
 

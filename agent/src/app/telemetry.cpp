@@ -92,6 +92,9 @@ constexpr MetricSpec kRows[] = {kBuildInfo,        kStartTime,          kLastSam
                                 kRwSent,           kRwDropped,          kRwFailures,
                                 kRwLastError,      kAuthFailures};
 
+// build_info's abi label: the C ABI this agent speaks, "1.3".
+const std::string kAbi = std::to_string(KIWI_ABI_MAJOR) + "." + std::to_string(KIWI_ABI_MINOR);
+
 double num(std::uint64_t v) {
   return static_cast<double>(v);
 }
@@ -104,8 +107,7 @@ std::span<const MetricSpec> Telemetry::metrics() {
 
 SampleResult Telemetry::sample(const Snapshot& tick, MetricSink& sink) {
   const AgentStats s = data_.counters();
-  const std::string abi = std::to_string(KIWI_ABI_MAJOR) + "." + std::to_string(KIWI_ABI_MINOR);
-  sink.emit(kBuildInfo, {s.version, abi}, 1);
+  sink.emit(kBuildInfo, {s.version, kAbi}, 1);
   sink.emit(kStartTime, std::floor(s.started_at));
   sink.emit(kLastSample, tick.timestamp);
   for (auto& r : tick.sensors) {  // the sensors' reports of this tick
