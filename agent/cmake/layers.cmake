@@ -44,6 +44,24 @@ function(kiwi_layer name)
   set(below_targets ${L_LAYERS})
   list(TRANSFORM below_targets PREPEND kiwi_)
   target_link_libraries(kiwi_${name} PUBLIC kiwi_sdk ${below_targets} PRIVATE ${L_LIBS})
+  if(KIWI_LTO_ACTIVE)
+    # Fat objects: the agent's executable links them with -flto (kiwi_lto_executable), and every
+    # other program (the tests, the benchmarks) links their machine code: -fno-lto, or GCC's
+    # linker plugin would optimise each of them at link time too, which is slow.
+    target_compile_options(kiwi_${name} PRIVATE -flto=auto -ffat-lto-objects)
+    target_link_options(kiwi_${name} INTERFACE
+                        $<$<NOT:$<BOOL:$<TARGET_PROPERTY:KIWI_LTO_LINK>>>:-fno-lto>)
+  endif()
+endfunction()
+
+# kiwi_lto_executable(<target>): links <target> with link-time optimisation over its own sources
+# and the layers' (KIWI_LTO in the top CMakeLists.txt); nothing when that is off.
+function(kiwi_lto_executable target)
+  if(KIWI_LTO_ACTIVE)
+    set_target_properties(${target} PROPERTIES KIWI_LTO_LINK ON)
+    target_compile_options(${target} PRIVATE -flto=auto)
+    target_link_options(${target} PRIVATE -flto=auto)
+  endif()
 endfunction()
 
 # Writes <file>: one line per layer, "<layer>: <layers it may include> | <external headers it

@@ -195,7 +195,10 @@ class Reader {
     for (auto& [key, node] : root)
       if (std::find(top.begin(), top.end(), key.str()) == top.end()) {
         std::string accepted;
-        for (auto k : top) accepted += (accepted.empty() ? "" : ", ") + std::string(k);
+        for (auto k : top) {
+          if (!accepted.empty()) accepted += ", ";
+          accepted += k;
+        }
         throw ConfigError(pos_of(file_, key.source()), std::string(key.str()),
                           "unknown key; accepted here: " + accepted);
       }
