@@ -174,8 +174,8 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   for (auto& sensor : snap.sensors)
     for (auto& m : sensor.metrics) {
       const bool counter = m.kind == kiwi::MetricKind::counter;
-      name.assign("kiwi_").append(m.name);
-      if (counter && !name.ends_with("_total")) name += "_total";
+      name.clear();
+      kiwi::prometheus::append_exposed_name(name, m.name, counter);
       auto help = [&] {
         const kiwi::MetricSpec* spec = find_spec(stats, sensor.plugin, m.name);
         return spec ? std::string(spec->help)

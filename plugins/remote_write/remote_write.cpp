@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <kiwi/prometheus.hpp>
 #include <stdexcept>
 
 namespace kiwi_remote_write {
@@ -47,8 +48,8 @@ void put_sample(std::string& out, std::string& buf, const kiwi::OutputPoint& p) 
 }  // namespace
 
 std::string metric_name(std::string_view name, kiwi::MetricKind kind) {
-  std::string out = "kiwi_" + std::string(name);
-  if (kind == kiwi::MetricKind::counter && !out.ends_with("_total")) out += "_total";
+  std::string out;
+  kiwi::prometheus::append_exposed_name(out, name, kind == kiwi::MetricKind::counter);
   return out;
 }
 

@@ -68,6 +68,16 @@ constexpr bool is_sensor_label_name(std::string_view name) {
   return is_label_name(name) && !name.starts_with("__");
 }
 
+// The name a metric of a sensor is exposed as, in /metrics and remote write, appended to `out`:
+// "kiwi_" + its name, and "_total" after a counter's name that lacks it. One namespace for every
+// report: the agent keeps one series per exposed name and labels (docs/plugins.md, "Series
+// identity").
+inline void append_exposed_name(std::string& out, std::string_view name, bool counter) {
+  out += "kiwi_";
+  out += name;
+  if (counter && !name.ends_with("_total")) out += "_total";
+}
+
 // ---- Escaping ----------------------------------------------------------------------------------
 
 namespace detail {
