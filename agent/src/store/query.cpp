@@ -65,6 +65,9 @@ std::vector<char> select_series(const SeriesCatalog& catalog, const HistoryQuery
 // bucket whose data begins inside it (the first in the window, the first after a gap: the
 // agent's first sample, a restart) is labelled with the time of its first sample. No point
 // claims a time before the data it summarises, nor before `since`. Rows arrive oldest first.
+// A minute's rollup goes into the bucket its first sample falls in (with a step that is not a
+// whole number of minutes a minute can straddle two buckets), so every label lies within its
+// bucket, and the labels strictly increase whatever the step.
 class Buckets {
  public:
   Buckets(const HistoryQuery& q, std::int64_t step_ms, const SeriesCatalog& catalog)
@@ -107,8 +110,8 @@ class Buckets {
 
   // A minute row (unpacked) whose first sample is at `first_ts`: the five values of each series
   // arrive together (keys id * 5 + k, sorted); key 0 (id 0) is the first sample's offset.
-  void add_rollup(std::int64_t ts, std::int64_t first_ts, std::string_view blob) {
-    const std::size_t bucket = bucket_of(floor_to(ts, step_ms_), first_ts);
+  void add_rollup(std::int64_t first_ts, std::string_view blob) {
+    const std::size_t bucket = bucket_of(floor_to(first_ts, step_ms_), first_ts);
     double parts[4] = {};
     sample_codec::decode(blob, [&](std::uint32_t key, double v) {
       const std::uint32_t id = key / 5, k = key % 5;
@@ -313,7 +316,7 @@ void Window::read_minutes_wide(std::int64_t lo, std::int64_t hi_key) {
     } else if (minute != taken) {
       continue;  // a minute without a group 0 row is not a rollup
     }
-    buckets_.add_rollup(minute, taken_first, *blob);
+    buckets_.add_rollup(taken_first, *blob);
   }
   if (rows.failed()) throw conn_->db().error("cannot read history");
 }
@@ -360,10 +363,10 @@ void Window::read_minutes_narrow(const std::vector<std::uint32_t>& ids, std::int
     if (!have_row) continue;  // no group 0 row: not a rollup
     const std::int64_t first_ts = minute + first_sample_offset(row);
     if (!take_minute(minute, first_ts)) continue;
-    buckets_.add_rollup(minute, first_ts, row);
+    buckets_.add_rollup(first_ts, row);
     for (auto g : groups)
       row_at(conn_->rollup_at(), minute + g,
-             [&](std::string_view blob) { buckets_.add_rollup(minute, first_ts, blob); });
+             [&](std::string_view blob) { buckets_.add_rollup(first_ts, blob); });
   }
 }
 
@@ -397,7 +400,7 @@ void Window::take_hour(const HourRows& h, const std::vector<std::uint32_t>& ids,
     if (m >= 60 || at < cursor || at > hi) continue;
     const std::int64_t first_ts = at + offset;
     if (!take_minute(at, first_ts)) continue;
-    const std::size_t bucket = buckets_.bucket_of(floor_to(at, step_ms_), first_ts);
+    const std::size_t bucket = buckets_.bucket_of(floor_to(first_ts, step_ms_), first_ts);
     for (std::size_t i = 0; i < ids.size(); ++i)
       if (h.has[i * 60 + m])
         buckets_.add_parts(bucket, ids[i], &h.five[i * 300 + m * 5], h.five[i * 300 + m * 5 + 4]);

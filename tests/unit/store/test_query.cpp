@@ -275,3 +275,36 @@ TEST_CASE("store: a query of a few series (hour rows) answers as the query of ev
   Store store(db.path());
   check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
 }
+
+TEST_CASE("store: bucket timestamps strictly increase for every step (a sweep of 60-180.5 s)") {
+  // Ten minutes of 1 Hz samples that begin 23 s into a minute, the last minute still raw; a
+  // step that is not a whole number of minutes makes minutes straddle buckets. Issue 36's
+  // report: step 86.4 gave 05:11:23, 05:11:02.4, 05:12:28.8.
+  TempDb db;
+  Store store(db.path());
+  const std::int64_t t0 = 1'764'475'800'000 + 23'000;
+  for (int i = 0; i < 600; ++i)
+    append(store, t0 + i * 1000, host_metrics(t0 + i * 1000, 40), false);
+  store.flush(0, 0);
+  for (const char* series : {"", "s1*"}) {  // every series (wide reads) and a few (narrow)
+    for (double step = 60; step <= 180.5; step += 0.5) {
+      kiwi::HistoryQuery q;
+      q.since = t0 / 1000.0 - 86400;
+      q.until = t0 / 1000.0 + 700;
+      q.step = step;
+      q.limit = 1000;
+      if (*series) q.patterns = {series};
+      const auto r = store.query(q);
+      INFO("step " << step << ", series '" << series << "'");
+      REQUIRE(!r.timestamps.empty());
+      CHECK(r.timestamps.front() == t0 / 1000.0);
+      for (std::size_t i = 1; i < r.timestamps.size(); ++i) {
+        INFO("timestamps " << r.timestamps[i - 1] << " then " << r.timestamps[i]);
+        REQUIRE(r.timestamps[i] > r.timestamps[i - 1]);
+      }
+      // Each label lies within its bucket: a multiple of the step, or a sample's time after one.
+      const double last = r.timestamps.back();
+      CHECK(last <= t0 / 1000.0 + 599);
+    }
+  }
+}
