@@ -7,20 +7,24 @@
 #include <stdexcept>
 
 namespace kiwi::network {
-std::vector<InterfaceCounters> parse_net_dev(std::string_view text) {
-  std::vector<InterfaceCounters> out;
+NetDev parse_net_dev(std::string_view text) {
+  NetDev out;
   for (std::string_view line : Lines(text)) {
     // Header lines ("Inter-|   Receive ...", " face |bytes ...") have a '|' and no name colon.
     std::size_t colon = line.find(':');
     if (colon == std::string_view::npos || line.find('|') != std::string_view::npos) continue;
     InterfaceCounters iface;
     iface.name = std::string(kiwi::trim(line.substr(0, colon)));
-    std::string_view rest = line.substr(colon + 1);
-    const std::size_t count = read_counters(rest, iface.counters, line);
-    if (iface.name.empty() || count < iface.counters.size())
-      throw std::invalid_argument("line " + kiwi::quote_excerpt(line) +
-                                  ": expected 'name:' and 16 counters");
-    out.push_back(std::move(iface));
+    try {
+      const std::size_t count = read_counters(line.substr(colon + 1), iface.counters, line);
+      if (iface.name.empty() || count < iface.counters.size())
+        throw std::invalid_argument("line " + kiwi::quote_excerpt(line) +
+                                    ": expected 'name:' and 16 counters");
+    } catch (const std::invalid_argument& e) {
+      if (out.skipped++ == 0) out.first_skipped = e.what();
+      continue;
+    }
+    out.interfaces.push_back(std::move(iface));
   }
   return out;
 }

@@ -68,11 +68,17 @@ struct InterfaceCounters {
   Counters counters{};
 };
 
+struct NetDev {
+  std::vector<InterfaceCounters> interfaces;
+  std::size_t skipped = 0;    // lines that are not "name: 16 numbers"
+  std::string first_skipped;  // the first of them and what is wrong with it
+};
+
 // Parses /proc/net/dev: the two header lines are skipped, every "name: 16 numbers" line is kept in
 // file order. Very old kernels glue a wide number to the colon ("eth0:1234567890 ..."), which is
-// accepted. Throws std::invalid_argument naming the line if a line has fewer than 16 numbers or a
-// field that is not a number.
-std::vector<InterfaceCounters> parse_net_dev(std::string_view text);
+// accepted. A line with fewer than 16 numbers or a field that is not a number is skipped and
+// counted, the first one named: the other interfaces' counters are kept.
+NetDev parse_net_dev(std::string_view text);
 
 // Parses <sysfs>/class/net/<if>/speed (Mb/s) into bytes per second. nullopt for -1 (the kernel's
 // SPEED_UNKNOWN: link down, virtio), 0 and anything that is not a number.

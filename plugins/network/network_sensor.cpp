@@ -15,14 +15,29 @@ NetworkSensor::NetworkSensor(const kiwi::SensorContext& ctx)
       filter_(ctx.options.get_strings("include"), ctx.options.get_strings("exclude")) {}
 
 kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
-  const std::string& dev_path = dev_.path();
   const std::string dev_text = dev_.read_required();
-  const std::int64_t uptime_ms = kiwi::read_uptime_ms(uptime_);
-  const auto all = kiwi::parse_file(dev_path, [&] { return parse_net_dev(dev_text); });
+  const NetDev dev = parse_net_dev(dev_text);
+  const auto& all = dev.interfaces;
+  std::string note;
+  auto add_note = [&](const std::string& s) { note += (note.empty() ? "" : "; ") + s; };
+  if (dev.skipped)
+    add_note(dev_.path() + ": skipped " + std::to_string(dev.skipped) + " line" +
+             (dev.skipped == 1 ? "" : "s") + ", the first: " + dev.first_skipped);
+  // Only utilisation needs the clock: without it the counters are kept, and the agent's rates
+  // say for themselves that they have none.
+  std::optional<std::int64_t> uptime_ms;
+  try {
+    uptime_ms = kiwi::read_uptime_ms(uptime_);
+  } catch (const std::exception& e) {
+    add_note(std::string("no utilisation: ") + e.what());
+  }
 
-  Reading now{uptime_ms, {}};
+  Reading now;
+  now.uptime_ms = uptime_ms.value_or(0);
+  now.clocked = uptime_ms.has_value();
+  const bool clocked = uptime_ms && previous_ && previous_->clocked;
   const double elapsed =
-      previous_ ? static_cast<double>(uptime_ms - previous_->uptime_ms) / 1000.0 : 0.0;
+      clocked ? static_cast<double>(*uptime_ms - previous_->uptime_ms) / 1000.0 : 0.0;
   bool any = false;
   std::erase_if(speed_, [&](const auto& f) {
     return std::none_of(all.begin(), all.end(), [&](const auto& i) { return i.name == f.first; });
@@ -47,7 +62,7 @@ kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
     const std::pair<double, double> bytes{static_cast<double>(iface.counters[kReceiveBytes]),
                                           static_cast<double>(iface.counters[kTransmitBytes])};
     now.bytes.emplace(iface.name, bytes);
-    if (!previous_) continue;
+    if (!clocked) continue;
     auto before = previous_->bytes.find(iface.name);
     if (before == previous_->bytes.end()) continue;  // its first reading with a speed
     // Full duplex: each direction has the whole link, so the busier one is the utilisation.
@@ -58,8 +73,10 @@ kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
     if (rx && tx) sink.emit(kUtilisation, {iface.name}, std::min(std::max(*rx, *tx) / *speed, 1.0));
   }
   previous_ = std::move(now);
-  if (!any) return kiwi::SampleResult::no_data("no interfaces left after include and exclude");
-  return kiwi::SampleResult::ok();
+  if (!any)
+    return kiwi::SampleResult::no_data(
+        all.empty() && dev.skipped ? note : "no interfaces left after include and exclude");
+  return kiwi::SampleResult::ok(note);
 }
 
 }  // namespace kiwi::network

@@ -24,7 +24,9 @@ inline constexpr kiwi::OptionSpec kOptions[] = {
     // veth* by default: a container's end of its link comes and goes with the container, so on a
     // container host each start added 18 series to the history for good (and a few hundred of them
     // reach max_series_per_sensor); the bridges they hang on (docker0, br-*) carry their sum.
-    {"exclude", kiwi::OptionType::string_list, R"(["lo", "veth*"])",
+    // ifb*: the kernel's intermediate functional blocks (traffic shaping of ingress, as tc and
+    // SQM set up) repeat the traffic of the interface they shape.
+    {"exclude", kiwi::OptionType::string_list, R"(["lo", "veth*", "ifb*"])",
      "interface name globs not to report, even if included (e.g. \"docker*\")"},
 };
 
@@ -64,6 +66,7 @@ class NetworkSensor final : public kiwi::Sensor {
   // known link speed. (The agent derives the rates themselves from the counters.)
   struct Reading {
     std::int64_t uptime_ms = 0;
+    bool clocked = false;                                                 // uptime_ms was read
     std::map<std::string, std::pair<double, double>, std::less<>> bytes;  // receive, transmit
   };
 

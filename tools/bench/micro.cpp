@@ -72,7 +72,7 @@ TEST_CASE("parsers: the procfs tables of one tick") {
                     netdev = fixture("proc/net/dev"), diskstats = fixture("proc/diskstats");
   CHECK(kiwi::cpu::parse_proc_stat(stat).cores.size() >= 8);
   CHECK(!kiwi::memory::parse_meminfo(meminfo).empty());
-  CHECK(!kiwi::network::parse_net_dev(netdev).empty());
+  CHECK(!kiwi::network::parse_net_dev(netdev).interfaces.empty());
   CHECK(!kiwi::diskio::parse_diskstats(diskstats).empty());
   BENCHMARK("cpu: /proc/stat") {
     return kiwi::cpu::parse_proc_stat(stat);

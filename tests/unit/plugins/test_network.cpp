@@ -37,7 +37,8 @@ void two_samples(ScratchTree& tree, std::string_view board, kiwi::network::Netwo
 }  // namespace
 
 TEST_CASE("network: /proc/net/dev of an RK3588 gives every interface in file order") {
-  const auto interfaces = kiwi::network::parse_net_dev(read_text(fixture("rk3588/proc/net/dev")));
+  const auto interfaces =
+      kiwi::network::parse_net_dev(read_text(fixture("rk3588/proc/net/dev"))).interfaces;
   // "docker0:" fills the kernel's 6-character name column, so no space precedes it.
   CHECK(names(interfaces) == std::vector<std::string>{"lo", "eth0", "docker0"});
   const auto& eth0 = interfaces[1].counters;
@@ -49,18 +50,25 @@ TEST_CASE("network: /proc/net/dev of an RK3588 gives every interface in file ord
 
 TEST_CASE("network: a wide counter glued to the colon, as old kernels print it, still parses") {
   const auto interfaces = kiwi::network::parse_net_dev(
-      "  eth0:1234567890 2 3 4 5 6 7 8 9876543210 10 11 12 13 14 15 16\n");
+                              "  eth0:1234567890 2 3 4 5 6 7 8 9876543210 10 11 12 13 14 15 16\n")
+                              .interfaces;
   REQUIRE(interfaces.size() == 1);
   CHECK(interfaces[0].name == "eth0");
   CHECK(interfaces[0].counters[0] == 1234567890u);
   CHECK(interfaces[0].counters[8] == 9876543210u);
 }
 
-TEST_CASE("network: a damaged /proc/net/dev line is reported with the line") {
-  CHECK_THROWS_WITH(
-      kiwi::network::parse_net_dev("  eth0: 1 2 x 4 5 6 7 8 9 10 11 12 13 14 15 16\n"),
-      Contains("eth0: 1 2 x") && Contains("'x'"));
-  CHECK_THROWS_WITH(kiwi::network::parse_net_dev("  eth0: 1 2 3\n"), Contains("16 counters"));
+TEST_CASE("network: a damaged /proc/net/dev line is skipped and named, the others are kept") {
+  const auto dev = kiwi::network::parse_net_dev(
+      "  eth0: 1 2 x 4 5 6 7 8 9 10 11 12 13 14 15 16\n"
+      "  eth1: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n"
+      "  eth2: 1 2 3\n");
+  REQUIRE(dev.interfaces.size() == 1);
+  CHECK(dev.interfaces[0].name == "eth1");
+  CHECK(dev.skipped == 2);
+  CHECK_THAT(dev.first_skipped, Contains("eth0: 1 2 x") && Contains("'x'"));
+  CHECK_THAT(kiwi::network::parse_net_dev("  eth0: 1 2 3\n").first_skipped,
+             Contains("16 counters"));
 }
 
 TEST_CASE("network: link speed in Mb/s becomes bytes per second, -1 and 0 mean unknown") {
@@ -217,6 +225,43 @@ TEST_CASE("network: nothing left to report is no data, a missing /proc/net/dev i
   Harness h2(empty.root(), defaults());
   kiwi::network::NetworkSensor missing(h2.context());
   CHECK_THROWS_WITH(h2.sample(missing), Contains("proc/net/dev: not found"));
-  empty.write("proc/net/dev", read_text(fixture("rk3588/proc/net/dev")));
-  CHECK_THROWS_WITH(h2.sample(missing), Contains("proc/uptime: not found"));
+}
+
+TEST_CASE("network: without <procfs>/uptime the counters are kept, only utilisation is missing") {
+  ScratchTree tree("rk3588");
+  tree.remove("proc/uptime");
+  Harness h(tree.root(), defaults());
+  kiwi::network::NetworkSensor sensor(h.context());
+  for (int i = 0; i < 2; ++i) {
+    h.sink.clear();
+    const auto result = h.sample(sensor);
+    CHECK(result.status == kiwi::SampleStatus::ok);
+    CHECK_THAT(result.message, Contains("no utilisation: ") && Contains("uptime: not found"));
+    CHECK(h.sink.count("network_receive_bytes_total") == 2);  // eth0, docker0 (lo left out)
+    CHECK(h.sink.count("network_speed_bytes_per_second") == 1);
+    CHECK(h.sink.count("network_utilisation_ratio") == 0);
+  }
+}
+
+TEST_CASE("network: an unparseable /proc/net/dev line is skipped and named, the rest kept") {
+  ScratchTree tree("rk3588");
+  tree.write("proc/net/dev", read_text(fixture("rk3588/proc/net/dev")) + "  bad0: 1 2 three\n");
+  Harness h(tree.root(), defaults());
+  kiwi::network::NetworkSensor sensor(h.context());
+  const auto result = h.sample(sensor);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK_THAT(result.message, Contains("skipped 1 line, the first: line") && Contains("bad0"));
+  CHECK(h.sink.label_values("network_receive_bytes_total", "interface") ==
+        std::vector<std::string>{"eth0", "docker0"});
+}
+
+TEST_CASE("network: traffic shaping's ifb interfaces are left out by default") {
+  ScratchTree tree("rk3588");
+  tree.write("proc/net/dev", read_text(fixture("rk3588/proc/net/dev")) +
+                                 "  ifb4eth0: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n");
+  Harness h(tree.root(), defaults());
+  kiwi::network::NetworkSensor sensor(h.context());
+  h.sample(sensor);
+  CHECK(h.sink.label_values("network_receive_bytes_total", "interface") ==
+        std::vector<std::string>{"eth0", "docker0"});
 }
