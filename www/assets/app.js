@@ -262,7 +262,8 @@
     let content;
     if (!sensor) content = note('Not configured in this agent.');
     else if (status === 'error') content = [note('Sensor error', 'error'), msg || note('no message', 'msg')];
-    else if (status === 'no_data') content = [note(plugin === 'thermal' ? 'No sensors on this machine.' : 'No data from this sensor.'), msg];
+    // The sensor's own words when it has them ("no thermal zones or hwmon sensors"), once.
+    else if (status === 'no_data') content = msg || note(plugin === 'thermal' ? 'No sensors on this machine.' : 'No data from this sensor.');
     else if (status !== 'ok') content = note(`Unknown status "${status}"`, 'error');
     else {
       try { content = [render(metrics(sensor)), msg]; } catch (e) {
