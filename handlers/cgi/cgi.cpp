@@ -99,7 +99,7 @@ class CgiHandler final : public kiwi::Handler {
 
     const std::string who = "CGI program '" + target.name + "'";
     const std::string stderr_note =
-        result.stderr_head.empty() ? "" : "; stderr: " + result.stderr_head;
+        result.stderr_tail.empty() ? "" : "; stderr: " + result.stderr_tail;
     using End = kiwi::process::End;
     if (result.end == End::timed_out || result.end == End::output_exceeded ||
         result.end == End::spawn_failed) {
@@ -109,7 +109,7 @@ class CgiHandler final : public kiwi::Handler {
     }
     auto parsed = kiwi::cgi::parse_response(result.output);
     if (result.end != End::exited || result.exit_status != 0) {
-      // How it ended, in process::describe's words, and the stderr line after what we add.
+      // How it ended, in process::describe's words, and the stderr lines after what we add.
       kiwi::process::Result end_only;
       end_only.end = result.end;
       end_only.exit_status = result.exit_status;

@@ -51,7 +51,9 @@ std::chrono::nanoseconds shown_timeout(std::chrono::nanoseconds time_left) {
 }
 
 ExecSensor::ExecSensor(const kiwi::SensorContext& ctx)
-    : argv_(ctx.options.get_strings("command")), log_(ctx.log) {
+    : argv_(ctx.options.get_strings("command")),
+      max_output_(static_cast<std::size_t>(ctx.options.get_size("max_output"))),
+      log_(ctx.log) {
   if (argv_.empty())
     throw std::invalid_argument(
         "option 'command' is required: the program and its arguments, e.g. command = "
@@ -103,6 +105,7 @@ kiwi::SampleResult ExecSensor::sample(kiwi::MetricSink& sink) {
   kiwi::process::Spec spec;
   spec.argv = argv_;
   spec.env = env_;
+  spec.max_output = max_output_;
   std::chrono::nanoseconds timeout{0};
   if (deadline != Clock::time_point::max()) {
     // A call that starts late (a loaded machine) may find its deadline passed already.
@@ -118,7 +121,7 @@ kiwi::SampleResult ExecSensor::sample(kiwi::MetricSink& sink) {
   const Parsed parsed = format_ == Format::json ? parse_json(r.output) : parse_prometheus(r.output);
   if (parsed.error) {
     std::string what = parsed.error->str();
-    if (!r.stderr_head.empty()) what += "; stderr: " + r.stderr_head;
+    if (!r.stderr_tail.empty()) what += "; stderr: " + r.stderr_tail;
     throw std::runtime_error(what);
   }
   if (parsed.metrics.empty()) return kiwi::SampleResult::no_data("the program printed no metrics");

@@ -17,6 +17,9 @@ inline constexpr kiwi::OptionSpec kOptions[] = {
      "extra NAME=value variables for the program, on top of PATH, LANG, TZ and KIWI_*"},
     {"format", kiwi::OptionType::string, "\"prometheus\"",
      "what the program prints: \"prometheus\" (text format 0.0.4) or \"json\""},
+    {"max_output", kiwi::OptionType::size, "\"1MiB\"",
+     "most bytes the program may print on stdout; more: it is killed and the sample fails", true, 1,
+     256 << 20},
 };
 
 enum class Format { prometheus, json };
@@ -42,6 +45,7 @@ class ExecSensor final : public kiwi::Sensor {
   std::vector<std::string> argv_;
   std::vector<std::string> env_;  // the whole environment the program gets
   Format format_;
+  std::size_t max_output_;
   kiwi::Logger& log_;
 };
 

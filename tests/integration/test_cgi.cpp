@@ -170,7 +170,7 @@ TEST_CASE(
   CHECK(var("HTTP_AUTHORIZATION") == "(unset)");
   CHECK(var("HTTP_PROXY") == "(unset)");
   CHECK(var("HTTP_CONTENT_LENGTH") == "(unset)");
-  CHECK(var("PATH") == "/usr/local/bin:/usr/bin:/bin");
+  CHECK(var("PATH") == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
   // Nothing else: the agent's environment (KIWI_TEST_SECRET, ctest's KIWI_CTEST, HOME, ...)
   // stays out.
   const std::set<std::string> allowed = {

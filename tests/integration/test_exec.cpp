@@ -169,7 +169,8 @@ echo "probe_vars $(env | wc -l)"
   REQUIRE(metric(s, "probe_secret_seen"));
   CHECK((*metric(s, "probe_secret_seen"))["value"].GetDouble() == 0);
   const auto& labels = (*metric(s, "probe_env"))["labels"];
-  CHECK(labels["path"].GetString() == std::string("/usr/local/bin:/usr/bin:/bin"));
+  CHECK(labels["path"].GetString() ==
+        std::string("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
   CHECK(labels["lang"].GetString() == std::string("C.UTF-8"));
   CHECK(labels["procfs"].GetString() == std::string("/proc"));
   CHECK(labels["sysfs"].GetString() == std::string("/sys"));
@@ -179,12 +180,28 @@ echo "probe_vars $(env | wc -l)"
   CHECK((*metric(s, "probe_vars"))["value"].GetDouble() == 7);
 }
 
-TEST_CASE("exec: a program that exits non-zero: its status and first stderr line") {
+TEST_CASE("exec: a program that exits non-zero: its status and the last lines of stderr") {
   TempDir dir;
   const auto p = program(dir, "fail.sh",
                          "#!/bin/sh\necho 'probe_x 1'\necho 'cannot open /dev/i2c-1' >&2\n"
                          "echo 'second line' >&2\nexit 3\n");
-  CHECK(error_of("failing", p) == "exited with status 3; stderr: cannot open /dev/i2c-1");
+  CHECK(error_of("failing", p) ==
+        "exited with status 3; stderr: cannot open /dev/i2c-1 | second line");
+}
+
+TEST_CASE("exec: a Python failure says why (the traceback's end), a missing command is named") {
+  TempDir dir;
+  const auto missing = program(dir, "lvm.sh", "#!/bin/sh\nkiwi-no-such-tool --units b\n");
+  CHECK_THAT(error_of("lvm", missing),
+             Catch::StartsWith("exited with status 127 (a command it runs was not found: "
+                               "kiwi-no-such-tool); stderr: "));
+  if (std::system("command -v /usr/bin/python3 >/dev/null 2>&1") != 0)
+    skip_test("python3 is not installed (tools/setup.sh --test installs it)");
+  const auto py = program(dir, "fail.py", "#!/usr/bin/python3\nimport sys\nint('twelve')\n");
+  const std::string e = error_of("py", py);
+  CHECK_THAT(e, Catch::StartsWith("exited with status 1; stderr: "));
+  CHECK_THAT(e, Catch::EndsWith("ValueError: invalid literal for int() with base 10: 'twelve'"));
+  CHECK_THAT(e, Catch::Contains("line 3, in <module>"));
 }
 
 TEST_CASE("exec: a program killed by a signal") {
@@ -203,10 +220,19 @@ TEST_CASE("exec: garbage output is an error naming line and column") {
         "is not it");
 }
 
-TEST_CASE("exec: a program that prints more than 1 MiB is killed") {
+TEST_CASE("exec: a program that prints more than max_output (1 MiB by default) is killed") {
   TempDir dir;
   const auto p = program(dir, "chatty.sh", "#!/bin/sh\nexec yes probe_x 1\n");
   CHECK(error_of("chatty", p) == "printed more than 1048576 bytes");
+  // 2 MB of comment, then a metric: refused at the default, read with max_output = "4MiB".
+  const auto big = program(dir, "big.sh",
+                           "#!/bin/sh\nhead -c 2000000 /dev/zero | tr '\\0' '#'\n"
+                           "printf '\\nprobe_big 1\\n'\n");
+  CHECK(error_of("big", big) == "printed more than 1048576 bytes");
+  Agent agent(exec_sensor("big", big, "max_output = \"4MiB\""));
+  HttpClient c(agent.port());
+  auto d = wait_sensor(c, "big", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+  REQUIRE(metric(d["sensors"]["big"], "probe_big"));
 }
 
 TEST_CASE("exec: a program that exits 0 and prints nothing is no data") {
@@ -229,7 +255,8 @@ TEST_CASE("exec: a program not there yet fails each sample, and the agent starts
   HttpClient c(agent.port());
   auto d =
       wait_sensor(c, "later", [](const rapidjson::Value& s) { return status_of(s) == "error"; });
-  if (!emulator().empty() && message_of(d["sensors"]["later"]) == "exited with status 127")
+  if (!emulator().empty() &&
+      message_of(d["sensors"]["later"]).starts_with("exited with status 127"))
     skip_test(emulator_limit::lost_exec_error);
   CHECK(message_of(d["sensors"]["later"]) ==
         "cannot execute " + missing + ": No such file or directory");

@@ -2,7 +2,7 @@
 //
 // The exec sensor and the cgi handler both run a user's program, so how that is done lives here,
 // once: no shell and no PATH search, a scrubbed environment, stdin fed from memory, stdout captured
-// up to a cap, the first line of stderr kept for the error message, and a deadline after which the
+// up to a cap, the last lines of stderr kept for the error message, and a deadline after which the
 // program's whole process group is killed. run() blocks the calling thread and keeps no state
 // outside the call, so it is thread-safe and reentrant (the collector calls it from a sensor's own
 // thread, the HTTP server from several workers at once).
@@ -63,26 +63,35 @@ enum class End { exited, signaled, timed_out, output_exceeded, spawn_failed };
 
 struct Result {
   End end = End::spawn_failed;
-  int exit_status = 0;      // End::exited
-  int signal = 0;           // End::signaled
-  std::string output;       // stdout (at most max_output bytes)
-  std::string stderr_head;  // the first line of stderr (without the newline), at most 512 bytes
-  std::string error;        // End::spawn_failed: why (e.g. "cannot execute /x: Permission denied")
+  int exit_status = 0;  // End::exited
+  int signal = 0;       // End::signaled
+  std::string output;   // stdout (at most max_output bytes)
+  // The end of stderr: its last lines (at most kStderrLines), joined by " | ", at most
+  // kStderrMax bytes (cut at the front). The end is where a program says why it failed (Python's
+  // traceback ends with the exception).
+  std::string stderr_tail;
+  std::string error;  // End::spawn_failed: why (e.g. "cannot execute /x: Permission denied")
   std::chrono::nanoseconds elapsed{};
 };
 
-// The small fixed environment everything else is scrubbed to: PATH=/usr/local/bin:/usr/bin:/bin,
-// LANG=C.UTF-8, and TZ when the agent has it. Nothing else of the agent's environment (tokens,
-// credentials, systemd's variables) reaches a program.
+// The PATH a program gets: Debian's for root (/etc/login.defs ENV_SUPATH), so that the tools in
+// the sbin directories (smartctl, nvme, lvs) are found as they are in a root shell.
+inline constexpr std::string_view kPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// The small fixed environment everything else is scrubbed to: PATH=kPath, LANG=C.UTF-8, and TZ
+// when the agent has it. Nothing else of the agent's environment (tokens, credentials, systemd's
+// variables) reaches a program.
 inline std::vector<std::string> safe_environment() {
-  std::vector<std::string> env{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
+  std::vector<std::string> env{"PATH=" + std::string(kPath), "LANG=C.UTF-8"};
   if (const char* tz = std::getenv("TZ")) env.push_back(std::string("TZ=") + tz);
   return env;
 }
 
 namespace detail {
 
-inline constexpr std::size_t kStderrHeadMax = 512;
+inline constexpr std::size_t kStderrMax = 512;
+inline constexpr std::size_t kStderrLines = 3;
 inline constexpr auto kDrainSilence = std::chrono::milliseconds(20);
 inline constexpr auto kDrainMax = std::chrono::milliseconds(100);
 inline constexpr auto kExitCheckTick = std::chrono::milliseconds(5);
@@ -175,29 +184,38 @@ inline int poll_timeout(std::chrono::steady_clock::time_point now,
   return static_cast<int>(std::min<long long>(ms, INT_MAX));
 }
 
-// Keeps the first line of stderr (up to kStderrHeadMax bytes); the rest is read and dropped so the
-// child never blocks on a full stderr pipe.
-struct StderrHead {
+// Keeps the end of stderr (the last 4 x kStderrMax bytes as they arrive, which hold the last
+// kStderrLines lines unless those are long); the rest is read and dropped so the child never
+// blocks on a full stderr pipe.
+struct StderrTail {
   std::string text;
-  bool complete = false;
   void add(const char* data, std::size_t n) {
-    if (complete) return;
-    std::string_view chunk(data, n);
-    const auto nl = chunk.find('\n');
-    if (nl != std::string_view::npos) {
-      chunk = chunk.substr(0, nl);
-      complete = true;
+    constexpr std::size_t keep = 4 * kStderrMax;
+    if (n >= keep) {
+      text.assign(data + n - keep, keep);
+      return;
     }
-    const std::size_t room = kStderrHeadMax - text.size();
-    if (chunk.size() >= room) {
-      chunk = chunk.substr(0, room);
-      complete = true;
-    }
-    text.append(chunk);
+    if (text.size() + n > keep) text.erase(0, text.size() + n - keep);
+    text.append(data, n);
   }
-  std::string finish() {
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    return std::move(text);
+  // Its last kStderrLines non-blank lines, without their line ends, joined by " | "; cut to the
+  // last kStderrMax bytes ("..." before) if longer.
+  std::string finish() const {
+    std::vector<std::string_view> lines;
+    std::string_view rest(text);
+    while (!rest.empty() && lines.size() < kStderrLines) {
+      const auto nl = rest.find_last_of('\n', rest.size() - 1);
+      std::string_view line = nl == std::string_view::npos ? rest : rest.substr(nl + 1);
+      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(0, nl);
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+        line.remove_suffix(1);
+      if (!line.empty()) lines.push_back(line);
+    }
+    std::string out;
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+      out.append(out.empty() ? "" : " | ").append(*it);
+    if (out.size() > kStderrMax) out = "..." + out.substr(out.size() - (kStderrMax - 3));
+    return out;
   }
 };
 
@@ -271,7 +289,7 @@ inline Result run(const Spec& spec) {
 
   std::size_t input_done = 0;
   if (spec.input.empty()) in_w.reset();
-  StderrHead head;
+  StderrTail tail;
   bool exited = false;  // the child is a zombie (not reaped yet: its pid stays ours)
   bool killed = false;  // the group was killed
   Clock::time_point exit_seen;
@@ -302,7 +320,7 @@ inline Result run(const Spec& spec) {
           }
           r.output.append(buf, static_cast<std::size_t>(n));
         } else {
-          head.add(buf, static_cast<std::size_t>(n));
+          tail.add(buf, static_cast<std::size_t>(n));
         }
         continue;
       }
@@ -381,7 +399,7 @@ inline Result run(const Spec& spec) {
       r.exit_status = WEXITSTATUS(status);
     }
   }
-  r.stderr_head = head.finish();
+  r.stderr_tail = tail.finish();
   r.elapsed = Clock::now() - started;
   return r;
 }
@@ -402,16 +420,42 @@ inline std::string format_timeout(std::chrono::nanoseconds t) {
 }
 }  // namespace detail
 
+// The command a shell or env could not find or run, from its complaint on stderr ("sh: 1: lvs:
+// not found", "bash: line 1: lvs: command not found", "env: 'python4': No such file or
+// directory"); "" if none is recognised.
+inline std::string missing_command(std::string_view stderr_tail) {
+  for (std::string_view marker : {": command not found", ": not found",
+                                  ": No such file or directory", ": Permission denied"}) {
+    const auto at = stderr_tail.rfind(marker);
+    if (at == std::string_view::npos) continue;
+    std::string_view before = stderr_tail.substr(0, at);
+    const auto start = before.find_last_of(":|");
+    before = start == std::string_view::npos ? before : before.substr(start + 1);
+    while (!before.empty() && (before.front() == ' ' || before.front() == '\''))
+      before.remove_prefix(1);
+    while (!before.empty() && before.back() == '\'') before.remove_suffix(1);
+    if (!before.empty() && before.find(' ') == std::string_view::npos) return std::string(before);
+  }
+  return "";
+}
+
 // The one wording of how a run ended, for error messages: "exited with status 3", "killed by
 // signal 11 (SIGSEGV)", "timed out after 2s", "printed more than 1048576 bytes" (the cap, which is
-// what r.output holds then), or the spawn error; "; stderr: <first line>" is appended when the
-// program wrote one. `timeout` is the time the run had, for the timed-out wording.
+// what r.output holds then), or the spawn error; for a shell's 127 and 126 the command that could
+// not be found or run, when stderr names it; "; stderr: <its last lines>" when the program wrote
+// any. `timeout` is the time the run had, for the timed-out wording.
 inline std::string describe(const Result& r, std::chrono::nanoseconds timeout) {
   std::string s;
   switch (r.end) {
-    case End::exited:
+    case End::exited: {
       s = "exited with status " + std::to_string(r.exit_status);
+      if (r.exit_status != 126 && r.exit_status != 127) break;
+      const std::string what = missing_command(r.stderr_tail);
+      s += r.exit_status == 127 ? " (a command it runs was not found"
+                                : " (a command it runs could not be executed";
+      s += (what.empty() ? "" : ": " + what) + ")";
       break;
+    }
     case End::signaled: {
       s = "killed by signal " + std::to_string(r.signal);
       if (const char* abbrev = ::sigabbrev_np(r.signal)) s += std::string(" (SIG") + abbrev + ")";
@@ -427,7 +471,7 @@ inline std::string describe(const Result& r, std::chrono::nanoseconds timeout) {
       s = r.error;
       break;
   }
-  if (!r.stderr_head.empty()) s += "; stderr: " + r.stderr_head;
+  if (!r.stderr_tail.empty()) s += "; stderr: " + r.stderr_tail;
   return s;
 }
 

@@ -45,29 +45,53 @@ pid_t first_line_pid(const std::string& output) {
 
 }  // namespace
 
-TEST_CASE("process: exit status, stdout and the first line of stderr") {
-  Result r = kiwi::process::run(sh("echo out; echo first >&2; echo second >&2; exit 3"));
+TEST_CASE("process: exit status, stdout and the last lines of stderr") {
+  Result r = kiwi::process::run(
+      sh("echo out; echo zero >&2; echo first >&2; echo >&2; echo second >&2; echo why >&2; "
+         "exit 3"));
   CHECK(r.end == End::exited);
   CHECK(r.exit_status == 3);
   CHECK(r.output == "out\n");
-  CHECK(r.stderr_head == "first");
-  CHECK(kiwi::process::describe(r, 2s) == "exited with status 3; stderr: first");
+  CHECK(r.stderr_tail == "first | second | why");  // the last three lines, blank ones skipped
+  CHECK(kiwi::process::describe(r, 2s) == "exited with status 3; stderr: first | second | why");
 
   r = kiwi::process::run(sh("printf 'no newline at the end'"));
   CHECK(r.end == End::exited);
   CHECK(r.exit_status == 0);
   CHECK(r.output == "no newline at the end");
-  CHECK(r.stderr_head.empty());
+  CHECK(r.stderr_tail.empty());
   CHECK(kiwi::process::describe(r, 2s) == "exited with status 0");
 }
 
 TEST_CASE(
-    "process: a long first stderr line is cut at 512 bytes, a CR before the newline dropped") {
-  Result r = kiwi::process::run(sh("head -c 2000 /dev/zero | tr '\\0' x >&2; exit 1"));
+    "process: the end of stderr is kept to 512 bytes, cut at the front, CRs before newlines "
+    "dropped") {
+  Result r = kiwi::process::run(
+      sh("head -c 100000 /dev/zero | tr '\\0' x >&2; echo >&2; echo 'the reason' >&2; exit 1"));
   CHECK(r.end == End::exited);
-  CHECK(r.stderr_head == std::string(512, 'x'));
-  r = kiwi::process::run(sh("printf 'windows\\r\\nline two\\n' >&2"));
-  CHECK(r.stderr_head == "windows");
+  CHECK(r.stderr_tail.size() == 512);
+  CHECK(r.stderr_tail.starts_with("...xxx"));
+  CHECK(r.stderr_tail.ends_with("xxx | the reason"));
+  r = kiwi::process::run(sh("printf 'windows\\r\\nline two\\r\\n' >&2"));
+  CHECK(r.stderr_tail == "windows | line two");
+}
+
+TEST_CASE("process: a command a script runs that is not there, or cannot run, is named") {
+  Result r = kiwi::process::run(sh("no-such-command-kiwi --x; exit $?"));
+  CHECK(r.exit_status == 127);
+  CHECK_THAT(kiwi::process::describe(r, 2s),
+             Catch::StartsWith("exited with status 127 (a command it runs was not found: "
+                               "no-such-command-kiwi); stderr: "));
+  using kiwi::process::missing_command;
+  CHECK(missing_command("bash: line 1: lvs: command not found") == "lvs");
+  CHECK(missing_command("/usr/bin/env: 'python4': No such file or directory") == "python4");
+  CHECK(missing_command("x | sh: 1: ./tool: Permission denied") == "./tool");
+  CHECK(missing_command("something else went wrong") == "");
+  Result none;
+  none.end = End::exited;
+  none.exit_status = 126;
+  CHECK(kiwi::process::describe(none, 2s) ==
+        "exited with status 126 (a command it runs could not be executed)");
 }
 
 TEST_CASE("process: a program killed by a signal") {
@@ -84,7 +108,7 @@ TEST_CASE("process: a hang is killed at the deadline, its background child with 
   CHECK(r.end == End::timed_out);
   CHECK(took >= 300ms);
   CHECK(took < 1500ms);
-  CHECK(r.stderr_head == "hanging");
+  CHECK(r.stderr_tail == "hanging");
   CHECK(kiwi::process::describe(r, 300ms) == "timed out after 300ms; stderr: hanging");
   REQUIRE(!r.output.empty());
   const pid_t grandchild = first_line_pid(r.output);
@@ -189,11 +213,11 @@ TEST_CASE("process: safe_environment keeps PATH, LANG and TZ, nothing else") {
   ::setenv("KIWI_TEST_SECRET", "x", 1);
   ::setenv("TZ", "Europe/Berlin", 1);
   auto env = kiwi::process::safe_environment();
-  CHECK(env == std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
-                                        "TZ=Europe/Berlin"});
+  const std::string path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  CHECK(env == std::vector<std::string>{path, "LANG=C.UTF-8", "TZ=Europe/Berlin"});
   ::unsetenv("TZ");
   env = kiwi::process::safe_environment();
-  CHECK(env == std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"});
+  CHECK(env == std::vector<std::string>{path, "LANG=C.UTF-8"});
   ::unsetenv("KIWI_TEST_SECRET");
 }
 
@@ -326,6 +350,6 @@ TEST_CASE("process: describe's wording of each end") {
   CHECK(kiwi::process::describe(r, 2s) == "printed more than 1048576 bytes");
   r.end = End::signaled;
   r.signal = SIGKILL;
-  r.stderr_head = "oom";
+  r.stderr_tail = "oom";
   CHECK(kiwi::process::describe(r, 2s) == "killed by signal 9 (SIGKILL); stderr: oom");
 }
