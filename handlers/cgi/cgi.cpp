@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <kiwi/handler.hpp>
 #include <kiwi/process.hpp>
+#include <random>
 #include <stdexcept>
 
 #include "cgi_logic.hpp"
@@ -102,11 +104,9 @@ class CgiHandler final : public kiwi::Handler {
         result.stderr_tail.empty() ? "" : "; stderr: " + result.stderr_tail;
     using End = kiwi::process::End;
     if (result.end == End::timed_out || result.end == End::output_exceeded ||
-        result.end == End::spawn_failed) {
-      const std::string why = who + " " + kiwi::process::describe(result, timeout_);
-      log_.warn(why);
-      return kiwi::Response::error(result.end == End::timed_out ? 504 : 502, why);
-    }
+        result.end == End::spawn_failed)
+      return failed(result.end == End::timed_out ? 504 : 502,
+                    who + " " + kiwi::process::describe(result, timeout_));
     auto parsed = kiwi::cgi::parse_response(result.output);
     if (result.end != End::exited || result.exit_status != 0) {
       // How it ended, in process::describe's words, and the stderr lines after what we add.
@@ -115,20 +115,13 @@ class CgiHandler final : public kiwi::Handler {
       end_only.exit_status = result.exit_status;
       end_only.signal = result.signal;
       const std::string ended = who + " " + kiwi::process::describe(end_only, timeout_);
-      if (!parsed.response) {
-        const std::string why = ended + " without a complete response" + stderr_note;
-        log_.warn(why);
-        return kiwi::Response::error(502, why);
-      }
+      if (!parsed.response)
+        return failed(502, ended + " without a complete response" + stderr_note);
       // A complete response is served even so (a shell script whose last command failed); the
       // failure is logged.
       log_.warn(ended + " after a complete response, which was served" + stderr_note);
     }
-    if (!parsed.response) {
-      const std::string why = who + ": " + parsed.error;
-      log_.warn(why + stderr_note);
-      return kiwi::Response::error(502, why);
-    }
+    if (!parsed.response) return failed(502, who + ": " + parsed.error + stderr_note);
     kiwi::Response res;
     res.status = parsed.response->status;
     res.content_type = std::move(parsed.response->content_type);
@@ -145,6 +138,20 @@ class CgiHandler final : public kiwi::Handler {
   }
 
  private:
+  // A program that failed: the client gets the status and a request id, and the log the detail
+  // under that id. What a program wrote to stderr (a password it echoed), the program's path and
+  // how it ended are the operator's business, not every client's (Apache and lighttpd answer a
+  // plain 500 and log the rest).
+  kiwi::Response failed(int status, const std::string& detail) {
+    char id[17];
+    std::snprintf(id, sizeof id, "%016llx",
+                  static_cast<unsigned long long>(ids_.fetch_add(0x9e3779b97f4a7c15ull)));
+    log_.warn("request " + std::string(id) + ": " + detail);
+    return kiwi::Response::error(status, std::string(status == 504 ? "the CGI program timed out"
+                                                                   : "the CGI program failed") +
+                                             "; request " + id + " in the agent's log says why");
+  }
+
   // Holds one place in the count for the life of a request; `count` includes this one.
   struct Slot {
     std::atomic<std::int64_t>& counter;
@@ -164,6 +171,9 @@ class CgiHandler final : public kiwi::Handler {
   bool pass_authorization_;
   std::string server_software_;
   std::atomic<std::int64_t> running_{0};
+  // Request ids: a random start, then a fixed odd step (distinct for 2^64 requests, and unlike
+  // those of the run before).
+  std::atomic<std::uint64_t> ids_{std::random_device()() * 0x100000001ull};
 };
 
 }  // namespace
