@@ -60,9 +60,8 @@ class HealthHandler final : public kiwi::Handler {
       degraded.push_back("store: the history file was damaged: " + stats.store_recovered);
     for (auto& s : snap->sensors)
       if (s.series_refused_total)
-        degraded.push_back("sensor " + s.name + ": reached its series limit; " +
-                           std::to_string(s.series_refused_total) +
-                           " values of new series refused (collector.max_series_per_sensor)");
+        degraded.push_back("sensor " + s.name + ": " + std::to_string(s.series_refused_total) +
+                           " values refused" + (s.message.empty() ? "" : ": " + s.message));
     for (auto& o : stats.outputs)
       if (o.seconds_behind > behind_limit(o))
         degraded.push_back("remote_write " + o.name + ": " + number(o.seconds_behind) +

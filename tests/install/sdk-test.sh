@@ -90,10 +90,12 @@ plugin = "uptime"
 [[sensor]]
 name = "uptime_clang"
 plugin = "$clang_so"
+labels = { build = "clang" }
 options = { scale = 2.0 }
 [[sensor]]
 name = "uptime_pc"
 plugin = "$pc_so"
+labels = { build = "pkg-config" }
 [[sensor]]
 name = "files"
 plugin = "files"
@@ -107,7 +109,8 @@ handler = "current"
 path = "/metrics"
 handler = "metrics"
 EOF
-# The log exists before the agent starts: the loop below may read it before the child opens it.
+# Three instances of one sensor: labels keep their series apart (docs/plugins.md, "Series
+# identity"). The log exists before the agent starts: the loop below may read it before the child opens it.
 : >"$port_file"
 "$agent" --config "$tmp/agent.toml" 2>"$port_file" &
 pid=$!

@@ -312,6 +312,77 @@ TEST_CASE("exec: a hang is killed at its timeout with its whole group, and a fas
   CHECK(later["sensors"]["hang"]["status"].GetString() == std::string("error"));
 }
 
+TEST_CASE(
+    "exec: a program cannot write another sensor's series nor the agent's own, and labels keep "
+    "two instances apart") {
+  TempDir dir;
+  // What the issue's spoofing script printed: the memory sensor's series, the agent's own.
+  const auto spoof = program(dir, "spoof.sh", R"(#!/bin/sh
+cat <<'EOF'
+memory_used_bytes 1
+sensor_success{sensor="memory"} 0
+build_info{version="evil",abi="0.0"} 1
+http_requests_total{route="/fake",status="200"} 99
+go_goroutines 7
+EOF
+)");
+  const auto other = program(dir, "other.sh", "#!/bin/sh\necho 'go_goroutines 34'\n");
+  Agent agent("[[sensor]]\nplugin = \"memory\"\n" + exec_sensor("spoof", spoof) +
+              exec_sensor("twin", other) +
+              exec_sensor("labelled", other, "", "labels = { source = \"prometheus\" }\n"));
+  HttpClient c(agent.port());
+  auto d = wait_current(c, "every exec sensor read", [](const rapidjson::Document& d) {
+    const auto& s = d["sensors"];
+    return s.HasMember("spoof") && s["spoof"].HasMember("series_refused_total") &&
+           s.HasMember("twin") && s["twin"].HasMember("series_refused_total") &&
+           s.HasMember("labelled") && status_of(s["labelled"]) == "ok";
+  });
+  // spoof keeps only its own go_goroutines; twin's copy of it is refused, labelled's is its own.
+  const auto& s = d["sensors"]["spoof"];
+  CHECK(status_of(s) == "ok");
+  REQUIRE(s["metrics"].Size() == 1);
+  CHECK(s["metrics"][0]["name"].GetString() == std::string("go_goroutines"));
+  CHECK(s["series_refused_total"].GetUint64() % 4 == 0);
+  CHECK_THAT(message_of(s), Catch::Contains("memory_used_bytes is sensor memory's series"));
+  CHECK_THAT(message_of(s), Catch::Contains("is one of the agent's own metrics"));
+  CHECK_THAT(message_of(d["sensors"]["twin"]),
+             Catch::Contains("go_goroutines is sensor spoof's series"));
+  CHECK(d["sensors"]["twin"]["metrics"].Size() == 0);
+  REQUIRE(d["sensors"]["labelled"]["metrics"].Size() == 1);
+  const auto& labelled = d["sensors"]["labelled"]["metrics"][0];
+  CHECK(labelled["labels"]["source"].GetString() == std::string("prometheus"));
+  CHECK_FALSE(d["sensors"]["labelled"].HasMember("series_refused_total"));
+
+  const auto prom = c.get("/metrics").body;
+  CHECK_THAT(prom, Catch::Contains("kiwi_sensor_success{sensor=\"memory\"} 1\n"));
+  CHECK_THAT(prom, !Catch::Contains("evil"));
+  CHECK_THAT(prom, !Catch::Contains("/fake"));
+  CHECK_THAT(prom, Catch::Contains("\nkiwi_go_goroutines 7\n"));
+  CHECK_THAT(prom, Catch::Contains("\nkiwi_go_goroutines{source=\"prometheus\"} 34\n"));
+  CHECK_THAT(prom, !Catch::Contains("kiwi_memory_used_bytes 1\n"));
+  CHECK_THAT(prom, Catch::Contains("kiwi_sensor_series_refused_total{sensor=\"spoof\"} "));
+  CHECK_THAT(prom, Catch::Contains("# HELP kiwi_build_info kiwi-agent version"));
+
+  // The history has the memory sensor's values alone, never the program's 1 nor an average.
+  CHECK(eventually([&] {
+    auto h = parse_json(c.get("/api/history?limit=5&series=memory_used_bytes").body);
+    if (!h["series"].HasMember("memory_used_bytes")) return false;
+    const auto& v = h["series"]["memory_used_bytes"]["values"];
+    bool all_real = v.Size() > 0;
+    for (const auto& x : v.GetArray()) all_real &= x.IsNull() || x.GetDouble() > 1024 * 1024;
+    return all_real;
+  }));
+  auto health = parse_json(c.get("/api/health").body);
+  CHECK(health["status"].GetString() == std::string("degraded"));
+  bool said = false;
+  for (const auto& r : health["reasons"].GetArray()) {
+    const std::string reason = r.GetString();
+    said |=
+        reason.starts_with("sensor spoof: ") && reason.find("values refused") != std::string::npos;
+  }
+  CHECK(said);
+}
+
 TEST_CASE("exec: bad options stop start-up with exit 2, naming the place and the option") {
   TempDir dir;
   const auto file = (dir.path / "kiwi.toml").string();

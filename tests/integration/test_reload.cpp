@@ -16,12 +16,17 @@ namespace {
 
 const std::string kSlowPlugin = KIWI_TEST_PLUGIN_DIR "/test-slow_sensor.so";
 
-// A [[sensor]] of the test plugin slow_sensor (tests/plugins/slow_sensor.cpp).
+// A [[sensor]] of the test plugin slow_sensor (tests/plugins/slow_sensor.cpp). Each instance
+// emits the same series, so each is labelled with its name (instance = "<name>") unless
+// `entry_lines` gives labels itself: a series has one writer (docs/plugins.md).
 std::string slow_sensor(const std::string& name, const std::string& options = "",
                         const std::string& entry_lines = "",
                         const std::string& plugin = kSlowPlugin) {
-  return "[[sensor]]\nplugin = \"" + plugin + "\"\nname = \"" + name + "\"\n" + entry_lines +
-         "[sensor.options]\n" + options + "\n";
+  const std::string labels = entry_lines.find("labels") == std::string::npos
+                                 ? "labels = { instance = \"" + name + "\" }\n"
+                                 : "";
+  return "[[sensor]]\nplugin = \"" + plugin + "\"\nname = \"" + name + "\"\n" + labels +
+         entry_lines + "[sensor.options]\n" + options + "\n";
 }
 
 rapidjson::Document current(HttpClient& c) {
@@ -558,4 +563,42 @@ TEST_CASE("reload: a drop-in file in conf.d adds a sensor, as --check-config rea
   CHECK_THAT(verdict,
              Catch::Contains(dropin.string() + ":1:2: http: an included file may hold only"));
   CHECK(status_of(current(c), "extra") == "ok");
+}
+
+TEST_CASE(
+    "reload: a removed sensor's series are free, and labels change without a new "
+    "instance") {
+  const std::string unlabelled = "labels = {}\n";
+  Agent agent(slow_sensor("s", "", unlabelled) + slow_sensor("t", "", unlabelled));
+  HttpClient c(agent.port());
+  // t's slow_samples is s's series (same name, no labels): refused while s owns it.
+  REQUIRE(eventually([&] {
+    auto d = current(c);
+    return metric_of(d, "s", "slow_samples") >= 2 &&
+           d["sensors"]["t"].HasMember("series_refused_total");
+  }));
+  CHECK(metric_of(current(c), "t", "slow_samples") == -1);
+  agent.write_config(slow_sensor("t", "", unlabelled));
+  CHECK_THAT(agent.reload(), Catch::Contains("sensor s removed"));
+  REQUIRE(eventually([&] { return metric_of(current(c), "t", "slow_samples") >= 1; }, 5s));
+
+  // Back with labels: a series of its own beside t's.
+  agent.write_config(slow_sensor("t", "", unlabelled) +
+                     slow_sensor("s", "", "labels = { room = \"lab\" }\n"));
+  CHECK_THAT(agent.reload(), Catch::Contains("sensor s added"));
+  auto room_of = [&](const rapidjson::Document& d) -> std::string {
+    if (!d["sensors"].HasMember("s") || d["sensors"]["s"]["metrics"].Size() == 0) return "";
+    const auto& m = d["sensors"]["s"]["metrics"][0];
+    return m.HasMember("labels") ? m["labels"]["room"].GetString() : "";
+  };
+  REQUIRE(eventually([&] { return room_of(current(c)) == "lab"; }, 5s));
+  CHECK_FALSE(current(c)["sensors"]["s"].HasMember("series_refused_total"));
+  const double before = metric_of(current(c), "s", "slow_samples");
+  agent.write_config(slow_sensor("t", "", unlabelled) +
+                     slow_sensor("s", "", "labels = { room = \"attic\" }\n"));
+  CHECK_THAT(agent.reload(), Catch::Contains("sensor s relabelled"));
+  REQUIRE(eventually([&] { return room_of(current(c)) == "attic"; }, 5s));
+  CHECK(metric_of(current(c), "s", "slow_samples") >= before);  // the same instance counts on
+  CHECK_FALSE(current(c)["sensors"]["s"].HasMember("series_refused_total"));
+  CHECK(agent.stop(SIGTERM) == 0);
 }

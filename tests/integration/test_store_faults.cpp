@@ -243,7 +243,7 @@ TEST_CASE("store faults: a sensor's series are capped, the excess refused, count
   INFO(h.body);
   CHECK(h.status == 200);
   CHECK_THAT(h.body, Catch::Contains("\"degraded\"") &&
-                         Catch::Contains("sensor many: reached its series limit"));
+                         Catch::Contains("values refused: reached its limit of 40 series"));
   auto m = c.get("/metrics").body;
   CHECK_THAT(m, Catch::Contains("kiwi_sensor_series_refused_total{sensor=\"many\"} "));
   CHECK_THAT(m, !Catch::Contains("kiwi_sensor_series_refused_total{sensor=\"many\"} 0\n"));

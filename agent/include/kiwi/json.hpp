@@ -221,6 +221,10 @@ inline std::string render_snapshot_json(const Snapshot& s) {
       out += ",\"invalid_metrics_total\":"sv;
       append_json_integer(out, r.invalid_metrics_total);
     }
+    if (r.series_refused_total) {
+      out += ",\"series_refused_total\":"sv;
+      append_json_integer(out, r.series_refused_total);
+    }
     out += ",\"metrics\":["sv;
     bool first_metric = true;
     for (const MetricValue& m : r.metrics) {

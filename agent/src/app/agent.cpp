@@ -45,6 +45,7 @@ SensorSpec sensor_spec(const PluginEntry& e, const Config& cfg, PluginInstance<S
   spec.name = e.name;
   spec.every_ticks = every_ticks(e, cfg);
   spec.timeout = e.timeout.value_or(Millis(0));
+  spec.labels.assign(e.labels.begin(), e.labels.end());
   spec.instance = std::move(instance);
   return spec;
 }
@@ -324,7 +325,7 @@ class RunningAgent {
     }
     // The agent's own report: its rows give /metrics its HELP; built in, so no file.
     list.push_back({std::string(kAgentReport), PluginKind::sensor, std::string(kAgentReport), "",
-                    KIWI_ABI_MAJOR, KIWI_ABI_MINOR, Telemetry::metrics(), nullptr});
+                    KIWI_ABI_MAJOR, KIWI_ABI_MINOR, Telemetry::rows(), nullptr});
     for (auto& r : server_->router()->routes()) {
       auto& lib = r.handler->library;
       list.push_back({r.path,
@@ -370,6 +371,7 @@ class RunningAgent {
         // Its own schedule; a new collector.interval is logged once, below.
         if (old->interval != e.interval || old->timeout != e.timeout)
           changes.push_back("sensor " + e.name + " rescheduled");
+        if (old->labels != e.labels) changes.push_back("sensor " + e.name + " relabelled");
         sensors.push_back(std::move(spec));
       } else {
         auto spec =

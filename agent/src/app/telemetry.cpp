@@ -32,8 +32,8 @@ constexpr MetricSpec kSensorInvalid{
     "series repeated in one sample; see /api/current)"};
 constexpr MetricSpec kSensorRefused{
     "sensor_series_refused_total", kCount, counter, "sensor",
-    "values of new series the agent refused because the sensor reached its series limit "
-    "(collector.max_series_per_sensor)"};
+    "values of the sensor the agent refused: another sensor's series or the agent's own, or new "
+    "series past collector.max_series_per_sensor (the sensor's message says which)"};
 constexpr MetricSpec kTicks{"collector_ticks_total", kCount, counter, "", "samples taken"};
 constexpr MetricSpec kMissedTicks{"collector_missed_ticks_total", kCount, counter, "",
                                   "intervals skipped because a sample overran its interval"};
@@ -101,7 +101,7 @@ double num(std::uint64_t v) {
 
 }  // namespace
 
-std::span<const MetricSpec> Telemetry::metrics() {
+std::span<const MetricSpec> Telemetry::rows() {
   return kRows;
 }
 

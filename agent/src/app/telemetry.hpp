@@ -17,7 +17,8 @@ class Telemetry final : public SelfReport {
  public:
   explicit Telemetry(const AgentData& data) : data_(data) {}
   // Its rows, published with the plugins as the "agent" plugin (for HELP and /api/plugins).
-  static std::span<const MetricSpec> metrics();
+  static std::span<const MetricSpec> rows();
+  std::span<const MetricSpec> metrics() const override { return rows(); }
   SampleResult sample(const Snapshot& tick, MetricSink& sink) override;
 
  private:

@@ -49,6 +49,7 @@ Collector::Collector(CollectorSettings settings, std::vector<SensorSpec> sensors
       pool_(clock, log),
       snapshot_(snapshot),
       log_(log),
+      series_(settings_.max_series_per_sensor),
       store_cadence_(store, log, stats_) {
   for (auto& s : sensors)
     if (!s.instance.object)
@@ -65,11 +66,17 @@ Collector::ScheduledSensor Collector::make_sensor(SensorSpec spec) {
   ScheduledSensor sensor(spec.name, spec.plugin);
   sensor.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
   sensor.timeout = spec.timeout;
+  sensor.keeper.set_labels(std::move(spec.labels));
   std::string activity = "sensor " + spec.name + " (" +
                          (spec.instance.library ? spec.instance.library->file : spec.plugin) + ")";
   sensor.job = std::make_shared<SensorJob>(std::move(spec.name), std::move(activity),
                                            std::move(spec.instance), settings_.procfs);
   return sensor;
+}
+
+void Collector::report_self(SelfReport& report) {
+  self_ = &report;
+  series_.reserve(series_.owner(kAgentReport), report.metrics());
 }
 
 void Collector::tick_now() {
@@ -101,6 +108,7 @@ void Collector::reconfigure(CollectorSettings settings, std::vector<SensorSpec> 
 
 void Collector::apply(Pending p) {
   settings_ = std::move(p.settings);
+  series_.set_limit(settings_.max_series_per_sensor);
   std::vector<ScheduledSensor> next;
   next.reserve(p.sensors.size());
   for (auto& spec : p.sensors) {
@@ -119,12 +127,21 @@ void Collector::apply(Pending p) {
       running->job = nullptr;
       kept.every_ticks = std::max<std::int64_t>(1, spec.every_ticks);
       kept.timeout = spec.timeout;
+      // New labels make new series: the old ones are free for others.
+      if (kept.keeper.labels() != spec.labels) series_.release(series_.owner(spec.name));
+      kept.keeper.set_labels(std::move(spec.labels));
       next.push_back(std::move(kept));
     }
   }
   std::vector<ScheduledSensor*> gone;
   for (auto& s : sensors_)
     if (s.job) gone.push_back(&s);
+  // A sensor no longer configured leaves its series to others; one given a new instance keeps
+  // them (its name is its identity).
+  for (ScheduledSensor* s : gone)
+    if (std::none_of(next.begin(), next.end(),
+                     [&](auto& n) { return n.keeper.name() == s->keeper.name(); }))
+      series_.release(series_.owner(s->keeper.name()));
   retire(std::move(gone));
   sensors_ = std::move(next);
 }
@@ -282,7 +299,7 @@ void Collector::look_at(ScheduledSensor& s, std::int64_t ts_ms) {
     return;
   }
   const double took = std::chrono::duration<double>(o.finished - o.started).count();
-  s.keeper.read(std::move(o), took, ts_ms, settings_.max_series_per_sensor, log_);
+  s.keeper.read(std::move(o), took, ts_ms, series_, log_);
   s.read_at_ms = ts_ms;
 }
 
@@ -298,7 +315,7 @@ void Collector::read_self(const Snapshot& tick, std::int64_t ts_ms) {
   SampleCall call =
       call_checked([&](MetricSink& sink) { return self_->sample(tick, sink); }, nullptr);
   const double took = std::chrono::duration<double>(clock_.steady_now() - started).count();
-  self_keeper_.read(std::move(call), took, ts_ms, settings_.max_series_per_sensor, log_);
+  self_keeper_.read(std::move(call), took, ts_ms, series_, log_);
 }
 
 // The tick's snapshot, to the HTTP workers and the snapshot file.

@@ -58,8 +58,9 @@ class Collector {
   // thread is not running.
   void tick(std::int64_t tick_index);
   // The agent's own report (self_report.hpp), read at every tick after the sensors and added to
-  // the snapshot last; `report` outlives the collector. Only before start().
-  void report_self(SelfReport& report) { self_ = &report; }
+  // the snapshot last; its families are its alone. `report` outlives the collector. Only before
+  // start().
+  void report_self(SelfReport& report);
   // Starts the collector thread: its first tick is taken at once (stamped with the nearest
   // interval boundary), then one on every boundary after. Does not wait for that first tick.
   void start();
@@ -119,6 +120,7 @@ class Collector {
   std::shared_ptr<const Snapshot> last_published_;
   SnapshotHolder& snapshot_;
   Logger& log_;
+  SeriesRegistry series_;  // who writes which series
   CollectorStats stats_;
   StoreCadence store_cadence_;  // after stats_, which it counts in
   std::atomic<std::size_t> abandoned_{0};

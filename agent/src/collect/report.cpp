@@ -8,18 +8,66 @@ namespace {
 
 constexpr const char* kFirstSample = "first sample in progress";
 
-// A series' identity for the per-sensor limit: FNV-1a over the name and labels (a collision lets
-// one series more through, harmless; no allocation per metric per tick).
-std::uint64_t series_hash(const MetricValue& m) {
-  std::uint64_t h = 1469598103934665603ull;
-  auto add = [&](std::string_view s) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;  // a separator no UTF-8 text holds
-  };
-  add(m.name);
-  for (auto& [k, v] : m.labels) add(k), add(v);
-  return h;
+// Adds `labels` to `m`'s: one of `m`'s own with such a name is kept as "exported_<name>".
+void add_labels(MetricValue& m, const ReportKeeper::Labels& labels) {
+  for (auto& [name, value] : labels) {
+    for (auto& own : m.labels)
+      if (own.first == name) own.first.insert(0, "exported_");
+    m.labels.emplace_back(name, value);
+  }
 }
+
+std::string series_text(const MetricValue& m) {
+  std::string out = m.name;
+  if (m.labels.empty()) return out;
+  out += '{';
+  for (auto& [k, v] : m.labels) out += (out.back() == '{' ? "" : ",") + k + "=\"" + v + '"';
+  return out + '}';
+}
+
+// The first value of a reading the registry refused, for each reason: the note the report's
+// message and the log carry (no counts in it, so that it stays the same while the cause does).
+class Refused {
+ public:
+  void add(const SeriesRegistry::Verdict& v, const MetricValue& m, const SeriesRegistry& series) {
+    ++count_;
+    std::string& first = first_[static_cast<std::size_t>(v.refusal)];
+    if (!first.empty()) return;
+    switch (v.refusal) {
+      case SeriesRegistry::Refusal::owned:
+        first = series_text(m) + " is " +
+                (series.name_of(v.other) == kAgentReport ? "the agent"
+                                                         : "sensor " + series.name_of(v.other)) +
+                "'s series: its values from this sensor are refused (labels = { ... } on one of "
+                "the two tells them apart)";
+        break;
+      case SeriesRegistry::Refusal::reserved:
+        first = m.name + " is one of the agent's own metrics: refused";
+        break;
+      case SeriesRegistry::Refusal::kind:
+        first = series_text(m) + " is refused: its family is a " +
+                (v.kind == MetricKind::counter ? "counter" : "gauge") + " already";
+        break;
+      case SeriesRegistry::Refusal::limit:
+        first = "reached its limit of " + std::to_string(series.limit()) +
+                " series (collector.max_series_per_sensor): values of new series are refused";
+        break;
+      case SeriesRegistry::Refusal::none:
+        break;
+    }
+  }
+  std::uint64_t count() const { return count_; }
+  std::string note() const {
+    std::string out;
+    for (auto& s : first_)
+      if (!s.empty()) out += (out.empty() ? "" : "; ") + s;
+    return out;
+  }
+
+ private:
+  std::uint64_t count_ = 0;
+  std::string first_[5];  // by Refusal
+};
 
 // "3.2s", for how long a call took.
 std::string seconds_text(std::chrono::nanoseconds d) {
@@ -34,7 +82,7 @@ ReportKeeper::ReportKeeper(std::string name, std::string plugin)
     : name_(std::move(name)), plugin_(std::move(plugin)) {}
 
 void ReportKeeper::read(SampleCall o, double duration_seconds, std::int64_t ts_ms,
-                        std::size_t max_series, Logger& log) {
+                        SeriesRegistry& series, Logger& log) {
   SensorReport& r = fresh_.emplace();
   r.name = name_;
   r.plugin = plugin_;
@@ -43,34 +91,34 @@ void ReportKeeper::read(SampleCall o, double duration_seconds, std::int64_t ts_m
   r.message = std::move(o.message);
   r.duration_seconds = duration_seconds;
   r.metrics = std::move(o.metrics);
-  // The series limit: a sensor that makes up new series every sample (a label with a counter in
-  // it) would otherwise grow the catalog and the file without end.
-  const std::size_t limit = max_series;
-  std::uint64_t refused = 0;
+  if (!labels_.empty())
+    for (auto& m : r.metrics) add_labels(m, labels_);
+  // Each series has one writer (series_registry.hpp), and a sensor that makes up new series every
+  // sample (a label with a counter in it) reaches its limit instead of growing the catalog and
+  // the file without end.
+  const SeriesRegistry::Owner owner = series.owner(name_);
+  Refused refused;
   std::erase_if(r.metrics, [&](const MetricValue& m) {
-    const std::uint64_t h = series_hash(m);
-    if (series_.contains(h)) return false;
-    if (series_.size() < limit) return !series_.insert(h).second;
-    ++refused;
+    const SeriesRegistry::Verdict v = series.claim(owner, m);
+    if (v.stored()) return false;
+    refused.add(v, m, series);
     return true;
   });
-  if (refused && series_refused_total_ == 0)
-    log.warn("sensor " + name_ + ": reached its limit of " + std::to_string(limit) +
-             " series (collector.max_series_per_sensor); values of further new series are "
-             "refused, and counted in kiwi_sensor_series_refused_total");
-  r.series_refused_total = series_refused_total_ += refused;
+  std::string note = refused.note();
+  r.series_refused_total = series_refused_total_ += refused.count();
   // A reset at info when it happens; at debug while the same counters keep going back.
   if (!o.rates_log.empty())
     log.log(o.rates_log_repeats ? LogLevel::debug : LogLevel::info,
             "sensor " + name_ + ": " + o.rates_log);
+  if (!o.dropped_note.empty()) note += (note.empty() ? "" : "; ") + o.dropped_note;
   if (r.state == SensorState::error) {
-  } else if (!o.dropped_note.empty()) {
-    // Logged when it starts and whenever what is dropped changes, not every sample.
-    if (o.dropped_note != last_invalid_note_) log.warn("sensor " + name_ + ": " + o.dropped_note);
-    r.message = r.message.empty() ? o.dropped_note : r.message + "; " + o.dropped_note;
-    last_invalid_note_ = std::move(o.dropped_note);
+  } else if (!note.empty()) {
+    // Logged when it starts and whenever it changes, not every sample.
+    if (note != last_note_) log.warn("sensor " + name_ + ": " + note);
+    r.message = r.message.empty() ? note : r.message + "; " + note;
+    last_note_ = std::move(note);
   } else {
-    last_invalid_note_.clear();
+    last_note_.clear();
   }
   r.errors_total = errors_total_ += (r.state == SensorState::error);
   r.invalid_metrics_total = invalid_metrics_total_ += o.dropped;

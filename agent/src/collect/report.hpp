@@ -13,10 +13,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "base/duration.hpp"
+#include "collect/series_registry.hpp"
 #include "collect/settings.hpp"
 #include "plugin/metric_check.hpp"
 
@@ -24,16 +24,24 @@ namespace kiwi::agent {
 
 class ReportKeeper {
  public:
+  using Labels = std::vector<std::pair<std::string, std::string>>;
+
   ReportKeeper(std::string name, std::string plugin);
 
   const std::string& name() const { return name_; }
   const std::string& plugin() const { return plugin_; }
 
-  // A reading that arrived in time: this tick's report, stamped `ts_ms`. Values of series beyond
-  // the first `max_series` this keeper has had stored are refused and counted; what the metric
-  // check dropped is noted in the message and logged when it changes; a failure is logged when
-  // it starts.
-  void read(SampleCall reading, double duration_seconds, std::int64_t ts_ms, std::size_t max_series,
+  // The labels added to every metric of its readings from now on (a [[sensor]]'s `labels`), in
+  // order; a label of the reading with one of their names is kept as "exported_<name>", as
+  // Prometheus does with a target's labels.
+  void set_labels(Labels labels) { labels_ = std::move(labels); }
+  const Labels& labels() const { return labels_; }
+
+  // A reading that arrived in time: this tick's report, stamped `ts_ms`, with its labels. Values
+  // `series` refuses (another report's series, a family of the agent's, past the series limit)
+  // are dropped and counted; what was refused or dropped by the metric check is noted in the
+  // message and logged when that changes; a failure is logged when it starts.
+  void read(SampleCall reading, double duration_seconds, std::int64_t ts_ms, SeriesRegistry& series,
             Logger& log);
   // A call past its deadline: this tick's report says so (an error, counted), logged once.
   void time_out(Millis limit, std::int64_t ts_ms, Logger& log);
@@ -53,10 +61,8 @@ class ReportKeeper {
   SensorState last_state_ = SensorState::ok;
   std::uint64_t errors_total_ = 0;
   std::uint64_t invalid_metrics_total_ = 0;
-  std::string last_invalid_note_;  // what was dropped last, to log only changes
-  // The series it has had stored this run (hashes of name and labels), up to
-  // max_series_per_sensor; values of other series beyond that are refused and counted.
-  std::unordered_set<std::uint64_t> series_;
+  std::string last_note_;  // what was refused or dropped last, to log only changes
+  Labels labels_;
   std::uint64_t series_refused_total_ = 0;
   // This tick's report, when it has a new one (a reading or a time-out); it moves into the
   // snapshot. Otherwise the snapshot copies the keeper's report from the last one published.

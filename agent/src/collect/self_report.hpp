@@ -7,12 +7,15 @@
 
 #include <kiwi/model.hpp>
 #include <kiwi/sensor.hpp>
+#include <span>
 
 namespace kiwi::agent {
 
 class SelfReport {
  public:
   virtual ~SelfReport() = default;
+  // Its MetricSpec rows: their families are reserved to it (series_registry.hpp).
+  virtual std::span<const MetricSpec> metrics() const = 0;
   // This tick's reading, on the collector thread: `tick` is the snapshot being assembled, its
   // header and the sensors' reports of the tick. Must not block.
   virtual SampleResult sample(const Snapshot& tick, MetricSink& sink) = 0;

@@ -19,8 +19,11 @@ struct SensorSpec {
   std::string plugin;  // the plugin's descriptor name
   std::int64_t every_ticks = 1;
   Millis timeout{0};  // 0: every_ticks x interval
+  // Added to every metric it emits (its [[sensor]]'s `labels`), in order.
+  std::vector<std::pair<std::string, std::string>> labels;
   // A new instance to run; an empty one (no object) keeps the running sensor of this name with
-  // its instance, state and counters unchanged (only every_ticks/timeout/position are updated).
+  // its instance, state and counters unchanged (only every_ticks/timeout/labels/position are
+  // updated).
   PluginInstance<Sensor> instance;
 };
 

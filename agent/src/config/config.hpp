@@ -78,6 +78,9 @@ struct PluginEntry {
   // How long one sample() may take before the sensor is reported `error` ("timed out after
   // ..."); nullopt: the sensor's interval.
   std::optional<Millis> timeout;
+  // [[sensor]] only: labels added to every metric it emits (a static label per instance, as
+  // Telegraf's tags), so that two instances of a plugin, or a board's rooms, can be told apart.
+  std::map<std::string, std::string> labels;
   // The entry's options, validated later against the plugin's option table. Points into
   // Config::documents (toml++ drops source positions on copy, and errors need them).
   const OptionTable* options = nullptr;

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <kiwi/prometheus.hpp>
 #include <sstream>
 
 #include "base/duration.hpp"
@@ -177,6 +178,12 @@ std::optional<std::string> check_snapshot_file(std::string_view p, std::string_v
 
 // [http.auth]. A hash that is not bcrypt's, or a tokens file with a line that is not a SHA-256
 // hash, is an error here, not a login that never works.
+std::optional<std::string> check_label_name(std::string_view name, std::string_view) {
+  if (prometheus::is_sensor_label_name(name)) return std::nullopt;
+  return in_quotes(name) +
+         " is not a valid label name (letters, digits and '_', not starting with a digit or "
+         "\"__\")";
+}
 std::optional<std::string> check_user(std::string_view user, std::string_view) {
   if (!user.empty() && user.find(':') == std::string_view::npos) return std::nullopt;
   return "a user name must not be empty nor contain ':'";
@@ -415,6 +422,12 @@ constexpr HostOption kSensor[] = {
               3'600'000},
      .field = host_field<&PluginEntry::timeout>(),
      .default_text = "the sensor's interval"},
+    {.spec = {"labels", OptionType::string_table, "{}",
+              "labels added to every metric of this sensor, e.g. { room = \"lab\" }; one the "
+              "sensor emits with such a name becomes exported_<name>"},
+     .field = host_field<&PluginEntry::labels>(),
+     .wrong_type = "{} is not a table of labels, e.g. { room = \"lab\" }",
+     .check_key = check_label_name},
     kOptions,
 };
 

@@ -58,7 +58,7 @@ TEST_CASE("telemetry: the agent's report passes the metric check, each metric a 
   CHECK(c.state == kiwi::SensorState::ok);
   CHECK(c.dropped == 0);
   std::set<std::string_view> rows;
-  for (auto& row : Telemetry::metrics()) CHECK(rows.insert(row.name).second);  // unique names
+  for (auto& row : Telemetry::rows()) CHECK(rows.insert(row.name).second);  // unique names
   for (auto& m : c.metrics) CHECK(rows.contains(m.name));
   const std::string abi = std::to_string(KIWI_ABI_MAJOR) + "." + std::to_string(KIWI_ABI_MINOR);
   CHECK(value_of(c, "build_info", {{"version", KIWI_VERSION}, {"abi", abi}}) == 1);
@@ -86,7 +86,7 @@ TEST_CASE(
   snap.sensors.push_back(own);
   kiwi::AgentStats stats;
   stats.plugins.push_back({own.name, kiwi::PluginKind::sensor, own.plugin, "", KIWI_ABI_MAJOR,
-                           KIWI_ABI_MINOR, Telemetry::metrics(), nullptr});
+                           KIWI_ABI_MINOR, Telemetry::rows(), nullptr});
   const std::string text = kiwi_metrics::render(snap, stats);
   CHECK_THAT(text, Catch::StartsWith("# HELP kiwi_build_info kiwi-agent version and plugin ABI; "
                                      "always 1\n# TYPE kiwi_build_info gauge\n"));
@@ -104,7 +104,7 @@ TEST_CASE(
   for (std::string line; std::getline(lines, line);)
     if (line.starts_with("# TYPE ")) families.push_back(line.substr(7, line.rfind(' ') - 7));
   std::vector<std::string> rows;
-  for (auto& row : Telemetry::metrics())
+  for (auto& row : Telemetry::rows())
     if (std::find(families.begin(), families.end(), "kiwi_" + std::string(row.name)) !=
         families.end())
       rows.push_back("kiwi_" + std::string(row.name));
@@ -115,7 +115,7 @@ TEST_CASE("telemetry: docs/api.md lists every self-metric with its labels and ty
   std::ifstream in(KIWI_SOURCE_DIR "/docs/api.md");
   REQUIRE(in);
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (auto& row : Telemetry::metrics()) {
+  for (auto& row : Telemetry::rows()) {
     std::string entry = "| `kiwi_" + std::string(row.name);
     if (!row.labels.empty()) entry += "{" + std::string(row.labels) + "}";
     entry += "` | ";

@@ -48,34 +48,38 @@ std::shared_ptr<kiwi::Snapshot> assemble(std::uint64_t seq, std::int64_t ts_ms,
 
 TEST_CASE("report: values of series beyond the limit are refused, counted, and logged once") {
   Lines log;
+  SeriesRegistry series(3);
   ReportKeeper k("s", "test");
-  k.read(reading({"a", "b"}, 1), 0.001, 1000, 3, log);
+  k.read(reading({"a", "b"}, 1), 0.001, 1000, series, log);
   REQUIRE(k.has_fresh());
   CHECK(k.fresh().metrics.size() == 2);
   CHECK(k.fresh().series_refused_total == 0);
   // c is the third series, d and e are over the limit of 3; a and b are known.
-  k.read(reading({"a", "b", "c", "d", "e"}, 2), 0.001, 2000, 3, log);
+  k.read(reading({"a", "b", "c", "d", "e"}, 2), 0.001, 2000, series, log);
   CHECK(k.fresh().metrics.size() == 3);
   CHECK(k.fresh().series_refused_total == 2);
-  k.read(reading({"a", "d"}, 3), 0.001, 3000, 3, log);
+  k.read(reading({"a", "d"}, 3), 0.001, 3000, series, log);
   CHECK(k.fresh().metrics.size() == 1);
   CHECK(k.fresh().series_refused_total == 3);
   CHECK(log.count("sensor s: reached its limit of 3 series") == 1);
+  CHECK_THAT(k.fresh().message, Catch::Contains("reached its limit of 3 series"));
 }
 
 TEST_CASE(
     "report: an invalid metric is noted in the message and logged when what is dropped "
     "changes") {
   Lines log;
+  SeriesRegistry series(100);
   ReportKeeper k("s", "test");
-  for (int i = 0; i < 3; ++i) k.read(reading({"ok", "Bad-Name"}, 1), 0, 1000 * (i + 1), 100, log);
+  for (int i = 0; i < 3; ++i)
+    k.read(reading({"ok", "Bad-Name"}, 1), 0, 1000 * (i + 1), series, log);
   CHECK(k.fresh().state == kiwi::SensorState::ok);
   CHECK_THAT(k.fresh().message, Catch::Contains("Bad-Name"));
   CHECK(k.fresh().invalid_metrics_total == 3);
   CHECK(log.count("sensor s: ") == 1);
-  k.read(reading({"ok"}, 1), 0, 4000, 100, log);
+  k.read(reading({"ok"}, 1), 0, 4000, series, log);
   CHECK(k.fresh().message.empty());
-  k.read(reading({"ok", "Bad-Name"}, 1), 0, 5000, 100, log);
+  k.read(reading({"ok", "Bad-Name"}, 1), 0, 5000, series, log);
   CHECK(log.count("sensor s: ") == 2);  // dropped again after a clean reading: logged again
 }
 
@@ -97,9 +101,10 @@ TEST_CASE(
     "report: a snapshot moves new reports in, carries the others from the last one, and "
     "says which were never read") {
   Lines log;
+  SeriesRegistry series(100);
   ReportKeeper a("a", "test"), b("b", "test"), never("never", "test");
-  a.read(reading({"x"}, 1), 0.5, 1000, 100, log);
-  b.read(reading({"y"}, 2), 0.5, 1000, 100, log);
+  a.read(reading({"x"}, 1), 0.5, 1000, series, log);
+  b.read(reading({"y"}, 2), 0.5, 1000, series, log);
   auto first = assemble(1, 1000, {&a, &b, &never});
   CHECK(first->sequence == 1);
   CHECK(first->timestamp == 1.0);
@@ -110,7 +115,7 @@ TEST_CASE(
   CHECK(first->sensors[2].timestamp == 1.0);
   CHECK_FALSE(a.has_fresh());  // moved into the snapshot
   // Tick 2: only b has a new reading; the order changed (a reconfiguration).
-  b.read(reading({"y"}, 3), 0.5, 2000, 100, log);
+  b.read(reading({"y"}, 3), 0.5, 2000, series, log);
   auto second = assemble(2, 2000, {&b, &a, &never}, first.get());
   REQUIRE(second->sensors.size() == 3);
   CHECK(second->sensors[0].name == "b");
@@ -131,14 +136,15 @@ TEST_CASE("report: a report the agent makes itself from MetricSpec rows takes th
       {"agent_up", kiwi::Unit::none, kiwi::MetricKind::gauge, "", "1 while running."},
   };
   Lines log;
+  SeriesRegistry series(100);
   SampleCall own;
   CheckedSink sink(own.metrics);
   sink.emit(kRows[0], 42);
   sink.emit(kRows[1], 1);
   own.dropped_note = sink.finish();
   ReportKeeper agent("agent", "kiwi-agent"), sensor("cpu", "cpu");
-  sensor.read(reading({"cpu_x"}, 1), 0.1, 7000, 100, log);
-  agent.read(std::move(own), 0, 7000, 100, log);
+  sensor.read(reading({"cpu_x"}, 1), 0.1, 7000, series, log);
+  agent.read(std::move(own), 0, 7000, series, log);
   std::vector<const kiwi::MetricValue*> fresh;
   auto snap = assemble(1, 7000, {&sensor, &agent}, nullptr, &fresh);
   // Both reports are new: all three metrics go to the store, read where they are in the snapshot.
@@ -146,7 +152,7 @@ TEST_CASE("report: a report the agent makes itself from MetricSpec rows takes th
   CHECK(fresh[0] == &snap->sensors[0].metrics[0]);
   CHECK(fresh[2] == &snap->sensors[1].metrics[1]);
   // A tick after, with only the sensor read again: the agent's report is carried, not stored.
-  sensor.read(reading({"cpu_x"}, 2), 0.1, 8000, 100, log);
+  sensor.read(reading({"cpu_x"}, 2), 0.1, 8000, series, log);
   fresh.clear();
   auto next = assemble(2, 8000, {&sensor, &agent}, snap.get(), &fresh);
   REQUIRE(fresh.size() == 1);

@@ -157,7 +157,7 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
           "route, remote_write");
     CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nintervall = \"1s\"\n") ==
           "kiwi.toml:3:1: sensor.intervall: unknown key; accepted here: plugin, name, interval, "
-          "timeout, options");
+          "timeout, labels, options");
   }
   SECTION("CORS origins are exact, never a wildcard") {
     CHECK(error_of("[http]\ncors_origins = [\"*\"]\n") ==
@@ -584,4 +584,24 @@ TEST_CASE("config: every input of the config fuzzer's corpus is a Config or a Co
   }
   CHECK(inputs >= 17);
   CHECK(loaded >= 15);  // the samples load; toml-assert, at least, does not
+}
+
+TEST_CASE("config: a sensor's labels are a table of label names and strings, for sensors only") {
+  Config c = load(
+      "[[sensor]]\nplugin = \"cpu\"\nlabels = { room = \"lab\", rack = \"2\" }\n"
+      "[[sensor]]\nplugin = \"memory\"\n");
+  REQUIRE(c.sensors.size() == 2);
+  CHECK(c.sensors[0].labels == std::map<std::string, std::string>{{"rack", "2"}, {"room", "lab"}});
+  CHECK(c.sensors[1].labels.empty());
+  CHECK_THAT(error_of("[[sensor]]\nplugin = \"cpu\"\nlabels = { \"my room\" = \"lab\" }\n"),
+             Catch::StartsWith("kiwi.toml:3:") &&
+                 Catch::Contains("\"my room\" is not a valid label name"));
+  CHECK_THAT(error_of("[[sensor]]\nplugin = \"cpu\"\nlabels = { __name__ = \"x\" }\n"),
+             Catch::Contains("\"__name__\" is not a valid label name"));
+  CHECK_THAT(error_of("[[sensor]]\nplugin = \"cpu\"\nlabels = { room = 2 }\n"),
+             Catch::StartsWith("kiwi.toml:3:"));
+  CHECK_THAT(error_of("[[sensor]]\nplugin = \"cpu\"\nlabels = \"room=lab\"\n"),
+             Catch::Contains("is not a table of labels, e.g. { room = \"lab\" }"));
+  CHECK_THAT(error_of("[[route]]\npath = \"/a\"\nhandler = \"current\"\nlabels = {}\n"),
+             Catch::Contains("route.labels: unknown key"));
 }

@@ -1,0 +1,90 @@
+#include "collect/series_registry.hpp"
+
+#include <algorithm>
+#include <kiwi/prometheus.hpp>
+
+namespace kiwi::agent {
+
+namespace {
+
+// FNV-1a, with a separator after each part that no UTF-8 text holds. A collision (2^-64 per
+// pair) would refuse a series wrongly or let one through; no allocation per metric per tick.
+struct Fnv {
+  std::uint64_t h = 1469598103934665603ull;
+  Fnv& add(std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+    return *this;
+  }
+};
+
+// The exposed family's hash: the name, and "_total" for a counter that lacks it (the prefix is
+// the same for all).
+std::uint64_t family_hash(std::string_view name, MetricKind kind) {
+  Fnv f;
+  for (unsigned char c : name) f.h = (f.h ^ c) * 1099511628211ull;
+  if (kind == MetricKind::counter && !name.ends_with("_total"))
+    for (unsigned char c : std::string_view("_total")) f.h = (f.h ^ c) * 1099511628211ull;
+  return f.h;
+}
+
+// A series: its family and its labels as a set (the sum of each pair's hash, mixed: the order a
+// sensor writes them in does not matter, as it does not to Prometheus).
+std::uint64_t series_hash(std::uint64_t family, const MetricValue& m) {
+  std::uint64_t sum = 0;
+  for (auto& [k, v] : m.labels) {
+    std::uint64_t x = Fnv().add(k).add(v).h;
+    x ^= x >> 33;  // splitmix64's finaliser: pairs' hashes sum without cancelling
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    sum += x;
+  }
+  return family ^ (sum * 0x9e3779b97f4a7c15ull + m.labels.size());
+}
+
+}  // namespace
+
+SeriesRegistry::Owner SeriesRegistry::owner(std::string_view name) {
+  auto it = std::find(names_.begin(), names_.end(), name);
+  if (it != names_.end()) return static_cast<Owner>(it - names_.begin());
+  names_.emplace_back(name);
+  counts_.push_back(0);
+  return static_cast<Owner>(names_.size() - 1);
+}
+
+void SeriesRegistry::reserve(Owner o, std::span<const MetricSpec> families) {
+  for (auto& spec : families) {
+    Family& f = families_[family_hash(spec.name, spec.kind)];
+    f = {spec.kind, o, true, f.series};
+  }
+}
+
+SeriesRegistry::Verdict SeriesRegistry::claim(Owner o, const MetricValue& m) {
+  const std::uint64_t fam = family_hash(m.name, m.kind);
+  auto f = families_.find(fam);
+  if (f != families_.end()) {
+    if (f->second.reserved && f->second.owner != o) return {Refusal::reserved, f->second.owner};
+    if (f->second.kind != m.kind) return {Refusal::kind, 0, f->second.kind};
+  }
+  const std::uint64_t key = series_hash(fam, m);
+  if (auto s = series_.find(key); s != series_.end())
+    return s->second.owner == o ? Verdict{} : Verdict{Refusal::owned, s->second.owner};
+  if (counts_[o] >= limit_) return {Refusal::limit};
+  series_.emplace(key, Series{o, fam});
+  ++counts_[o];
+  if (f == families_.end()) f = families_.emplace(fam, Family{m.kind, o, false, 0}).first;
+  ++f->second.series;
+  return {};
+}
+
+void SeriesRegistry::release(Owner o) {
+  std::erase_if(series_, [&](auto& s) {
+    if (s.second.owner != o) return false;
+    auto f = families_.find(s.second.family);
+    if (f != families_.end() && --f->second.series == 0 && !f->second.reserved) families_.erase(f);
+    return true;
+  });
+  counts_[o] = 0;
+}
+
+}  // namespace kiwi::agent
