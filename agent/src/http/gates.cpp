@@ -2,6 +2,8 @@
 
 #include <strings.h>
 
+#include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -74,6 +76,74 @@ bool encoded_nul(const GateInput& in, Response& out) {
     if (i + 2 < raw.size() && raw[i + 1] == '0' && raw[i + 2] == '0')
       return refuse_encoded_nul(out);
   return false;
+}
+
+[[gnu::cold, gnu::noinline]] bool refuse_path(Response& out, const char* why) {
+  out = Response::error(400, std::string("request path ") + why);
+  return true;
+}
+
+// A '.' or '..' segment in the decoded path, or an encoded '/' (%2F) in the raw one. Browsers and
+// curl remove dot segments before they send (RFC 3986 section 5.2.4), so only a crafted request
+// has them, and a handler that maps the path onto files (cgi's PATH_INFO, a program reading it)
+// would be given a way out of its directory; %2F would let a segment carry a '/' past the
+// router. Apache and lighttpd refuse both (Apache's AllowEncodedSlashes is off by default).
+bool path_segments(const GateInput& in, Response& out) {
+  const std::string_view path = in.request.path;
+  for (std::size_t at = 0; at < path.size();) {
+    const std::size_t end = std::min(path.find('/', at + 1), path.size());
+    const std::string_view segment = path.substr(at + 1, end - at - 1);
+    if (segment == "." || segment == "..") return refuse_path(out, "has a '.' or '..' segment");
+    at = end;
+  }
+  const std::string_view raw = in.raw_path;
+  for (std::size_t i = raw.find('%'); i != std::string_view::npos; i = raw.find('%', i + 1))
+    if (i + 2 < raw.size() && raw[i + 1] == '2' && (raw[i + 2] == 'f' || raw[i + 2] == 'F'))
+      return refuse_path(out, "contains an encoded '/' (%2F)");
+  return false;
+}
+
+[[gnu::cold, gnu::noinline]] bool refuse_host(Response& out, const char* why) {
+  out = Response::error(400, why);
+  return true;
+}
+
+// RFC 9110 section 7.2 and RFC 3986 section 3.2.2: Host = uri-host [ ":" port ], the host an
+// IP-literal in brackets or a reg-name (letters, digits, "-._~", "%" escapes and the sub-delims
+// "!$&'()*+,;="). A handler that writes the Host back (CGI's SERVER_NAME, a redirect) must not get
+// markup or spaces in it. RFC 9112 section 3.2: more than one Host is a 400 too.
+bool valid_host(std::string_view host) {
+  if (!host.empty() && host.front() == '[') {
+    const std::size_t close = host.find(']');
+    if (close == std::string_view::npos) return false;
+    for (char c : host.substr(1, close - 1))
+      if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') return false;
+    host.remove_prefix(close + 1);
+    if (host.empty()) return true;
+    if (host.front() != ':') return false;
+  } else {
+    const std::size_t colon = host.find(':');
+    for (char c : host.substr(0, colon))
+      if (!std::isalnum(static_cast<unsigned char>(c)) &&
+          std::string_view("-._~%!$&'()*+,;=").find(c) == std::string_view::npos)
+        return false;
+    if (colon == std::string_view::npos) return true;
+    host.remove_prefix(colon);
+  }
+  for (char c : host.substr(1))
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+bool bad_host(const GateInput& in, Response& out) {
+  const std::string_view* host = nullptr;
+  for (const auto& h : in.request.headers) {
+    if (h.name.size() != 4 || strncasecmp(h.name.data(), "Host", 4) != 0) continue;
+    if (host) return refuse_host(out, "more than one Host header");
+    host = &h.value;
+  }
+  return host && !valid_host(*host) &&
+         refuse_host(out, "the Host header is not a host name or address with an optional port");
 }
 
 bool body_too_large(const GateInput& in, Response& out) {
@@ -180,6 +250,8 @@ constexpr RequestGate kRequestGates[] = {
     {"header-size",    headers_too_large,          false},  // 431
     {"content-length", conflicting_content_length, false},  // 400, and closes the connection
     {"encoded-nul",    encoded_nul,                false},  // 400
+    {"path-segments",  path_segments,              false},  // 400
+    {"host",           bad_host,                   false},  // 400
     {"body-size",      body_too_large,             false},  // 413
     {"cors-preflight", cors_preflight,             false},  // 204
     {"auth",           authenticate,               true},   // 401, 429

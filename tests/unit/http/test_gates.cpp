@@ -130,8 +130,9 @@ TEST_CASE("gates: the request gates run in this order, the route's handler last"
   std::vector<std::string> names;
   for (auto& g : request_gates()) names.emplace_back(g.name);
   CHECK(names == std::vector<std::string>{"uri-size", "header-size", "content-length",
-                                          "encoded-nul", "body-size", "cors-preflight", "auth",
-                                          "no-route", "method", "handler"});
+                                          "encoded-nul", "path-segments", "host", "body-size",
+                                          "cors-preflight", "auth", "no-route", "method",
+                                          "handler"});
   std::vector<std::string> filters;
   for (auto& f : response_filters()) filters.emplace_back(f.name);
   CHECK(filters == std::vector<std::string>{"conditional-get", "cors-headers"});
@@ -192,6 +193,54 @@ TEST_CASE("gates: the request limits answer with the JSON error of each") {
     CHECK(status_from("encoded-nul", w, out) == 0);
     w.raw_path = "/cgi/%2000";
     CHECK(status_from("encoded-nul", w, out) == 0);
+  }
+  SECTION("path-segments: '.' and '..' segments and an encoded '/' are a 400") {
+    for (const char* path : {"/cgi/x/../../../etc/passwd", "/a/..", "/a/.", "/./a", "/..", "/."}) {
+      INFO(path);
+      w.get(path);
+      CHECK(status_from("path-segments", w, out) == 400);
+      CHECK(*out.body == R"j({"error":{"status":400,"message":"request path has a '.' or '..' )j"
+                         R"j(segment"}})j");
+    }
+    for (const char* path : {"/a", "/", "/a/.b", "/a/..b", "/a..", "/.well-known/x", "/a//b"}) {
+      INFO(path);
+      w.get(path);
+      CHECK(status_from("path-segments", w, out) == 0);
+    }
+    w.get("/cgi/x/a/b");
+    w.raw_path = "/cgi/x/a%2Fb";
+    CHECK(status_from("path-segments", w, out) == 400);
+    CHECK(*out.body == R"j({"error":{"status":400,"message":"request path contains an encoded )j"
+                       R"j('/' (%2F)"}})j");
+    w.raw_path = "/cgi/x/a%2fb";
+    CHECK(status_from("path-segments", w, out) == 400);
+    w.raw_path = "/cgi/x/a%20b";
+    CHECK(status_from("path-segments", w, out) == 0);
+  }
+  SECTION("host: a Host that is not a host and port, or two of them, is a 400") {
+    for (const char* host : {"localhost", "board.local:8095", "127.0.0.1:80", "[::1]:8095",
+                             "xn--bcher-kva.example", "a_b", ""}) {
+      INFO(host);
+      w.get("/a");
+      w.header("Host", host);
+      CHECK(status_from("host", w, out) == 0);
+    }
+    for (const char* host : {"x\"><script>", "a b", "board:80x", "[::1", "[::1]x", "a/b", "a@b",
+                             "board:8095:1", "[zz::1]"}) {
+      INFO(host);
+      w.get("/a");
+      w.header("Host", host);
+      CHECK(status_from("host", w, out) == 400);
+      CHECK(*out.body == R"j({"error":{"status":400,"message":"the Host header is not a host )j"
+                         R"j(name or address with an optional port"}})j");
+    }
+    w.get("/a");
+    w.header("Host", "a");
+    w.header("host", "a");
+    CHECK(status_from("host", w, out) == 400);
+    CHECK(*out.body == R"({"error":{"status":400,"message":"more than one Host header"}})");
+    w.get("/a");  // none: HTTP/1.0 (libmicrohttpd refuses an HTTP/1.1 request without one)
+    CHECK(status_from("host", w, out) == 0);
   }
   SECTION("body-size: a body over 64 KiB is a 413") {
     CHECK(status_from("body-size", w, out) == 0);
