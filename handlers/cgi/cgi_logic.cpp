@@ -64,10 +64,11 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// Headers the server owns (RFC 9110 section 7.6.1 hop-by-hop ones, and the framing).
+// Headers the server owns (RFC 9110 section 7.6.1 hop-by-hop ones, and the framing), and Date and
+// Server, which are the server's to say (as Apache overrides a program's).
 bool server_owned(std::string_view name) {
   for (std::string_view h : {"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer",
-                             "Transfer-Encoding", "Upgrade", "Content-Length"})
+                             "Transfer-Encoding", "Upgrade", "Content-Length", "Date", "Server"})
     if (equals_ci(name, h)) return true;
   return false;
 }

@@ -62,8 +62,8 @@ struct CgiResponse {
 
 // The response, or why the output is not one ("malformed CGI response: ..."). Header lines end
 // with LF or CRLF, up to an empty line. Status: NNN (200-599) and a reason; Location alone gives
-// 302; a body needs a Content-Type. Hop-by-hop headers, Content-Length and Transfer-Encoding are
-// the server's and dropped.
+// 302; a body needs a Content-Type. Hop-by-hop headers, Content-Length, Transfer-Encoding, Date
+// and Server are the server's and dropped.
 struct Parsed {
   std::optional<CgiResponse> response;
   std::string error;

@@ -208,10 +208,11 @@ TEST_CASE("cgi: Status, Location and other headers") {
   REQUIRE(p.response);
   CHECK(p.response->status == 301);
 
-  // Framing and hop-by-hop headers are the server's.
+  // Framing and hop-by-hop headers are the server's, and so are Date and Server.
   p = parse_response(
       "Content-Type: text/plain\nContent-Length: 99\nConnection: close\nTransfer-Encoding: "
-      "chunked\nKeep-Alive: 5\nUpgrade: h2c\nCache-Control: no-store\n\nx");
+      "chunked\nKeep-Alive: 5\nUpgrade: h2c\nDate: Thu, 01 Jan 1970 00:00:00 GMT\n"
+      "server: Apache/1.3\nCache-Control: no-store\n\nx");
   REQUIRE(p.response);
   REQUIRE(p.response->headers.size() == 1);
   CHECK(p.response->headers[0].name == "Cache-Control");
