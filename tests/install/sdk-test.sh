@@ -52,6 +52,13 @@ for list in "$src"/examples/*/CMakeLists.txt; do
 done
 ((${#examples[@]} >= 3)) || fail "expected at least 3 examples (a C++ and a C sensor, a route), found: ${examples[*]}"
 
+# Without a build type (a plugin project that sets none): still built for size, not at -O0.
+run configure-notype cmake -S "$tmp/src-uptime-sensor" -B "$tmp/build-notype" \
+  -DCMAKE_PREFIX_PATH="$prefix"
+run build-notype cmake --build "$tmp/build-notype" --verbose
+grep -q -- "-Os" "$tmp/build-notype.log" || fail "without a build type the plugin is not built with -Os"
+echo "ok: without a build type add_kiwi_plugin() still builds for size"
+
 # The same sensor with clang, and with only pkg-config's flags.
 command -v clang++ >/dev/null || fail "clang++ is missing (tools/setup.sh --test installs clang)"
 run configure-clang cmake -S "$tmp/src-uptime-sensor" -B "$tmp/build-clang" -DCMAKE_BUILD_TYPE=Release \
