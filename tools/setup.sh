@@ -21,6 +21,9 @@ build_tools=(build-essential dpkg-dev cmake pkg-config rapidjson-dev ccache)
 # libcrypt-dev (libxcrypt): bcrypt for [http.auth] basic_users.
 target_libraries=(libmicrohttpd-dev libsqlite3-dev zlib1g-dev libboost-dev libboost-filesystem-dev
   libtomlplusplus-dev libcurl4-openssl-dev libsnappy-dev libcrypt-dev)
+# What the README's first checks of a running agent use (tools/run.sh installs them with the
+# rest): curl and jq.
+check_tools=(curl jq)
 # What tools/test.sh runs besides the build: Catch2 (unit and integration tests), sqlite3, curl,
 # gzip, wrk and taskset (util-linux) for the quick benchmark (tools/bench/run.sh), mount/umount
 # for the tests that fill a small tmpfs, prometheus and promtool for the scrape and exposition
@@ -82,7 +85,7 @@ if [[ -n $arch ]]; then
   exit 0
 fi
 
-wanted=("${build_tools[@]}" "${target_libraries[@]}")
+wanted=("${build_tools[@]}" "${target_libraries[@]}" "${check_tools[@]}")
 ((test)) && wanted+=("${test_packages[@]}")
 ((bench)) && wanted+=("${bench_packages[@]}")
 "$root/tools/install-packages.sh" "${wanted[@]}"
