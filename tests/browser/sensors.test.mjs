@@ -38,7 +38,8 @@ handler = "history"
 `;
 // Two storage instances on different file systems ("/" and the tmpfs mounts, of which a machine
 // (a bare chroot) may have none), the README's example plugin, two instances of a test plugin (one with ten
-// zones, more than a chart draws and a card shows unfolded) and one that always fails.
+// zones, more than a chart draws and a card shows unfolded; the other read every other second) and
+// one that always fails.
 const TMPFS = `
 [[sensor]]
 plugin = "storage"
@@ -66,6 +67,7 @@ series = 10
 [[sensor]]
 plugin = ${plugin('test-labelled_sensor.so')}
 name = "zones-b"
+interval = "2s"
 [sensor.options]
 label = "b"
 celsius = 60
@@ -191,6 +193,7 @@ test('the page asks the history for the generic charts\' series by name, gauges 
 test('gauges get a history chart per sensor and unit, with data points after a few seconds', async () => {
   const charts = () => page.evaluate(() => Object.fromEntries([...document.querySelectorAll('.charts .chart')].map((f) => [f.id, {
     caption: f.querySelector('figcaption').textContent, points: Number(f.dataset.points || 0), series: Number(f.dataset.series || 0),
+    joined: Number(f.dataset.joined || 0),
     canvas: !!f.querySelector('canvas'), legend: [...f.querySelectorAll('.u-legend .u-label')].map((l) => l.textContent),
   }])));
   await until(async () => {
@@ -210,6 +213,10 @@ test('gauges get a history chart per sensor and unit, with data points after a f
   assert.equal(c['chart-sensor-zones-bytes'].caption, 'zones · labelled (bytes)');
   assert.equal(c['chart-sensor-zones-b-celsius'].caption, 'zones-b · labelled (celsius)');
   assert.equal(c['chart-sensor-zones-b-celsius'].series, 1, 'its own series only, not the other instance\'s');
+  // zones-b is read every other second: its line is drawn across the seconds between its readings
+  // (issue 36, item 17: it drew nothing), the every-second sensors' lines have nothing to join.
+  assert.ok(c['chart-sensor-zones-b-celsius'].joined >= 1, 'the 2 s sensor\'s line joins its readings');
+  assert.equal(c['chart-sensor-zones-celsius'].joined, 0);
   assert.ok(!Object.keys(c).some((id) => /broken|storage|tmpfs/.test(id)), 'no chart for a sensor in error or of a known plugin');
   // Past the page's own charts, in the agent's order.
   const ids = Object.keys(c);

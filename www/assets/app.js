@@ -584,8 +584,10 @@
       hist.charts.set(def.id, c);
     }
     let points = 0;
-    for (const col of cols.slice(1)) for (const v of col) points += v !== null;
+    let joined = 0; // points between a line's readings, drawn across (withGaps)
+    for (const col of cols.slice(1)) for (const v of col) { points += typeof v === 'number'; joined += v === undefined; }
     fig.dataset.points = String(points);
+    fig.dataset.joined = String(joined);
     fig.dataset.newest = String(cols[0][cols[0].length - 1]); // test hook: the newest point's time
     fig.dataset.series = String(series.length);
     fig.querySelector('.sr-only').textContent = summary(def, series, cols);
@@ -593,7 +595,10 @@
 
   // uPlot columns; a null after each jump in time longer than `gap` (the agent was down, or the
   // history leaves empty buckets out), so no line is drawn across a time without data. `gaps`:
-  // the indexes of those inserted points.
+  // the indexes of those inserted points. A line of a sensor sampled less often than the agent
+  // (interval = "5s", an exec program at "1m") has no value between its readings: those points
+  // are undefined, which uPlot joins across, unless the readings around them lie further apart
+  // than 2.5 times the line's usual spacing (it failed, or had no data, for a while: a gap).
   function withGaps(ts, values, gap) {
     const cols = [[], ...values.map(() => [])];
     const gaps = new Set();
@@ -605,13 +610,28 @@
       cols[0].push(t);
       values.forEach((v, k) => cols[k + 1].push(typeof v[i] === 'number' ? v[i] : null));
     });
+    const xs = cols[0];
+    for (const col of cols.slice(1)) {
+      const at = [];
+      col.forEach((v, i) => { if (typeof v === 'number') at.push(i); });
+      const spacings = [];
+      for (let n = 1; n < at.length; n++) spacings.push(xs[at[n]] - xs[at[n - 1]]);
+      const usual = spacings.sort((a, b) => a - b)[Math.floor(spacings.length / 2)] || 0;
+      for (let n = 1; n < at.length; n++) {
+        const [a, b] = [at[n - 1], at[n]];
+        if (b - a < 2 || xs[b] - xs[a] > Math.max(gap, 2.5 * usual)) continue;
+        let crossesGap = false;
+        for (let i = a + 1; i < b; i++) crossesGap = crossesGap || gaps.has(i);
+        if (!crossesGap) for (let i = a + 1; i < b; i++) col[i] = undefined;
+      }
+    }
     return { cols, gaps };
   }
 
   // What a screen reader hears instead of the canvas: latest and highest value of each line.
   function summary(def, series, cols) {
     const parts = series.slice(0, 6).map((s, i) => {
-      const vals = cols[i + 1].filter((v) => v !== null);
+      const vals = cols[i + 1].filter((v) => typeof v === 'number');
       return vals.length ? `${def.label(s)} now ${def.fmt(vals[vals.length - 1])}, highest ${def.fmt(Math.max(...vals))}` : `${def.label(s)} no data`;
     });
     return `Over ${RANGES[hist.range].text}: ${parts.join('; ')}.`;
