@@ -273,6 +273,60 @@ TEST_CASE("kiwi-agent refuses to start on a bad plugin, with exit 2") {
   }
 }
 
+TEST_CASE("kiwi-agent --list-plugins lists every plugin with its kind, and names a broken one") {
+  TempDir tmp;
+  auto file = (tmp.path / "kiwi.toml").string();
+  write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n");
+  auto r = run_agent_command({"--list-plugins", "--config", file});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("sensor   cpu            CPU usage"));
+  CHECK_THAT(r.out, Catch::Contains("handler  metrics        Prometheus text exposition"));
+  CHECK_THAT(r.out, Catch::Contains("output   remote_write"));
+  CHECK_THAT(r.out, Catch::Contains("/kiwi-sensor-exec.so)\n"));
+  // A directory of its own with one good plugin and one that is not a kiwi plugin.
+  fs::create_directories(tmp.path / "plugins");
+  fs::copy_file(KIWI_PLUGIN_DIR "/kiwi-sensor-cpu.so", tmp.path / "plugins/kiwi-sensor-cpu.so");
+  fs::copy_file(KIWI_TEST_PLUGIN_DIR "/test-not_kiwi.so", tmp.path / "plugins/kiwi-sensor-x.so");
+  write_text(file, "[agent]\nplugin_dir = \"" + (tmp.path / "plugins").string() + "\"\n");
+  r = run_agent_command({"--list-plugins", "--config", file});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("sensor   cpu ") &&
+                        Catch::Contains("broken   " + (tmp.path / "plugins").string() +
+                                        "/kiwi-sensor-x.so: "));
+  // The built-in directory comes after: its cpu is shadowed by the one above.
+  CHECK_THAT(r.out, Catch::Contains("kiwi-sensor-cpu.so: not used, " +
+                                    (tmp.path / "plugins").string() + " has one)"));
+}
+
+TEST_CASE("kiwi-agent --once samples every sensor as the agent would and prints /api/current") {
+  TempDir tmp;
+  auto file = (tmp.path / "kiwi.toml").string();
+  const std::string board = KIWI_FIXTURES_DIR "/rpi4";
+  write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\nprocfs = \"" + board +
+                       "/proc\"\nsysfs = \"" + board + "/sys\"\n[[sensor]]\nplugin = \"cpu\"\n" +
+                       "[[sensor]]\nplugin = \"memory\"\nlabels = { room = \"lab\" }\n");
+  auto r = run_agent_command({"--once", "--config", file});
+  CHECK(r.exit_code == 0);
+  auto d = parse_json(r.out);
+  REQUIRE(d.HasMember("sensors"));
+  CHECK(d["sensors"]["cpu"]["status"].GetString() == std::string("ok"));
+  CHECK(d["sensors"]["memory"]["status"].GetString() == std::string("ok"));
+  CHECK(d["sensors"]["memory"]["metrics"][0]["labels"]["room"].GetString() == std::string("lab"));
+  CHECK_FALSE(d["sensors"].HasMember("agent"));
+  // No database, no port: nothing but the output.
+  CHECK_FALSE(fs::exists(tmp.path / "data"));
+  CHECK_THAT(r.err, !Catch::Contains("listening"));
+  // A sensor that fails: it says why, and the exit code is 1.
+  write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                   "\"\n[[sensor]]\nplugin = \"exec\"\nname = \"bad\"\noptions = { command = "
+                   "[\"/bin/false\"] }\n");
+  r = run_agent_command({"--once", "--config", file});
+  CHECK(r.exit_code == 1);
+  d = parse_json(r.out);
+  CHECK(d["sensors"]["bad"]["status"].GetString() == std::string("error"));
+  CHECK(d["sensors"]["bad"]["message"].GetString() == std::string("exited with status 1"));
+}
+
 TEST_CASE("kiwi-agent --print-default-config prints config/kiwi-agent.toml, which checks clean") {
   auto r = run_agent_command({"--print-default-config"});
   CHECK(r.exit_code == 0);

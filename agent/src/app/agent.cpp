@@ -4,15 +4,19 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <iostream>
+#include <kiwi/json.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "app/agent_data.hpp"
 #include "app/service_notify.hpp"
@@ -23,6 +27,7 @@
 #include "http/http_server.hpp"
 #include "http/router.hpp"
 #include "output/output.hpp"
+#include "plugin/metric_check.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "store/store.hpp"
 
@@ -174,6 +179,128 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
   std::cerr << "kiwi-agent: --describe-plugin " << name << ": cannot load it:\n";
   for (auto& e : errors) std::cerr << "  " << e << "\n";
   return kExitConfig;
+}
+
+int list_plugins(const Config& cfg, StderrLogger& log) {
+  // Every kiwi-<kind>-<name>.so in plugin_dir, then in the built-in one (a name in plugin_dir
+  // is the one `plugin = "<name>"` loads), loaded to read its kind and description.
+  PluginLoader loader(cfg, log);
+  std::map<std::string, std::filesystem::path> seen;  // file name -> the directory it came from
+  int broken = 0;
+  std::vector<std::filesystem::path> dirs;
+  for (const std::string& dir : {cfg.agent.plugin_dir, cfg.agent.builtin_plugin_dir}) {
+    std::error_code ec;
+    auto path = std::filesystem::weakly_canonical(dir, ec);
+    if (ec) path = std::filesystem::path(dir).lexically_normal();
+    if (std::find(dirs.begin(), dirs.end(), path) == dirs.end()) dirs.push_back(path);
+  }
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    std::vector<std::filesystem::path> files;
+    for (auto& e : std::filesystem::directory_iterator(dir, ec)) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (auto& path : files) {
+      const std::string file = path.filename().string();
+      if (!file.starts_with("kiwi-") || !file.ends_with(".so")) continue;
+      if (auto [it, added] = seen.emplace(file, dir); !added) {
+        std::cout << "(" << path.string() << ": not used, " << it->second.string() << " has one)\n";
+        continue;
+      }
+      PluginEntry entry;
+      entry.plugin = path.string();
+      entry.plugin_pos = {"--list-plugins"};
+      try {
+        auto lib = loader.open(std::nullopt, entry);
+        std::printf("%-8s %-14s %s (%s)\n", std::string(to_string(lib->info->kind)).c_str(),
+                    std::string(lib->info->name).c_str(),
+                    std::string(lib->info->description).c_str(), path.string().c_str());
+      } catch (const PluginError& e) {
+        std::string what = e.what();
+        if (what.starts_with(entry.plugin_pos.str() + ": "))
+          what.erase(0, entry.plugin_pos.str().size() + 2);
+        std::cout << "broken   " << path.string() << ": " << what << "\n";
+        ++broken;
+      }
+    }
+  }
+  std::cout << std::flush;
+  return broken ? kExitConfig : kExitOk;
+}
+
+int sample_once(const Config& cfg, StderrLogger& log) {
+  std::vector<SensorSpec> specs;
+  std::unique_ptr<PluginLoader> loader;
+  try {
+    loader = std::make_unique<PluginLoader>(cfg, log);
+    specs = load_sensors(cfg, *loader);
+  } catch (const ConfigError& e) {
+    std::cerr << "kiwi-agent: " << e.what() << "\n";
+    return kExitConfig;
+  } catch (const PluginError& e) {
+    std::cerr << "kiwi-agent: " << e.what() << "\n";
+    return kExitConfig;
+  }
+  // Two rounds, collector.interval apart, so that counters have their rates; the second is
+  // printed. Each sensor's call runs on a thread of its own and is waited for until its timeout:
+  // one that does not return by then is reported so and left behind (the process exits after).
+  struct Sensor {
+    SensorSpec* spec;
+    ReportKeeper keeper;
+    RateDeriver rates;
+    bool hung = false;  // still in a call past its timeout: not called again
+  };
+  std::vector<Sensor> sensors;
+  for (auto& spec : specs) {
+    sensors.push_back({&spec, ReportKeeper(spec.name, spec.plugin), {}});
+    sensors.back().keeper.set_labels(spec.labels);
+  }
+  SeriesRegistry series(cfg.collector.max_series_per_sensor);
+  series.reserve(series.owner(kAgentReport), Telemetry::rows());
+  auto unix_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const std::int64_t started_ms = unix_ms();
+  bool left_behind = false;
+  for (int round = 0; round < 2; ++round) {
+    if (round) std::this_thread::sleep_for(cfg.collector.interval);
+    for (auto& s : sensors) {
+      if (s.hung) continue;
+      const Millis limit = s.spec->timeout.count() > 0
+                               ? s.spec->timeout
+                               : s.spec->every_ticks * cfg.collector.interval;
+      auto done = std::make_shared<std::promise<SampleCall>>();
+      auto result = done->get_future();
+      const auto started = std::chrono::steady_clock::now();
+      std::thread([done, &s, procfs = cfg.agent.procfs] {
+        done->set_value(call_sensor(*s.spec->instance.object, s.rates, procfs));
+      }).detach();
+      if (result.wait_for(limit) != std::future_status::ready) {
+        s.keeper.time_out(limit, unix_ms(), log);
+        s.hung = left_behind = true;
+        continue;
+      }
+      const double took =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      s.keeper.read(result.get(), took, unix_ms(), series, log);
+    }
+  }
+  CollectorSettings settings;
+  settings.host = host_name();
+  settings.interval = cfg.collector.interval;
+  settings.agent_version = KIWI_VERSION;
+  settings.started_at = static_cast<double>(started_ms) / 1000.0;
+  SnapshotAssembly assembly(1, unix_ms(), settings, nullptr, sensors.size());
+  std::vector<const MetricValue*> fresh;
+  bool failed = false;
+  for (auto& s : sensors) {
+    failed |= s.keeper.has_fresh() && s.keeper.fresh().state == SensorState::error;
+    assembly.add(s.keeper, fresh);
+  }
+  std::cout << render_snapshot_json(*assembly.finish()) << std::endl;
+  if (left_behind) std::_Exit(kExitRuntime);  // a sensor still in its call: not waited for
+  return failed ? kExitRuntime : kExitOk;
 }
 
 namespace {

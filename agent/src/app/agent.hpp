@@ -29,5 +29,12 @@ int run_agent(const Config& config, StderrLogger& log, const std::function<Confi
 int check_config(const Config& config, StderrLogger& log);
 // Prints a plugin's description and options (NAME is a sensor or handler name, or a path).
 int describe_plugin(const Config& config, const std::string& name, StderrLogger& log);
+// Prints every plugin in plugin_dir and the built-in one: kind, name, description, file. Exit 2
+// when one cannot be loaded (it is listed as broken, with why).
+int list_plugins(const Config& config, StderrLogger& log);
+// Samples every [[sensor]] twice, collector.interval apart (so counters have rates), as the
+// collector would, and prints the second reading as /api/current's JSON. Exit 1 when a sensor
+// failed or did not return within its timeout.
+int sample_once(const Config& config, StderrLogger& log);
 
 }  // namespace kiwi::agent

@@ -19,6 +19,8 @@ constexpr const char* kUsage =
     "       kiwi-agent --check-config FILE\n"
     "       kiwi-agent --print-default-config\n"
     "       kiwi-agent --describe-plugin NAME [--config FILE]\n"
+    "       kiwi-agent --list-plugins [--config FILE]\n"
+    "       kiwi-agent --once [--config FILE]\n"
     "       kiwi-agent --version | --help\n"
     "\n"
     "Without --config, runs on the built-in default configuration (--print-default-config).\n"
@@ -71,7 +73,7 @@ int main(int argc, char** argv) {
   install_fatal_signal_handler();  // a plugin that crashes the agent is named in the log
   StderrLogger log;
   std::string config_path, describe;
-  bool check = false;
+  bool check = false, list = false, once = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     // "--config=FILE" is "--config FILE".
@@ -100,6 +102,12 @@ int main(int argc, char** argv) {
       check = true;
     } else if (arg == "--describe-plugin") {
       describe = value();
+    } else if (arg == "--list-plugins") {
+      no_value();
+      list = true;
+    } else if (arg == "--once") {
+      no_value();
+      once = true;
     } else if (arg == "--print-default-config") {
       no_value();
       std::cout << default_config_text();
@@ -120,7 +128,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (!check && describe.empty()) apply_malloc_tunables(argv);
+  if (!check && !list && !once && describe.empty()) apply_malloc_tunables(argv);
 
   const std::string exe_dir = kiwi::agent::program_directory();
   // The configuration at start, and again on every SIGHUP (the same file, read anew).
@@ -136,5 +144,7 @@ int main(int argc, char** argv) {
   }
   if (check) return check_config(config, log);
   if (!describe.empty()) return describe_plugin(config, describe, log);
+  if (list) return list_plugins(config, log);
+  if (once) return sample_once(config, log);
   return run_agent(config, log, read_config);
 }
