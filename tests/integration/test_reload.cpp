@@ -602,3 +602,29 @@ TEST_CASE(
   CHECK_FALSE(current(c)["sensors"]["s"].HasMember("series_refused_total"));
   CHECK(agent.stop(SIGTERM) == 0);
 }
+
+TEST_CASE("kiwi-agent --reload signals the agent running on that config, found by its lock") {
+  Agent agent(slow_sensor("s"));
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return metric_of(current(c), "s", "slow_samples") >= 1; }));
+  agent.write_config(slow_sensor("s") + slow_sensor("t"));
+  const std::size_t before = agent.stderr_text().size();
+  auto r = run_agent_command({"--reload", "--config", agent.config_path().string()});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("sent SIGHUP to pid " + std::to_string(agent.pid())));
+  CHECK(eventually([&] {
+    return agent.stderr_text().substr(before).find("sensor t added") != std::string::npos;
+  }));
+  REQUIRE(eventually([&] { return metric_of(current(c), "t", "slow_samples") >= 1; }));
+  CHECK(agent.stop(SIGTERM) == 0);
+  // Nothing runs on it now: said, exit 1, and no signal to anyone.
+  r = run_agent_command({"--reload", "--config", agent.config_path().string()});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("no kiwi-agent is running on " + agent.config_path().string()));
+  // A config without a snapshot file has no lock to find the agent by.
+  TempDir tmp;
+  write_text(tmp.path / "k.toml", "[collector]\nsnapshot_path = \"\"\n");
+  r = run_agent_command({"--reload", "--config", (tmp.path / "k.toml").string()});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("sets no collector.snapshot_path"));
+}

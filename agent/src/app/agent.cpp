@@ -181,6 +181,33 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
   return kExitConfig;
 }
 
+int signal_reload(const Config& cfg) {
+  // The agent running on this configuration is the one holding its snapshot file's lock, which
+  // records its pid: no pid file of its own, and never an agent of another configuration.
+  const std::string& path = cfg.collector.snapshot_path;
+  if (path.empty()) {
+    std::cerr << "kiwi-agent: --reload: " << cfg.source
+              << " sets no collector.snapshot_path, whose lock file names the agent running on "
+                 "it; send SIGHUP to its pid yourself (systemctl reload kiwi-agent under "
+                 "systemd)\n";
+    return kExitRuntime;
+  }
+  const long pid = SnapshotFile::holder(path);
+  if (pid <= 0) {
+    std::cerr << "kiwi-agent: --reload: no kiwi-agent is running on " << cfg.source
+              << " (nothing holds the lock of its snapshot file " << path << ")\n";
+    return kExitRuntime;
+  }
+  if (::kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
+    std::cerr << "kiwi-agent: --reload: cannot signal pid " << pid << ": " << std::strerror(errno)
+              << "\n";
+    return kExitRuntime;
+  }
+  std::cout << "kiwi-agent: sent SIGHUP to pid " << pid << " (running on " << cfg.source
+            << "); its log says what was applied, /api/plugins its reload status\n";
+  return kExitOk;
+}
+
 int list_plugins(const Config& cfg, StderrLogger& log) {
   // Every kiwi-<kind>-<name>.so in plugin_dir, then in the built-in one (a name in plugin_dir
   // is the one `plugin = "<name>"` loads), loaded to read its kind and description.

@@ -29,6 +29,9 @@ int run_agent(const Config& config, StderrLogger& log, const std::function<Confi
 int check_config(const Config& config, StderrLogger& log);
 // Prints a plugin's description and options (NAME is a sensor or handler name, or a path).
 int describe_plugin(const Config& config, const std::string& name, StderrLogger& log);
+// Sends SIGHUP to the agent running on `config`: the pid its snapshot file's lock records. Exit 1
+// when there is none (or no snapshot_path to find it by).
+int signal_reload(const Config& config);
 // Prints every plugin in plugin_dir and the built-in one: kind, name, description, file. Exit 2
 // when one cannot be loaded (it is listed as broken, with why).
 int list_plugins(const Config& config, StderrLogger& log);

@@ -21,6 +21,7 @@ constexpr const char* kUsage =
     "       kiwi-agent --describe-plugin NAME [--config FILE]\n"
     "       kiwi-agent --list-plugins [--config FILE]\n"
     "       kiwi-agent --once [--config FILE]\n"
+    "       kiwi-agent --reload [--config FILE]\n"
     "       kiwi-agent --version | --help\n"
     "\n"
     "Without --config, runs on the built-in default configuration (--print-default-config).\n"
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
   install_fatal_signal_handler();  // a plugin that crashes the agent is named in the log
   StderrLogger log;
   std::string config_path, describe;
-  bool check = false, list = false, once = false;
+  bool check = false, list = false, once = false, reload = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     // "--config=FILE" is "--config FILE".
@@ -108,6 +109,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--once") {
       no_value();
       once = true;
+    } else if (arg == "--reload") {
+      no_value();
+      reload = true;
     } else if (arg == "--print-default-config") {
       no_value();
       std::cout << default_config_text();
@@ -128,7 +132,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (!check && !list && !once && describe.empty()) apply_malloc_tunables(argv);
+  if (!check && !list && !once && !reload && describe.empty()) apply_malloc_tunables(argv);
 
   const std::string exe_dir = kiwi::agent::program_directory();
   // The configuration at start, and again on every SIGHUP (the same file, read anew).
@@ -146,5 +150,6 @@ int main(int argc, char** argv) {
   if (!describe.empty()) return describe_plugin(config, describe, log);
   if (list) return list_plugins(config, log);
   if (once) return sample_once(config, log);
+  if (reload) return signal_reload(config);
   return run_agent(config, log, read_config);
 }

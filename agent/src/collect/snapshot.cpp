@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -12,6 +13,29 @@
 #include "base/files.hpp"
 
 namespace kiwi::agent {
+
+namespace {
+
+// The pid a lock file holds ("1234\n"), 0 if none.
+long pid_in(int fd) {
+  char text[32] = {};
+  (void)!::pread(fd, text, sizeof text - 1, 0);
+  char* end = nullptr;
+  const long pid = std::strtol(text, &end, 10);
+  return end != text && pid > 0 ? pid : 0;
+}
+
+}  // namespace
+
+long SnapshotFile::holder(const std::string& path) {
+  const int fd = ::open((path + ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  // Held by a running agent when it cannot be taken; taken, it is let go at once.
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  const long pid = held ? pid_in(fd) : 0;
+  ::close(fd);
+  return pid;
+}
 
 SnapshotFile::SnapshotFile(std::string path) : path_(std::move(path)) {
   auto dir = std::filesystem::path(path_).parent_path();
@@ -31,16 +55,13 @@ SnapshotFile::SnapshotFile(std::string path) : path_(std::move(path)) {
   }
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    char pid[32] = {};
-    (void)!::pread(lock_fd_, pid, sizeof pid - 1, 0);
+    const long pid = pid_in(lock_fd_);
     ::close(lock_fd_);
     lock_fd_ = -1;
-    std::string holder(pid);
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     if (err == EWOULDBLOCK)
       throw SnapshotFileInUse(
           "snapshot file " + path_ + " is in use by another kiwi-agent" +
-          (holder.empty() ? "" : " (pid " + holder + ")") +
+          (pid ? " (pid " + std::to_string(pid) + ")" : "") +
           "; give each agent its own [collector] snapshot_path and [agent] data_dir");
     throw std::runtime_error("snapshot file " + path_ + ": cannot lock " + lock + ": " +
                              std::strerror(err));

@@ -33,6 +33,10 @@ class SnapshotFile {
   SnapshotFile(const SnapshotFile&) = delete;
   SnapshotFile& operator=(const SnapshotFile&) = delete;
 
+  // The pid of the agent that holds the lock of the snapshot file `path` (the one it wrote into
+  // <path>.lock), or 0 when none does: the lock is free, or there is no lock file.
+  static long holder(const std::string& path);
+
   // write_file_atomically(path, content); throws std::system_error.
   void write(std::string_view content) const { write_file_atomically(path_, content); }
   const std::string& path() const { return path_; }
