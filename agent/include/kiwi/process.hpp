@@ -15,7 +15,10 @@
 //     >= 3 closed (the agent's sockets and database files are not the program's business).
 //   - One poll() loop feeds stdin, reads stdout and stderr, and watches the child's exit (a pidfd;
 //     without one, a 5 ms check).
-//   - At the deadline, or when stdout passes max_output, the group is killed (SIGKILL to -pgid).
+//   - A little before the deadline (term_grace, at most a tenth of the run's time) the group is
+//     asked to stop (SIGTERM to -pgid), so a program can clean up and say why; at the deadline, or
+//     when stdout passes max_output, the group is killed (SIGKILL to -pgid). A run still ends by
+//     its deadline.
 //   - When the child exits, the rest of its group is killed at once (a background grandchild must
 //     not outlive the call or keep the pipes open), then what is left in the pipes is read until
 //     EOF, or 20 ms without data, or 100 ms after the exit (a process that left the group still
@@ -57,6 +60,9 @@ struct Spec {
       1 << 20;  // stdout bytes; more: the group is killed, End::output_exceeded
   // Then the group is killed, End::timed_out. The default, max(), is no deadline.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // How long before the deadline the group gets SIGTERM (at most a tenth of the time from the
+  // start to the deadline); 0: SIGKILL at the deadline only.
+  std::chrono::milliseconds term_grace{200};
 };
 
 enum class End { exited, signaled, timed_out, output_exceeded, spawn_failed };
@@ -292,6 +298,11 @@ inline Result run(const Spec& spec) {
   StderrTail tail;
   bool exited = false;  // the child is a zombie (not reaped yet: its pid stays ours)
   bool killed = false;  // the group was killed
+  bool termed = false;  // the group was asked to stop (SIGTERM), its time nearly up
+  Clock::time_point term_at = Clock::time_point::max();
+  if (spec.deadline != Clock::time_point::max() && spec.term_grace.count() > 0)
+    term_at =
+        spec.deadline - std::min<Clock::duration>(spec.term_grace, (spec.deadline - started) / 10);
   Clock::time_point exit_seen;
   Clock::time_point last_data;
   char buf[65536];
@@ -346,7 +357,12 @@ inline Result run(const Spec& spec) {
       if (!exited) r.end = End::timed_out;
       break;
     }
-    Clock::time_point until = spec.deadline;
+    if (!exited && !termed && now >= term_at) {
+      ::kill(-pid, SIGTERM);  // its end, whenever it comes now, is the time-out's
+      termed = true;
+      r.end = End::timed_out;
+    }
+    Clock::time_point until = termed ? spec.deadline : std::min(spec.deadline, term_at);
     if (exited) {
       const auto drain_end = std::min(last_data + kDrainSilence, exit_seen + kDrainMax);
       if (now >= drain_end) break;

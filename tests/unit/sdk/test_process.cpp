@@ -106,13 +106,37 @@ TEST_CASE("process: a hang is killed at the deadline, its background child with 
   Result r = kiwi::process::run(sh("sleep 100 & echo $!; echo hanging >&2; sleep 100", 300ms));
   const auto took = std::chrono::steady_clock::now() - t0;
   CHECK(r.end == End::timed_out);
-  CHECK(took >= 300ms);
+  CHECK(took >= 270ms);  // SIGTERM a tenth of its time before the deadline ends the shell
   CHECK(took < 1500ms);
   CHECK(r.stderr_tail == "hanging");
   CHECK(kiwi::process::describe(r, 300ms) == "timed out after 300ms; stderr: hanging");
   REQUIRE(!r.output.empty());
   const pid_t grandchild = first_line_pid(r.output);
   CHECK(process_gone(grandchild));
+}
+
+TEST_CASE("process: near its deadline the program is asked to stop (SIGTERM), then killed") {
+  // It says why as it goes: the stderr of the time-out has it.
+  Result r = kiwi::process::run(
+      sh("trap 'echo stopping: closed the serial port >&2; exit 4' TERM; sleep 100 & wait", 500ms));
+  CHECK(r.end == End::timed_out);
+  CHECK(kiwi::process::describe(r, 500ms) ==
+        "timed out after 500ms; stderr: stopping: closed the serial port");
+  // One that ignores SIGTERM is killed at the deadline all the same.
+  const auto t0 = std::chrono::steady_clock::now();
+  r = kiwi::process::run(sh("trap '' TERM; echo $$; sleep 100 & wait; sleep 100", 300ms));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(r.end == End::timed_out);
+  CHECK(took >= 300ms);
+  CHECK(took < 1500ms);
+  REQUIRE(!r.output.empty());
+  CHECK(process_gone(first_line_pid(r.output)));
+  // term_grace 0: SIGKILL at the deadline only, so a TERM trap never runs.
+  auto spec = sh("trap 'echo stopping >&2; exit 4' TERM; sleep 100 & wait", 300ms);
+  spec.term_grace = 0ms;
+  r = kiwi::process::run(spec);
+  CHECK(r.end == End::timed_out);
+  CHECK(r.stderr_tail.empty());
 }
 
 TEST_CASE("process: when the program exits, a background child still holding stdout is killed") {
