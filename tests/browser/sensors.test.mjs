@@ -257,6 +257,17 @@ test('two instances of one plugin are two cards; a known plugin\'s second one is
 });
 
 test('a sensor in error says so with its message, styled as the other cards', async () => {
+  // The page is live, and says which sensor fails, as /api/health does (503 "failing").
+  const banner = await page.evaluate(() => {
+    const b = document.getElementById('banner');
+    return { hidden: b.hidden, kind: b.dataset.kind, text: b.textContent, state: document.body.dataset.state,
+      links: [...b.querySelectorAll('a')].map((a) => a.getAttribute('href')) };
+  });
+  assert.equal(banner.state, 'live');
+  assert.equal(banner.hidden, false);
+  assert.equal(banner.kind, 'failing');
+  assert.match(banner.text, /^FAILING Sensor broken: read \/sys\/bus\/i2c\/devices\/1-0048\/temp: Input\/output error\./);
+  assert.deepEqual(banner.links, ['#card-sensor-broken']);
   const broken = (await byInstance()).get('broken');
   assert.equal(broken.title, 'broken · throws');
   assert.equal(broken.status, 'error');

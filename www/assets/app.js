@@ -293,6 +293,8 @@
   }
 
   const ownCards = new Map(); // instance name -> the card made for it
+  // The id of the card that shows sensor instance `name` ("" when none does).
+  const cardId = (name) => ([...document.querySelectorAll('.grid .card')].find((c) => c.dataset.instance === name) || {}).id || '';
   function renderCards() {
     const { fixed, extra } = st.placed;
     const order = new Map(Object.keys(CARDS).map((p) => [p, [$(`card-${p}`)]]));
@@ -810,8 +812,17 @@
         d.stale === true ? 'the agent reports its data as stale. ' : 'the sample timestamp has stopped advancing. ',
         'The agent answers, but the collector is not producing new samples.');
     }
-    banner.hidden = state === 'live';
-    banner.dataset.kind = state;
+    // Live data with a sensor in error: /api/health answers 503 "failing" for it, so the page
+    // says which, and why, rather than a bare LIVE.
+    const failing = state === 'live' && d && d.sensors
+      ? Object.entries(d.sensors).filter(([, s]) => s && s.status === 'error') : [];
+    if (failing.length) {
+      banner.replaceChildren(strong('FAILING'), failing.length === 1 ? ' Sensor ' : ` ${failing.length} sensors: `,
+        ...failing.flatMap(([name, s], i) => [i ? '; ' : '', h('a', { href: `#${cardId(name)}` }, name), `: ${s.message || 'error'}`]),
+        '. The agent serves on; /api/health says failing until it recovers.');
+    }
+    banner.hidden = state === 'live' && !failing.length;
+    banner.dataset.kind = failing.length ? 'failing' : state;
     body.dataset.state = state;
     $('state').textContent = state;
     if (state !== st.state) $('announce').textContent = ANNOUNCE[state] || '';
