@@ -1,5 +1,5 @@
-// Helpers shared by the unit and integration tests: a scratch directory, facts read straight from a
-// SQLite file, and a really full filesystem (a tiny tmpfs).
+// Helpers shared by the unit and integration tests: a logger that keeps its lines, a scratch
+// directory, facts read straight from a SQLite file, and a really full filesystem (a tiny tmpfs).
 #pragma once
 
 #include <sqlite3.h>
@@ -11,11 +11,32 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <kiwi/plugin.hpp>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 namespace kiwi_test {
+
+// A logger that keeps every line it is given (from any thread), for a test of what was logged.
+struct LogLines final : kiwi::Logger {
+  void log(kiwi::LogLevel, std::string_view m) override {
+    std::lock_guard lock(mutex);
+    lines.emplace_back(m);
+  }
+  // How many lines hold `part`.
+  std::size_t count(std::string_view part) const {
+    std::lock_guard lock(mutex);
+    std::size_t n = 0;
+    for (auto& l : lines) n += l.find(part) != std::string::npos;
+    return n;
+  }
+  mutable std::mutex mutex;
+  std::vector<std::string> lines;
+};
 
 // Whether process `pid` has ended, waiting up to `wait` for it: /proc has no entry for it, or it is
 // a zombie (dead, waiting for whoever inherited it to reap it; in a container that may be nobody).

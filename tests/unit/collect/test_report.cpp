@@ -5,20 +5,14 @@
 
 #include "collect/report.hpp"
 #include "plugin/metric_check.hpp"
+#include "test_support.hpp"
 
 using namespace kiwi::agent;
 using namespace std::chrono_literals;
 
 namespace {
 
-struct Lines final : kiwi::Logger {
-  std::vector<std::string> lines;
-  void log(kiwi::LogLevel, std::string_view m) override { lines.emplace_back(m); }
-  std::size_t count(const std::string& part) const {
-    return static_cast<std::size_t>(std::count_if(
-        lines.begin(), lines.end(), [&](auto& l) { return l.find(part) != std::string::npos; }));
-  }
-};
+using Lines = kiwi_test::LogLines;
 
 // A reading of the gauges `names`, each with value `value`, checked as a sensor's is.
 SampleCall reading(const std::vector<std::string>& names, double value) {

@@ -6,20 +6,14 @@
 #include "collect/report.hpp"
 #include "collect/series_registry.hpp"
 #include "plugin/metric_check.hpp"
+#include "test_support.hpp"
 
 using namespace kiwi::agent;
 using kiwi::MetricKind;
 
 namespace {
 
-struct Lines final : kiwi::Logger {
-  std::vector<std::string> lines;
-  void log(kiwi::LogLevel, std::string_view m) override { lines.emplace_back(m); }
-  std::size_t count(const std::string& part) const {
-    return static_cast<std::size_t>(std::count_if(
-        lines.begin(), lines.end(), [&](auto& l) { return l.find(part) != std::string::npos; }));
-  }
-};
+using Lines = kiwi_test::LogLines;
 
 kiwi::MetricValue metric(std::string name, std::vector<std::pair<std::string, std::string>> labels,
                          MetricKind kind = MetricKind::gauge) {

@@ -11,10 +11,7 @@ using namespace kiwi::agent;
 using namespace std::chrono_literals;
 
 namespace {
-struct Lines final : kiwi::Logger {
-  std::vector<std::string> lines;
-  void log(kiwi::LogLevel, std::string_view m) override { lines.emplace_back(m); }
-};
+using Lines = kiwi_test::LogLines;
 }  // namespace
 
 TEST_CASE("store cadence: a commit every commit_interval of stamps, and one at stop") {
