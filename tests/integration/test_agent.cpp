@@ -273,6 +273,37 @@ TEST_CASE("kiwi-agent refuses to start on a bad plugin, with exit 2") {
   }
 }
 
+TEST_CASE("kiwi-agent --print-config prints the merged configuration, which loads as the same") {
+  TempDir tmp;
+  fs::create_directories(tmp.path / "conf.d");
+  auto file = (tmp.path / "kiwi.toml").string();
+  write_text(
+      file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR
+            "\"\ninclude = [\"conf.d/*.toml\"]\n[collector]\ninterval = \"2s\"\n"
+            "[[sensor]]\nplugin = \"exec\"\nname = \"ups\"\nlabels = { room = \"lab \\\"1\\\"\" }\n"
+            "[sensor.options]\ncommand = [\"/bin/echo\", \"ups_load 1\"]\n");
+  write_text(tmp.path / "conf.d/mem.toml", "[[sensor]]\nplugin = \"memory\"\nname = \"mem2\"\n");
+  auto r = run_agent_command({"--print-config", "--config", file});
+  CHECK(r.exit_code == 0);
+  // Defaults included, the drop-in's entry merged, include emptied (its entries are here).
+  CHECK_THAT(r.out, Catch::Contains("\n[collector]\ninterval = \"2s\"\nretention = \"1d\"\n"));
+  CHECK_THAT(r.out, Catch::Contains("\nbind = \"127.0.0.1:8095\"\n"));
+  CHECK_THAT(r.out, Catch::Contains("\ninclude = []\n"));
+  CHECK_THAT(r.out, Catch::Contains("[[sensor]]\nplugin = \"memory\"\nname = \"mem2\"\n"));
+  CHECK_THAT(r.out, Catch::Contains("labels = { \"room\" = \"lab \\\"1\\\"\" }\n"));
+  CHECK_THAT(r.out, Catch::Contains("options = { command = [ '/bin/echo', 'ups_load 1' ] }"));
+  // Loaded again: the same configuration, and it checks clean.
+  write_text(tmp.path / "printed.toml", r.out);
+  auto again =
+      run_agent_command({"--print-config", "--config", (tmp.path / "printed.toml").string()});
+  CHECK(again.exit_code == 0);
+  auto body = [](const std::string& s) { return s.substr(s.find("\n[agent]")); };
+  CHECK(body(again.out) == body(r.out));
+  auto check = run_agent_command({"--check-config", (tmp.path / "printed.toml").string()});
+  CHECK(check.exit_code == 0);
+  CHECK_THAT(check.out, Catch::Contains("ok (2 sensors, 7 routes"));
+}
+
 TEST_CASE("kiwi-agent --list-plugins lists every plugin with its kind, and names a broken one") {
   TempDir tmp;
   auto file = (tmp.path / "kiwi.toml").string();

@@ -9,6 +9,7 @@
 
 #include "app/agent.hpp"
 #include "base/fatal_signal.hpp"
+#include "config/schema.hpp"
 #include "http/http_server.hpp"
 #include "plugin/plugin_loader.hpp"
 
@@ -18,6 +19,7 @@ constexpr const char* kUsage =
     "usage: kiwi-agent [--config FILE]\n"
     "       kiwi-agent --check-config FILE\n"
     "       kiwi-agent --print-default-config\n"
+    "       kiwi-agent --print-config [--config FILE]\n"
     "       kiwi-agent --describe-plugin NAME [--config FILE]\n"
     "       kiwi-agent --list-plugins [--config FILE]\n"
     "       kiwi-agent --once [--config FILE]\n"
@@ -74,7 +76,7 @@ int main(int argc, char** argv) {
   install_fatal_signal_handler();  // a plugin that crashes the agent is named in the log
   StderrLogger log;
   std::string config_path, describe;
-  bool check = false, list = false, once = false, reload = false;
+  bool check = false, list = false, once = false, reload = false, print = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     // "--config=FILE" is "--config FILE".
@@ -112,6 +114,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--reload") {
       no_value();
       reload = true;
+    } else if (arg == "--print-config") {
+      no_value();
+      print = true;
     } else if (arg == "--print-default-config") {
       no_value();
       std::cout << default_config_text();
@@ -132,7 +137,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (!check && !list && !once && !reload && describe.empty()) apply_malloc_tunables(argv);
+  if (!check && !list && !once && !reload && !print && describe.empty())
+    apply_malloc_tunables(argv);
 
   const std::string exe_dir = kiwi::agent::program_directory();
   // The configuration at start, and again on every SIGHUP (the same file, read anew).
@@ -151,5 +157,9 @@ int main(int argc, char** argv) {
   if (list) return list_plugins(config, log);
   if (once) return sample_once(config, log);
   if (reload) return signal_reload(config);
+  if (print) {
+    std::cout << render_toml(config);
+    return kExitOk;
+  }
   return run_agent(config, log, read_config);
 }

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <kiwi/json.hpp>
 #include <kiwi/prometheus.hpp>
 #include <sstream>
 
@@ -10,6 +12,7 @@
 #include "base/log.hpp"
 #include "config/option_reader.hpp"
 #include "config/options.hpp"
+#include "config/toml_table.hpp"
 
 namespace kiwi::agent {
 
@@ -99,6 +102,48 @@ std::string text_of(const HostOption&, const BindAddress& b) {
   return b.str();
 }
 
+std::string toml_string(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);  // a JSON string is a TOML basic string
+  return out;
+}
+std::string toml_of(const HostOption&, const Millis& d) {
+  return toml_string(format_duration(d));
+}
+std::string toml_of(const HostOption&, const std::optional<Millis>& d) {
+  return d ? toml_string(format_duration(*d)) : "";
+}
+std::string toml_of(const HostOption& row, const int& n) {
+  return n == 0 && !row.spec.choices.empty() ? toml_string(option_choices(row.spec).front())
+                                             : std::to_string(n);
+}
+std::string toml_of(const HostOption&, const std::int64_t& n) {
+  return std::to_string(n);
+}
+std::string toml_of(const HostOption&, const std::size_t& n) {
+  return std::to_string(n);
+}
+std::string toml_of(const HostOption&, const std::string& s) {
+  return toml_string(s);
+}
+std::string toml_of(const HostOption&, const std::vector<std::string>& list) {
+  std::string out = "[";
+  for (auto& s : list) out += (out.size() > 1 ? ", " : "") + toml_string(s);
+  return out + "]";
+}
+std::string toml_of(const HostOption&, const std::map<std::string, std::string>& table) {
+  std::string out = "{";
+  for (auto& [key, value] : table)
+    out += (out.size() > 1 ? ", " : " ") + toml_string(key) + " = " + toml_string(value);
+  return out + (table.empty() ? "}" : " }");
+}
+std::string toml_of(const HostOption&, const LogLevel& level) {
+  return toml_string(to_string(level));
+}
+std::string toml_of(const HostOption&, const BindAddress& b) {
+  return toml_string(b.str());
+}
+
 template <auto First, auto... Rest>
 constexpr HostField host_field() {
   using Root = decltype(owner_of(First));
@@ -112,6 +157,9 @@ constexpr HostField host_field() {
       },
       [](const HostOption& row, const void* root) {
         return text_of(row, member<First, Rest...>(*static_cast<const Root*>(root)));
+      },
+      [](const HostOption& row, const void* root) {
+        return toml_of(row, member<First, Rest...>(*static_cast<const Root*>(root)));
       },
   };
 }
@@ -522,6 +570,50 @@ void check_reloadable(const Config& running, const Config& next) {
                             (defaulted ? "the default " : "") + "\"" + row.field.text(row, &next) +
                             "\"; that takes a restart (the running configuration stays)");
     }
+}
+
+std::string render_toml(const Config& cfg) {
+  std::ostringstream out;
+  out << "# The configuration kiwi-agent runs on, from " << cfg.source
+      << ": every setting, defaults\n# included, and the entries of the files it includes.\n";
+  for (auto& section : kSections) {
+    out << "\n[" << section.name << "]\n";
+    for (auto& row : section.rows) {
+      // Its entries are below already: the file loaded again includes nothing more.
+      if (section.name == "agent" && row.spec.key == "include") {
+        out << "include = []\n";
+        continue;
+      }
+      if (auto value = row.field.toml(row, &cfg); !value.empty())
+        out << row.spec.key << " = " << value << "\n";
+    }
+  }
+  const std::pair<const std::vector<PluginEntry>*, std::string_view> lists[] = {
+      {&cfg.sensors, "sensor"}, {&cfg.routes, "route"}, {&cfg.outputs, "remote_write"}};
+  for (auto& [entries, kind] : lists) {
+    const HostEntry& entry = host_entry(kind);
+    for (const PluginEntry& e : *entries) {
+      out << "\n[[" << kind << "]]\n";
+      for (auto& row : entry.rows) {
+        if (row.plugin_options) {
+          if (!e.options || toml_table(*e.options).empty()) continue;
+          // Inline, tables in it too, so that it stays the entry's whatever follows.
+          toml::table options = toml_table(*e.options);
+          std::function<void(toml::table&)> inline_all = [&](toml::table& t) {
+            t.is_inline(true);
+            for (auto&& [key, node] : t)
+              if (auto* sub = node.as_table()) inline_all(*sub);
+          };
+          inline_all(options);
+          out << "options = " << options << "\n";
+          continue;
+        }
+        if (auto value = row.field.toml(row, &e); !value.empty())
+          out << row.spec.key << " = " << value << "\n";
+      }
+    }
+  }
+  return out.str();
 }
 
 }  // namespace kiwi::agent

@@ -31,6 +31,9 @@ struct HostField {
   // "127.0.0.1:8095", "[a, b]", a string as it is ("" for the empty string), an integer row's
   // first choice for 0 ("auto").
   std::string (*text)(const HostOption& row, const void* root);
+  // The value as a TOML literal ("\"1s\"", "[\"lo\"]", 256), "" when it has none (an optional
+  // setting not set), for --print-config.
+  std::string (*toml)(const HostOption& row, const void* root);
 };
 
 // A check beyond the type: why `value` is refused, or nullopt. For a string row the value; for a
@@ -103,5 +106,10 @@ const PluginEntry& entry_defaults(std::string_view kind);
 // "collector.interval 1s -> 2s", or a table's note ("http.auth changed (...)"). Keys only a
 // restart changes are not in it (check_reloadable() refuses them first).
 std::vector<std::string> setting_changes(const Config& was, const Config& now);
+
+// The whole configuration as one TOML file (kiwi-agent --print-config): every setting of every
+// section with its value (defaults included), then every entry with its keys and options, the
+// included files' entries among them. Loaded again, it is the same configuration.
+std::string render_toml(const Config& cfg);
 
 }  // namespace kiwi::agent
