@@ -38,17 +38,24 @@ install(FILES ${CMAKE_BINARY_DIR}/sdk/KiwiAgentConfig.cmake
 # Only what compiling against the headers needs. -fPIC -shared and -fvisibility=hidden are how a
 # plugin is built, not how the headers are used: they go on the plugin's own command line (Debian's
 # lintian rejects code-generation flags in a .pc file: pkg-config-bad-directive).
+# kiwi-agent.pc for C++ plugins; kiwi-agent-c.pc for C ones, without -std=c++20 (which a C
+# compiler warns about).
 set(KIWI_PC_CFLAGS "-std=c++20")
+set(KIWI_PC_C_CFLAGS "")
 if(CMAKE_SIZEOF_VOID_P EQUAL 4)
   string(APPEND KIWI_PC_CFLAGS " -D_FILE_OFFSET_BITS=64")
+  string(APPEND KIWI_PC_C_CFLAGS "-D_FILE_OFFSET_BITS=64")
 endif()
 # Its prefix is the one `cmake --install --prefix` is given, so it is written when installing.
 install(CODE "
   set(PROJECT_VERSION \"${PROJECT_VERSION}\")
   set(KIWI_ABI_VERSION \"${KIWI_ABI_VERSION}\")
   set(KIWI_PC_CFLAGS \"${KIWI_PC_CFLAGS}\")
+  set(KIWI_PC_C_CFLAGS \"${KIWI_PC_C_CFLAGS}\")
   set(CMAKE_INSTALL_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
   set(CMAKE_INSTALL_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
-  configure_file(\"${CMAKE_SOURCE_DIR}/cmake/kiwi-agent.pc.in\" \"${CMAKE_BINARY_DIR}/sdk/kiwi-agent.pc\" @ONLY)
-  file(INSTALL \"${CMAKE_BINARY_DIR}/sdk/kiwi-agent.pc\"
-       DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig\")")
+  foreach(pc kiwi-agent kiwi-agent-c)
+    configure_file(\"${CMAKE_SOURCE_DIR}/cmake/\${pc}.pc.in\" \"${CMAKE_BINARY_DIR}/sdk/\${pc}.pc\" @ONLY)
+    file(INSTALL \"${CMAKE_BINARY_DIR}/sdk/\${pc}.pc\"
+         DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig\")
+  endforeach()")

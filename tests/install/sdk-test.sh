@@ -76,6 +76,15 @@ mkdir -p "$tmp/pc"
 # shellcheck disable=SC2086  # the flags are words
 run pkg-config-build g++ $cflags -fPIC -fvisibility=hidden -O2 -shared -Werror "$tmp/src-uptime-sensor/uptime.cpp" -o "$pc_so"
 echo "ok: the sensor example also builds with clang++ and with pkg-config --cflags ($cflags)"
+# The C example with kiwi-agent-c.pc's flags, warnings as errors: nothing in them is C++'s.
+c_cflags=$(pkg-config --cflags kiwi-agent-c) || fail "pkg-config --cflags kiwi-agent-c"
+[[ $c_cflags != *std=c++* ]] || fail "kiwi-agent-c.pc gives C++ flags: $c_cflags"
+pc_c_so=$tmp/pc/kiwi-sensor-files.so
+# shellcheck disable=SC2086  # the flags are words
+run pkg-config-c-build cc $c_cflags -fPIC -fvisibility=hidden -O2 -shared -Werror \
+  "$tmp/src-files-sensor-c/files.c" -o "$pc_c_so"
+out=$("$prefix/bin/kiwi-agent" --describe-plugin "$pc_c_so" 2>&1) || fail "--describe-plugin $pc_c_so: $out"
+echo "ok: the C example builds with cc and pkg-config --cflags kiwi-agent-c ($c_cflags), and loads"
 
 agent=$prefix/bin/kiwi-agent
 for p in uptime status "$clang_so" "$pc_so"; do
