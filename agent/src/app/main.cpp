@@ -1,11 +1,14 @@
 // kiwi-agent command line. See README.md "Running" for what each option does.
 #include <unistd.h>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "app/agent.hpp"
 #include "base/fatal_signal.hpp"
@@ -76,7 +79,16 @@ int main(int argc, char** argv) {
   install_fatal_signal_handler();  // a plugin that crashes the agent is named in the log
   StderrLogger log;
   std::string config_path, describe;
-  bool check = false, list = false, once = false, reload = false, print = false;
+  // What to do with the configuration; one command a run (the last one given counts).
+  enum class Command { run, check, describe, list, once, reload, print };
+  Command command = Command::run;
+  // The commands given as a switch alone, each with what it does.
+  static constexpr std::pair<std::string_view, Command> kSwitches[] = {
+      {"--list-plugins", Command::list},
+      {"--once", Command::once},
+      {"--reload", Command::reload},
+      {"--print-config", Command::print},
+  };
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     // "--config=FILE" is "--config FILE".
@@ -98,25 +110,19 @@ int main(int argc, char** argv) {
       std::cerr << "kiwi-agent: " << arg << " takes no value\n" << kUsage;
       std::exit(kExitConfig);
     };
-    if (arg == "--config") {
+    const auto* sw = std::find_if(std::begin(kSwitches), std::end(kSwitches),
+                                  [&](auto& s) { return s.first == arg; });
+    if (sw != std::end(kSwitches)) {
+      no_value();
+      command = sw->second;
+    } else if (arg == "--config") {
       config_path = value();
     } else if (arg == "--check-config") {
       config_path = value();
-      check = true;
+      command = Command::check;
     } else if (arg == "--describe-plugin") {
       describe = value();
-    } else if (arg == "--list-plugins") {
-      no_value();
-      list = true;
-    } else if (arg == "--once") {
-      no_value();
-      once = true;
-    } else if (arg == "--reload") {
-      no_value();
-      reload = true;
-    } else if (arg == "--print-config") {
-      no_value();
-      print = true;
+      command = Command::describe;
     } else if (arg == "--print-default-config") {
       no_value();
       std::cout << default_config_text();
@@ -137,8 +143,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (!check && !list && !once && !reload && !print && describe.empty())
-    apply_malloc_tunables(argv);
+  if (command == Command::run) apply_malloc_tunables(argv);
 
   const std::string exe_dir = kiwi::agent::program_directory();
   // The configuration at start, and again on every SIGHUP (the same file, read anew).
@@ -152,14 +157,22 @@ int main(int argc, char** argv) {
     std::cerr << "kiwi-agent: " << e.what() << "\n";
     return kExitConfig;
   }
-  if (check) return check_config(config, log);
-  if (!describe.empty()) return describe_plugin(config, describe, log);
-  if (list) return list_plugins(config, log);
-  if (once) return sample_once(config, log);
-  if (reload) return signal_reload(config);
-  if (print) {
-    std::cout << render_toml(config);
-    return kExitOk;
+  switch (command) {
+    case Command::check:
+      return check_config(config, log);
+    case Command::describe:
+      return describe_plugin(config, describe, log);
+    case Command::list:
+      return list_plugins(config, log);
+    case Command::once:
+      return sample_once(config, log);
+    case Command::reload:
+      return signal_reload(config);
+    case Command::print:
+      std::cout << render_toml(config);
+      return kExitOk;
+    case Command::run:
+      break;
   }
   return run_agent(config, log, read_config);
 }
