@@ -72,10 +72,14 @@ constexpr bool is_sensor_label_name(std::string_view name) {
 // "kiwi_" + its name, and "_total" after a counter's name that lacks it. One namespace for every
 // report: the agent keeps one series per exposed name and labels (docs/plugins.md, "Series
 // identity").
+// Whether that name gets "_total" after it.
+constexpr bool exposed_with_total(std::string_view name, bool counter) {
+  return counter && !name.ends_with("_total");
+}
 inline void append_exposed_name(std::string& out, std::string_view name, bool counter) {
   out += "kiwi_";
   out += name;
-  if (counter && !name.ends_with("_total")) out += "_total";
+  if (exposed_with_total(name, counter)) out += "_total";
 }
 
 // ---- Escaping ----------------------------------------------------------------------------------

@@ -7,24 +7,27 @@ namespace kiwi::agent {
 
 namespace {
 
-// FNV-1a, with a separator after each part that no UTF-8 text holds. A collision (2^-64 per
-// pair) would refuse a series wrongly or let one through; no allocation per metric per tick.
+// FNV-1a. A collision (2^-64 per pair) would refuse a series wrongly or let one through; no
+// allocation per metric per tick.
 struct Fnv {
   std::uint64_t h = 1469598103934665603ull;
-  Fnv& add(std::string_view s) {
+  Fnv& bytes(std::string_view s) {
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return *this;
+  }
+  // `s` and a separator no UTF-8 text holds, so that "ab","c" and "a","bc" differ.
+  Fnv& add(std::string_view s) {
+    bytes(s);
     h = (h ^ 0xff) * 1099511628211ull;
     return *this;
   }
 };
 
-// The exposed family's hash: the name, and "_total" for a counter that lacks it (the prefix is
-// the same for all).
+// The exposed family's hash: the name as /metrics shows it (the prefix is the same for all).
 std::uint64_t family_hash(std::string_view name, MetricKind kind) {
   Fnv f;
-  for (unsigned char c : name) f.h = (f.h ^ c) * 1099511628211ull;
-  if (kind == MetricKind::counter && !name.ends_with("_total"))
-    for (unsigned char c : std::string_view("_total")) f.h = (f.h ^ c) * 1099511628211ull;
+  f.bytes(name);
+  if (prometheus::exposed_with_total(name, kind == MetricKind::counter)) f.bytes("_total");
   return f.h;
 }
 
