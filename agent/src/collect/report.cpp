@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "store/catalog.hpp"
+
 namespace kiwi::agent {
 
 namespace {
@@ -17,11 +19,12 @@ void add_labels(MetricValue& m, const ReportKeeper::Labels& labels) {
   }
 }
 
+// The series as /api/history names it: `name` or `name{k="v",...}` (store/catalog.hpp).
 std::string series_text(const MetricValue& m) {
   std::string out = m.name;
   if (m.labels.empty()) return out;
   out += '{';
-  for (auto& [k, v] : m.labels) out += (out.back() == '{' ? "" : ",") + k + "=\"" + v + '"';
+  append_canonical_labels(out, m.labels);
   return out + '}';
 }
 
