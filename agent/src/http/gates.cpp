@@ -62,25 +62,28 @@ bool conflicting_content_length(const GateInput& in, Response& out) {
   return false;
 }
 
-[[gnu::cold, gnu::noinline]] bool refuse_encoded_nul(Response& out) {
-  out = Response::error(400, "request path contains an encoded NUL byte (%00)");
+[[gnu::cold, gnu::noinline]] bool refuse_bad_request(Response& out, const char* message) {
+  out = Response::error(400, message);
   return true;
+}
+
+// Whether the raw (undecoded) path has `byte` percent-encoded ("%2F" or "%2f" for '/').
+bool has_encoded(std::string_view raw, unsigned char byte) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (std::size_t i = raw.find('%'); i != std::string_view::npos; i = raw.find('%', i + 1))
+    if (i + 2 < raw.size() &&
+        std::toupper(static_cast<unsigned char>(raw[i + 1])) == kHex[byte >> 4] &&
+        std::toupper(static_cast<unsigned char>(raw[i + 2])) == kHex[byte & 15])
+      return true;
+  return false;
 }
 
 // "%00" in the raw (undecoded) path. MHD decodes it into the path, which ends there for everyone
 // reading it as a C string: "/cgi/a%00.txt" would be served as "/cgi/a". In the query it is only
 // data.
 bool encoded_nul(const GateInput& in, Response& out) {
-  const std::string_view raw = in.raw_path;
-  for (std::size_t i = raw.find('%'); i != std::string_view::npos; i = raw.find('%', i + 1))
-    if (i + 2 < raw.size() && raw[i + 1] == '0' && raw[i + 2] == '0')
-      return refuse_encoded_nul(out);
-  return false;
-}
-
-[[gnu::cold, gnu::noinline]] bool refuse_path(Response& out, const char* why) {
-  out = Response::error(400, std::string("request path ") + why);
-  return true;
+  return has_encoded(in.raw_path, 0) &&
+         refuse_bad_request(out, "request path contains an encoded NUL byte (%00)");
 }
 
 // A '.' or '..' segment in the decoded path, or an encoded '/' (%2F) in the raw one. Browsers and
@@ -93,19 +96,12 @@ bool path_segments(const GateInput& in, Response& out) {
   for (std::size_t at = 0; at < path.size();) {
     const std::size_t end = std::min(path.find('/', at + 1), path.size());
     const std::string_view segment = path.substr(at + 1, end - at - 1);
-    if (segment == "." || segment == "..") return refuse_path(out, "has a '.' or '..' segment");
+    if (segment == "." || segment == "..")
+      return refuse_bad_request(out, "request path has a '.' or '..' segment");
     at = end;
   }
-  const std::string_view raw = in.raw_path;
-  for (std::size_t i = raw.find('%'); i != std::string_view::npos; i = raw.find('%', i + 1))
-    if (i + 2 < raw.size() && raw[i + 1] == '2' && (raw[i + 2] == 'f' || raw[i + 2] == 'F'))
-      return refuse_path(out, "contains an encoded '/' (%2F)");
-  return false;
-}
-
-[[gnu::cold, gnu::noinline]] bool refuse_host(Response& out, const char* why) {
-  out = Response::error(400, why);
-  return true;
+  return has_encoded(in.raw_path, '/') &&
+         refuse_bad_request(out, "request path contains an encoded '/' (%2F)");
 }
 
 // RFC 9110 section 7.2 and RFC 3986 section 3.2.2: Host = uri-host [ ":" port ], the host an
@@ -139,11 +135,12 @@ bool bad_host(const GateInput& in, Response& out) {
   const std::string_view* host = nullptr;
   for (const auto& h : in.request.headers) {
     if (h.name.size() != 4 || strncasecmp(h.name.data(), "Host", 4) != 0) continue;
-    if (host) return refuse_host(out, "more than one Host header");
+    if (host) return refuse_bad_request(out, "more than one Host header");
     host = &h.value;
   }
   return host && !valid_host(*host) &&
-         refuse_host(out, "the Host header is not a host name or address with an optional port");
+         refuse_bad_request(out,
+                            "the Host header is not a host name or address with an optional port");
 }
 
 bool body_too_large(const GateInput& in, Response& out) {
