@@ -21,6 +21,7 @@
 #include "app/agent_data.hpp"
 #include "app/service_notify.hpp"
 #include "app/telemetry.hpp"
+#include "base/clock.hpp"
 #include "base/files.hpp"
 #include "collect/collector.hpp"
 #include "config/schema.hpp"
@@ -134,6 +135,19 @@ void block_signals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+namespace {
+
+// A loader's error without the place it names first ("--describe-plugin: "): a plugin named on
+// the command line has no file and line to point at.
+std::string without_place(const PluginError& e, const SourcePos& place) {
+  std::string what = e.what();
+  if (const std::string lead = place.str() + ": "; what.starts_with(lead))
+    what.erase(0, lead.size());
+  return what;
+}
+
+}  // namespace
+
 int check_config(const Config& cfg, StderrLogger& log) {
   for (auto& w : cfg.warnings) log.warn(w);
   try {
@@ -170,10 +184,7 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
       std::cout << describe_plugin(*loader.open(kind, entry));
       return kExitOk;
     } catch (const PluginError& e) {
-      std::string what = e.what();  // without the "--describe-plugin:0:0: " place
-      if (what.starts_with(entry.plugin_pos.str() + ": "))
-        what.erase(0, entry.plugin_pos.str().size() + 2);
-      errors.push_back(what);
+      errors.push_back(without_place(e, entry.plugin_pos));
     }
   }
   std::cerr << "kiwi-agent: --describe-plugin " << name << ": cannot load it:\n";
@@ -242,10 +253,8 @@ int list_plugins(const Config& cfg, StderrLogger& log) {
                     std::string(lib->info->name).c_str(),
                     std::string(lib->info->description).c_str(), path.string().c_str());
       } catch (const PluginError& e) {
-        std::string what = e.what();
-        if (what.starts_with(entry.plugin_pos.str() + ": "))
-          what.erase(0, entry.plugin_pos.str().size() + 2);
-        std::cout << "broken   " << path.string() << ": " << what << "\n";
+        std::cout << "broken   " << path.string() << ": " << without_place(e, entry.plugin_pos)
+                  << "\n";
         ++broken;
       }
     }
@@ -283,20 +292,15 @@ int sample_once(const Config& cfg, StderrLogger& log) {
   }
   SeriesRegistry series(cfg.collector.max_series_per_sensor);
   series.reserve(series.owner(kAgentReport), Telemetry::rows());
-  auto unix_ms = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
+  auto unix_ms = [] { return real_clock().wall_ms(); };
   const std::int64_t started_ms = unix_ms();
   bool left_behind = false;
   for (int round = 0; round < 2; ++round) {
     if (round) std::this_thread::sleep_for(cfg.collector.interval);
     for (auto& s : sensors) {
       if (s.hung) continue;
-      const Millis limit = s.spec->timeout.count() > 0
-                               ? s.spec->timeout
-                               : s.spec->every_ticks * cfg.collector.interval;
+      const Millis limit =
+          sensor_timeout(s.spec->timeout, s.spec->every_ticks, cfg.collector.interval);
       auto done = std::make_shared<std::promise<SampleCall>>();
       auto result = done->get_future();
       const auto started = std::chrono::steady_clock::now();

@@ -37,7 +37,7 @@ struct Collector::ScheduledSensor {
   std::optional<CallOutcome> got;  // taken from the job, not yet looked at
 
   Millis timeout_of(Millis interval) const {
-    return timeout.count() > 0 ? timeout : every_ticks * interval;
+    return sensor_timeout(timeout, every_ticks, interval);
   }
 };
 

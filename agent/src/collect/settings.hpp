@@ -27,6 +27,11 @@ struct SensorSpec {
   PluginInstance<Sensor> instance;
 };
 
+// How long one sample() call of a sensor may take: its own `timeout`, else (0) its interval.
+inline Millis sensor_timeout(Millis timeout, std::int64_t every_ticks, Millis interval) {
+  return timeout.count() > 0 ? timeout : every_ticks * interval;
+}
+
 // The configured values default to the host schema's rows (config/schema.hpp), the one place of
 // each default.
 struct CollectorSettings {
