@@ -32,12 +32,10 @@ kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
     add_note(std::string("no utilisation: ") + e.what());
   }
 
-  Reading now;
-  now.uptime_ms = uptime_ms.value_or(0);
-  now.clocked = uptime_ms.has_value();
-  const bool clocked = uptime_ms && previous_ && previous_->clocked;
+  Reading now{uptime_ms, {}};
+  const bool clocked = uptime_ms && previous_ && previous_->uptime_ms;
   const double elapsed =
-      clocked ? static_cast<double>(*uptime_ms - previous_->uptime_ms) / 1000.0 : 0.0;
+      clocked ? static_cast<double>(*uptime_ms - *previous_->uptime_ms) / 1000.0 : 0.0;
   bool any = false;
   std::erase_if(speed_, [&](const auto& f) {
     return std::none_of(all.begin(), all.end(), [&](const auto& i) { return i.name == f.first; });

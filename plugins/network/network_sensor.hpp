@@ -65,8 +65,7 @@ class NetworkSensor final : public kiwi::Sensor {
   // What utilisation needs of the previous sample: the byte counters of the interfaces with a
   // known link speed. (The agent derives the rates themselves from the counters.)
   struct Reading {
-    std::int64_t uptime_ms = 0;
-    bool clocked = false;                                                 // uptime_ms was read
+    std::optional<std::int64_t> uptime_ms;  // nullopt: <procfs>/uptime could not be read
     std::map<std::string, std::pair<double, double>, std::less<>> bytes;  // receive, transmit
   };
 
