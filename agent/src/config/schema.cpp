@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <kiwi/json.hpp>
 #include <kiwi/prometheus.hpp>
 #include <sstream>
@@ -572,6 +571,17 @@ void check_reloadable(const Config& running, const Config& next) {
     }
 }
 
+namespace {
+
+// `t` and every table in it written inline ({ ... }).
+void make_inline(toml::table& t) {
+  t.is_inline(true);
+  for (auto&& [key, node] : t)
+    if (auto* sub = node.as_table()) make_inline(*sub);
+}
+
+}  // namespace
+
 std::string render_toml(const Config& cfg) {
   std::ostringstream out;
   out << "# The configuration kiwi-agent runs on, from " << cfg.source
@@ -599,12 +609,7 @@ std::string render_toml(const Config& cfg) {
           if (!e.options || toml_table(*e.options).empty()) continue;
           // Inline, tables in it too, so that it stays the entry's whatever follows.
           toml::table options = toml_table(*e.options);
-          std::function<void(toml::table&)> inline_all = [&](toml::table& t) {
-            t.is_inline(true);
-            for (auto&& [key, node] : t)
-              if (auto* sub = node.as_table()) inline_all(*sub);
-          };
-          inline_all(options);
+          make_inline(options);
           out << "options = " << options << "\n";
           continue;
         }
