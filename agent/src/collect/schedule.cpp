@@ -1,5 +1,6 @@
 #include "collect/schedule.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace kiwi::agent {
@@ -22,12 +23,14 @@ TickSchedule::Tick TickSchedule::take(std::int64_t tick_index, Millis interval) 
 // The schedule goes on from the latest sample: the next grid point after it, on a steady clock
 // aligned to the wall clock (here and after a reconfiguration only), so a wall-clock step (NTP)
 // neither bunches nor skips ticks. Started late in a second, the first tick is stamped with the
-// coming boundary and the next one with the boundary after.
+// coming boundary and the next one with the boundary after. The wall clock stepped since the
+// latest sample (NTP, between it and this call) would put that point far in the past or future:
+// it is due at once or within two intervals, and due_index() follows the step.
 void TickSchedule::align(Millis interval) {
   const std::int64_t iv = interval.count();
   index_ = last_ts_ms_ / iv + 1;
-  next_ =
-      clock_.steady_now() + Millis(index_ * iv - clock_.wall_ms());  // may be just past: at once
+  const std::int64_t wait_ms = std::clamp<std::int64_t>(index_ * iv - clock_.wall_ms(), 0, 2 * iv);
+  next_ = clock_.steady_now() + Millis(wait_ms);
 }
 
 std::int64_t TickSchedule::due_index(Millis interval, std::uint64_t& missed) {

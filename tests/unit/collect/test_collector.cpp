@@ -716,6 +716,7 @@ TEST_CASE(
   Collector collector(every(1s), list(spec("s", probe)), rig.store, rig.holder, rig.log, rig.clock);
   collector.start();
   REQUIRE(eventually([&] { return rig.sequence() == 1; }));
+  rig.settle(2);               // the collector waits for its next tick (aligned before the step)
   rig.clock.step_wall(3600s);  // NTP, an hour on
   rig.next_tick(2);
   rig.clock.step_wall(-7200s);  // and two hours back

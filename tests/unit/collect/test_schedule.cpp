@@ -124,3 +124,25 @@ TEST_CASE(
     CHECK(schedule.advance(1s) == 0);
   }
 }
+
+TEST_CASE(
+    "schedule: a wall clock stepped between a tick and the alignment is followed, nothing missed") {
+  // The collector takes its first tick, then aligns: NTP stepping the clock in between must not
+  // put the next tick an hour in the past (3,599 ticks counted as missed) or an hour ahead.
+  for (const auto step : {3600s, -3600s}) {
+    FakeClock clock;
+    TickSchedule schedule(clock);
+    const auto t0 = clock.steady_now();
+    const auto first = schedule.take(schedule.nearest_tick(1s), 1s);
+    clock.step_wall(step);
+    schedule.align(1s);
+    CHECK(schedule.next_due() >= t0);
+    CHECK(schedule.next_due() <= t0 + 2s);
+    clock.advance_to(schedule.next_due());
+    std::uint64_t missed = 0;
+    const auto tick = schedule.take(schedule.due_index(1s, missed), 1s);
+    CHECK(missed == 0);
+    CHECK(tick.ts_ms > first.ts_ms);
+    if (step > 0s) CHECK(tick.ts_ms >= first.ts_ms + 3'599'000);
+  }
+}
