@@ -22,7 +22,16 @@ using kiwi::prometheus::append_escaped_label_value;
 struct Series {
   std::size_t labels_at, labels_size;  // `{a="b"}` or "" in Families::labels_
   double value;
+  std::uint8_t part;  // a histogram's or summary's series: kParts[part] after the family's name
 };
+
+// What a histogram's or summary's series adds to its family's name (kiwi/prometheus.hpp).
+constexpr std::string_view kParts[] = {"", "_bucket", "_sum", "_count"};
+std::uint8_t part_code(std::string_view suffix) {
+  for (std::uint8_t i = 0; i < std::size(kParts); ++i)
+    if (kParts[i] == suffix) return i;
+  return 0;
+}
 
 // A set of hashes without a node per element (a series each, every render): open addressing,
 // linear probing, at most half full.
@@ -58,7 +67,7 @@ class HashSet {
 struct Family {
   std::string name;  // full exposed name
   std::string help;  // escaped
-  bool counter = false;
+  kiwi::MetricKind kind = kiwi::MetricKind::gauge;
   std::vector<Series> series;
 };
 
@@ -66,37 +75,38 @@ class Families {
  public:
   // The family `name`; `help` is called for a new one only.
   template <std::invocable Help>
-  Family& get(std::string_view name, Help&& help, bool counter) {
+  Family& get(std::string_view name, Help&& help, kiwi::MetricKind kind) {
     if (auto it = index_.find(name); it != index_.end()) return families_[it->second];
     Family& f = families_.emplace_back();
     f.name = name;
     append_escaped_help(f.help, help());
-    f.counter = counter;
+    f.kind = kind;
     index_.emplace(f.name, families_.size() - 1);  // a view of the deque's copy
     return f;
   }
-  Family& get(std::string_view name, std::string_view help, bool counter) {
+  Family& get(std::string_view name, std::string_view help, kiwi::MetricKind kind) {
     return get(
-        name, [&] { return help; }, counter);
+        name, [&] { return help; }, kind);
   }
   // The label text of the next add() is written here, then add() takes it.
   std::string& labels() { return labels_; }
-  // A series of `f` with the labels written to labels() since the last add(); a repeat of a label
-  // set `f` has already is dropped.
-  void add(Family& f, double value) {
+  // A series of `f` (its part, for a histogram or summary) with the labels written to labels()
+  // since the last add(); a repeat of a series `f` has already is dropped.
+  void add(Family& f, double value, std::uint8_t part = 0) {
     const std::size_t at = pending_;
     const std::string_view text = std::string_view(labels_).substr(at);
     pending_ = labels_.size();
-    const std::size_t h =
-        std::hash<std::string_view>()(text) ^ reinterpret_cast<std::uintptr_t>(&f);
-    if (!seen_.insert(h))  // the same hash: a duplicate, or (rarely) another label set
+    const std::size_t h = std::hash<std::string_view>()(text) ^
+                          reinterpret_cast<std::uintptr_t>(&f) ^ (part * 0x9e3779b97f4a7c15ull);
+    if (!seen_.insert(h))  // the same hash: a duplicate, or (rarely) another series
       for (auto& s : f.series)
-        if (std::string_view(labels_).substr(s.labels_at, s.labels_size) == text) {
+        if (s.part == part &&
+            std::string_view(labels_).substr(s.labels_at, s.labels_size) == text) {
           labels_.resize(at);
           pending_ = at;
           return;
         }
-    f.series.push_back({at, text.size(), value});
+    f.series.push_back({at, text.size(), value, part});
   }
   void add(Family& f, std::string_view labels, double value) {
     labels_ += labels;
@@ -173,18 +183,34 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   std::string name;  // reused: no allocation per metric for the lookup
   for (auto& sensor : snap.sensors)
     for (auto& m : sensor.metrics) {
-      const bool counter = m.kind == kiwi::MetricKind::counter;
       name.clear();
-      kiwi::prometheus::append_exposed_name(name, m.name, counter);
+      std::string_view family = m.name;  // as a fallback HELP names it
+      std::uint8_t part = 0;
+      if (m.kind == kiwi::MetricKind::histogram || m.kind == kiwi::MetricKind::summary) {
+        // One family of its series (the agent's metric check made sure the name fits).
+        const bool histogram = m.kind == kiwi::MetricKind::histogram;
+        if (const auto fp = kiwi::prometheus::family_part(
+                m.name, histogram,
+                kiwi::prometheus::has_label(m.labels, kiwi::prometheus::part_label(histogram)))) {
+          family = fp->family;
+          part = part_code(fp->suffix);
+        }
+        name.append("kiwi_").append(family);
+      } else {
+        kiwi::prometheus::append_exposed_name(name, m.name, m.kind == kiwi::MetricKind::counter);
+      }
       auto help = [&] {
         const kiwi::MetricSpec* spec = find_spec(stats, sensor.plugin, m.name);
-        return spec ? std::string(spec->help)
-                    : m.name + " from sensor plugin " + sensor.plugin +
-                          (m.unit.empty() ? "" : " (" + m.unit + ")");
+        if (spec) return std::string(spec->help);
+        // A histogram's or summary's unit is its observations' (its _sum has it): none named.
+        const bool unit = !m.unit.empty() && (m.kind == kiwi::MetricKind::gauge ||
+                                              m.kind == kiwi::MetricKind::counter);
+        return std::string(family) + " from sensor plugin " + sensor.plugin +
+               (unit ? " (" + m.unit + ")" : "");
       };
-      Family& f = fams.get(name, help, counter);
+      Family& f = fams.get(name, help, m.kind);
       append_labels(fams.labels(), m.labels);
-      fams.add(f, m.value);
+      fams.add(f, m.value, part);
     }
 
   std::size_t size = 0;
@@ -197,9 +223,9 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
   for (auto& f : fams.all()) {
     if (f.series.empty()) continue;
     out.append("# HELP ").append(f.name).append(" ").append(f.help).append("\n");
-    out.append("# TYPE ").append(f.name).append(f.counter ? " counter\n" : " gauge\n");
+    out.append("# TYPE ").append(f.name).append(" ").append(to_string(f.kind)).append("\n");
     for (auto& s : f.series) {
-      out.append(f.name).append(fams.labels_of(s)).append(" ");
+      out.append(f.name).append(kParts[s.part]).append(fams.labels_of(s)).append(" ");
       append_value(out, s.value);
       out += '\n';
     }

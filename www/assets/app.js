@@ -363,7 +363,8 @@
       if (!seen.has(key) || seen.get(key).plugin !== plugin) seen.set(key, { plugin, series: new Map() });
       const mine = seen.get(key).series;
       for (const x of sensor.metrics || []) {
-        if (x.kind !== 'counter' && !mine.has(seriesId(x))) mine.set(seriesId(x), { name: String(x.name), labels: x.labels, unit: String(x.unit ?? '') });
+        // Gauges only (no `kind`): a counter's, a histogram's or a summary's series mostly grow.
+        if (!x.kind && !mine.has(seriesId(x))) mine.set(seriesId(x), { name: String(x.name), labels: x.labels, unit: String(x.unit ?? '') });
       }
       while (mine.size > 256) mine.delete(mine.keys().next().value); // labels that keep changing
       const units = [...new Set([...mine.values()].map((x) => x.unit))];

@@ -247,7 +247,10 @@ inline std::string render_snapshot_json(const Snapshot& s) {
       append_json_number(out, m.value);
       out += ",\"unit\":"sv;
       append_json_string(out, m.unit);
-      if (m.kind == MetricKind::counter) out += ",\"kind\":\"counter\""sv;
+      if (m.kind != MetricKind::gauge) {
+        out += ",\"kind\":"sv;
+        append_json_string(out, to_string(m.kind));
+      }
       out.push_back('}');
     }
     out += "]}"sv;

@@ -120,7 +120,7 @@ inline OutputBatch batch_from(const kiwi_output_batch& c) {
     for (std::size_t j = 0; j < s.label_count; ++j)
       out.labels.emplace_back(view(s.labels[j].name), view(s.labels[j].value));
     out.unit = static_cast<Unit>(s.unit);
-    out.kind = s.kind == KIWI_COUNTER ? MetricKind::counter : MetricKind::gauge;
+    out.kind = kind_from(s.kind);
     out.points.reserve(s.point_count);
     for (std::size_t j = 0; j < s.point_count; ++j)
       out.points.push_back({s.points[j].timestamp_ms, s.points[j].value});

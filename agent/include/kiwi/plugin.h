@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define KIWI_ABI_MAJOR 1
-#define KIWI_ABI_MINOR 3
+#define KIWI_ABI_MINOR 4
 
 #define KIWI_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -118,7 +118,14 @@ enum {
   KIWI_UNIT_PER_SECOND = 8        /* "per_second" */
 };
 
-enum { KIWI_GAUGE = 0, KIWI_COUNTER = 1 };
+/* Metric kinds. KIWI_HISTOGRAM and KIWI_SUMMARY (ABI 1.4) are Prometheus' histogram and summary:
+ * a row of either kind names one series of its family, by the exposition format's names:
+ *   histogram  <family>_bucket with a label `le` (the bucket's upper bound, a number or +Inf, its
+ *              cumulative count), <family>_sum, <family>_count;
+ *   summary    <family> with a label `quantile` (a number in 0..1), <family>_sum, <family>_count.
+ * /metrics groups them under one `# TYPE <family> histogram|summary`. An agent before 1.4 drops
+ * such a value as an unknown kind (and names it in the sensor's status). */
+enum { KIWI_GAUGE = 0, KIWI_COUNTER = 1, KIWI_HISTOGRAM = 2, KIWI_SUMMARY = 3 };
 
 /* One metric a sensor emits, declared once: the row drives /metrics' HELP and TYPE, the plugin's
  * README and its tests, and the sensor emits through the same row (kiwi_sink.emit), so name,
@@ -126,7 +133,7 @@ enum { KIWI_GAUGE = 0, KIWI_COUNTER = 1 };
 typedef struct kiwi_metric_spec {
   kiwi_str name;   /* e.g. "cpu_core_usage_ratio": [a-zA-Z_][a-zA-Z0-9_]*, unit as suffix */
   uint32_t unit;   /* KIWI_UNIT_* */
-  uint32_t kind;   /* KIWI_GAUGE or KIWI_COUNTER */
+  uint32_t kind;   /* KIWI_GAUGE, KIWI_COUNTER, KIWI_HISTOGRAM or KIWI_SUMMARY (1.4) */
   kiwi_str labels; /* label names, comma-separated: "core" ("" for none) */
   kiwi_str help;   /* one line: what it measures and where it comes from */
   /* ABI 1.1. Counters only: the name of the gauge the agent derives from this counter, its
@@ -298,7 +305,7 @@ typedef struct kiwi_output_series {
   const kiwi_label *labels;
   size_t label_count;
   uint32_t unit; /* KIWI_UNIT_* */
-  uint32_t kind; /* KIWI_GAUGE or KIWI_COUNTER */
+  uint32_t kind; /* KIWI_GAUGE, KIWI_COUNTER, KIWI_HISTOGRAM or KIWI_SUMMARY (1.4) */
   const kiwi_output_point *points;
   size_t point_count;
 } kiwi_output_series;
@@ -341,7 +348,7 @@ typedef struct kiwi_metric_value {
   size_t label_count;
   double value;  /* in base units */
   uint32_t unit; /* KIWI_UNIT_* */
-  uint32_t kind; /* KIWI_GAUGE or KIWI_COUNTER */
+  uint32_t kind; /* KIWI_GAUGE, KIWI_COUNTER, KIWI_HISTOGRAM or KIWI_SUMMARY (1.4) */
 } kiwi_metric_value;
 
 typedef struct kiwi_sensor_report {

@@ -181,8 +181,36 @@ inline std::string units_text() {
   return out + " or none";
 }
 
-// The codes are the C ABI's KIWI_GAUGE and KIWI_COUNTER.
-enum class MetricKind : std::uint32_t { gauge = KIWI_GAUGE, counter = KIWI_COUNTER };
+// The codes are the C ABI's KIWI_GAUGE, KIWI_COUNTER, KIWI_HISTOGRAM and KIWI_SUMMARY: a
+// histogram's or summary's row is one series of its family (kiwi/plugin.h says which names).
+enum class MetricKind : std::uint32_t {
+  gauge = KIWI_GAUGE,
+  counter = KIWI_COUNTER,
+  histogram = KIWI_HISTOGRAM,
+  summary = KIWI_SUMMARY
+};
+
+inline constexpr std::string_view kMetricKinds[] = {"gauge", "counter", "histogram", "summary"};
+
+// "gauge", "counter", "histogram", "summary" (as /api/current, /metrics' TYPE and the docs say).
+constexpr std::string_view to_string(MetricKind k) {
+  const auto i = static_cast<std::uint32_t>(k);
+  return i < std::size(kMetricKinds) ? kMetricKinds[i] : "unknown";
+}
+constexpr bool is_known_kind(MetricKind k) {
+  return static_cast<std::uint32_t>(k) < std::size(kMetricKinds);
+}
+// A kind code the agent wrote (a handler's view, a stored series); one it does not know reads as
+// a gauge.
+constexpr MetricKind kind_from(std::uint32_t code) {
+  const auto k = static_cast<MetricKind>(code);
+  return is_known_kind(k) ? k : MetricKind::gauge;
+}
+constexpr std::optional<MetricKind> kind_from_string(std::string_view s) {
+  for (std::uint32_t i = 0; i < std::size(kMetricKinds); ++i)
+    if (kMetricKinds[i] == s) return static_cast<MetricKind>(i);
+  return std::nullopt;
+}
 
 // One metric a sensor emits, declared once: its stable name, unit, kind, label names and meaning.
 // The row is the HELP and TYPE of /metrics and the plugin's README table, and the sensor emits
@@ -191,7 +219,7 @@ enum class MetricKind : std::uint32_t { gauge = KIWI_GAUGE, counter = KIWI_COUNT
 struct MetricSpec {
   std::string_view name;    // e.g. "cpu_core_usage_ratio"
   Unit unit;                // Unit::bytes, ..., Unit::none
-  MetricKind kind;          // gauge or counter
+  MetricKind kind;          // gauge, counter, histogram or summary
   std::string_view labels;  // label names, comma-separated, e.g. "core" ("" for none)
   std::string_view help;    // one line: what it measures and where it comes from
   // Counters only: the gauge the agent derives from this counter, its per-second rate between

@@ -82,6 +82,49 @@ inline void append_exposed_name(std::string& out, std::string_view name, bool co
   if (exposed_with_total(name, counter)) out += "_total";
 }
 
+// ---- Histograms and summaries ------------------------------------------------------------------
+// A histogram or summary family is exposed as its series (kiwi/plugin.h, KIWI_HISTOGRAM):
+// <family>_bucket{le="..."}, <family>_sum, <family>_count; <family>{quantile="..."}, <family>_sum,
+// <family>_count. The agent keeps each series under its own name, as Prometheus stores them.
+
+// The label that tells a histogram's buckets or a summary's quantiles apart.
+constexpr std::string_view part_label(bool histogram) {
+  return histogram ? "le" : "quantile";
+}
+
+// A series of such a family: the family's name and what the series' name adds to it ("_bucket",
+// "_sum", "_count", or "" for a summary's quantile).
+struct FamilyPart {
+  std::string_view family;
+  std::string_view suffix;
+};
+
+// The family and part of a histogram's (`histogram`) or a summary's series named `name`, given
+// whether it has the part label (le, quantile): nullopt where the name does not fit its kind.
+constexpr std::optional<FamilyPart> family_part(std::string_view name, bool histogram,
+                                                bool has_part_label) {
+  auto split = [name](std::string_view suffix) -> std::optional<FamilyPart> {
+    if (name.size() <= suffix.size() || !name.ends_with(suffix)) return std::nullopt;
+    return FamilyPart{name.substr(0, name.size() - suffix.size()), suffix};
+  };
+  if (has_part_label) return histogram ? split("_bucket") : FamilyPart{name, ""};
+  if (auto sum = split("_sum")) return sum;
+  return split("_count");
+}
+
+// Whether `labels` (pairs or kiwi::Label, any order) has one named `name`.
+template <class Labels>
+constexpr bool has_label(const Labels& labels, std::string_view name) {
+  for (const auto& l : labels) {
+    if constexpr (requires { l.first; }) {
+      if (l.first == name) return true;
+    } else {
+      if (l.name == name) return true;
+    }
+  }
+  return false;
+}
+
 // ---- Escaping ----------------------------------------------------------------------------------
 
 namespace detail {

@@ -70,10 +70,6 @@ inline const kiwi_label* push_labels(
   return out.data() + first;
 }
 
-inline MetricKind kind_from(std::uint32_t kind) {
-  return kind == KIWI_COUNTER ? MetricKind::counter : MetricKind::gauge;
-}
-
 // The C code of a unit the agent stored by name (a name it does not know cannot have been
 // stored: the metric check refused it).
 inline std::uint32_t unit_code(std::string_view unit) {

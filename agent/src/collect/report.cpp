@@ -48,8 +48,8 @@ class Refused {
         first = m.name + " is one of the agent's own metrics: refused";
         break;
       case SeriesRegistry::Refusal::kind:
-        first = series_text(m) + " is refused: its family is a " +
-                (v.kind == MetricKind::counter ? "counter" : "gauge") + " already";
+        first = series_text(m) + " is refused: its family is a " + std::string(to_string(v.kind)) +
+                " already";
         break;
       case SeriesRegistry::Refusal::limit:
         first = "reached its limit of " + std::to_string(series.limit()) +

@@ -23,18 +23,33 @@ struct Fnv {
   }
 };
 
-// The exposed family's hash: the name as /metrics shows it (the prefix is the same for all).
-std::uint64_t family_hash(std::string_view name, MetricKind kind) {
+// The exposed family's hash: the name as /metrics shows it (the prefix is the same for all); a
+// histogram's or summary's series counts in its family's name (foo_bucket, foo_sum: foo).
+std::uint64_t family_hash(std::string_view name, MetricKind kind, bool has_part_label = false) {
   Fnv f;
+  if (kind == MetricKind::histogram || kind == MetricKind::summary) {
+    const bool histogram = kind == MetricKind::histogram;
+    const auto part = prometheus::family_part(name, histogram, has_part_label);
+    return f.bytes(part ? part->family : name).h;
+  }
   f.bytes(name);
   if (prometheus::exposed_with_total(name, kind == MetricKind::counter)) f.bytes("_total");
   return f.h;
 }
+std::uint64_t family_hash(const MetricValue& m) {
+  const bool part_label =
+      (m.kind == MetricKind::histogram || m.kind == MetricKind::summary) &&
+      prometheus::has_label(m.labels, prometheus::part_label(m.kind == MetricKind::histogram));
+  return family_hash(m.name, m.kind, part_label);
+}
 
-// A series: its family and its labels as a set (the sum of each pair's hash, mixed: the order a
-// sensor writes them in does not matter, as it does not to Prometheus).
+// A series: its family, its labels as a set (the sum of each pair's hash, mixed: the order a
+// sensor writes them in does not matter, as it does not to Prometheus), and in a histogram or
+// summary its name (the family's _sum and _count differ by it alone; a counter's foo and
+// foo_total are one exposed series).
 std::uint64_t series_hash(std::uint64_t family, const MetricValue& m) {
-  std::uint64_t sum = 0;
+  const bool parts = m.kind == MetricKind::histogram || m.kind == MetricKind::summary;
+  std::uint64_t sum = parts ? Fnv().add(m.name).h : 0;
   for (auto& [k, v] : m.labels) {
     std::uint64_t x = Fnv().add(k).add(v).h;
     x ^= x >> 33;  // splitmix64's finaliser: pairs' hashes sum without cancelling
@@ -63,7 +78,7 @@ void SeriesRegistry::reserve(Owner o, std::span<const MetricSpec> families) {
 }
 
 SeriesRegistry::Verdict SeriesRegistry::claim(Owner o, const MetricValue& m) {
-  const std::uint64_t fam = family_hash(m.name, m.kind);
+  const std::uint64_t fam = family_hash(m);
   auto f = families_.find(fam);
   if (f != families_.end()) {
     if (f->second.reserved && f->second.owner != o) return {Refusal::reserved, f->second.owner};

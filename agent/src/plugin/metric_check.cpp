@@ -1,6 +1,7 @@
 #include "plugin/metric_check.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <kiwi/io.hpp>
 #include <kiwi/prometheus.hpp>
@@ -14,6 +15,36 @@ namespace {
 // hostile name can neither flood the log nor put a newline or raw bytes into it.
 std::string quoted(std::string_view s) {
   return kiwi::quote_excerpt(s, 100, '"');
+}
+
+// A histogram's or summary's series: named as its part of the family (kiwi/plugin.h), with a
+// bound (le: a number or +Inf) or a quantile (a number in 0..1) that Prometheus can read.
+std::optional<std::string> check_family_part(const MetricSpec& metric,
+                                             std::span<const Label> labels) {
+  if (metric.kind != MetricKind::histogram && metric.kind != MetricKind::summary)
+    return std::nullopt;
+  const bool histogram = metric.kind == MetricKind::histogram;
+  const std::string_view part = prometheus::part_label(histogram);
+  const Label* bound = nullptr;
+  for (auto& l : labels)
+    if (l.name == part) bound = &l;
+  if (!prometheus::family_part(metric.name, histogram, bound != nullptr))
+    return histogram ? std::string(
+                           "a histogram's series is <family>_bucket with a label le, "
+                           "<family>_sum or <family>_count")
+                     : std::string(
+                           "a summary's series is <family> with a label quantile, "
+                           "<family>_sum or <family>_count");
+  if (!bound) return std::nullopt;
+  const std::string_view v = bound->value;
+  double x = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  const bool number = !v.empty() && ec == std::errc() && end == v.data() + v.size() &&
+                      std::isfinite(x) && v[0] != '+';
+  if (histogram ? number || v == "+Inf" : number && x >= 0 && x <= 1) return std::nullopt;
+  return "label " + std::string(part) + "=" + quoted(v) +
+         (histogram ? " is not a bucket bound (a number or +Inf)"
+                    : " is not a quantile (a number from 0 to 1)");
 }
 
 constexpr std::size_t kProblemsShown = 3;
@@ -39,8 +70,10 @@ std::optional<std::string> check_metric(const MetricSpec& metric, std::span<cons
   if (!is_known_unit(metric.unit))
     return quoted(name) + ": unit code " + std::to_string(static_cast<std::uint32_t>(metric.unit)) +
            " is not a known unit (" + units_text() + ")";
-  if (metric.kind != MetricKind::gauge && metric.kind != MetricKind::counter)
-    return quoted(name) + ": unknown metric kind";
+  if (!is_known_kind(metric.kind))
+    return quoted(name) + ": unknown metric kind " +
+           std::to_string(static_cast<std::uint32_t>(metric.kind));
+  if (auto problem = check_family_part(metric, labels)) return quoted(name) + ": " + *problem;
   if (!std::isfinite(value)) return quoted(name) + ": value is not a finite number";
   return std::nullopt;
 }

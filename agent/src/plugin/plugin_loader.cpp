@@ -444,9 +444,8 @@ std::string describe_plugin(const LoadedLibrary& lib) {
   if (!lib.info->metrics.empty()) out << "  metrics:\n";
   for (auto& m : lib.info->metrics)
     out << "    " << m.name << (m.labels.empty() ? "" : "{" + std::string(m.labels) + "}") << " ("
-        << (m.kind == MetricKind::counter ? "counter" : "gauge")
-        << (m.unit == Unit::none ? "" : ", " + std::string(to_string(m.unit))) << ")\n      "
-        << m.help << "\n";
+        << to_string(m.kind) << (m.unit == Unit::none ? "" : ", " + std::string(to_string(m.unit)))
+        << ")\n      " << m.help << "\n";
   return out.str();
 }
 

@@ -140,3 +140,32 @@ TEST_CASE("series: a sensor's labels tell two instances apart and keep its own a
         L{{"exported_room", "attic"}, {"source", "prometheus"}, {"room", "lab"}});
   CHECK(log.lines.empty());
 }
+
+TEST_CASE(
+    "series: a histogram's series are one family, each series its own, the kind the family's") {
+  SeriesRegistry series(100);
+  const auto a = series.owner("a"), b = series.owner("b");
+  const auto H = MetricKind::histogram;
+  CHECK(series.claim(a, metric("rpc_seconds_bucket", {{"le", "0.1"}}, H)).stored());
+  CHECK(series.claim(a, metric("rpc_seconds_bucket", {{"le", "+Inf"}}, H)).stored());
+  CHECK(series.claim(a, metric("rpc_seconds_sum", {}, H)).stored());
+  CHECK(series.claim(a, metric("rpc_seconds_count", {}, H)).stored());  // not the _sum's series
+  CHECK(series.owned_by(a) == 4);
+  // Another sensor's bucket of the same labels is a's; one of its own labels is its own.
+  CHECK(series.claim(b, metric("rpc_seconds_count", {}, H)).refusal ==
+        SeriesRegistry::Refusal::owned);
+  CHECK(series.claim(b, metric("rpc_seconds_count", {{"job", "b"}}, H)).stored());
+  // A gauge named as the family is the family's name in /metrics: refused as another kind; a
+  // gauge rpc_seconds_sum is not of the family, it is a family of its own.
+  const auto clash = series.claim(b, metric("rpc_seconds", {}, MetricKind::gauge));
+  CHECK(clash.refusal == SeriesRegistry::Refusal::kind);
+  CHECK(clash.kind == H);
+  CHECK(series.claim(b, metric("rpc_seconds_sum", {}, MetricKind::gauge)).refusal ==
+        SeriesRegistry::Refusal::none);
+  // A summary's quantiles are its family's name.
+  const auto S = MetricKind::summary;
+  CHECK(series.claim(a, metric("gc_seconds", {{"quantile", "0.5"}}, S)).stored());
+  CHECK(series.claim(a, metric("gc_seconds_sum", {}, S)).stored());
+  CHECK(series.claim(b, metric("gc_seconds", {}, MetricKind::gauge)).refusal ==
+        SeriesRegistry::Refusal::kind);
+}

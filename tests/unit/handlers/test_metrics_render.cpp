@@ -119,3 +119,33 @@ TEST_CASE("metrics: thousands of series, each emitted twice, are each kept once"
   CHECK(series == 3000);
   CHECK(first_pass == 3000);
 }
+
+TEST_CASE(
+    "metrics: a histogram and a summary are one family each, their series under their names") {
+  kiwi::Snapshot s;
+  kiwi::SensorReport r;
+  r.name = "app";
+  r.plugin = "exec";
+  const auto H = kiwi::MetricKind::histogram, S = kiwi::MetricKind::summary;
+  r.metrics = {{"rpc_seconds_bucket", {{"le", "0.1"}}, 3, "", H},
+               {"rpc_seconds_bucket", {{"le", "+Inf"}}, 5, "", H},
+               {"rpc_seconds_sum", {}, 1.5, "seconds", H},
+               {"rpc_seconds_count", {}, 5, "", H},
+               {"gc_seconds", {{"quantile", "0.5"}}, 0.002, "seconds", S},
+               {"gc_seconds_sum", {}, 0.25, "seconds", S},
+               {"gc_seconds_count", {}, 40, "", S}};
+  s.sensors = {r};
+  const std::string text = kiwi_metrics::render(s, kiwi::AgentStats{});
+  CHECK(text ==
+        "# HELP kiwi_rpc_seconds rpc_seconds from sensor plugin exec\n"
+        "# TYPE kiwi_rpc_seconds histogram\n"
+        "kiwi_rpc_seconds_bucket{le=\"0.1\"} 3\n"
+        "kiwi_rpc_seconds_bucket{le=\"+Inf\"} 5\n"
+        "kiwi_rpc_seconds_sum 1.5\n"
+        "kiwi_rpc_seconds_count 5\n"
+        "# HELP kiwi_gc_seconds gc_seconds from sensor plugin exec\n"
+        "# TYPE kiwi_gc_seconds summary\n"
+        "kiwi_gc_seconds{quantile=\"0.5\"} 0.002\n"
+        "kiwi_gc_seconds_sum 0.25\n"
+        "kiwi_gc_seconds_count 40\n");
+}

@@ -45,7 +45,7 @@ TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values")
   CHECK_FALSE(ok("x", {}, Unit::none, std::nan("")));
   CHECK_FALSE(ok("x", {}, Unit::none, INFINITY));
   CHECK(check_metric(row("x", Unit::none, static_cast<MetricKind>(7)), {}, 1) ==
-        "\"x\": unknown metric kind");
+        "\"x\": unknown metric kind 7");
   CHECK(*check_metric(row("x", static_cast<Unit>(99)), {}, 1) ==
         "\"x\": unit code 99 is not a known unit (bytes, seconds, celsius, hertz, ratio, count, "
         "bytes_per_second, per_second or none)");
@@ -56,6 +56,41 @@ TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values")
   CHECK_THAT(why, Catch::StartsWith("\"bad\\x0aname\\xff") &&
                       Catch::Contains("xxx\"...(209 bytes): not a valid metric name"));
   CHECK(why.size() < 250);
+}
+
+TEST_CASE(
+    "metric check: a histogram's or summary's series is named as its part, with a bound Prometheus "
+    "reads") {
+  using kiwi::MetricKind;
+  auto check = [](std::string_view name, MetricKind kind, std::vector<kiwi::Label> labels = {}) {
+    return check_metric({name, kiwi::Unit::none, kind, "", ""}, labels, 1);
+  };
+  const auto H = MetricKind::histogram, S = MetricKind::summary;
+  CHECK_FALSE(check("rpc_seconds_bucket", H, {{"le", "0.005"}}));
+  CHECK_FALSE(check("rpc_seconds_bucket", H, {{"code", "200"}, {"le", "+Inf"}}));
+  CHECK_FALSE(check("rpc_seconds_bucket", H, {{"le", "1e-05"}}));
+  CHECK_FALSE(check("rpc_seconds_sum", H));
+  CHECK_FALSE(check("rpc_seconds_count", H));
+  CHECK_FALSE(check("gc_seconds", S, {{"quantile", "0.5"}}));
+  CHECK_FALSE(check("gc_seconds_sum", S));
+  CHECK_FALSE(check("gc_seconds_count", S));
+  // A bucket without its bound, a bound that is not one, a name that is no part of a family.
+  CHECK(*check("rpc_seconds_bucket", H) ==
+        "\"rpc_seconds_bucket\": a histogram's series is <family>_bucket with a label le, "
+        "<family>_sum or <family>_count");
+  CHECK(check("rpc_seconds", H));
+  CHECK(check("rpc_seconds_sum", H, {{"le", "1"}}));
+  CHECK(check("_bucket", H, {{"le", "1"}}));
+  CHECK(*check("rpc_seconds_bucket", H, {{"le", "fast"}}) ==
+        "\"rpc_seconds_bucket\": label le=\"fast\" is not a bucket bound (a number or +Inf)");
+  CHECK(check("rpc_seconds_bucket", H, {{"le", "+1"}}));
+  CHECK(check("rpc_seconds_bucket", H, {{"le", ""}}));
+  CHECK(check("gc_seconds", S));
+  CHECK(check("gc_seconds", S, {{"quantile", "1.5"}}));
+  CHECK(check("gc_seconds", S, {{"quantile", "+Inf"}}));
+  CHECK(*check("gc_seconds", S) ==
+        "\"gc_seconds\": a summary's series is <family> with a label quantile, <family>_sum or "
+        "<family>_count");
 }
 
 TEST_CASE(
