@@ -224,6 +224,7 @@ class PromParser {
         m.unit = unit_from_name(name, true);
       } else {
         // gauge, untyped, and a summary's quantile samples (named as the family)
+        if (f->type == Type::summary) m.kind = MetricKind::summary;
         m.unit = unit_from_name(name, false);
       }
       return;
@@ -235,7 +236,7 @@ class PromParser {
       if (!f || (f->type != Type::histogram && f->type != Type::summary)) continue;
       if (f->type == Type::summary && suffix == "_bucket") continue;
       f->sampled = true;
-      m.kind = MetricKind::counter;
+      m.kind = f->type == Type::histogram ? MetricKind::histogram : MetricKind::summary;
       m.unit = suffix == "_sum" ? unit_from_name(base, false) : "";
       return;
     }
@@ -275,6 +276,11 @@ class PromParser {
       if (!at_end()) return fail(pos_, "unexpected text after the timestamp");
     }
     classify(*name, m);
+    // A summary's quantile over no observations: client libraries print NaN. A quantile of nothing
+    // has no value, so it is left out (the agent would refuse NaN as an invalid value).
+    if (m.kind == MetricKind::summary && std::isnan(m.value) &&
+        prometheus::has_label(m.labels, "quantile"))
+      return;
     metrics.push_back(std::move(m));
   }
 
@@ -413,13 +419,13 @@ Parsed parse_json(std::string_view text) {
                       "\"" + m.unit + "\" is not a unit (" + kiwi::units_text() + " as \"\")");
         has_unit = true;
       } else if (key == "kind") {
-        if (!v.IsString()) return fail(at + ".kind", "must be \"counter\" or \"gauge\"");
+        static const std::string kKinds = "\"gauge\", \"counter\", \"histogram\" or \"summary\"";
+        if (!v.IsString()) return fail(at + ".kind", "must be " + kKinds);
         const std::string_view kind(v.GetString(), v.GetStringLength());
-        if (kind == "counter")
-          m.kind = MetricKind::counter;
-        else if (kind != "gauge")
-          return fail(at + ".kind",
-                      "must be \"counter\" or \"gauge\", not \"" + std::string(kind) + "\"");
+        const auto known = kiwi::kind_from_string(kind);
+        if (!known)
+          return fail(at + ".kind", "must be " + kKinds + ", not \"" + std::string(kind) + "\"");
+        m.kind = *known;
       } else if (key == "labels") {
         if (!v.IsObject()) return fail(at + ".labels", "must be an object of strings");
         for (auto l = v.MemberBegin(); l != v.MemberEnd(); ++l) {

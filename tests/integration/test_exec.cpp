@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "checks.hpp"
 
@@ -71,6 +72,13 @@ std::string error_of(const std::string& name, const std::string& command,
   return message_of(d["sensors"][name.c_str()]);
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
 const rapidjson::Value* metric(const rapidjson::Value& sensor, const std::string& name) {
   for (const auto& m : sensor["metrics"].GetArray())
     if (m["name"].GetString() == name) return &m;
@@ -122,6 +130,59 @@ EOF
   const auto& series = h["series"]["probe_temperature_celsius{sensor=\"a b\"}"];
   CHECK(series["unit"].GetString() == std::string("celsius"));
   CHECK(series["values"][series["values"].Size() - 1].GetDouble() == 41.5);
+}
+
+TEST_CASE(
+    "exec: a real exporter's histograms and summaries stay histograms and summaries, promtool "
+    "clean") {
+  // Prometheus 2.42's own /metrics (tests/fixtures/README.md): 5 histograms, 8 summaries. They
+  // were flattened into counters (kiwi_..._bucket_total), which histogram_quantile() cannot read
+  // and promtool linted 86 times.
+  const std::string fixture = KIWI_FIXTURES_DIR "/exporters/prometheus-2.42.metrics";
+  const std::string original = read_text(fixture);
+  TempDir dir;
+  const auto relay = program(dir, "relay.sh", "#!/bin/sh\nexec cat '" + fixture + "'\n");
+  Agent agent(exec_sensor("prom", relay));
+  HttpClient c(agent.port());
+  auto d = wait_sensor(c, "prom", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+  CHECK(message_of(d["sensors"]["prom"]) == "");
+  const auto bucket =
+      metric(d["sensors"]["prom"], "prometheus_tsdb_compaction_chunk_range_seconds_bucket");
+  REQUIRE(bucket);
+  CHECK((*bucket)["kind"].GetString() == std::string("histogram"));
+  const auto quantile = metric(d["sensors"]["prom"], "go_gc_duration_seconds");
+  REQUIRE(quantile);
+  CHECK((*quantile)["kind"].GetString() == std::string("summary"));
+
+  const auto prom = c.get("/metrics").body;
+  const auto file = dir.path / "metrics.txt";
+  write_text(file, prom);
+  auto [code, out] = run_shell("promtool check metrics < " + file.string() + " 2>&1");
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.empty());
+  CHECK_THAT(prom, !Catch::Contains("_bucket_total"));
+  // Every histogram and summary of the exporter is one under the prefix, with all its series.
+  std::size_t families = 0;
+  for (const auto& line : lines_of(original)) {
+    if (!line.starts_with("# TYPE ") ||
+        !(line.ends_with(" histogram") || line.ends_with(" summary")))
+      continue;
+    ++families;
+    CHECK_THAT(prom, Catch::Contains("# TYPE kiwi_" + line.substr(7) + "\n"));
+    const std::string family = line.substr(7, line.find(' ', 7) - 7);
+    auto count = [&](const std::string& text, const std::string& prefix) {
+      std::size_t n = 0;
+      for (const auto& l : lines_of(text))
+        if ((l.starts_with(prefix + "_bucket") || l.starts_with(prefix + "_sum") ||
+             l.starts_with(prefix + "_count") || l.starts_with(prefix + "{")) &&
+            !l.ends_with(" NaN"))  // a quantile of no observations: left out (README)
+          ++n;
+      return n;
+    };
+    CHECK(count(prom, "kiwi_" + family) == count(original, family));
+  }
+  CHECK(families == 13);
 }
 
 TEST_CASE("exec: a json program in Python, and the env option") {

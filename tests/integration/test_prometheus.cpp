@@ -1,6 +1,7 @@
 // A real Prometheus (Debian's prometheus package) scraping two agents through file_sd.
 #include <rapidjson/document.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 
@@ -65,4 +66,43 @@ TEST_CASE("prometheus: scrapes two agents with their labels and sees one go down
   CHECK(b.stop() == 0);
   CHECK(eventually([&] { return prom.health(b.port()) == "down"; }, 20s));
   CHECK(prom.health(a.port()) == "up");
+}
+
+TEST_CASE("prometheus: a histogram relayed by exec answers histogram_quantile()", "[slow]") {
+  // Flattened into counters (kiwi_rpc_seconds_bucket_total) it found nothing (issue 36, item 2).
+  TempDir dir;
+  const auto relay = dir.path / "relay.sh";
+  write_text(relay, R"(#!/bin/sh
+cat <<'END'
+# HELP rpc_seconds How long an RPC took.
+# TYPE rpc_seconds histogram
+rpc_seconds_bucket{le="0.1"} 1
+rpc_seconds_bucket{le="0.5"} 3
+rpc_seconds_bucket{le="+Inf"} 4
+rpc_seconds_sum 1.2
+rpc_seconds_count 4
+END
+)");
+  ::chmod(relay.c_str(), 0755);
+  Agent agent("[[sensor]]\nplugin = \"exec\"\nname = \"rpc\"\n[sensor.options]\ncommand = [\"" +
+              relay.string() + "\"]\n");
+  ScrapingPrometheus prom(R"([{"targets":["127.0.0.1:)" + std::to_string(agent.port()) + R"("]}])");
+  INFO(read_text(prom.server.dir.path / "err").substr(0, 2000));
+  // The median: the second of four observations, in the bucket (0.1, 0.5] holding the second and
+  // third, so Prometheus interpolates 0.1 + 0.4 x (2 - 1) / (3 - 1) = 0.3.
+  double median = 0;
+  REQUIRE(eventually(
+      [&] {
+        auto d = prom.api("/api/v1/query?query=" +
+                          url_encode("histogram_quantile(0.5, kiwi_rpc_seconds_bucket)"));
+        if (!d.HasMember("data") || d["data"]["result"].Empty()) return false;
+        median = std::stod(d["data"]["result"][0]["value"][1].GetString());
+        return true;
+      },
+      40s));
+  CHECK(median == Approx(0.3));
+  auto meta = prom.api("/api/v1/metadata?metric=kiwi_rpc_seconds");
+  REQUIRE(meta.HasMember("data"));
+  REQUIRE(meta["data"].HasMember("kiwi_rpc_seconds"));
+  CHECK(meta["data"]["kiwi_rpc_seconds"][0]["type"].GetString() == std::string("histogram"));
 }

@@ -193,25 +193,25 @@ TEST_CASE("exec: prometheus text: values, labels, escapes, kinds and units") {
   CHECK(find(p, "metric_without_timestamp_and_labels").value == 12.47);
   CHECK(std::isinf(find(p, "something_weird").value));
 
-  // histogram: buckets, sum and count are counters; the sum has the family's unit
+  // histogram: buckets, sum and count are the histogram's series; the sum has the family's unit
   const auto& bucket = find(p, "http_request_duration_seconds_bucket");
-  CHECK(bucket.kind == MetricKind::counter);
+  CHECK(bucket.kind == MetricKind::histogram);
   CHECK(bucket.unit == "");
   CHECK(bucket.labels[0].second == "0.05");
   CHECK(find(p, "http_request_duration_seconds_bucket", 1).labels[0].second == "+Inf");
-  CHECK(find(p, "http_request_duration_seconds_sum").kind == MetricKind::counter);
+  CHECK(find(p, "http_request_duration_seconds_sum").kind == MetricKind::histogram);
   CHECK(find(p, "http_request_duration_seconds_sum").unit == "seconds");
-  CHECK(find(p, "http_request_duration_seconds_count").kind == MetricKind::counter);
+  CHECK(find(p, "http_request_duration_seconds_count").kind == MetricKind::histogram);
   CHECK(find(p, "http_request_duration_seconds_count").unit == "");
 
-  // summary: quantiles are gauges with the family's unit; sum and count counters
+  // summary: quantiles with the family's unit, sum and count: the summary's series
   const auto& q = find(p, "rpc_duration_seconds");
-  CHECK(q.kind == MetricKind::gauge);
+  CHECK(q.kind == MetricKind::summary);
   CHECK(q.unit == "seconds");
   CHECK(q.labels[0] == std::pair<std::string, std::string>{"quantile", "0.01"});
-  CHECK(find(p, "rpc_duration_seconds_sum").kind == MetricKind::counter);
+  CHECK(find(p, "rpc_duration_seconds_sum").kind == MetricKind::summary);
   CHECK(find(p, "rpc_duration_seconds_sum").value == 1.7560473e+07);
-  CHECK(find(p, "rpc_duration_seconds_count").kind == MetricKind::counter);
+  CHECK(find(p, "rpc_duration_seconds_count").kind == MetricKind::summary);
   CHECK(p.metrics.size() == 13);
 
   const auto q2 = parse_prometheus(kValid[1]);
@@ -260,10 +260,12 @@ TEST_CASE("exec: json: the metric objects /api/current shows") {
   const auto p = parse_json(R"([
     {"name":"probe_temperature_celsius","labels":{"sensor":"a"},"value":41.5,"unit":"celsius"},
     {"name":"probe_reads_total","value":12,"unit":"","kind":"counter"},
-    {"name":"probe_up","value":1,"unit":"","kind":"gauge"}
+    {"name":"probe_up","value":1,"unit":"","kind":"gauge"},
+    {"name":"probe_seconds_bucket","labels":{"le":"+Inf"},"value":3,"unit":"","kind":"histogram"}
   ])");
   REQUIRE_FALSE(p.error);
-  REQUIRE(p.metrics.size() == 3);
+  REQUIRE(p.metrics.size() == 4);
+  CHECK(p.metrics[3].kind == MetricKind::histogram);
   CHECK(p.metrics[0].labels == std::vector<std::pair<std::string, std::string>>{{"sensor", "a"}});
   CHECK(p.metrics[0].unit == "celsius");
   CHECK(p.metrics[0].kind == MetricKind::gauge);
@@ -294,7 +296,8 @@ TEST_CASE("exec: json: each wrong shape is refused, naming the element and field
       {R"([{"name":1,"value":1,"unit":""}])", "output [0].name: must be a string"},
       {R"([{"name":"a","value":1,"unit":3}])", "output [0].unit: must be a string"},
       {R"([{"name":"a","value":1,"unit":"","kind":"rate"}])",
-       "output [0].kind: must be \"counter\" or \"gauge\", not \"rate\""},
+       "output [0].kind: must be \"gauge\", \"counter\", \"histogram\" or \"summary\", not "
+       "\"rate\""},
       {R"([{"name":"a","value":1,"unit":"","labels":["x"]}])",
        "output [0].labels: must be an object of strings"},
       {R"([{"name":"a","value":1,"unit":"","labels":{"x":1}}])",
@@ -320,4 +323,21 @@ TEST_CASE("exec: the program is stopped a little before the collector's deadline
   CHECK(shown_timeout(1996ms) == 2s);
   CHECK(shown_timeout(2s) == 2s);
   CHECK(shown_timeout(50ms) == 50ms);
+}
+
+TEST_CASE("exec: prometheus: a summary's NaN quantile (no observations) is left out") {
+  const auto p = parse_prometheus(
+      "# TYPE gc_seconds summary\n"
+      "gc_seconds{quantile=\"0.5\"} NaN\n"
+      "gc_seconds{quantile=\"0.9\"} 0.25\n"
+      "gc_seconds_sum 0\n"
+      "gc_seconds_count 0\n"
+      "probe_up NaN\n");
+  REQUIRE_FALSE(p.error);
+  std::vector<std::string> names;
+  for (auto& m : p.metrics) names.push_back(m.name);
+  // The gauge's NaN is kept for the agent's check to refuse and name, as before.
+  CHECK(names ==
+        std::vector<std::string>{"gc_seconds", "gc_seconds_sum", "gc_seconds_count", "probe_up"});
+  CHECK(p.metrics[0].value == 0.25);
 }
