@@ -202,6 +202,8 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
       auto help = [&] {
         const kiwi::MetricSpec* spec = find_spec(stats, sensor.plugin, m.name);
         if (spec) return std::string(spec->help);
+        for (auto& [name, text] : sensor.help)  // a family the sensor made: its program's HELP
+          if (name == family) return text;
         // A histogram's or summary's unit is its observations' (its _sum has it): none named.
         const bool unit = !m.unit.empty() && (m.kind == kiwi::MetricKind::gauge ||
                                               m.kind == kiwi::MetricKind::counter);

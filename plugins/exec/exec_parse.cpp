@@ -101,6 +101,19 @@ std::optional<double> parse_go_float(std::string_view s) {
   return negative ? -v : v;
 }
 
+// HELP text as the format escapes it (\\ and \n, checked before) made plain.
+std::string unescape_help(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size())
+      out += s[++i] == 'n' ? '\n' : s[i];
+    else
+      out += s[i];
+  }
+  return out;
+}
+
 struct Family {
   Type type = Type::untyped;
   bool typed = false;   // a TYPE line was seen
@@ -114,6 +127,7 @@ class PromParser {
 
   Parsed run() {
     Parsed out;
+    help_ = &out.help;
     Lines lines(text_);
     while (!error_) {
       const auto line = lines.next();
@@ -125,6 +139,7 @@ class PromParser {
     }
     if (error_) {
       out.metrics.clear();
+      out.help.clear();
       out.error = std::move(error_);
     }
     return out;
@@ -189,6 +204,7 @@ class PromParser {
       if (bad != std::string_view::npos)
         return fail(help_at + bad, "invalid escape sequence in HELP text (only \\\\ and \\n)");
       if (!valid_utf8(line_.substr(help_at))) return fail(help_at, "HELP text is not UTF-8");
+      help_->emplace_back(*name, unescape_help(line_.substr(help_at)));
       return;
     }
     const std::size_t type_at = pos_;
@@ -350,6 +366,7 @@ class PromParser {
   std::size_t line_no_ = 0;
   std::size_t pos_ = 0;
   std::map<std::string, Family> families_;
+  std::vector<std::pair<std::string, std::string>>* help_ = nullptr;
   std::optional<ParseError> error_;
 };
 

@@ -32,6 +32,8 @@ struct ParseError {
 
 struct Parsed {
   std::vector<Metric> metrics;
+  // The text of each # HELP line, unescaped: family (as the line names it), text.
+  std::vector<std::pair<std::string, std::string>> help;
   std::optional<ParseError> error;  // set: `metrics` is empty, the whole output is refused
 };
 

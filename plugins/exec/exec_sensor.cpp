@@ -125,6 +125,7 @@ kiwi::SampleResult ExecSensor::sample(kiwi::MetricSink& sink) {
     throw std::runtime_error(what);
   }
   if (parsed.metrics.empty()) return kiwi::SampleResult::no_data("the program printed no metrics");
+  for (const auto& [family, text] : parsed.help) sink.help(family, text);
   std::vector<kiwi::Label> labels;
   for (const auto& m : parsed.metrics) {
     labels.clear();

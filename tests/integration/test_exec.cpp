@@ -162,6 +162,10 @@ TEST_CASE(
   CHECK(code == 0);
   CHECK(out.empty());
   CHECK_THAT(prom, !Catch::Contains("_bucket_total"));
+  // The exporter's HELP lines are kept (they were a generic "... from sensor plugin exec").
+  CHECK_THAT(prom, Catch::Contains("# HELP kiwi_go_gc_duration_seconds A summary of the pause "
+                                   "duration of garbage collection cycles.\n"));
+  CHECK_THAT(prom, !Catch::Contains("from sensor plugin exec"));
   // Every histogram and summary of the exporter is one under the prefix, with all its series.
   std::size_t families = 0;
   for (const auto& line : lines_of(original)) {

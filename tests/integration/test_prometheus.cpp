@@ -105,4 +105,6 @@ END
   REQUIRE(meta.HasMember("data"));
   REQUIRE(meta["data"].HasMember("kiwi_rpc_seconds"));
   CHECK(meta["data"]["kiwi_rpc_seconds"][0]["type"].GetString() == std::string("histogram"));
+  CHECK(meta["data"]["kiwi_rpc_seconds"][0]["help"].GetString() ==
+        std::string("How long an RPC took."));
 }

@@ -43,6 +43,9 @@ struct SensorReport {
   std::uint64_t invalid_metrics_total = 0;  // metrics the host dropped (kiwi/sensor.hpp rules)
   std::uint64_t series_refused_total = 0;   // values of series beyond the sensor's series limit
   std::vector<MetricValue> metrics;
+  // HELP texts of the families its plugin made at run time (an exec program's # HELP lines):
+  // family, text. A declared row's help is in its plugin's table.
+  std::vector<std::pair<std::string, std::string>> help;
 };
 
 // The name of the report the agent makes of itself (its own telemetry, one more report of every

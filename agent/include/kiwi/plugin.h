@@ -221,6 +221,11 @@ typedef struct kiwi_sink {
    * `timeout` after the call began. The agent reports the sensor `error` then and goes on without
    * it; a sensor that waits on something (a child process) gives up a little before. */
   int64_t deadline_ns;
+  /* ABI 1.4. The HELP text of a family whose rows the plugin makes at run time (an exec program's
+   * `# HELP` lines), which /metrics then shows instead of a generic line. `family` as a HELP line
+   * names it (a histogram's family, not its _bucket). Copied; the first text given for a family
+   * in a sample is kept. Call only when the sink's size covers it (an older agent has none). */
+  void (*help)(void *ctx, kiwi_str family, kiwi_str text);
 } kiwi_sink;
 
 enum { KIWI_SAMPLE_OK = 0, KIWI_SAMPLE_NO_DATA = 1, KIWI_SAMPLE_ERROR = 2 };
@@ -351,6 +356,12 @@ typedef struct kiwi_metric_value {
   uint32_t kind; /* KIWI_GAUGE, KIWI_COUNTER, KIWI_HISTOGRAM or KIWI_SUMMARY (1.4) */
 } kiwi_metric_value;
 
+/* The HELP text of a family a sensor made at run time (kiwi_sink.help). */
+typedef struct kiwi_metric_help {
+  kiwi_str family;
+  kiwi_str text;
+} kiwi_metric_help;
+
 typedef struct kiwi_sensor_report {
   uint32_t size;
   kiwi_str name;   /* [[sensor]] name */
@@ -365,6 +376,9 @@ typedef struct kiwi_sensor_report {
   size_t metric_count;
   /* Since ABI 1.2: values of series beyond the sensor's series limit, refused since start. */
   uint64_t series_refused_total;
+  /* Since ABI 1.4: the HELP texts its latest sample gave (kiwi_sink.help). */
+  const kiwi_metric_help *help;
+  size_t help_count;
 } kiwi_sensor_report;
 
 /* The latest sample (sequence 0 before the first one). */

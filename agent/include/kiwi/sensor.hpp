@@ -70,6 +70,14 @@ class MetricSink {
     return std::chrono::steady_clock::time_point::max();
   }
 
+  // The HELP text of a family whose rows the sensor makes at run time (the exec sensor relays a
+  // program's `# HELP` lines), for /metrics; `family` as a HELP line names it. A declared row's
+  // help needs no call. An agent before ABI 1.4 ignores it.
+  virtual void help(std::string_view family, std::string_view text) {
+    (void)family;
+    (void)text;
+  }
+
   // A row without labels. Throws std::logic_error if the row declares labels.
   void emit(const MetricSpec& metric, double value) {
     emit(metric, std::initializer_list<std::string_view>(), value);
@@ -169,6 +177,10 @@ class CSink final : public MetricSink {
   }
   std::chrono::steady_clock::time_point deadline() const override {
     return deadline_of(sink_->deadline_ns);
+  }
+  void help(std::string_view family, std::string_view text) override {
+    if (KIWI_HAS_MEMBER(sink_, kiwi_sink, help) && sink_->help)
+      sink_->help(sink_->ctx, str(family), str(text));
   }
 
  private:

@@ -192,13 +192,15 @@ inline Options options_from(const kiwi_option_value* values, std::size_t count) 
 // The C view of one published snapshot: the rows point into `snap`, which it holds.
 struct SnapshotView {
   explicit SnapshotView(std::shared_ptr<const Snapshot> s) : snap(std::move(s)) {
-    std::size_t n_metrics = 0, n_labels = 0;
+    std::size_t n_metrics = 0, n_labels = 0, n_help = 0;
     for (const auto& r : snap->sensors) {
       n_metrics += r.metrics.size();
+      n_help += r.help.size();
       for (const auto& m : r.metrics) n_labels += m.labels.size();
     }
     labels.reserve(n_labels);
     metrics.reserve(n_metrics);
+    help.reserve(n_help);
     sensors.reserve(snap->sensors.size());
     for (const auto& r : snap->sensors) {
       const std::size_t first = metrics.size();
@@ -218,6 +220,9 @@ struct SnapshotView {
       row.series_refused_total = r.series_refused_total;
       row.metrics = metrics.data() + first;
       row.metric_count = r.metrics.size();
+      row.help = help.data() + help.size();
+      row.help_count = r.help.size();
+      for (const auto& [family, text] : r.help) help.push_back({str(family), str(text)});
     }
     c.size = sizeof c;
     c.sequence = snap->sequence;
@@ -238,6 +243,7 @@ struct SnapshotView {
   std::vector<kiwi_label> labels;
   std::vector<kiwi_metric_value> metrics;
   std::vector<kiwi_sensor_report> sensors;
+  std::vector<kiwi_metric_help> help;
   kiwi_snapshot c{};
 };
 
@@ -281,6 +287,13 @@ inline void assign_snapshot(Snapshot& s, const kiwi_snapshot& c) {
       v.value = m.value;
       v.unit.assign(to_string(static_cast<Unit>(m.unit)));
       v.kind = kind_from(m.kind);
+    }
+    const std::size_t n_help =
+        KIWI_HAS_MEMBER(&r, kiwi_sensor_report, help_count) ? r.help_count : 0;
+    out.help.resize(n_help);
+    for (std::size_t j = 0; j < n_help; ++j) {
+      out.help[j].first.assign(view(r.help[j].family));
+      out.help[j].second.assign(view(r.help[j].text));
     }
   }
 }

@@ -94,6 +94,7 @@ void ReportKeeper::read(SampleCall o, double duration_seconds, std::int64_t ts_m
   r.message = std::move(o.message);
   r.duration_seconds = duration_seconds;
   r.metrics = std::move(o.metrics);
+  r.help = std::move(o.help);
   if (!labels_.empty())
     for (auto& m : r.metrics) add_labels(m, labels_);
   // Each series has one writer (series_registry.hpp), and a sensor that makes up new series every

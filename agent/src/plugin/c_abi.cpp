@@ -166,6 +166,9 @@ SampleResult CSensor::sample(MetricSink& sink) {
   s.message = [](void* ctx, kiwi_str text) {
     static_cast<Call*>(ctx)->message = std::string(from_c(text));
   };
+  s.help = [](void* ctx, kiwi_str family, kiwi_str text) {
+    static_cast<Call*>(ctx)->sink.help(from_c(family), from_c(text));
+  };
   const auto deadline = sink.deadline();
   s.deadline_ns =
       deadline == std::chrono::steady_clock::time_point::max()

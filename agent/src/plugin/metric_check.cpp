@@ -99,6 +99,15 @@ void CheckedSink::emit(const MetricSpec& metric, std::span<const Label> labels, 
     rates_->add(m, metric, out_);
 }
 
+void CheckedSink::help(std::string_view family, std::string_view text) {
+  constexpr std::size_t kHelpMax = 1024;
+  if (!help_ || text.empty() || !prometheus::is_sensor_metric_name(family)) return;
+  // A relayed exporter gives its families in order: the newest is the likeliest repeat.
+  for (auto it = help_->rbegin(); it != help_->rend(); ++it)
+    if (it->first == family) return;
+  help_->emplace_back(family, kiwi::truncate_utf8(kiwi::to_valid_utf8(text), kHelpMax));
+}
+
 std::string CheckedSink::finish() {
   // Repeats of a series: sorted by (name, labels as a set), so neighbours are equal; the first
   // emitted is kept. Labels already in name order (as every in-tree sensor emits them) are
@@ -167,7 +176,7 @@ SampleCall call_sensor(Sensor& sensor, RateDeriver& rates, KeptFile& uptime,
 SampleCall call_checked(const std::function<SampleResult(MetricSink&)>& sample, RateDeriver* rates,
                         std::chrono::steady_clock::time_point deadline) {
   SampleCall out;
-  CheckedSink sink(out.metrics, deadline, rates);
+  CheckedSink sink(out.metrics, deadline, rates, &out.help);
   try {
     SampleResult result = sample(sink);
     out.state = result.status == SampleStatus::ok ? SensorState::ok : SensorState::no_data;
@@ -188,6 +197,7 @@ SampleCall call_checked(const std::function<SampleResult(MetricSink&)>& sample, 
       out.message = out.message.empty() ? notes.status : out.message + "; " + notes.status;
   } else {
     out.metrics.clear();
+    out.help.clear();
   }
   // The message reaches the JSON API, the snapshot file and the log: valid UTF-8, and bounded
   // (a sensor that quotes a whole file cannot put it into every tick's snapshot).

@@ -31,14 +31,19 @@ std::optional<std::string> check_metric(const MetricSpec& metric, std::span<cons
 class CheckedSink final : public MetricSink {
  public:
   // `rates`, when given, derives the rate gauges of the counters that name one (rates.hpp).
+  // `help`, when given, collects the HELP texts the sensor gives (MetricSink::help).
   explicit CheckedSink(
       std::vector<MetricValue>& out,
       std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-      RateDeriver* rates = nullptr)
-      : out_(out), deadline_(deadline), rates_(rates) {}
+      RateDeriver* rates = nullptr,
+      std::vector<std::pair<std::string, std::string>>* help = nullptr)
+      : out_(out), deadline_(deadline), rates_(rates), help_(help) {}
   using MetricSink::emit;
   void emit(const MetricSpec& metric, std::span<const Label> labels, double value) override;
   std::chrono::steady_clock::time_point deadline() const override { return deadline_; }
+  // Kept when the family is a valid metric name not given before in this sample, the text made
+  // valid UTF-8 and cut at 1 KiB; anything else is ignored (it only words /metrics' HELP).
+  void help(std::string_view family, std::string_view text) override;
   std::string finish();
   std::uint64_t dropped() const { return dropped_; }
 
@@ -47,6 +52,7 @@ class CheckedSink final : public MetricSink {
   std::vector<MetricValue>& out_;
   std::chrono::steady_clock::time_point deadline_;
   RateDeriver* rates_;
+  std::vector<std::pair<std::string, std::string>>* help_;
   std::uint64_t dropped_ = 0;
   std::vector<std::string> problems_;  // the first few, for the status message
 };
@@ -57,10 +63,11 @@ struct SampleCall {
   SensorState state = SensorState::ok;
   std::string message;               // the sensor's, then why some rates are missing ("; " between)
   std::vector<MetricValue> metrics;  // none after an error: a half-finished reading is not one
-  std::uint64_t dropped = 0;         // metrics the host refused
-  std::string dropped_note;          // what was dropped ("" when nothing)
-  std::string rates_log;             // a counter reset, for a log line ("" when none)
-  bool rates_log_repeats = false;    // the same as the last sample's: at debug, not info
+  std::vector<std::pair<std::string, std::string>> help;  // family, HELP text (MetricSink::help)
+  std::uint64_t dropped = 0;                              // metrics the host refused
+  std::string dropped_note;                               // what was dropped ("" when nothing)
+  std::string rates_log;           // a counter reset, for a log line ("" when none)
+  bool rates_log_repeats = false;  // the same as the last sample's: at debug, not info
 };
 
 // Calls sensor.sample() as the collector does: reads the clock for the rates (`uptime`, the

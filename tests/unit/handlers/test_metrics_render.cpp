@@ -149,3 +149,21 @@ TEST_CASE(
         "kiwi_gc_seconds_sum 0.25\n"
         "kiwi_gc_seconds_count 40\n");
 }
+
+TEST_CASE("metrics: a family a sensor made at run time has the HELP the sensor gave") {
+  kiwi::Snapshot s;
+  kiwi::SensorReport r;
+  r.name = "app";
+  r.plugin = "exec";
+  r.metrics = {{"rpc_seconds_sum", {}, 1.5, "seconds", kiwi::MetricKind::histogram},
+               {"queue_length", {}, 3, "", kiwi::MetricKind::gauge},
+               {"other", {}, 1, "", kiwi::MetricKind::gauge}};
+  r.help = {{"rpc_seconds", "How long an RPC took.\nIn \\seconds\\."},
+            {"queue_length", "Jobs waiting."}};
+  s.sensors = {r};
+  const std::string text = kiwi_metrics::render(s, kiwi::AgentStats{});
+  CHECK_THAT(text, Catch::Contains("# HELP kiwi_rpc_seconds How long an RPC took.\\nIn "
+                                   "\\\\seconds\\\\.\n# TYPE kiwi_rpc_seconds histogram\n"));
+  CHECK_THAT(text, Catch::Contains("# HELP kiwi_queue_length Jobs waiting.\n"));
+  CHECK_THAT(text, Catch::Contains("# HELP kiwi_other other from sensor plugin exec\n"));
+}

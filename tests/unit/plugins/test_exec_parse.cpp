@@ -341,3 +341,17 @@ TEST_CASE("exec: prometheus: a summary's NaN quantile (no observations) is left 
         std::vector<std::string>{"gc_seconds", "gc_seconds_sum", "gc_seconds_count", "probe_up"});
   CHECK(p.metrics[0].value == 0.25);
 }
+
+TEST_CASE("exec: prometheus: HELP text is kept per family, unescaped") {
+  const auto p = parse_prometheus(
+      "# HELP rpc_seconds How long an RPC took, in \\\\seconds\\\\.\\nSecond line.\n"
+      "# TYPE rpc_seconds histogram\n"
+      "rpc_seconds_sum 1\n"
+      "# HELP up_total Times it came up.\n"
+      "up_total 3\n");
+  REQUIRE_FALSE(p.error);
+  CHECK(p.help == std::vector<std::pair<std::string, std::string>>{
+                      {"rpc_seconds", "How long an RPC took, in \\seconds\\.\nSecond line."},
+                      {"up_total", "Times it came up."}});
+  CHECK(parse_prometheus("# HELP a x\na{ 1\n").help.empty());  // refused output: nothing kept
+}
