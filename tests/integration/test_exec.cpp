@@ -1,5 +1,6 @@
 // The exec sensor in the real agent: programs written at test time (sh and Python), their metrics
 // in /api/current, /metrics and /api/history, and every way a program can fail.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -241,8 +242,35 @@ echo "probe_vars $(env | wc -l)"
   CHECK(labels["sysfs"].GetString() == std::string("/sys"));
   CHECK(labels["sensor"].GetString() == std::string("envy"));
   CHECK(labels["extra"].GetString() == std::string("two words"));
-  // PATH, LANG, EXTRA, the three KIWI_* and what sh itself sets (PWD)
-  CHECK((*metric(s, "probe_vars"))["value"].GetDouble() == 7);
+  // PATH, LANG, EXTRA, the three KIWI_*, KIWI_RUN (the run's mark) and what sh sets (PWD)
+  CHECK((*metric(s, "probe_vars"))["value"].GetDouble() == 8);
+}
+
+TEST_CASE("exec: a process the program started in a session of its own does not outlive it") {
+  // `setsid` took it out of the program's group, which is killed when the program exits: it was
+  // left under init (issue 36, item 7). The agent is a child subreaper, so it comes back to the
+  // agent, whose run kills and reaps it.
+  TempDir dir;
+  const auto pidfile = (dir.path / "escapee.pid").string();
+  const auto probe = program(dir, "daemon.sh",
+                             R"SH(#!/bin/sh
+setsid sh -c 'echo $$ > )SH" + pidfile +
+                                 R"SH(.new; mv )SH" + pidfile + ".new " + pidfile +
+                                 R"SH(; exec sleep 300' </dev/null >/dev/null 2>&1 &
+i=0
+while [ ! -s )SH" + pidfile + R"SH( ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done
+echo probe_started 1
+)SH");
+  Agent agent(exec_sensor("daemon", probe, "", "interval = \"1m\"\n"));
+  HttpClient c(agent.port());
+  wait_sensor(c, "daemon", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+  REQUIRE(std::filesystem::exists(pidfile));
+  const pid_t escapee = std::stoi(read_text(pidfile));
+  REQUIRE(escapee > 1);
+  const bool gone = eventually([&] { return ::kill(escapee, 0) != 0 && errno == ESRCH; }, 5s);
+  if (!gone) ::kill(escapee, SIGKILL);  // the test's own leftover: not left running
+  CHECK(gone);
+  CHECK(::kill(agent.pid(), 0) == 0);
 }
 
 TEST_CASE("exec: a program that exits non-zero: its status and the last lines of stderr") {

@@ -24,16 +24,26 @@
 //     EOF, or 20 ms without data, or 100 ms after the exit (a process that left the group still
 //     holding the pipe), and never past the deadline. The result is the child's own exit.
 //   - The child is always reaped (waitpid), so no zombie is left behind.
+//   - A process that left the group on purpose (setsid, setpgid: a daemon) would outlive the run
+//     under init. kiwi-agent is a child subreaper (PR_SET_CHILD_SUBREAPER, set at start), so such
+//     a process becomes the agent's child once its parent exits; every run's environment carries
+//     KIWI_RUN=<deadline>.<random> and, after the run, each child of the agent that holds this
+//     run's KIWI_RUN, or that of a run whose deadline has passed, is killed with its group and
+//     reaped, and so is any dead one that is no run's own child (sweep_escapees). A host that is
+//     no subreaper (another program using this header) sweeps nothing.
 //   - A child that does not read its stdin (EPIPE) is not an error: its input is dropped. SIGPIPE
 //   is
 //     blocked on the calling thread during the call and a SIGPIPE raised by it is consumed, so it
 //     cannot kill a process that has not ignored it.
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -43,8 +53,11 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -225,6 +238,112 @@ struct StderrTail {
   }
 };
 
+// ---- Processes that left a run's group ------------------------------------------------------
+
+// The name of the variable that marks what a run started.
+inline constexpr std::string_view kRunVar = "KIWI_RUN=";
+
+// This run's mark: its deadline (CLOCK_MONOTONIC milliseconds; 0 for none) and 64 random bits.
+inline std::string run_mark(std::chrono::steady_clock::time_point deadline) {
+  std::uint64_t nonce = 0;
+  if (::getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce)
+    nonce =
+        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        (static_cast<std::uint64_t>(::gettid()) << 40);
+  const long long ms =
+      deadline == std::chrono::steady_clock::time_point::max()
+          ? 0
+          : std::chrono::duration_cast<std::chrono::milliseconds>(deadline.time_since_epoch())
+                .count();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%lld.%016llx", ms, static_cast<unsigned long long>(nonce));
+  return buf;
+}
+
+// The children of this process (every thread's), from /proc/self/task/*/children: the process's
+// own view of itself, not a sensor's reading of a configurable procfs.
+inline std::vector<pid_t> own_children() {
+  std::vector<pid_t> out;
+  DIR* tasks = ::opendir("/proc/self/task");
+  if (!tasks) return out;
+  while (const dirent* e = ::readdir(tasks)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/children");
+    for (long pid; in >> pid;) out.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(tasks);
+  return out;
+}
+
+struct ProcStat {
+  char state = '?';
+  pid_t pgid = 0, sid = 0;
+};
+inline std::optional<ProcStat> proc_stat(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto paren = text.rfind(')');  // the command may hold spaces and parentheses
+  if (paren == std::string::npos) return std::nullopt;
+  ProcStat st;
+  long ppid = 0, pgid = 0, sid = 0;
+  if (std::sscanf(text.c_str() + paren + 1, " %c %ld %ld %ld", &st.state, &ppid, &pgid, &sid) != 4)
+    return std::nullopt;
+  st.pgid = static_cast<pid_t>(pgid);
+  st.sid = static_cast<pid_t>(sid);
+  return st;
+}
+
+// The KIWI_RUN mark in the environment of `pid` ("" when it has none or cannot be read).
+inline std::string mark_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ");
+  for (std::string var; std::getline(in, var, '\0');)
+    if (std::string_view(var).starts_with(kRunVar)) return var.substr(kRunVar.size());
+  return "";
+}
+
+// Whether a mark is this run's or one of a run that is over (its deadline passed).
+inline bool mark_is_over(std::string_view mark, std::string_view own,
+                         std::chrono::steady_clock::time_point now) {
+  if (mark.empty()) return false;
+  if (mark == own) return true;
+  long long ms = 0;
+  if (std::sscanf(std::string(mark).c_str(), "%lld.", &ms) != 1 || ms <= 0) return false;
+  return std::chrono::steady_clock::time_point(std::chrono::milliseconds(ms)) < now;
+}
+
+// Kills and reaps what the run marked `own` left behind (the header comment's last rule).
+inline void sweep_escapees(std::string_view own) {
+  int subreaper = 0;
+  if (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || !subreaper) return;
+  const pid_t session = ::getsid(0);
+  // A killed group leader's own children come to the agent in turn: a few passes take them.
+  for (int pass = 0; pass < 4; ++pass) {
+    bool killed = false;
+    const auto now = std::chrono::steady_clock::now();
+    for (const pid_t pid : own_children()) {
+      const auto st = proc_stat(pid);
+      if (!st) continue;
+      // A run's own child leads its group in the agent's session (it cannot call setsid), and
+      // only that run reaps it.
+      const bool run_child = st->pgid == pid && st->sid == session;
+      if (st->state == 'Z') {
+        if (!run_child) ::waitpid(pid, nullptr, WNOHANG);
+        continue;
+      }
+      // A run's child is left to its run, unless it is a process of this run that moved to a
+      // group of its own (setpgid): this run's child is reaped already.
+      const std::string mark = mark_of(pid);
+      if (run_child ? mark != own : !mark_is_over(mark, own, now)) continue;
+      ::kill(pid, SIGKILL);
+      if (st->pgid == pid) ::kill(-pid, SIGKILL);
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      killed = true;
+    }
+    if (!killed) break;
+  }
+}
+
 }  // namespace detail
 
 // Runs spec.argv with spec.env in spec.cwd and waits for it, as the header comment describes.
@@ -274,8 +393,11 @@ inline Result run(const Spec& spec) {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
 
+  const std::string mark = run_mark(spec.deadline);
+  std::vector<std::string> env = spec.env;
+  env.push_back(std::string(kRunVar) + mark);
   auto argv = c_strings(spec.argv);
-  auto envp = c_strings(spec.env);
+  auto envp = c_strings(env);
   pid_t pid = -1;
   const int rc = ::posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
@@ -415,6 +537,7 @@ inline Result run(const Spec& spec) {
       r.exit_status = WEXITSTATUS(status);
     }
   }
+  sweep_escapees(mark);
   r.stderr_tail = tail.finish();
   r.elapsed = Clock::now() - started;
   return r;

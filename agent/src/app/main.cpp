@@ -1,4 +1,5 @@
 // kiwi-agent command line. See README.md "Running" for what each option does.
+#include <sys/prctl.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cstdlib>
@@ -77,6 +78,9 @@ int main(int argc, char** argv) {
   using namespace kiwi::agent;
   block_signals();  // first: a SIGHUP during start-up must not kill the agent (agent.hpp)
   install_fatal_signal_handler();  // a plugin that crashes the agent is named in the log
+  // What an exec or cgi program leaves running outside its process group (setsid) becomes the
+  // agent's child, not init's, so the run that started it kills and reaps it (kiwi/process.hpp).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   StderrLogger log;
   std::string config_path, describe;
   // What to do with the configuration; one command a run (the last one given counts).

@@ -219,18 +219,32 @@ TEST_CASE("process: a program that ignores its input is not an error, and SIGPIP
   CHECK(r.output == "ignored\n");
 }
 
-TEST_CASE("process: the environment is exactly the one given") {
+TEST_CASE("process: the environment is exactly the one given, and the run's mark") {
   Spec s;
   s.argv = {"/usr/bin/env"};
   s.env = {"A=1", "B=two words"};
   s.deadline = std::chrono::steady_clock::now() + 10s;
   Result r = kiwi::process::run(s);
   CHECK(r.end == End::exited);
-  CHECK(r.output == "A=1\nB=two words\n");
+  CHECK_THAT(r.output, Catch::Matches("A=1\nB=two words\nKIWI_RUN=[0-9]+\\.[0-9a-f]{16}\n"));
 
   s.env = {};
   r = kiwi::process::run(s);
-  CHECK(r.output.empty());
+  CHECK_THAT(r.output, Catch::Matches("KIWI_RUN=[0-9]+\\.[0-9a-f]{16}\n"));
+}
+
+TEST_CASE("process: a run's mark is over when it is the run's own or its deadline has passed") {
+  using kiwi::process::detail::mark_is_over;
+  using kiwi::process::detail::run_mark;
+  const auto now = std::chrono::steady_clock::now();
+  const std::string own = run_mark(now + 10s), other = run_mark(now + 10s);
+  CHECK(own != other);  // 64 random bits apart
+  CHECK(mark_is_over(own, own, now));
+  CHECK_FALSE(mark_is_over(other, own, now));         // another run, still going
+  CHECK(mark_is_over(run_mark(now - 1s), own, now));  // a run whose time is up
+  CHECK_FALSE(mark_is_over(run_mark(std::chrono::steady_clock::time_point::max()), own, now));
+  CHECK_FALSE(mark_is_over("", own, now));
+  CHECK_FALSE(mark_is_over("junk", own, now));
 }
 
 TEST_CASE("process: safe_environment keeps PATH, LANG and TZ, nothing else") {
