@@ -346,33 +346,43 @@ inline void sweep_escapees(std::string_view own) {
 
 }  // namespace detail
 
-// Runs spec.argv with spec.env in spec.cwd and waits for it, as the header comment describes.
-inline Result run(const Spec& spec) {
-  using Clock = std::chrono::steady_clock;
+// A child spawn() started: its pid, the leader of a process group of its own, and the agent's
+// ends of its pipes (stdin to write, stdout and stderr to read; non-blocking, close-on-exec), and
+// a pidfd that is readable once it exits (-1 where pidfd_open is missing). The caller waits for
+// it (waitpid) and kills its group, as run() does.
+struct Child {
+  pid_t pid = -1;
+  detail::Fd stdin_w, stdout_r, stderr_r, pidfd;
+  std::string mark;  // its KIWI_RUN, for detail::sweep_escapees once it is over
+};
+
+// Starts spec.argv as run() does (no shell and no PATH search, spec.env, spec.cwd, a process group
+// of its own, default signal dispositions, descriptors >= 3 closed); spec.input, max_output and
+// deadline are the caller's to apply. False, with `error` saying why, when it cannot.
+inline bool spawn(const Spec& spec, Child& child, std::string& error) {
   using namespace detail;
-  const auto started = Clock::now();
-  Result r;
-  auto fail = [&](std::string why) {
-    r.end = End::spawn_failed;
-    r.error = std::move(why);
-    r.elapsed = Clock::now() - started;
-    return r;
-  };
-  if (spec.argv.empty() || spec.argv[0].empty()) return fail("no program given");
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    error = "no program given";
+    return false;
+  }
   const std::string& program = spec.argv[0];
   if (!spec.cwd.empty()) {
     // posix_spawn reports a failed chdir with the same errno as a failed exec; saying which one
     // failed is worth a stat.
     struct stat st {};
-    if (::stat(spec.cwd.c_str(), &st) != 0)
-      return fail("cannot change to directory " + spec.cwd + ": " + errno_text(errno));
-    if (!S_ISDIR(st.st_mode))
-      return fail("cannot change to directory " + spec.cwd + ": " + errno_text(ENOTDIR));
+    const int err = ::stat(spec.cwd.c_str(), &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    if (err != 0) {
+      error = "cannot change to directory " + spec.cwd + ": " + errno_text(err);
+      return false;
+    }
   }
 
-  Fd in_r, in_w, out_r, out_w, err_r, err_w;
-  if (!make_pipe(in_r, in_w) || !make_pipe(out_r, out_w) || !make_pipe(err_r, err_w))
-    return fail("cannot create a pipe: " + errno_text(errno));
+  Fd in_r, out_w, err_w;
+  if (!make_pipe(in_r, child.stdin_w) || !make_pipe(child.stdout_r, out_w) ||
+      !make_pipe(child.stderr_r, err_w)) {
+    error = "cannot create a pipe: " + errno_text(errno);
+    return false;
+  }
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -393,27 +403,47 @@ inline Result run(const Spec& spec) {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
 
-  const std::string mark = run_mark(spec.deadline);
+  child.mark = run_mark(spec.deadline);
   std::vector<std::string> env = spec.env;
-  env.push_back(std::string(kRunVar) + mark);
+  env.push_back(std::string(kRunVar) + child.mark);
   auto argv = c_strings(spec.argv);
   auto envp = c_strings(env);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
+  const int rc =
+      ::posix_spawn(&child.pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0) return fail("cannot execute " + program + ": " + errno_text(rc));
-  in_r.reset();
-  out_w.reset();
-  err_w.reset();
-
-  SigpipeGuard sigpipe_guard;
-  set_nonblocking(in_w.fd);
-  set_nonblocking(out_r.fd);
-  set_nonblocking(err_r.fd);
+  if (rc != 0) {
+    child.pid = -1;
+    error = "cannot execute " + program + ": " + errno_text(rc);
+    return false;
+  }
+  set_nonblocking(child.stdin_w.fd);
+  set_nonblocking(child.stdout_r.fd);
+  set_nonblocking(child.stderr_r.fd);
   // The child's exit as a readable descriptor; where pidfd_open is missing (kernel < 5.3, a
-  // seccomp filter), the loop checks every kExitCheckTick instead.
-  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  // seccomp filter), the caller checks every kExitCheckTick instead.
+  child.pidfd.fd = static_cast<int>(::syscall(SYS_pidfd_open, child.pid, 0));
+  return true;
+}
+
+// Runs spec.argv with spec.env in spec.cwd and waits for it, as the header comment describes.
+inline Result run(const Spec& spec) {
+  using Clock = std::chrono::steady_clock;
+  using namespace detail;
+  const auto started = Clock::now();
+  Result r;
+  Child child;
+  if (!spawn(spec, child, r.error)) {
+    r.end = End::spawn_failed;
+    r.elapsed = Clock::now() - started;
+    return r;
+  }
+  const pid_t pid = child.pid;
+  Fd& in_w = child.stdin_w;
+  Fd& out_r = child.stdout_r;
+  Fd& err_r = child.stderr_r;
+  Fd& pidfd = child.pidfd;
+  SigpipeGuard sigpipe_guard;
 
   std::size_t input_done = 0;
   if (spec.input.empty()) in_w.reset();
@@ -537,7 +567,7 @@ inline Result run(const Spec& spec) {
       r.exit_status = WEXITSTATUS(status);
     }
   }
-  sweep_escapees(mark);
+  sweep_escapees(child.mark);
   r.stderr_tail = tail.finish();
   r.elapsed = Clock::now() - started;
   return r;
