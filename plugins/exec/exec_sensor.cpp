@@ -8,6 +8,7 @@
 #include <kiwi/process.hpp>
 #include <stdexcept>
 
+#include "exec_daemon.hpp"
 #include "exec_parse.hpp"
 
 namespace kiwi::exec {
@@ -93,10 +94,21 @@ ExecSensor::ExecSensor(const kiwi::SensorContext& ctx)
   put(env_, "KIWI_SYSFS=" + std::string(ctx.sysfs));
   put(env_, "KIWI_SENSOR=" + std::string(ctx.instance_name));
 
+  if (ctx.options.get_string("mode") == "daemon") {
+    kiwi::process::Spec spec;
+    spec.argv = argv_;
+    spec.env = env_;
+    spec.max_output = max_output_;
+    daemon_ =
+        std::make_unique<Daemon>(std::move(spec), log_, ctx.options.get_duration("restart_delay"));
+  }
+
   if (::access(argv_[0].c_str(), X_OK) != 0)
     log_.warn("cannot execute " + argv_[0] + " (yet): " + std::strerror(errno) +
               "; each sample fails until it can");
 }
+
+ExecSensor::~ExecSensor() = default;
 
 kiwi::SampleResult ExecSensor::sample(kiwi::MetricSink& sink) {
   using Clock = std::chrono::steady_clock;
@@ -114,9 +126,14 @@ kiwi::SampleResult ExecSensor::sample(kiwi::MetricSink& sink) {
     timeout = shown_timeout(left);
     spec.deadline = deadline - kill_margin(left);
   }
-  const kiwi::process::Result r = kiwi::process::run(spec);
-  if (r.end != kiwi::process::End::exited || r.exit_status != 0)
-    throw std::runtime_error(kiwi::process::describe(r, timeout));
+  kiwi::process::Result r;
+  if (daemon_) {
+    r.output = daemon_->ask(spec.deadline, timeout);  // its stderr goes to the log
+  } else {
+    r = kiwi::process::run(spec);
+    if (r.end != kiwi::process::End::exited || r.exit_status != 0)
+      throw std::runtime_error(kiwi::process::describe(r, timeout));
+  }
 
   const Parsed parsed = format_ == Format::json ? parse_json(r.output) : parse_prometheus(r.output);
   if (parsed.error) {

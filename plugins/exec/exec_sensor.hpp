@@ -4,10 +4,13 @@
 
 #include <chrono>
 #include <kiwi/sensor.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace kiwi::exec {
+
+class Daemon;
 
 // The one place the exec options and their defaults are declared.
 inline constexpr kiwi::OptionSpec kOptions[] = {
@@ -18,8 +21,17 @@ inline constexpr kiwi::OptionSpec kOptions[] = {
     {"format", kiwi::OptionType::string, "\"prometheus\"",
      "what the program prints: \"prometheus\" (text format 0.0.4) or \"json\""},
     {"max_output", kiwi::OptionType::size, "\"1MiB\"",
-     "most bytes the program may print on stdout; more: it is killed and the sample fails", true, 1,
-     256 << 20},
+     "most bytes the program may print on stdout (in daemon mode: per answer); more: it is killed "
+     "and the sample fails",
+     true, 1, 256 << 20},
+    {"mode", kiwi::OptionType::string, "\"once\"",
+     "\"once\": the program runs for each sample; \"daemon\": it is kept running and asked for "
+     "each sample by a newline on its stdin, answering with its metrics and a line \"# EOF\"",
+     false, 0, 0, "once,daemon"},
+    {"restart_delay", kiwi::OptionType::duration, "\"30s\"",
+     "daemon mode: the longest wait before a program that exited is started again (the wait "
+     "starts at 1s and doubles each time in a row)",
+     true, 1000, 3'600'000},
 };
 
 enum class Format { prometheus, json };
@@ -38,6 +50,7 @@ class ExecSensor final : public kiwi::Sensor {
   // Checks the options (throws naming the option); does not run the program. A program that is
   // not there yet is a warning, not a refusal: it may be installed after the agent starts.
   explicit ExecSensor(const kiwi::SensorContext& ctx);
+  ~ExecSensor() override;  // stops a daemon program
 
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override;
 
@@ -47,6 +60,7 @@ class ExecSensor final : public kiwi::Sensor {
   Format format_;
   std::size_t max_output_;
   kiwi::Logger& log_;
+  std::unique_ptr<Daemon> daemon_;  // mode = "daemon"
 };
 
 }  // namespace kiwi::exec

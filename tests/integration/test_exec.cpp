@@ -511,4 +511,97 @@ TEST_CASE("exec: bad options stop start-up with exit 2, naming the place and the
   auto r = run_agent_command({"--check-config", file});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains(file + ":6:"));
+  // A mode that is not one: the host's error, at the value, listing both.
+  write_text(file, "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR
+                   "\"\n[[sensor]]\nplugin = \"exec\"\n[sensor.options]\ncommand = [\"" +
+                       ok + "\"]\nmode = \"forever\"\n");
+  r = run_agent_command({"--check-config", file});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(file + ":7:8: "));
+  CHECK_THAT(r.err, Catch::Contains("once") && Catch::Contains("daemon"));
+}
+
+namespace {
+// A program for mode = "daemon": answers each newline on its stdin with how often it was asked,
+// its pid and "# EOF"; says so on stderr; exits 3 after EXIT_AFTER answers when that is set.
+const char* kDaemonProgram = R"SH(#!/bin/sh
+echo "warming up" >&2
+n=0
+while read -r line; do
+  n=$((n+1))
+  echo "probe_asked $n"
+  echo "probe_pid $$"
+  echo "# EOF"
+  if [ -n "$EXIT_AFTER" ] && [ "$n" -ge "$EXIT_AFTER" ]; then echo "bye after $n" >&2; exit 3; fi
+done
+)SH";
+
+double value_of(const rapidjson::Value& sensor, const std::string& name) {
+  const auto* m = metric(sensor, name);
+  return m ? (*m)["value"].GetDouble() : -1;
+}
+}  // namespace
+
+TEST_CASE("exec: daemon mode keeps one program running, asks it each sample, logs its stderr") {
+  TempDir dir;
+  const auto prog = program(dir, "daemon.sh", kDaemonProgram);
+  Agent agent(exec_sensor("d", prog, "mode = \"daemon\""));
+  HttpClient c(agent.port());
+  auto first = wait_sensor(c, "d", [](const rapidjson::Value& s) {
+    return status_of(s) == "ok" && value_of(s, "probe_asked") >= 1;
+  });
+  const double pid = value_of(first["sensors"]["d"], "probe_pid");
+  const double asked = value_of(first["sensors"]["d"], "probe_asked");
+  auto later = wait_sensor(
+      c, "d", [&](const rapidjson::Value& s) { return value_of(s, "probe_asked") >= asked + 2; });
+  CHECK(value_of(later["sensors"]["d"], "probe_pid") == pid);  // the same process, asked again
+  CHECK(message_of(later["sensors"]["d"]) == "");
+  CHECK(::kill(static_cast<pid_t>(pid), 0) == 0);
+  const std::string log = agent.stderr_text();
+  CHECK_THAT(log, Catch::Contains("started " + prog + " (pid " + std::to_string(int(pid)) + ")"));
+  CHECK_THAT(log, Catch::Contains("stderr: warming up"));
+  // Stopping the agent stops the program.
+  CHECK(agent.stop() == 0);
+  CHECK(eventually([&] { return ::kill(static_cast<pid_t>(pid), 0) != 0; }, 5s));
+}
+
+TEST_CASE("exec: a daemon program that exits is restarted with backoff, its exit reported") {
+  TempDir dir;
+  const auto prog = program(dir, "daemon.sh", kDaemonProgram);
+  Agent agent(exec_sensor("d", prog, "mode = \"daemon\"\nenv = [\"EXIT_AFTER=2\"]"));
+  HttpClient c(agent.port());
+  auto first = wait_sensor(c, "d", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+  const double pid = value_of(first["sensors"]["d"], "probe_pid");
+  // Its second answer still counts; then it is gone, and the next sample says so.
+  auto failed =
+      wait_sensor(c, "d", [](const rapidjson::Value& s) { return status_of(s) == "error"; });
+  CHECK_THAT(message_of(failed["sensors"]["d"]),
+             Catch::StartsWith("exited with status 3; stderr: warming up | bye after 2; "
+                               "restarting in "));
+  // Started again: a new process, asked from 1.
+  auto again = wait_sensor(c, "d", [&](const rapidjson::Value& s) {
+    return status_of(s) == "ok" && value_of(s, "probe_pid") != pid;
+  });
+  CHECK(value_of(again["sensors"]["d"], "probe_asked") <= 2);
+  CHECK_THAT(agent.stderr_text(), Catch::Contains("restarting in 1s"));
+}
+
+TEST_CASE("exec: a daemon program that does not answer in time is stopped and restarted") {
+  TempDir dir;
+  const auto prog = program(dir, "mute.sh",
+                            R"SH(#!/bin/sh
+echo $$ > )SH" + (dir.path / "mute.pid").string() +
+                                R"SH(
+while read -r line; do sleep 30; done
+)SH");
+  Agent agent(exec_sensor("mute", prog, "mode = \"daemon\"", "timeout = \"300ms\"\n"));
+  HttpClient c(agent.port());
+  auto d =
+      wait_sensor(c, "mute", [](const rapidjson::Value& s) { return status_of(s) == "error"; });
+  CHECK_THAT(message_of(d["sensors"]["mute"]),
+             Catch::StartsWith("no answer (a line \"# EOF\" after the metrics) within 300ms"));
+  REQUIRE(std::filesystem::exists(dir.path / "mute.pid"));
+  const pid_t first = std::stoi(read_text(dir.path / "mute.pid"));
+  // Stopped with its group (its sleep too), and not left a zombie: its pid is gone.
+  CHECK(eventually([&] { return ::kill(first, 0) != 0; }, 5s));
 }
