@@ -27,20 +27,23 @@ constexpr kiwi::OptionSpec kOptions[] = {
      "programs running at once on this route (1-256); a request beyond that gets 503 at once"},
     {"pass_authorization", kiwi::OptionType::boolean, "false",
      "give programs the Authorization and Proxy-Authorization headers (HTTP_AUTHORIZATION)"},
+    {"document_root", kiwi::OptionType::string, "\"\"",
+     "the tree PATH_INFO maps into: PATH_TRANSLATED is document_root + PATH_INFO, as Apache's "
+     "DocumentRoot gives it; \"\": PATH_TRANSLATED is not set"},
 };
 
 // The directory's realpath; throws (a factory error, exit 2) if it is not a directory.
-std::string program_directory(const std::string& dir) {
+std::string real_directory(const std::string& option, const std::string& dir) {
   if (dir.empty())
-    throw std::runtime_error("option directory is empty; name the programs' directory");
+    throw std::runtime_error("option " + option + " is empty; name the programs' directory");
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0)
-    throw std::runtime_error("directory \"" + dir + "\": " + std::strerror(errno));
+    throw std::runtime_error(option + " \"" + dir + "\": " + std::strerror(errno));
   if (!S_ISDIR(st.st_mode))
-    throw std::runtime_error("directory \"" + dir + "\" is not a directory");
+    throw std::runtime_error(option + " \"" + dir + "\" is not a directory");
   char real[PATH_MAX];
   if (!::realpath(dir.c_str(), real))
-    throw std::runtime_error("directory \"" + dir + "\": " + std::strerror(errno));
+    throw std::runtime_error(option + " \"" + dir + "\": " + std::strerror(errno));
   return real;
 }
 
@@ -51,7 +54,11 @@ class CgiHandler final : public kiwi::Handler {
         // "/cgi/*" -> "/cgi/": what SCRIPT_NAME starts with.
         prefix_(ctx.route_path.ends_with("/*") ? ctx.route_path.substr(0, ctx.route_path.size() - 1)
                                                : ctx.route_path),
-        directory_(program_directory(ctx.options.get_string("directory"))),
+        directory_(real_directory("directory", ctx.options.get_string("directory"))),
+        document_root_(
+            ctx.options.get_string("document_root").empty()
+                ? std::string()
+                : real_directory("document_root", ctx.options.get_string("document_root"))),
         timeout_(ctx.options.get_duration("timeout")),
         max_output_(ctx.options.get_size("max_output")),
         max_concurrent_(ctx.options.get_int("max_concurrent")),
@@ -90,8 +97,9 @@ class CgiHandler final : public kiwi::Handler {
     kiwi::process::Spec spec;
     spec.argv = {program.path};
     spec.env = kiwi::process::safe_environment();
-    for (auto& v : kiwi::cgi::meta_variables(
-             request, {script_name, target.path_info, server_software_, pass_authorization_}))
+    for (auto& v :
+         kiwi::cgi::meta_variables(request, {script_name, target.path_info, server_software_,
+                                             pass_authorization_, document_root_}))
       spec.env.push_back(std::move(v));
     spec.cwd = directory_;
     spec.input = request.body;
@@ -165,6 +173,7 @@ class CgiHandler final : public kiwi::Handler {
   kiwi::Logger& log_;
   std::string prefix_;
   std::string directory_;
+  std::string document_root_;  // "" for none
   std::chrono::milliseconds timeout_;
   std::uint64_t max_output_;
   std::int64_t max_concurrent_;

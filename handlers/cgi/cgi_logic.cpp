@@ -143,6 +143,20 @@ std::vector<std::string> meta_variables(const Request& request, const Gateway& g
   set("SERVER_SOFTWARE", gw.server_software);
   set("SERVER_PORT", std::to_string(request.local_port));
   set("REMOTE_ADDR", request.remote_address);
+  // RFC 3875 4.1.1 and 4.1.11: the scheme and the user the server checked. A bearer token names
+  // no user: REMOTE_USER is then set, and empty.
+  if (!request.auth_type.empty()) {
+    set("AUTH_TYPE", request.auth_type);
+    set("REMOTE_USER", request.remote_user);
+  }
+  // RFC 3875 4.1.6: PATH_INFO mapped onto the document tree, as Apache and lighttpd do
+  // (DocumentRoot + PATH_INFO); "if PATH_INFO is NULL, PATH_TRANSLATED MUST be unset". PATH_INFO
+  // never has a dot segment (the server answers 400), so it cannot climb out of the root.
+  if (!gw.document_root.empty()) {
+    set("DOCUMENT_ROOT", gw.document_root);
+    if (!gw.path_info.empty())
+      set("PATH_TRANSLATED", std::string(gw.document_root) + std::string(gw.path_info));
+  }
   // The Host header's host (RFC 3875 4.1.14), else the address the request came in on; an IPv6
   // address in brackets, as a URL has it.
   std::string server_name;

@@ -42,6 +42,9 @@ struct Gateway {
   std::string_view path_info;
   std::string_view server_software;  // "kiwi-agent/0.2.0"
   bool pass_authorization = false;   // HTTP_AUTHORIZATION and HTTP_PROXY_AUTHORIZATION too
+  // The tree PATH_INFO names a place in (the option document_root, a realpath), or "": then
+  // PATH_TRANSLATED and DOCUMENT_ROOT are not set (the agent has no document tree of its own).
+  std::string_view document_root;
 };
 
 // The meta-variables of RFC 3875 section 4.1 for `request`, as "NAME=value" strings: every
@@ -49,7 +52,8 @@ struct Gateway {
 // CONTENT_LENGTH), Authorization and Proxy-Authorization (unless gw.pass_authorization), Proxy
 // (httpoxy: it would become HTTP_PROXY, which HTTP libraries read as their proxy) and names with
 // characters other than letters, digits and '-' ("X_Forwarded" would alias "X-Forwarded").
-// Repeated headers are joined with ", ".
+// Repeated headers are joined with ", ". AUTH_TYPE and REMOTE_USER when [http.auth] let the request
+// in (request.auth_type); PATH_TRANSLATED (document_root + PATH_INFO) when both are non-empty.
 std::vector<std::string> meta_variables(const Request& request, const Gateway& gw);
 
 // A program's output read as a CGI response (RFC 3875 section 6).

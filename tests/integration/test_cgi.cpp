@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "auth_support.hpp"
 #include "checks.hpp"
 
 using namespace kiwi_test;
@@ -205,6 +206,77 @@ TEST_CASE(
   CHECK_FALSE(gd["env"].HasMember("CONTENT_LENGTH"));
   CHECK(std::string(gd["env"]["QUERY_STRING"].GetString()).empty());
   CHECK(std::string(gd["env"]["PATH_INFO"].GetString()).empty());
+}
+
+// The meta-variables a request gives the echo program ("(unset)" for those it does not get).
+struct EchoedEnv {
+  rapidjson::Document d;
+  std::string var(const char* name) const {
+    return d["env"].HasMember(name) ? std::string(d["env"][name].GetString()) : "(unset)";
+  }
+};
+EchoedEnv echoed(const HttpResponse& r) {
+  REQUIRE(r.status == 200);
+  EchoedEnv e;
+  e.d.Parse(r.body.c_str());
+  REQUIRE(e.d.IsObject());
+  return e;
+}
+
+TEST_CASE("cgi: AUTH_TYPE and REMOTE_USER name who http.auth let in: the Basic user, Bearer") {
+  need_python();
+  CgiSetup s;
+  // printf %s tok-1 | sha256sum
+  write_text(s.tmp.path / "tokens",
+             "65dcf16ea3dfa49069628089eb4a75483070f5584b2a21ee64912b5f621f12da  -\n");
+  const std::string hash = bcrypt_hash("s3cret");
+  // /cgi/open/* is public: a program there runs for anyone, and is told nobody was checked.
+  Agent agent(s.routes(), "",
+              "[http.auth]\nbasic_users = { prom = \"" + hash + "\" }\nbearer_tokens_file = \"" +
+                  (s.tmp.path / "tokens").string() +
+                  "\"\npublic_paths = [\"/api/current\", \"/cgi/echo/open/*\"]\n");
+  HttpClient c(agent.port());
+
+  CHECK(c.get("/cgi/echo").status == 401);  // the program never runs without credentials
+  auto basic = echoed(c.get("/cgi/echo", {{"Authorization", "Basic cHJvbTpzM2NyZXQ="}}));
+  CHECK(basic.var("AUTH_TYPE") == "Basic");
+  CHECK(basic.var("REMOTE_USER") == "prom");
+  CHECK(basic.var("HTTP_AUTHORIZATION") == "(unset)");  // the password stays with the server
+  auto again = echoed(c.get("/cgi/echo", {{"Authorization", "Basic cHJvbTpzM2NyZXQ="}}));
+  CHECK(again.var("REMOTE_USER") == "prom");  // verified from the cache, the same identity
+  auto bearer = echoed(c.get("/cgi/echo", {{"Authorization", "Bearer tok-1"}}));
+  CHECK(bearer.var("AUTH_TYPE") == "Bearer");
+  CHECK(bearer.var("REMOTE_USER").empty());  // set, and empty: a token names no user
+  auto open = echoed(c.get("/cgi/echo/open/x"));
+  CHECK(open.var("AUTH_TYPE") == "(unset)");
+  CHECK(open.var("REMOTE_USER") == "(unset)");
+}
+
+TEST_CASE(
+    "cgi: without http.auth no AUTH_TYPE or REMOTE_USER, and PATH_TRANSLATED from "
+    "document_root") {
+  need_python();
+  CgiSetup s;
+  fs::create_directories(s.tmp.path / "docs" / "man1");
+  const std::string root = fs::canonical(s.tmp.path / "docs").string();
+  Agent agent(s.routes(", document_root = \"" + (s.tmp.path / "docs").string() + "\""));
+  HttpClient c(agent.port());
+  auto e = echoed(c.get("/cgi/echo/man1/ls.1", {{"Authorization", "Basic cHJvbTpzM2NyZXQ="}}));
+  CHECK(e.var("AUTH_TYPE") == "(unset)");  // credentials sent, but no server checked them
+  CHECK(e.var("REMOTE_USER") == "(unset)");
+  CHECK(e.var("PATH_INFO") == "/man1/ls.1");
+  CHECK(e.var("PATH_TRANSLATED") == root + "/man1/ls.1");
+  CHECK(e.var("DOCUMENT_ROOT") == root);
+  auto bare = echoed(c.get("/cgi/echo"));
+  CHECK(bare.var("PATH_TRANSLATED") == "(unset)");  // RFC 3875 4.1.6: no PATH_INFO, none
+
+  // Without document_root the agent has no document tree: PATH_TRANSLATED is left out.
+  Agent plain(s.routes());
+  HttpClient p(plain.port());
+  auto none = echoed(p.get("/cgi/echo/man1/ls.1"));
+  CHECK(none.var("PATH_INFO") == "/man1/ls.1");
+  CHECK(none.var("PATH_TRANSLATED") == "(unset)");
+  CHECK(none.var("DOCUMENT_ROOT") == "(unset)");
 }
 
 TEST_CASE("cgi: programs that fail: hanging (504, group killed), crashing, chatty, malformed") {

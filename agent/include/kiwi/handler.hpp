@@ -51,6 +51,11 @@ struct Request {
   std::string_view protocol;       // "HTTP/1.1" or "HTTP/1.0", as the request line says
   std::string_view local_address;  // the address the request came in on: "127.0.0.1", "::1"
   std::uint16_t local_port = 0;    // and its port
+  // Who [http.auth] let in (ABI 1.4): "Basic" or "Bearer", and the Basic user name ("" for a
+  // bearer token, which names no user). Both "" when the request was not authenticated (no
+  // [http.auth], a public path, or an agent older than 1.4).
+  std::string_view auth_type;
+  std::string_view remote_user;
 
   // Number of times a query parameter occurs (to reject `?limit=1&limit=2`).
   std::size_t count(std::string_view name) const {

@@ -231,6 +231,10 @@ inline int handle_request(void* instance, const kiwi_request* c,
     req.protocol = view(c->protocol);
     req.local_address = view(c->local_address);
     req.local_port = c->local_port;
+    if (KIWI_HAS_MEMBER(c, kiwi_request, remote_user)) {  // ABI 1.4
+      req.auth_type = view(c->auth_type);
+      req.remote_user = view(c->remote_user);
+    }
     auto& box = *static_cast<HandlerBox*>(instance);
     std::unique_ptr<Response> res = box.responses.take();
     try {

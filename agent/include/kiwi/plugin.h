@@ -252,6 +252,12 @@ typedef struct kiwi_request {
   kiwi_str remote_address; /* "127.0.0.1", "::1" */
   kiwi_str local_address;  /* the address the request came in on */
   uint16_t local_port;
+  /* ABI 1.4 (KIWI_HAS_MEMBER(request, kiwi_request, remote_user)): who [http.auth] let in.
+   * auth_type is the scheme, "Basic" or "Bearer"; remote_user the Basic user name ("" for a bearer
+   * token: the tokens file holds hashes, no names). Both "" when the request was not
+   * authenticated: no [http.auth], or a path in its public_paths. */
+  kiwi_str auth_type;
+  kiwi_str remote_user;
 } kiwi_request;
 
 /* A response body the handler owns and the agent may keep after handle returns (it serves one

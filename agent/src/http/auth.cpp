@@ -239,11 +239,14 @@ bool Authenticator::is_public(std::string_view path) const {
   return false;
 }
 
-Authenticator::Check Authenticator::quick_check(std::string_view value,
-                                                const std::string& key) const {
+Authenticator::Check Authenticator::quick_check(std::string_view value, const std::string& key,
+                                                Identity& who) const {
   {
     std::lock_guard lock(mutex_);
-    if (cache_.count(key)) return Check::ok;
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      who = it->second.who;
+      return Check::ok;
+    }
   }
   std::string_view rest;
   if (has_scheme(value, "Bearer", rest)) {
@@ -251,6 +254,7 @@ Authenticator::Check Authenticator::quick_check(std::string_view value,
     const std::string presented = to_hex(sha256(rest));
     bool found = false;  // every hash compared: the time does not say which one matched
     for (auto& h : settings_.bearer_token_hashes) found |= constant_time_equal(presented, h);
+    if (found) who = {"Bearer", {}};  // a token names no user (the file holds hashes only)
     return found ? Check::ok : Check::invalid;
   }
   if (has_scheme(value, "Basic", rest))
@@ -258,30 +262,31 @@ Authenticator::Check Authenticator::quick_check(std::string_view value,
   return Check::invalid;
 }
 
-bool Authenticator::check_basic(std::string_view credentials) const {
+const std::string* Authenticator::check_basic(std::string_view credentials) const {
   auto decoded = base64_decode(credentials);
-  if (!decoded) return false;
+  if (!decoded) return nullptr;
   const std::size_t colon = decoded->find(':');
-  if (colon == std::string::npos) return false;
+  if (colon == std::string::npos) return nullptr;
   const std::string user = decoded->substr(0, colon);
   const std::string_view password = std::string_view(*decoded).substr(colon + 1);
   auto it = settings_.basic_users.find(user);
   if (it == settings_.basic_users.end()) {
     // An unknown user costs a bcrypt too, so the time does not tell which names exist.
     bcrypt_verify(password, settings_.basic_users.begin()->second);
-    return false;
+    return nullptr;
   }
-  return bcrypt_verify(password, it->second);
+  return bcrypt_verify(password, it->second) ? &it->first : nullptr;
 }
 
-void Authenticator::remember(const std::string& key) const {
+void Authenticator::remember(const std::string& key, const Identity& who) const {
   std::lock_guard lock(mutex_);
   if (cache_.size() >= kCacheEntries) {
-    auto oldest = std::min_element(cache_.begin(), cache_.end(),
-                                   [](auto& a, auto& b) { return a.second < b.second; });
+    auto oldest = std::min_element(cache_.begin(), cache_.end(), [](auto& a, auto& b) {
+      return a.second.added < b.second.added;
+    });
     cache_.erase(oldest);
   }
-  cache_.emplace(key, ++added_);
+  cache_.emplace(key, Verified{++added_, who});
 }
 
 Response Authenticator::challenge(std::string_view message) const {
@@ -295,7 +300,7 @@ Response Authenticator::challenge(std::string_view message) const {
 }
 
 std::optional<Response> Authenticator::gate(const Request& req, AuthLimiter& limiter,
-                                            AuthCounters& counters) const {
+                                            AuthCounters& counters, Identity* who) const {
   if (!settings_.enabled() || is_public(req.path)) return std::nullopt;
   const auto header = req.header("Authorization");
   if (!header) return challenge("authentication required");
@@ -304,7 +309,8 @@ std::optional<Response> Authenticator::gate(const Request& req, AuthLimiter& lim
   const std::string key(reinterpret_cast<const char*>(digest.data()), digest.size());
   const auto now = AuthLimiter::Clock::now();
   const std::string address(req.remote_address);
-  Check check = quick_check(value, key);
+  Identity verified;
+  Check check = quick_check(value, key, verified);
   // A blocked address gets only what needs no bcrypt: the cache and bearer tokens.
   if (check != Check::ok) {
     if (const int wait = limiter.blocked_for(address, now)) {
@@ -320,11 +326,17 @@ std::optional<Response> Authenticator::gate(const Request& req, AuthLimiter& lim
   if (check == Check::needs_bcrypt) {
     std::string_view rest;
     has_scheme(value, "Basic", rest);
-    check = check_basic(rest) ? Check::ok : Check::invalid;
-    if (check == Check::ok) remember(key);
+    if (const std::string* user = check_basic(rest)) {
+      verified = {"Basic", *user};
+      check = Check::ok;
+      remember(key, verified);
+    } else {
+      check = Check::invalid;
+    }
   }
   if (check == Check::ok) {
     limiter.succeeded(address, now);
+    if (who) *who = verified;
     return std::nullopt;
   }
   counters.invalid.fetch_add(1, std::memory_order_relaxed);

@@ -69,6 +69,14 @@ struct AuthCounters {
   std::atomic<std::uint64_t> rate_limited{0};  // refused unchecked: the address was blocked
 };
 
+// Who passed [http.auth] (RFC 3875's AUTH_TYPE and REMOTE_USER): the scheme, "Basic" or "Bearer",
+// and for Basic the user name. Views into the Authenticator's settings, valid while it lives (a
+// request holds it until it is answered). Both empty: not authenticated (auth off, a public path).
+struct Identity {
+  std::string_view auth_type;
+  std::string_view user;
+};
+
 // One [http.auth] configuration, immutable but for its cache; the server swaps it whole on a
 // reload (a new one starts with an empty cache, so a removed user is refused at once).
 // Thread-safe.
@@ -85,22 +93,28 @@ class Authenticator {
   bool is_public(std::string_view path) const;
 
   // nullopt when the request may go on (a public path, or valid credentials); otherwise the
-  // answer: 401 with WWW-Authenticate, or 429 with Retry-After for a blocked address.
-  std::optional<Response> gate(const Request& req, AuthLimiter& limiter,
-                               AuthCounters& counters) const;
+  // answer: 401 with WWW-Authenticate, or 429 with Retry-After for a blocked address. `who`, when
+  // given, is set to the identity that passed (left empty for a public path).
+  std::optional<Response> gate(const Request& req, AuthLimiter& limiter, AuthCounters& counters,
+                               Identity* who = nullptr) const;
 
  private:
   enum class Check { ok, missing, invalid, needs_bcrypt };
   // Without bcrypt: the cache, bearer tokens, and what can be refused at once. `key`: the cache
-  // key of the header.
-  Check quick_check(std::string_view authorization, const std::string& key) const;
-  bool check_basic(std::string_view credentials) const;  // base64 of "user:password"
-  void remember(const std::string& key) const;
+  // key of the header. `who` is set on Check::ok.
+  Check quick_check(std::string_view authorization, const std::string& key, Identity& who) const;
+  // base64 of "user:password"; the user's name (a key of basic_users) when the password is right.
+  const std::string* check_basic(std::string_view credentials) const;
+  void remember(const std::string& key, const Identity& who) const;
   Response challenge(std::string_view message) const;
 
   HttpAuth settings_;
   mutable std::mutex mutex_;
-  mutable std::unordered_map<std::string, std::uint64_t> cache_;  // key -> when added (a count)
+  struct Verified {
+    std::uint64_t added;  // when, as a count
+    Identity who;
+  };
+  mutable std::unordered_map<std::string, Verified> cache_;  // key -> what it verified
   mutable std::uint64_t added_ = 0;
 };
 

@@ -194,9 +194,15 @@ void add_cors_headers(const GateInput& in, Response& res) {
 // --- [http.auth]: 401 with WWW-Authenticate, or 429 for a blocked address (auth.hpp) -----------
 
 [[gnu::noinline]] bool check_credentials(const GateInput& in, Response& out) {
+  Identity who;
   std::optional<Response> refused =
-      in.published.auth->gate(in.request, in.auth_limiter, in.auth_counters);
-  if (!refused) return false;
+      in.published.auth->gate(in.request, in.auth_limiter, in.auth_counters, &who);
+  if (!refused) {
+    // Views into the Authenticator, which `in.published` holds until the request is answered.
+    in.request.auth_type = who.auth_type;
+    in.request.remote_user = who.user;
+    return false;
+  }
   out = std::move(*refused);
   return true;
 }

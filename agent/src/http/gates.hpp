@@ -29,7 +29,9 @@ struct Published {
 
 // A request as the gates see it.
 struct GateInput {
-  const Request& request;
+  // Read-only for every gate but "auth", which sets the identity that passed (auth_type,
+  // remote_user) for the handler.
+  Request& request;
   std::string_view raw_path;  // the path as sent, before libmicrohttpd decoded it
   bool body_too_large;        // the body passed kMaxBodyBytes (the rest was not kept)
   const Published& published;

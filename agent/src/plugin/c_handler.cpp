@@ -174,6 +174,8 @@ void CHandler::handle_into(const Request& r, Response& res) {
   req.remote_address = to_c(r.remote_address);
   req.local_address = to_c(r.local_address);
   req.local_port = r.local_port;
+  req.auth_type = to_c(r.auth_type);
+  req.remote_user = to_c(r.remote_user);
 
   // The C defaults (kiwi_response): 200, application/json, no headers, no body.
   res.status = 200;

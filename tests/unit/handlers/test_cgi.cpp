@@ -129,7 +129,7 @@ TEST_CASE("cgi: meta-variables of RFC 3875 from a request") {
   r.protocol = "HTTP/1.0";
   r.local_address = "127.0.0.1";
   r.local_port = 8095;
-  Gateway gw{"/cgi/echo", "/a b", "kiwi-agent/9.9", false};
+  Gateway gw{"/cgi/echo", "/a b", "kiwi-agent/9.9", false, ""};
   auto env = meta_variables(r, gw);
   CHECK(has(env, "GATEWAY_INTERFACE=CGI/1.1"));
   CHECK(has(env, "REQUEST_METHOD=POST"));
@@ -167,7 +167,7 @@ TEST_CASE(
   r.method = "GET";
   r.local_address = "::1";
   r.local_port = 9;
-  auto env = meta_variables(r, {"/cgi/x", "", "kiwi-agent/1", false});
+  auto env = meta_variables(r, {"/cgi/x", "", "kiwi-agent/1", false, ""});
   CHECK(has(env, "SERVER_NAME=[::1]"));
   CHECK(has(env, "QUERY_STRING="));
   CHECK(has(env, "SERVER_PROTOCOL=HTTP/1.1"));
@@ -175,7 +175,40 @@ TEST_CASE(
   CHECK_FALSE(has_name(env, "CONTENT_TYPE"));
   const kiwi::Param v6[] = {{"Host", "[fe80::1]:8095"}};
   r.headers = v6;
-  CHECK(has(meta_variables(r, {"/cgi/x", "", "k", false}), "SERVER_NAME=[fe80::1]"));
+  CHECK(has(meta_variables(r, {"/cgi/x", "", "k", false, ""}), "SERVER_NAME=[fe80::1]"));
+}
+
+TEST_CASE("cgi: AUTH_TYPE and REMOTE_USER name who http.auth let in, and only then") {
+  kiwi::Request r;
+  r.method = "GET";
+  const Gateway gw{"/cgi/x", "/p", "k", false, ""};
+  auto env = meta_variables(r, gw);
+  CHECK_FALSE(has_name(env, "AUTH_TYPE"));  // not authenticated: neither is set
+  CHECK_FALSE(has_name(env, "REMOTE_USER"));
+  r.auth_type = "Basic";
+  r.remote_user = "prometheus";
+  env = meta_variables(r, gw);
+  CHECK(has(env, "AUTH_TYPE=Basic"));
+  CHECK(has(env, "REMOTE_USER=prometheus"));
+  r.auth_type = "Bearer";
+  r.remote_user = "";
+  env = meta_variables(r, gw);
+  CHECK(has(env, "AUTH_TYPE=Bearer"));
+  CHECK(has(env, "REMOTE_USER="));  // a token names no user
+}
+
+TEST_CASE("cgi: PATH_TRANSLATED is document_root + PATH_INFO, unset without either") {
+  kiwi::Request r;
+  r.method = "GET";
+  auto env = meta_variables(r, {"/cgi/man", "/man1/ls.1", "k", false, ""});
+  CHECK_FALSE(has_name(env, "PATH_TRANSLATED"));  // no document tree: not set
+  CHECK_FALSE(has_name(env, "DOCUMENT_ROOT"));
+  env = meta_variables(r, {"/cgi/man", "/man1/ls.1", "k", false, "/usr/share/man"});
+  CHECK(has(env, "PATH_TRANSLATED=/usr/share/man/man1/ls.1"));
+  CHECK(has(env, "DOCUMENT_ROOT=/usr/share/man"));
+  env = meta_variables(r, {"/cgi/man", "", "k", false, "/usr/share/man"});
+  CHECK_FALSE(has_name(env, "PATH_TRANSLATED"));  // RFC 3875 4.1.6: no PATH_INFO, none
+  CHECK(has(env, "DOCUMENT_ROOT=/usr/share/man"));
 }
 
 TEST_CASE("cgi: a document response, LF or CRLF") {

@@ -112,6 +112,32 @@ TEST_CASE("AuthLimiter tracks at most kMaxAddresses addresses") {
   CHECK(l.tracked() == AuthLimiter::kMaxAddresses);
 }
 
+TEST_CASE(
+    "Authenticator::gate names who passed: the Basic user, Bearer without a name, nobody "
+    "on a public path") {
+  HttpAuth a;
+  a.basic_users["prom"] = bcrypt_hash("s3cret");
+  a.basic_users["grafana"] = bcrypt_hash("other");
+  a.bearer_tokens_file = "tokens";
+  a.bearer_token_hashes = {to_hex(sha256("tok-1"))};
+  a.public_paths = {"/api/health"};
+  Authenticator auth(a);
+  AuthLimiter limiter;
+  AuthCounters counters;
+  auto who = [&](const std::string& path, const std::string& authorization) {
+    Identity id{"unset", "unset"};
+    auto refused = auth.gate(request(path, authorization), limiter, counters, &id);
+    return refused ? std::string("refused")
+                   : std::string(id.auth_type) + ":" + std::string(id.user);
+  };
+  CHECK(who("/api/current", "Basic " + base64("prom:s3cret")) == "Basic:prom");
+  CHECK(who("/api/current", "Basic " + base64("prom:s3cret")) == "Basic:prom");  // the cache
+  CHECK(who("/api/current", "Basic " + base64("grafana:other")) == "Basic:grafana");
+  CHECK(who("/api/current", "Bearer tok-1") == "Bearer:");
+  CHECK(who("/api/current", "Basic " + base64("prom:wrong")) == "refused");
+  CHECK(who("/api/health", "") == "unset:unset");  // public: not authenticated, left alone
+}
+
 TEST_CASE("Authenticator::gate: public paths, Basic, Bearer, 401 and 429") {
   HttpAuth a;
   a.basic_users["prom"] = bcrypt_hash("s3cret");
