@@ -155,6 +155,19 @@ class HttpClient {
       for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       r.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
     }
+    if (!head && r.status != 304 && r.status != 204 && r.header("transfer-encoding") == "chunked") {
+      // RFC 9112 section 7.1: chunks of hex-size CRLF data CRLF, up to a last one of size 0 (and
+      // no trailers: the agent sends none). A connection closed before it: ConnectionClosed.
+      for (;;) {
+        while (buf_.find("\r\n") == std::string::npos) fill();
+        const std::size_t line_end = buf_.find("\r\n");
+        const std::size_t size = std::stoul(buf_.substr(0, line_end), nullptr, 16);
+        while (buf_.size() < line_end + 2 + size + 2) fill();
+        r.body.append(buf_, line_end + 2, size);
+        buf_.erase(0, line_end + 2 + size + 2);
+        if (size == 0) return r;
+      }
+    }
     std::size_t length =
         r.headers.count("content-length") ? std::stoul(r.headers["content-length"]) : 0;
     if (head || r.status == 304 || r.status == 204) length = 0;

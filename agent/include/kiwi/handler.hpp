@@ -17,12 +17,19 @@
 //     below.
 #pragma once
 
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -189,6 +196,54 @@ class Body {
   std::shared_ptr<const void> keep_;
   bool set_ = false;  // a body of static bytes, which has no keep
 };
+// A response body produced as it goes (ABI 1.4, kiwi_stream in kiwi/plugin.h): a program's output,
+// sent to the client as it comes, with the server's memory bounded by its buffers, uncompressed.
+// The server calls read() until it returns `end` or `error`, never two calls at once (from any
+// worker thread), and destroys the stream when it is done with it, which may come before the end
+// (the client went away, a HEAD or 304 answer, the server stops): the destructor then stops
+// whatever produces it. Every stream is destroyed before the handler that made it.
+class Stream {
+ public:
+  static constexpr std::ptrdiff_t end = -1;    // the body is complete
+  static constexpr std::ptrdiff_t error = -2;  // it cannot be completed: sent cut short
+  // What a read() that has nothing yet waits for: `fd` readable, or `until`; at least one set.
+  struct Wait {
+    int fd = -1;
+    std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max();
+  };
+  virtual ~Stream() = default;
+  // Never blocks: the bytes copied to `buffer` (> 0, at most `capacity`), or 0 with `wait` set
+  // (the server calls again when it comes, and serves its other clients meanwhile), or end, or
+  // error (the handler has logged why).
+  virtual std::ptrdiff_t read(char* buffer, std::size_t capacity, Wait& wait) = 0;
+};
+
+// The whole of `stream`, waiting (poll) where it says: for tests, and for an agent older than ABI
+// 1.4, which takes no stream. Throws std::runtime_error on Stream::error.
+inline std::string read_all(Stream& stream) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    Stream::Wait wait;
+    const std::ptrdiff_t n = stream.read(buf, sizeof buf, wait);
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == Stream::end) return out;
+    if (n != 0) throw std::runtime_error("the response body was cut short");
+    int timeout = -1;
+    if (wait.until != std::chrono::steady_clock::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+          wait.until - std::chrono::steady_clock::now());
+      timeout = static_cast<int>(std::clamp<long long>(left.count(), 0, INT_MAX));
+    }
+    pollfd p{wait.fd, POLLIN, 0};
+    if (::poll(&p, wait.fd >= 0 ? 1 : 0, timeout) < 0 && errno != EINTR)
+      throw std::runtime_error("poll failed while reading a response body");
+  }
+}
+
 // Sets `to` to `text`, reusing its storage; one that already holds it is not written (the usual
 // case for a Response reused from request to request: see Handler::handle_into).
 inline void assign_text(std::string& to, std::string_view text) {
@@ -206,6 +261,8 @@ struct Response {
   std::string content_type = "application/json";
   std::vector<Header> headers;  // extra headers (ETag, Cache-Control, ...)
   Body body;                    // null means empty
+  // Set: the body, produced as it goes (ABI 1.4; `body` is not sent then).
+  std::shared_ptr<Stream> stream;
 
   // A JSON error body in the API's one error shape:
   //   {"error":{"status":400,"parameter":"limit","message":"..."}}  ("parameter" only if given)
@@ -226,6 +283,7 @@ struct Response {
       ++row;
     }
     body = std::move(new_body);
+    stream.reset();
   }
 };
 

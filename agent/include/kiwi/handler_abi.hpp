@@ -131,6 +131,7 @@ class ResponsePool {
   }
   void give(std::unique_ptr<Response> r) {
     r->body.reset();  // the bytes are not held past their request
+    r->stream.reset();
     for (auto& s : slots_) {
       Response* empty = nullptr;
       if (s.compare_exchange_strong(empty, r.get(), std::memory_order_release)) {
@@ -173,6 +174,31 @@ inline void release_body(void* owner) noexcept {
   delete static_cast<Body*>(owner);
 }
 
+// kiwi_stream's functions for a Stream handed to the agent: `owner` is a shared_ptr<Stream> of its
+// own, deleted by release (the agent's call, exactly once, from any thread).
+inline int64_t read_stream(void* owner, char* buffer, size_t capacity, int* wait_fd,
+                           int64_t* wait_until_ns) noexcept {
+  try {
+    Stream::Wait wait;
+    const std::ptrdiff_t n =
+        (*static_cast<std::shared_ptr<Stream>*>(owner))->read(buffer, capacity, wait);
+    if (n == 0) {
+      *wait_fd = wait.fd;
+      *wait_until_ns =
+          wait.until == std::chrono::steady_clock::time_point::max()
+              ? INT64_MAX
+              : std::chrono::duration_cast<std::chrono::nanoseconds>(wait.until.time_since_epoch())
+                    .count();
+    }
+    return n > 0 || n == 0 || n == Stream::end ? n : KIWI_STREAM_ERROR;
+  } catch (...) {
+    return KIWI_STREAM_ERROR;
+  }
+}
+inline void release_stream(void* owner) noexcept {
+  delete static_cast<std::shared_ptr<Stream>*>(owner);
+}
+
 // Params of a request as kiwi::Params: in `stack` when they fit (nearly every request), else in
 // `heap`. Not a thread_local vector: a thread_local with a destructor in a shared object keeps
 // glibc from unloading it while any thread that touched it lives. `stack` is raw storage: an
@@ -201,6 +227,21 @@ inline void write_response(const Response& res, const kiwi_response* out) {
   out->status(out->ctx, res.status);
   out->header(out->ctx, str("Content-Type"), str(res.content_type));
   for (const auto& h : res.headers) out->header(out->ctx, str(h.name), str(h.value));
+  if (res.stream && KIWI_HAS_MEMBER(out, kiwi_response, stream)) {
+    auto owner = std::make_unique<std::shared_ptr<Stream>>(res.stream);
+    const kiwi_stream stream{sizeof(kiwi_stream), owner.get(), &read_stream, &release_stream};
+    owner.release();  // the agent's from here on, even if it never reads it
+    out->stream(out->ctx, stream);
+    return;
+  }
+  if (res.stream) {  // an agent older than ABI 1.4: the stream read whole, here, into a body
+    auto text = std::make_shared<const std::string>(read_all(*res.stream));
+    auto owner = std::make_unique<Body>(std::move(text));
+    const kiwi_body body{owner->view().data(), owner->view().size(), owner.get(), &release_body};
+    owner.release();
+    out->body(out->ctx, body);
+    return;
+  }
   if (!res.body) return;
   if (!res.body.keep()) {  // static storage (this plugin's image, which the agent keeps loaded)
     out->body(out->ctx, kiwi_body{res.body->data(), res.body->size(), nullptr, nullptr});

@@ -271,6 +271,33 @@ typedef struct kiwi_body {
   void (*release)(void *owner); /* NULL: static storage, nothing to release */
 } kiwi_body;
 
+/* ABI 1.4. A response body the handler produces as it goes (a program's output), handed over with
+ * kiwi_response.stream instead of a kiwi_body. The agent sends what read() gives as it comes
+ * (chunked to an HTTP/1.1 client; to an HTTP/1.0 one it closes the connection at the end), so
+ * its memory is bounded by its buffers whatever the body's size, and it is not compressed.
+ *
+ * read: never blocks. Copies at most `capacity` bytes of the body to `buffer` and returns how
+ *   many (> 0); or returns 0 (nothing yet) after setting *wait_fd (a descriptor poll() will report
+ *   readable when read() may have more, kept open until the next call or release; -1: none)
+ *   and/or *wait_until_ns (CLOCK_MONOTONIC nanoseconds; INT64_MAX: none), at least one of them:
+ *   the agent calls read() again once either comes (or the client hangs up), serving its other
+ *   connections meanwhile; or KIWI_STREAM_END: the body is complete; or KIWI_STREAM_ERROR: it
+ *   cannot be completed (the handler has logged why): the agent ends the response short, without
+ *   the last chunk, so the client knows it is incomplete. Calls for one stream never overlap; they
+ *   may come from different threads.
+ * release: exactly once, from any thread, when the agent is done with the stream: after END or
+ *   ERROR, or before (the client went away, a HEAD or 304 answer, the server stops): the handler
+ *   then stops producing it (the cgi handler kills its program). Every stream a handler instance
+ *   handed out is released before the instance's destroy() is called. */
+#define KIWI_STREAM_END (-1)
+#define KIWI_STREAM_ERROR (-2)
+typedef struct kiwi_stream {
+  uint32_t size; /* sizeof(kiwi_stream) */
+  void *owner;
+  int64_t (*read)(void *owner, char *buffer, size_t capacity, int *wait_fd, int64_t *wait_until_ns);
+  void (*release)(void *owner);
+} kiwi_stream;
+
 /* Builds the response; valid during handler_handle only. Status 200 and Content-Type
  * application/json unless set. */
 typedef struct kiwi_response {
@@ -284,6 +311,10 @@ typedef struct kiwi_response {
   void (*body)(void *ctx, kiwi_body body);
   /* Why handle failed (with a non-zero return): the agent answers 500 with it. Copied. */
   void (*error)(void *ctx, kiwi_str message);
+  /* ABI 1.4 (KIWI_HAS_MEMBER(response, kiwi_response, stream): an older agent has none). Sets the
+   * body to a stream (kiwi_stream above); of body() and stream(), the last call wins and the
+   * agent releases the other. The agent takes ownership even if it never reads it. */
+  void (*stream)(void *ctx, kiwi_stream stream);
 } kiwi_response;
 
 /* ---- Outputs (since ABI 1.1) ----------------------------------------------------------------

@@ -240,6 +240,7 @@ void not_modified_if_matching(const GateInput& in, Response& res) {
       res.status = 304;
       res.content_type.clear();
       res.body.reset();
+      res.stream.reset();  // a streamed body is released unread
       return;
     }
 }

@@ -22,7 +22,11 @@ MhdApi make_linked() {
            &MHD_queue_response,
            &MHD_create_response_from_buffer_with_free_callback_cls,
            &MHD_add_response_header,
-           &MHD_destroy_response};
+           &MHD_destroy_response,
+           &MHD_create_response_from_callback,
+           &MHD_suspend_connection,
+           &MHD_resume_connection,
+           &MHD_set_response_options};
   return a;
 }
 
@@ -69,6 +73,10 @@ MhdApi bind_all(void* lib) {
   bind(lib, "MHD_create_response_from_buffer_with_free_callback_cls", a.create_response);
   bind(lib, "MHD_add_response_header", a.add_response_header);
   bind(lib, "MHD_destroy_response", a.destroy_response);
+  bind(lib, "MHD_create_response_from_callback", a.create_response_from_callback);
+  bind(lib, "MHD_suspend_connection", a.suspend_connection);
+  bind(lib, "MHD_resume_connection", a.resume_connection);
+  bind(lib, "MHD_set_response_options", a.set_response_options);
   a.name = std::string("libmicrohttpd ") + version() + " (" + kTlsLibrary + ")";
   a.tls = feature(MHD_FEATURE_TLS) == MHD_YES;
   if (!a.tls) throw std::runtime_error(std::string(kTlsLibrary) + " was built without TLS support");

@@ -24,6 +24,11 @@ struct MhdApi {
   decltype(&MHD_create_response_from_buffer_with_free_callback_cls) create_response;
   decltype(&MHD_add_response_header) add_response_header;
   decltype(&MHD_destroy_response) destroy_response;
+  // Streamed bodies (mhd_stream.hpp).
+  decltype(&MHD_create_response_from_callback) create_response_from_callback;
+  decltype(&MHD_suspend_connection) suspend_connection;
+  decltype(&MHD_resume_connection) resume_connection;
+  decltype(&MHD_set_response_options) set_response_options;
 };
 
 // The library the agent is linked with.

@@ -25,12 +25,15 @@ namespace {
 struct HttpWorker final : Worker {
   const MhdApi* api = nullptr;  // its daemon's library (HttpDaemon::api)
   MHD_Daemon* mhd = nullptr;
+  StreamWaker* waker = nullptr;  // its set's (HttpDaemon::waker)
 
   ~HttpWorker() override { stop(); }
   bool add_connection(int fd, const sockaddr* addr, socklen_t len) override {
     return api->add_connection(mhd, fd, addr, len) == MHD_YES;
   }
   void stop() override {
+    // MHD 0.9.75 aborts when stopped with a connection suspended: none is, after this.
+    if (mhd && waker) waker->stop_worker(mhd);
     if (mhd) api->stop_daemon(mhd);
     mhd = nullptr;
   }
@@ -173,6 +176,21 @@ MHD_Result answer(HttpDaemon& daemon, MHD_Connection* c, const char* url, const 
   const int route = answer_request(in, res);
   router.count(route, res.status);
 
+  if (res.stream) {
+    // A body produced as it goes (mhd_stream.hpp): a response of its own, never reused. It holds
+    // the handler instance, whose streams must all be released before its destroy() (ABI 1.4).
+    std::shared_ptr<const void> instance;
+    if (route >= 0) instance = router.routes()[static_cast<std::size_t>(route)].handler;
+    MHD_Response* streamed =
+        make_stream_response(mhd, res, std::move(instance), c, daemon.waker,
+                             daemon.draining.load(std::memory_order_relaxed), req.method == "HEAD");
+    res.stream.reset();  // the response has it (or released it): not kept by this thread
+    if (!streamed) return MHD_NO;
+    const MHD_Result queued = mhd.queue_response(c, static_cast<unsigned>(res.status), streamed);
+    mhd.destroy_response(streamed);  // the connection holds it until it is sent
+    return queued;
+  }
+
   const std::shared_ptr<LoadedLibrary>* code =
       route >= 0 ? &router.routes()[static_cast<std::size_t>(route)].handler->library : nullptr;
   MHD_Response* response =
@@ -264,8 +282,11 @@ std::unique_ptr<HttpDaemon> start_daemon(const HttpSettings& s, const ServerShar
       {MHD_OPTION_END, 0, nullptr}};
   // No listening socket: the Acceptor hands connections over. MHD_USE_ITC wakes the worker a
   // connection is added to (MHD would add it for MHD_USE_NO_LISTEN_SOCKET anyway).
+  // MHD_ALLOW_SUSPEND_RESUME: a connection waiting on a streamed body is suspended
+  // (mhd_stream.hpp).
   const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-                         MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET | (tls ? MHD_USE_TLS : 0);
+                         MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET |
+                         (tls ? MHD_USE_TLS : 0);
   const auto timeout_s = static_cast<unsigned>(s.keep_alive.count() / 1000);
   const auto threads = static_cast<std::uint64_t>(s.threads);
   const auto max_connections = static_cast<std::uint64_t>(s.max_connections);
@@ -275,6 +296,7 @@ std::unique_ptr<HttpDaemon> start_daemon(const HttpSettings& s, const ServerShar
     auto& w = *worker;
     d->workers.push_back(std::move(worker));
     w.api = d->api;
+    w.waker = &d->waker;
     w.freed = shared.freed;
     // max_connections split as evenly as it goes; a worker whose share is 0 gets nothing. MHD's
     // own limit is kEvictHeadroom + 1 more: connections evicted but not yet closed, and one the

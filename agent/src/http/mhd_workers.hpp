@@ -12,6 +12,7 @@
 #include "http/auth.hpp"
 #include "http/gates.hpp"
 #include "http/http_server.hpp"
+#include "http/mhd_stream.hpp"
 #include "http/response_cache.hpp"
 
 namespace kiwi::agent {
@@ -44,6 +45,10 @@ struct HttpDaemon : WorkerSet {
   std::atomic<bool> hurry{false};     // stop(): wait for requests in flight only, not connections
   std::atomic<bool> done{false};      // the retirer has stopped it
   std::thread retirer;
+  // Wakes this set's connections that wait on a streamed body. Declared after nothing the
+  // workers need: ~HttpDaemon stops the workers (which resume their waiting connections here)
+  // before its members go.
+  StreamWaker waker;
 
   HttpDaemon() = default;
   HttpDaemon(const HttpDaemon&) = delete;

@@ -1,5 +1,8 @@
 #include "plugin/c_handler.hpp"
 
+#include <chrono>
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -100,6 +103,41 @@ Body body_from(const kiwi_body& body, const std::shared_ptr<const void>& code) {
   return Body(std::move(keep), bytes);
 }
 
+namespace {
+
+// A kiwi_stream as a Stream: read() through the plugin, release() when the last holder lets it
+// go. The plugin's instance (and so its code) outlives it: the server holds the route's handler
+// while it sends a stream (ABI: every stream is released before destroy()).
+class CStream final : public Stream {
+ public:
+  explicit CStream(const kiwi_stream& c) : c_(c) {}
+  ~CStream() override {
+    if (c_.release) c_.release(c_.owner);
+  }
+  CStream(const CStream&) = delete;
+  CStream& operator=(const CStream&) = delete;
+  std::ptrdiff_t read(char* buffer, std::size_t capacity, Wait& wait) override {
+    if (!c_.read) return error;
+    int fd = -1;
+    std::int64_t until_ns = INT64_MAX;
+    const std::int64_t n = c_.read(c_.owner, buffer, capacity, &fd, &until_ns);
+    if (n > 0)
+      return n <= static_cast<std::int64_t>(capacity) ? static_cast<std::ptrdiff_t>(n)
+                                                      : error;  // wrote past the end
+    if (n == KIWI_STREAM_END) return end;
+    if (n != 0 || (fd < 0 && until_ns == INT64_MAX)) return error;  // 0 with nothing to wait on
+    wait.fd = fd;
+    if (until_ns != INT64_MAX)
+      wait.until = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(until_ns));
+    return 0;
+  }
+
+ private:
+  kiwi_stream c_;
+};
+
+}  // namespace
+
 CHandler::CHandler(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
                    std::string_view route_path, const Options& options, Logger& log,
                    const DataSource& data, std::string_view agent_version)
@@ -182,6 +220,7 @@ void CHandler::handle_into(const Request& r, Response& res) {
   assign_text(res.content_type, "application/json");
   Call call{host_.code, res, std::move(res.body), 0, {}};
   res.body.reset();
+  res.stream.reset();
   kiwi_response out{};
   out.size = sizeof out;
   out.ctx = &call;
@@ -205,9 +244,21 @@ void CHandler::handle_into(const Request& r, Response& res) {
         c.previous->size() == body.size) {
       if (body.release) body.release(body.owner);  // `previous` keeps these very bytes
       c.res.body = std::move(c.previous);
+      c.res.stream.reset();
       return;
     }
     c.res.body = body_from(body, c.code);  // a second body replaces (releases) the first
+    c.res.stream.reset();
+  };
+  out.stream = [](void* ctx, kiwi_stream stream) {  // ABI 1.4
+    auto& c = *static_cast<Call*>(ctx);
+    try {
+      c.res.stream = std::make_shared<CStream>(stream);
+    } catch (...) {  // out of memory: nothing may cross back into the plugin
+      if (stream.release) stream.release(stream.owner);
+      c.res.stream.reset();
+    }
+    c.res.body.reset();
   };
   out.error = [](void* ctx, kiwi_str message) {
     static_cast<Call*>(ctx)->error = std::string(from_c(message));
