@@ -13,16 +13,20 @@
 #include <stdexcept>
 
 #include "cgi_logic.hpp"
+#include "cgi_run.hpp"
 
 namespace {
+
+using kiwi::cgi::Run;
 
 constexpr kiwi::OptionSpec kOptions[] = {
     {"directory", kiwi::OptionType::string, "\"/usr/lib/kiwi-agent/cgi\"",
      "the programs' directory: the first path segment after the route names a file directly in it"},
     {"timeout", kiwi::OptionType::duration, "\"10s\"",
      "how long a program may run; then its process group is killed and the client gets 504"},
-    {"max_output", kiwi::OptionType::size, "\"1MiB\"",
-     "most bytes a program may print (headers and body); more: killed, 502"},
+    {"max_output", kiwi::OptionType::size, "0",
+     "most bytes a program may print (headers and body; 0: no limit, the body is streamed); "
+     "more: killed, and 502, or its body cut short once sent"},
     {"max_concurrent", kiwi::OptionType::integer, "2",
      "programs running at once on this route (1-256); a request beyond that gets 503 at once"},
     {"pass_authorization", kiwi::OptionType::boolean, "false",
@@ -71,7 +75,6 @@ class CgiHandler final : public kiwi::Handler {
       throw std::runtime_error("max_concurrent must be from 1 to 256, not " +
                                std::to_string(max_concurrent_));
     if (timeout_.count() <= 0) throw std::runtime_error("timeout must be longer than 0ms");
-    if (max_output_ == 0) throw std::runtime_error("max_output must be at least 1 byte");
   }
 
   std::string_view methods() const override { return "GET, HEAD, POST, PUT, PATCH, DELETE"; }
@@ -83,9 +86,10 @@ class CgiHandler final : public kiwi::Handler {
     auto program = kiwi::cgi::resolve_program(directory_, target.name);
     if (!program.error.empty()) return kiwi::Response::error(404, program.error);
 
-    // The one piece of shared state: the count of programs running.
-    Slot slot(running_);
-    if (slot.count > max_concurrent_) {
+    // The one piece of shared state: the count of programs running. A place is held until the
+    // program is gone: with a streamed body, until the server lets the stream go.
+    auto slot = std::make_shared<Slot>(running_);
+    if (slot->count > max_concurrent_) {
       auto r = kiwi::Response::error(503, std::to_string(max_concurrent_) +
                                               " CGI programs are running already (" +
                                               "max_concurrent); try again shortly");
@@ -103,19 +107,38 @@ class CgiHandler final : public kiwi::Handler {
       spec.env.push_back(std::move(v));
     spec.cwd = directory_;
     spec.input = request.body;
-    spec.max_output = static_cast<std::size_t>(max_output_);
-    spec.deadline = std::chrono::steady_clock::now() + timeout_;
-    kiwi::process::Result result = kiwi::process::run(spec);
-
     const std::string who = "CGI program '" + target.name + "'";
+    auto run = std::make_unique<Run>(Run::Settings{
+        who, timeout_, max_output_,
+        [this](const std::string& detail) { log_.warn("request " + new_id() + ": " + detail); },
+        &log_});
+    const Run::Head head = run->start_and_read_head(spec);
+    const kiwi::process::Result& result = run->result();
     const std::string stderr_note =
         result.stderr_tail.empty() ? "" : "; stderr: " + result.stderr_tail;
     using End = kiwi::process::End;
-    if (result.end == End::timed_out || result.end == End::output_exceeded ||
-        result.end == End::spawn_failed)
-      return failed(result.end == End::timed_out ? 504 : 502,
-                    who + " " + kiwi::process::describe(result, timeout_));
-    auto parsed = kiwi::cgi::parse_response(result.output);
+    switch (head) {
+      case Run::Head::spawn_failed:
+        return failed(502, who + " " + run->error());
+      case Run::Head::timed_out:
+        return failed(504, who + " " + kiwi::process::describe(result, timeout_));
+      case Run::Head::output_exceeded:
+        return failed(502, who + " printed more than " + std::to_string(max_output_) + " bytes" +
+                               stderr_note);
+      case Run::Head::header_too_large:
+        return failed(502, who +
+                               ": malformed CGI response: no end of its header block in its "
+                               "first " +
+                               std::to_string(kiwi::cgi::kMaxHeaderBytes) + " bytes" + stderr_note);
+      case Run::Head::complete:
+        return streamed(std::move(run), std::move(slot), who);
+      case Run::Head::ended:
+        break;
+    }
+    // It ended before the server had its header block: the whole output is the answer.
+    if (result.end == End::timed_out)
+      return failed(504, who + " " + kiwi::process::describe(result, timeout_));
+    auto parsed = kiwi::cgi::parse_response(run->output());
     if (result.end != End::exited || result.exit_status != 0) {
       // How it ended, in process::describe's words, and the stderr lines after what we add.
       kiwi::process::Result end_only;
@@ -134,33 +157,13 @@ class CgiHandler final : public kiwi::Handler {
     res.status = parsed.response->status;
     res.content_type = std::move(parsed.response->content_type);
     res.headers = std::move(parsed.response->headers);
-    if (!parsed.response->body.empty()) {
-      // The body is the output's tail: the output itself, its header block cut off, not a copy.
-      const auto header_bytes =
-          static_cast<std::size_t>(parsed.response->body.data() - result.output.data());
-      std::string body = std::move(result.output);
-      body.erase(0, header_bytes);
-      res.body = std::make_shared<const std::string>(std::move(body));
-    }
+    if (!parsed.response->body.empty())
+      res.body = std::make_shared<const std::string>(parsed.response->body);
     return res;
   }
 
  private:
-  // A program that failed: the client gets the status and a request id, and the log the detail
-  // under that id. What a program wrote to stderr (a password it echoed), the program's path and
-  // how it ended are the operator's business, not every client's (Apache and lighttpd answer a
-  // plain 500 and log the rest).
-  kiwi::Response failed(int status, const std::string& detail) {
-    char id[17];
-    std::snprintf(id, sizeof id, "%016llx",
-                  static_cast<unsigned long long>(ids_.fetch_add(0x9e3779b97f4a7c15ull)));
-    log_.warn("request " + std::string(id) + ": " + detail);
-    return kiwi::Response::error(status, std::string(status == 504 ? "the CGI program timed out"
-                                                                   : "the CGI program failed") +
-                                             "; request " + id + " in the agent's log says why");
-  }
-
-  // Holds one place in the count for the life of a request; `count` includes this one.
+  // Holds one place in the count for the life of a program run; `count` includes this one.
   struct Slot {
     std::atomic<std::int64_t>& counter;
     std::int64_t count;
@@ -169,6 +172,43 @@ class CgiHandler final : public kiwi::Handler {
     Slot(const Slot&) = delete;
     Slot& operator=(const Slot&) = delete;
   };
+  // The answer of a program whose header block came before its end: the status and headers
+  // from that block, and the body streamed as the program prints it (cgi_run.hpp).
+  kiwi::Response streamed(std::unique_ptr<Run> run, std::shared_ptr<Slot> slot,
+                          const std::string& who) {
+    const std::string_view block = std::string_view(run->output()).substr(0, run->body_start());
+    auto parsed = kiwi::cgi::parse_response(block);
+    if (!parsed.response) {
+      run->discard();
+      return failed(502, who + ": " + parsed.error);
+    }
+    kiwi::Response res;
+    res.status = parsed.response->status;
+    res.content_type = std::move(parsed.response->content_type);
+    res.headers = std::move(parsed.response->headers);
+    res.stream = std::make_shared<kiwi::cgi::RunStream>(std::move(run), std::move(slot));
+    return res;
+  }
+
+  // A new request id for the log: 16 hex digits.
+  std::string new_id() {
+    char id[17];
+    std::snprintf(id, sizeof id, "%016llx",
+                  static_cast<unsigned long long>(ids_.fetch_add(0x9e3779b97f4a7c15ull)));
+    return id;
+  }
+
+  // A program that failed: the client gets the status and a request id, and the log the detail
+  // under that id. What a program wrote to stderr (a password it echoed), the program's path and
+  // how it ended are the operator's business, not every client's (Apache and lighttpd answer a
+  // plain 500 and log the rest).
+  kiwi::Response failed(int status, const std::string& detail) {
+    const std::string id = new_id();
+    log_.warn("request " + id + ": " + detail);
+    return kiwi::Response::error(status, std::string(status == 504 ? "the CGI program timed out"
+                                                                   : "the CGI program failed") +
+                                             "; request " + id + " in the agent's log says why");
+  }
 
   kiwi::Logger& log_;
   std::string prefix_;

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <functional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "auth_support.hpp"
@@ -51,6 +53,7 @@ struct CgiSetup {
     program(dir, "fail", "#!/bin/sh\necho 'no config found' >&2\nexit 3\n");
     program(dir, "chatty",
             "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nhead -c 200000 /dev/zero\n");
+    program(dir, "chattyhead", "#!/bin/sh\nhead -c 200000 /dev/zero\n");
     program(dir, "malformed", "#!/bin/sh\necho 'hello world'\necho\necho body\n");
     program(dir, "slow",
             "#!/bin/sh\ntouch " + (tmp.path / "started.").string() +
@@ -130,7 +133,9 @@ TEST_CASE("cgi: documents, Status, Location, headers passed on and HEAD") {
   CHECK(headers.header("x-kiwi-test") == "yes");
   CHECK(headers.header("cache-control") == "no-store");
   CHECK(headers.header("x-method") == "GET");
-  CHECK(headers.header("content-length") == "2");  // the server's, not the program's 999
+  // Streamed (chunked): the program's Content-Length: 999 is not passed on.
+  CHECK(headers.header("content-length").empty());
+  CHECK(headers.header("transfer-encoding") == "chunked");
   CHECK(headers.header("connection") != "keep-alive");
   CHECK(headers.body == "ok");
 
@@ -138,9 +143,12 @@ TEST_CASE("cgi: documents, Status, Location, headers passed on and HEAD") {
   CHECK(head.status == 200);
   CHECK(head.header("x-method") == "HEAD");
   CHECK(head.body.empty());
+  // The answer to HEAD ends with its headers: the connection is closed after it (HTTP/1.1 has
+  // no other way to say that a body of unknown length has ended), and nothing more was sent.
+  CHECK(eventually([&] { return c.closed_by_peer(); }, 2s));
+  HttpClient c2(agent.port());
 
-  // The kept-alive connection still serves after all of them.
-  CHECK(c.get("/api/health").status == 200);
+  CHECK(c2.get("/api/health").status == 200);
 }
 
 TEST_CASE(
@@ -308,9 +316,10 @@ TEST_CASE("cgi: programs that fail: hanging (504, group killed), crashing, chatt
                  "config found");
   CHECK_THAT(fail.body, !Catch::Contains("no config") && !Catch::Contains("'fail'"));
 
-  auto chatty = c.get("/cgi/chatty");
+  // max_output before the header block ended: 502.
+  auto chatty = c.get("/cgi/chattyhead");
   CHECK(chatty.status == 502);
-  failure_logged(agent, chatty, "CGI program 'chatty' printed more than 65536 bytes");
+  failure_logged(agent, chatty, "CGI program 'chattyhead' printed more than 65536 bytes");
 
   auto malformed = c.get("/cgi/malformed");
   CHECK(malformed.status == 502);
@@ -502,8 +511,6 @@ TEST_CASE("cgi: a missing directory or a bad option stops the start with exit 2,
        "handler for '/cgi/*' refused to start: max_concurrent must be from 1 to 256, not 0"},
       {"/cgi/*", "directory = \"" + good + "\", timeout = \"0ms\"",
        "handler for '/cgi/*' refused to start: timeout must be longer than 0ms"},
-      {"/cgi/*", "directory = \"" + good + "\", max_output = 0",
-       "handler for '/cgi/*' refused to start: max_output must be at least 1 byte"},
       {"/cgi/*", "directory = \"" + good + "\", timeout = \"ten\"",
        "route.options.timeout: expected a duration as a string, e.g. \"500ms\", \"10s\", "
        "\"2m\", \"1h30m\", not \"ten\""},
@@ -524,4 +531,226 @@ TEST_CASE("cgi: a missing directory or a bad option stops the start with exit 2,
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains(c.error));
   }
+}
+
+namespace {
+
+// One request on a connection of its own, read until the server closes it or `stop` says so:
+// what a client that holds the bytes as they come sees of a streamed answer.
+struct Streamed {
+  int status = 0;
+  std::string head;       // the header block
+  std::string body;       // the chunks' data, decoded as far as they came
+  bool complete = false;  // the last chunk (size 0) came: the body is whole
+  bool chunked = false;
+  Clock::duration first_byte{};  // from the request to the first byte of the body
+  Clock::duration took{};        // to the end (closed, or complete)
+};
+
+Streamed fetch(int port, const std::string& target,
+               const std::function<bool(const Streamed&)>& stop = nullptr) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  const std::string req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  const auto t0 = Clock::now();
+  REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size()));
+  Streamed s;
+  std::string raw;
+  std::size_t at = 0;  // decoded up to here (past the header block)
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) break;
+    raw.append(buf.data(), static_cast<std::size_t>(n));
+    if (s.head.empty()) {
+      const auto end = raw.find("\r\n\r\n");
+      if (end == std::string::npos) continue;
+      s.head = raw.substr(0, end + 2);
+      s.status = std::stoi(raw.substr(9, 3));
+      s.chunked = s.head.find("Transfer-Encoding: chunked\r\n") != std::string::npos;
+      at = end + 4;
+    }
+    const bool had_body = !s.body.empty();
+    while (s.chunked && !s.complete) {  // whole chunks only
+      const auto line = raw.find("\r\n", at);
+      if (line == std::string::npos) break;
+      const std::size_t size = std::stoul(raw.substr(at, line - at), nullptr, 16);
+      if (raw.size() < line + 2 + size + 2) break;
+      s.body.append(raw, line + 2, size);
+      at = line + 2 + size + 2;
+      s.complete = size == 0;
+    }
+    if (!s.chunked && raw.size() > at) {
+      s.body.append(raw, at);
+      at = raw.size();
+    }
+    if (!had_body && !s.body.empty()) s.first_byte = Clock::now() - t0;
+    // Keep memory to what is not decoded yet (a 32 MB body passes through).
+    raw.erase(0, at);
+    at = 0;
+    if (s.complete || (stop && stop(s))) break;
+  }
+  s.took = Clock::now() - t0;
+  ::close(fd);
+  return s;
+}
+
+// VmHWM (peak resident set) or VmRSS of a process, in KiB.
+long status_kib(pid_t pid, const std::string& field) {
+  std::istringstream in(read_text("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with(field + ":")) return std::stol(line.substr(field.size() + 1));
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "cgi: a body far past the old 1 MiB cap streams intact, the agent's memory does not "
+    "hold it") {
+  CgiSetup s;
+  // 32 MiB of varied bytes: the whole of it would show in the agent's peak resident set.
+  std::string data(32 << 20, '\0');
+  std::uint64_t x = 88172645463325252ull;
+  for (auto& c : data) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  write_text(s.tmp.path / "big.bin", data);
+  program(s.dir, "big",
+          "#!/bin/sh\nprintf 'Content-Type: application/octet-stream\\n\\n'\nexec cat " +
+              (s.tmp.path / "big.bin").string() + "\n");
+  // No max_output: the default has no cap (the route's 64 KiB is the test setup's, for others).
+  Agent agent(
+      "[[route]]\npath = \"/api/current\"\nhandler = \"current\"\n[[route]]\npath = "
+      "\"/cgi/*\"\nhandler = \"cgi\"\noptions = { directory = \"" +
+      s.dir.string() + "\", timeout = \"10s\" }\n");
+  HttpClient warm(agent.port());
+  REQUIRE(warm.get("/cgi/hello").status == 200);
+  const long before = status_kib(agent.pid(), "VmRSS");
+  auto r = fetch(agent.port(), "/cgi/big");
+  CHECK(r.status == 200);
+  CHECK(r.chunked);
+  CHECK(r.complete);
+  CHECK(r.body.size() == data.size());
+  CHECK(r.body == data);  // every byte, in order
+  const long peak = status_kib(agent.pid(), "VmHWM");
+  INFO("RSS before " << before << " KiB, peak after " << peak << " KiB");
+  CHECK(peak - before < 8 * 1024);  // a few buffers, not 32 MiB
+}
+
+TEST_CASE(
+    "cgi: a program that prints its response and lingers: the client has the bytes at once, "
+    "the stream ends at the timeout, the group is killed") {
+  CgiSetup s;
+  program(s.dir, "linger",
+          "#!/bin/sh\necho $$ > " + (s.tmp.path / "linger.pid").string() +
+              "\nprintf 'Content-Type: text/plain\\n\\nall of it\\n'\nexec sleep 60\n");
+  Agent agent(s.routes("", "2s"));
+  auto r = fetch(agent.port(), "/cgi/linger");
+  CHECK(r.status == 200);  // was 504 when the output was kept until the end
+  CHECK(r.body == "all of it\n");
+  CHECK(r.first_byte < 1500ms);  // sent as printed, not at the end
+  CHECK_FALSE(r.complete);       // its end never came: cut at the timeout
+  CHECK(r.took >= 1800ms);
+  CHECK(eventually([&] { return process_gone((s.tmp.path / "linger.pid").string()); }, 2s));
+  CHECK(eventually([&] {
+    return agent.stderr_text().find(
+               ": CGI program 'linger' timed out after 2s without printing, 10 bytes into its "
+               "body; the response was cut short") != std::string::npos;
+  }));
+}
+
+TEST_CASE(
+    "cgi: a program that stalls mid-body: the stream is cut at the timeout, logged under a "
+    "request id") {
+  CgiSetup s;
+  program(s.dir, "stall",
+          "#!/bin/sh\necho $$ > " + (s.tmp.path / "stall.pid").string() +
+              "\nprintf 'Content-Type: text/plain\\n\\n'\nprintf 'part one\\n'\nsleep 0.3\n"
+              "printf 'part two\\n'\necho 'stuck on the database' >&2\nsleep 60\n"
+              "printf 'never\\n'\n");
+  Agent agent(s.routes("", "1s"));
+  auto r = fetch(agent.port(), "/cgi/stall");
+  CHECK(r.status == 200);
+  CHECK(r.body == "part one\npart two\n");
+  CHECK_FALSE(r.complete);
+  CHECK(r.took >= 1200ms);  // 1 s without output after "part two"
+  CHECK(r.took < 5s);
+  CHECK(eventually([&] { return process_gone((s.tmp.path / "stall.pid").string()); }, 2s));
+  CHECK(eventually([&] {
+    const std::string log = agent.stderr_text();
+    const auto at = log.find("warn: route /cgi/*: request ");
+    return at != std::string::npos &&
+           log.find(
+               ": CGI program 'stall' timed out after 1s without printing, 18 bytes into its "
+               "body; the response was cut short; stderr: stuck on the database",
+               at) != std::string::npos;
+  }));
+}
+
+TEST_CASE("cgi: a client that goes away mid-stream: the program is killed") {
+  CgiSetup s;
+  // Slow output: the connection waits (suspended) most of the time, where the server must watch
+  // the client's socket itself to see it go.
+  program(
+      s.dir, "ticks",
+      "#!/bin/sh\necho $$ > " + (s.tmp.path / "ticks.pid").string() +
+          "\nprintf 'Content-Type: text/plain\\n\\n'\nwhile :; do echo tick; sleep 0.2; done\n");
+  // Fast output: the server is writing when the client goes.
+  program(s.dir, "flood",
+          "#!/bin/sh\necho $$ > " + (s.tmp.path / "flood.pid").string() +
+              "\nprintf 'Content-Type: text/plain\\n\\n'\nexec yes flood\n");
+  Agent agent(s.routes("", "30s"));
+  for (const std::string name : {"ticks", "flood"}) {
+    INFO(name);
+    auto r = fetch(agent.port(), "/cgi/" + name,
+                   [](const Streamed& got) { return got.body.size() >= 10; });
+    CHECK(r.status == 200);
+    CHECK_FALSE(r.complete);
+    // The connection is closed now; the program (timeout 30 s) goes within a moment.
+    CHECK(eventually([&] { return process_gone((s.tmp.path / (name + ".pid")).string()); }, 3s));
+  }
+  HttpClient c(agent.port());
+  CHECK(c.get("/cgi/hello").status == 200);  // both places of max_concurrent are free again
+  CHECK(c.get("/cgi/hello").status == 200);
+}
+
+TEST_CASE("cgi: a slowly streaming program does not hold up the worker thread it started on") {
+  CgiSetup s;
+  program(s.dir, "slowstream",
+          "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nfor i in 1 2 3 4 5 6 7 8 9 10; do "
+          "echo $i; sleep 0.2; done\n");
+  // One worker thread: every connection shares it.
+  Agent agent(s.routes("", "10s"), "", "threads = 1\n");
+  std::thread streaming([&] {
+    auto r = fetch(agent.port(), "/cgi/slowstream");
+    CHECK(r.complete);
+    CHECK(r.body == "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n");
+  });
+  HttpClient c(agent.port());
+  std::this_thread::sleep_for(300ms);  // the stream is under way (not a wait for a condition)
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 5; ++i) CHECK(c.get("/api/health").status == 200);
+  CHECK(Clock::now() - t0 < 1s);  // answered while the program still prints (2 s in all)
+  streaming.join();
+}
+
+TEST_CASE("cgi: max_output, when set, cuts a streamed body short and logs it") {
+  CgiSetup s;
+  Agent agent(s.routes());                      // max_output = 64 KiB
+  auto r = fetch(agent.port(), "/cgi/chatty");  // 200,000 bytes after its header block
+  CHECK_FALSE(r.complete);
+  CHECK(r.body.size() <= 65536);
+  CHECK(eventually([&] {
+    return agent.stderr_text().find(": CGI program 'chatty' printed more than 65536 bytes, ") !=
+           std::string::npos;
+  }));
 }
