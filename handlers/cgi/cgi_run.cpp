@@ -91,6 +91,7 @@ void Run::finish() {
   int status = 0;
   while (::waitpid(child_.pid, &status, 0) < 0 && errno == EINTR) {
   }
+  process::detail::sweep_escapees(child_.mark);  // what it left outside its group (setsid)
   if (result_.end == process::End::exited) {
     if (WIFSIGNALED(status)) {
       result_.end = process::End::signaled;

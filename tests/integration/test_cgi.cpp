@@ -754,3 +754,25 @@ TEST_CASE("cgi: max_output, when set, cuts a streamed body short and logs it") {
            std::string::npos;
   }));
 }
+
+TEST_CASE("cgi: a process the program started in a session of its own does not outlive it") {
+  // setsid takes it out of the program's group, which is killed when the program exits; the agent
+  // (a child subreaper) gets it back and the request's run kills and reaps it (process.hpp).
+  CgiSetup s;
+  const std::string pid_file = (s.tmp.path / "escapee.pid").string();
+  program(s.dir, "daemonize",
+          "#!/bin/sh\nsetsid sh -c 'echo $$ > " + pid_file + ".new; mv " + pid_file + ".new " +
+              pid_file + "; exec sleep 300' </dev/null >/dev/null 2>&1 &\n" + "i=0; while [ ! -s " +
+              pid_file +
+              " ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done\n"
+              "printf 'Content-Type: text/plain\\n\\nstarted\\n'\n");
+  Agent agent(s.routes());
+  HttpClient c(agent.port());
+  auto r = c.get("/cgi/daemonize");
+  CHECK(r.status == 200);
+  CHECK(r.body == "started\n");
+  REQUIRE(fs::exists(pid_file));
+  const bool gone = eventually([&] { return process_gone(pid_file); }, 5s);
+  if (!gone) ::kill(std::stoi(read_text(pid_file)), SIGKILL);  // not left running by the test
+  CHECK(gone);
+}
