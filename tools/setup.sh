@@ -33,13 +33,14 @@ check_tools=(curl jq)
 # (mmdebstrap, a container image) has none of them but gzip and util-linux; tools/fresh-check.sh
 # runs the tests on one. clang-14 and libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes)
 # build the fuzzers (tools/fuzz.sh, tests/fuzz), whose corpus regression and short run tools/test.sh
-# makes. python3 runs the exec sensor's and the cgi handler's test programs
+# makes. cgit and git: a real CGI program serving a repository snapshot and a `git clone`
+# through the cgi handler. python3 runs the exec sensor's and the cgi handler's test programs
 # written in Python (the README's example script is one), as a user's would. Node.js, npm and
 # chromium come from tools/setup-web.sh. openssl makes the TLS tests' certificates, and
 # libmicrohttpd12 (Debian's libmicrohttpd with GnuTLS, which the agent loads for [http.tls]; the
 # package Recommends it) serves them.
 test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-format systemd clang
-  clang-14 libclang-rt-14-dev python3 openssl libmicrohttpd12)
+  clang-14 libclang-rt-14-dev python3 openssl libmicrohttpd12 cgit git)
 
 # The fleet benchmark (tools/bench/fleet.py, standard-library Python): node_exporter is the
 # agent it compares against, Prometheus 2.42 scrapes both sides, curl makes loopback traffic for
