@@ -60,16 +60,12 @@ Run::Run(Settings settings) : settings_(std::move(settings)) {}
 Run::~Run() {
   if (child_.pid > 0 && !finished_) {
     if (!exited_ && child_exited()) exited_ = true;
-    const bool served = end_ok_;
     if (!ended_ && settings_.log)
       settings_.log->debug(settings_.who + " killed: the server let its response go after " +
                            std::to_string(body_sent_) +
                            " bytes of its body (the client went away, HEAD, or a stop)");
     kill_group();  // what it left running in its group too
     finish();
-    if (served && result_.end == process::End::exited && result_.exit_status != 0 && settings_.log)
-      settings_.log->warn(settings_.who + " " + process::describe(result_, settings_.timeout) +
-                          " after a complete response, which was served");
   }
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
 }
@@ -305,7 +301,14 @@ std::ptrdiff_t Run::read_body(char* buffer, std::size_t capacity, Stream::Wait& 
       // closed its stdout and goes on: the body is complete all the same
       (child_.stdout_r.fd < 0 && now >= eof_seen_ + kDrainMax);
   if (complete) {
-    ended_ = end_ok_ = true;
+    // Reaped now, not when the server lets the stream go: its place in max_concurrent is free
+    // by the time the client has the last byte.
+    ended_ = true;
+    kill_group();
+    finish();
+    if (result_.end == process::End::exited && result_.exit_status != 0 && settings_.log)
+      settings_.log->warn(settings_.who + " " + process::describe(result_, settings_.timeout) +
+                          " after a complete response, which was served");
     return Stream::end;
   }
   if (now >= deadline_)

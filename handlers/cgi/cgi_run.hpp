@@ -113,7 +113,6 @@ class Run {
   bool termed_ = false;           // the group got SIGTERM
   bool finished_ = false;         // reaped
   bool ended_ = false;            // the body ended (end or error), or was discarded: no debug line
-  bool end_ok_ = false;           // it ended with Stream::end: a failed exit is logged at release
   Clock::time_point eof_seen_{};  // when its stdout closed
   int epoll_fd_ = -1;             // what read_body() waits on: stdout, stderr, stdin, the pidfd
 };
@@ -125,7 +124,11 @@ class RunStream final : public Stream {
   RunStream(std::unique_ptr<Run> run, std::shared_ptr<void> hold)
       : hold_(std::move(hold)), run_(std::move(run)) {}
   std::ptrdiff_t read(char* buffer, std::size_t capacity, Wait& wait) override {
-    return run_->read_body(buffer, capacity, wait);
+    const std::ptrdiff_t n = run_->read_body(buffer, capacity, wait);
+    // The program is reaped by now: its place is free before the server sends the last chunk,
+    // so a client's next request right after this one is not refused.
+    if (n == end || n == error) hold_.reset();
+    return n;
   }
 
  private:
