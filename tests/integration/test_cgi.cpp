@@ -815,3 +815,23 @@ TEST_CASE("cgi: cgit serves a 3 MB repository's snapshot and a git clone through
   sh("git clone -q " + base + " clone");
   CHECK(sh("cmp clone/blob w/blob && echo same") == "same\n");
 }
+
+TEST_CASE("cgi: a program's 304 goes without a body, and the connection serves the next request") {
+  // Streamed, libmicrohttpd sent chunked framing after the 304's headers, which a keep-alive
+  // client read as the start of its next response.
+  CgiSetup s;
+  program(s.dir, "notmod",
+          "#!/bin/sh\nprintf 'Status: 304 Not Modified\\nContent-Type: text/html\\n"
+          "ETag: \"v1\"\\n\\n'\n");
+  Agent agent(s.routes());
+  const std::string base = "http://127.0.0.1:" + std::to_string(agent.port()) + "/cgi/";
+  // Two requests on one connection (curl reuses it), the 304 first.
+  auto [code, out] =
+      run_shell("curl -sS -i --max-time 5 " + base + "notmod " + base + "hello 2>&1");
+  INFO(out);
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::StartsWith("HTTP/1.1 304 "));
+  CHECK_THAT(out.substr(0, out.find("\r\n\r\n")), !Catch::Contains("Transfer-Encoding"));
+  CHECK_THAT(out, Catch::Contains("\r\n\r\nHTTP/1.1 200 OK\r\n"));
+  CHECK_THAT(out, Catch::EndsWith("hello from cgi\n"));
+}

@@ -176,6 +176,13 @@ MHD_Result answer(HttpDaemon& daemon, MHD_Connection* c, const char* url, const 
   const int route = answer_request(in, res);
   router.count(route, res.status);
 
+  // A status that has no body (1xx, 204, 304): a stream is let go unread (its destructor stops
+  // what produces it) and the answer goes without one. Streamed, libmicrohttpd 0.9.75 would send
+  // chunked framing after a 304's headers, which a keep-alive client reads as the next response.
+  if (res.stream && (res.status < 200 || res.status == 204 || res.status == 304)) {
+    res.stream.reset();
+    res.body = {};
+  }
   if (res.stream) {
     // A body produced as it goes (mhd_stream.hpp): a response of its own, never reused. It holds
     // the handler instance, whose streams must all be released before its destroy() (ABI 1.4).
