@@ -77,7 +77,10 @@ bool Run::child_exited() {
 }
 
 void Run::kill_group() {
-  if (!killed_ && child_.pid > 0) ::kill(-child_.pid, SIGKILL);
+  if (!killed_ && child_.pid > 0) {
+    ::kill(-child_.pid, SIGKILL);
+    ::kill(child_.pid, SIGKILL);  // should it have moved to another group (setpgid)
+  }
   killed_ = true;
 }
 

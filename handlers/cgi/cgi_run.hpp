@@ -95,7 +95,7 @@ class Run {
 
   Settings settings_;
   process::Child child_;
-  std::string_view input_;
+  std::string input_;  // the request body, copied: the request is gone after the handler call
   std::size_t input_done_ = 0;
   process::detail::StderrTail tail_;
   process::Result result_;

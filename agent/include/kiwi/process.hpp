@@ -29,8 +29,9 @@
 //     a process becomes the agent's child once its parent exits; every run's environment carries
 //     KIWI_RUN=<deadline>.<random> and, after the run, each child of the agent that holds this
 //     run's KIWI_RUN, or that of a run whose deadline has passed, is killed with its group and
-//     reaped, and so is any dead one that is no run's own child (sweep_escapees). A host that is
-//     no subreaper (another program using this header) sweeps nothing.
+//     reaped, and so is any dead one that is no run's own child and not of the agent's own
+//     process group (what popen or system started is waited for by its caller) (sweep_escapees).
+//     A host that is no subreaper (another program using this header) sweeps nothing.
 //   - A child that does not read its stdin (EPIPE) is not an error: its input is dropped. SIGPIPE
 //   is
 //     blocked on the calling thread during the call and a SIGPIPE raised by it is consumed, so it
@@ -315,7 +316,7 @@ inline bool mark_is_over(std::string_view mark, std::string_view own,
 inline void sweep_escapees(std::string_view own) {
   int subreaper = 0;
   if (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || !subreaper) return;
-  const pid_t session = ::getsid(0);
+  const pid_t session = ::getsid(0), group = ::getpgrp();
   // A killed group leader's own children come to the agent in turn: a few passes take them.
   for (int pass = 0; pass < 4; ++pass) {
     bool killed = false;
@@ -327,7 +328,10 @@ inline void sweep_escapees(std::string_view own) {
       // only that run reaps it.
       const bool run_child = st->pgid == pid && st->sid == session;
       if (st->state == 'Z') {
-        if (!run_child) ::waitpid(pid, nullptr, WNOHANG);
+        // Dead: reaped if it came to the agent from a run (another run's group, or a session of
+        // its own), not if some other code of the agent started it (popen, system: the agent's
+        // group), which waits for it itself.
+        if (!run_child && st->pgid != group) ::waitpid(pid, nullptr, WNOHANG);
         continue;
       }
       // A run's child is left to its run, unless it is a process of this run that moved to a
@@ -460,7 +464,10 @@ inline Result run(const Spec& spec) {
   char buf[65536];
 
   auto kill_group = [&] {
-    if (!killed) ::kill(-pid, SIGKILL);
+    if (!killed) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);  // should it have moved to another group (setpgid)
+    }
     killed = true;
   };
   auto child_exited = [&] {
