@@ -1,5 +1,6 @@
 #include "exec_daemon.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -118,32 +119,38 @@ void Daemon::spawn() {
     child_.reset();
     throw ended(error);
   }
+  // Its stderr is read while it is asked for a sample: a bigger pipe (1 MiB, the most an
+  // unprivileged process may ask for) holds what it writes between samples.
+  ::fcntl(child_->stderr_r.fd, F_SETPIPE_SZ, 1 << 20);
   log_.info("started " + spec_.argv[0] + " (pid " + std::to_string(child_->pid) + ")");
 }
 
-void Daemon::stop() {
-  ::kill(-child_->pid, SIGTERM);
-  const auto until = Clock::now() + kStopGrace;
-  while (!exited() && Clock::now() < until) {
-    pollfd p{child_->pidfd.fd, POLLIN, 0};
-    ::poll(&p, child_->pidfd.fd >= 0 ? 1 : 0, 5);
+void Daemon::stop(bool grace) {
+  if (grace) {
+    ::kill(-child_->pid, SIGTERM);
+    const auto until = Clock::now() + kStopGrace;
+    while (!exited() && Clock::now() < until) {
+      pollfd p{child_->pidfd.fd, POLLIN, 0};
+      ::poll(&p, child_->pidfd.fd >= 0 ? 1 : 0, 5);
+    }
   }
   ::kill(-child_->pid, SIGKILL);  // its group: nothing of it outlives it
+  ::kill(child_->pid, SIGKILL);   // should it have moved to another group (setpgid)
   while (::waitpid(child_->pid, nullptr, 0) < 0 && errno == EINTR) {
   }
   detail::sweep_escapees(child_->mark);
   child_.reset();
 }
 
-std::runtime_error Daemon::ended(std::string what) {
-  return std::runtime_error(finish(std::move(what)));
+std::runtime_error Daemon::ended(std::string what, bool grace) {
+  return std::runtime_error(finish(std::move(what), grace));
 }
 
-std::string Daemon::finish(std::string what) {
+std::string Daemon::finish(std::string what, bool grace) {
   if (child_) {
     if (child_->stderr_r.fd >= 0) read_stderr();
     if (!err_line_.empty()) log_line(err_line_);
-    stop();
+    stop(grace);
   }
   if (lines_dropped_)
     log_.warn("stderr: " + std::to_string(lines_dropped_) + " more lines not logged");
@@ -165,6 +172,13 @@ std::string Daemon::ask(Clock::time_point deadline, std::chrono::nanoseconds tim
       throw std::runtime_error(last_end_ + "; restarting in " + seconds_text(next_start_ - now));
     spawn();
   }
+  // Orphans of its own children that died since: reaped (the agent is their subreaper).
+  detail::sweep_escapees("");
+  // Called late (a loaded machine): no time to ask, and no reason to stop a healthy program.
+  if (Clock::now() >= deadline)
+    throw std::runtime_error(
+        "no time left to ask for a sample (the call started after its "
+        "deadline)");
   detail::SigpipeGuard sigpipe_guard;
   lines_logged_ = 0;
   read_stderr();
@@ -196,7 +210,8 @@ std::string Daemon::ask(Clock::time_point deadline, std::chrono::nanoseconds tim
     const auto now = Clock::now();
     if (now >= deadline)
       throw ended("no answer (a line \"# EOF\" after the metrics) within " +
-                  detail::format_timeout(timeout));
+                      detail::format_timeout(timeout),
+                  false);  // no grace: the sample's time is up
     pollfd fds[3];
     nfds_t n = 0;
     fds[n++] = {child_->stdout_r.fd, POLLIN, 0};

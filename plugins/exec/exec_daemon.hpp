@@ -37,13 +37,13 @@ class Daemon {
   pid_t pid() const { return child_ ? child_->pid : -1; }
 
  private:
-  // Ends the program: SIGTERM to its group, up to kStopGrace for it to exit, then SIGKILL; reaps
-  // it and whatever it left outside its group (kiwi/process.hpp).
-  void stop();
+  // Ends the program: with `grace`, SIGTERM to its group and up to kStopGrace for it to exit; then
+  // SIGKILL; reaps it and whatever it left outside its group (kiwi/process.hpp).
+  void stop(bool grace = true);
   // The program exited, or is stopped now: reaps it, schedules the next start, logs what
   // happened (`what`, the end of its stderr, when it restarts) and returns that text.
-  std::string finish(std::string what);
-  std::runtime_error ended(std::string what);
+  std::string finish(std::string what, bool grace = true);
+  std::runtime_error ended(std::string what, bool grace = true);
   void spawn();
   // Reads stderr, logging each complete line (at most kLinesPerAnswer an answer, each cut at
   // kStderrMax bytes) and keeping the tail for messages.

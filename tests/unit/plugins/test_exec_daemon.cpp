@@ -1,0 +1,74 @@
+// The exec sensor's daemon mode, on its own: a late call does not stop a healthy program, and
+// what the program's children leave behind is reaped (the agent is a child subreaper).
+#include <sys/prctl.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "exec_daemon.hpp"
+#include "sensor_test_util.hpp"
+
+using namespace std::chrono_literals;
+using kiwi::exec::Daemon;
+using kiwi_sensor_test::RecordingLogger;
+
+namespace {
+
+struct Program {
+  std::filesystem::path path;
+  explicit Program(const std::string& text) {
+    char dir[] = "/tmp/kiwi-daemon-XXXXXX";
+    REQUIRE(::mkdtemp(dir));
+    path = std::filesystem::path(dir) / "prog.sh";
+    std::ofstream(path) << text;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  }
+  ~Program() { std::filesystem::remove_all(path.parent_path()); }
+  kiwi::process::Spec spec() const {
+    kiwi::process::Spec s;
+    s.argv = {path.string()};
+    s.env = kiwi::process::safe_environment();
+    return s;
+  }
+};
+
+// Zombies among this process's children.
+int zombies() {
+  int n = 0;
+  for (pid_t pid : kiwi::process::detail::own_children())
+    if (auto st = kiwi::process::detail::proc_stat(pid); st && st->state == 'Z') ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("exec daemon: a call that starts after its deadline does not stop the program") {
+  Program p("#!/bin/sh\nwhile read -r l; do echo 'up 1'; echo '# EOF'; done\n");
+  RecordingLogger log;
+  Daemon d(p.spec(), log, 30s);
+  CHECK(d.ask(std::chrono::steady_clock::now() + 5s, 5s) == "up 1\n");
+  const pid_t pid = d.pid();
+  CHECK_THROWS_WITH(d.ask(std::chrono::steady_clock::now() - 1ms, 1s),
+                    Catch::StartsWith("no time left to ask for a sample"));
+  CHECK(d.pid() == pid);  // the same program, not restarted
+  CHECK(d.ask(std::chrono::steady_clock::now() + 5s, 5s) == "up 1\n");
+}
+
+TEST_CASE("exec daemon: orphans of the program's children are reaped, not left zombies") {
+  // As the agent is (main.cpp): what loses its parent comes to this process.
+  REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+  Program p("#!/bin/sh\nwhile read -r l; do (sleep 0.05 &); echo 'up 1'; echo '# EOF'; done\n");
+  RecordingLogger log;
+  {
+    Daemon d(p.spec(), log, 30s);
+    for (int i = 0; i < 5; ++i) {
+      CHECK(d.ask(std::chrono::steady_clock::now() + 5s, 5s) == "up 1\n");
+      std::this_thread::sleep_for(150ms);  // the sleep has ended: a zombie of this process
+    }
+    // Each ask reaped those of the asks before; the last one's is still there.
+    CHECK(zombies() <= 1);
+  }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
