@@ -337,7 +337,9 @@ inline void sweep_escapees(std::string_view own) {
       // A run's child is left to its run, unless it is a process of this run that moved to a
       // group of its own (setpgid): this run's child is reaped already.
       const std::string mark = mark_of(pid);
-      if (run_child ? mark != own : !mark_is_over(mark, own, now)) continue;
+      // (A sweep of no run, own "", takes no run's child: an environment that reads empty, a
+      // process between fork and exec, is no mark.)
+      if (run_child ? own.empty() || mark != own : !mark_is_over(mark, own, now)) continue;
       ::kill(pid, SIGKILL);
       if (st->pgid == pid) ::kill(-pid, SIGKILL);
       while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
