@@ -72,7 +72,12 @@ SeriesRegistry::Owner SeriesRegistry::owner(std::string_view name) {
 
 void SeriesRegistry::reserve(Owner o, std::span<const MetricSpec> families) {
   for (auto& spec : families) {
-    Family& f = families_[family_hash(spec.name, spec.kind)];
+    // A row names one series: a histogram's bucket row (name_bucket) has the label le, a
+    // summary's quantile row (its family's own name) the label quantile.
+    const bool part_label = spec.kind == MetricKind::histogram
+                                ? spec.name.ends_with("_bucket")
+                                : !spec.name.ends_with("_sum") && !spec.name.ends_with("_count");
+    Family& f = families_[family_hash(spec.name, spec.kind, part_label)];
     f = {spec.kind, o, true, f.series};
   }
 }
@@ -84,6 +89,8 @@ SeriesRegistry::Verdict SeriesRegistry::claim(Owner o, const MetricValue& m) {
     if (f->second.reserved && f->second.owner != o) return {Refusal::reserved, f->second.owner};
     if (f->second.kind != m.kind) return {Refusal::kind, 0, f->second.kind};
   }
+  if (f == families_.end())
+    if (const auto other = clashing_kind(m)) return {Refusal::kind, 0, *other};
   const std::uint64_t key = series_hash(fam, m);
   if (auto s = series_.find(key); s != series_.end())
     return s->second.owner == o ? Verdict{} : Verdict{Refusal::owned, s->second.owner};
@@ -93,6 +100,36 @@ SeriesRegistry::Verdict SeriesRegistry::claim(Owner o, const MetricValue& m) {
   if (f == families_.end()) f = families_.emplace(fam, Family{m.kind, o, false, 0}).first;
   ++f->second.series;
   return {};
+}
+
+std::optional<MetricKind> SeriesRegistry::clashing_kind(const MetricValue& m) const {
+  auto kind_of = [&](std::string_view exposed) -> std::optional<MetricKind> {
+    const auto it = families_.find(Fnv().bytes(exposed).h);
+    return it == families_.end() ? std::nullopt : std::optional<MetricKind>(it->second.kind);
+  };
+  static constexpr std::string_view kSuffixes[] = {"_bucket", "_sum", "_count"};
+  if (m.kind == MetricKind::gauge) {
+    // A gauge x_sum beside a histogram or summary x: /metrics would show kiwi_x_sum twice.
+    for (std::string_view suffix : kSuffixes) {
+      if (!std::string_view(m.name).ends_with(suffix)) continue;
+      const auto k = kind_of(std::string_view(m.name).substr(0, m.name.size() - suffix.size()));
+      if (k == MetricKind::histogram || (k == MetricKind::summary && suffix != "_bucket")) return k;
+    }
+  } else if (m.kind == MetricKind::histogram || m.kind == MetricKind::summary) {
+    // And the other way round: a histogram or summary x beside a gauge x_sum.
+    const bool histogram = m.kind == MetricKind::histogram;
+    const auto part = prometheus::family_part(
+        m.name, histogram, prometheus::has_label(m.labels, prometheus::part_label(histogram)));
+    if (!part) return std::nullopt;
+    std::string name(part->family);
+    for (std::string_view suffix : kSuffixes) {
+      if (!histogram && suffix == "_bucket") continue;
+      name.resize(part->family.size());
+      name += suffix;
+      if (const auto k = kind_of(name); k == MetricKind::gauge) return k;
+    }
+  }
+  return std::nullopt;
 }
 
 void SeriesRegistry::release(Owner o) {

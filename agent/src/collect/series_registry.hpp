@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <kiwi/model.hpp>
 #include <kiwi/plugin.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +57,10 @@ class SeriesRegistry {
   std::size_t owned_by(Owner o) const { return o < counts_.size() ? counts_[o] : 0; }
 
  private:
+  // The kind of a family /metrics would show beside `m`'s under one of its series' names: a
+  // gauge x_sum and a histogram x. nullopt when there is none.
+  std::optional<MetricKind> clashing_kind(const MetricValue& m) const;
+
   struct Family {
     MetricKind kind;
     Owner owner;         // reserved: whose

@@ -155,13 +155,21 @@ TEST_CASE(
   CHECK(series.claim(b, metric("rpc_seconds_count", {}, H)).refusal ==
         SeriesRegistry::Refusal::owned);
   CHECK(series.claim(b, metric("rpc_seconds_count", {{"job", "b"}}, H)).stored());
-  // A gauge named as the family is the family's name in /metrics: refused as another kind; a
-  // gauge rpc_seconds_sum is not of the family, it is a family of its own.
+  // A gauge named as the family, or as one of its series, would show in /metrics under a name
+  // of the histogram's: refused as another kind.
   const auto clash = series.claim(b, metric("rpc_seconds", {}, MetricKind::gauge));
   CHECK(clash.refusal == SeriesRegistry::Refusal::kind);
   CHECK(clash.kind == H);
-  CHECK(series.claim(b, metric("rpc_seconds_sum", {}, MetricKind::gauge)).refusal ==
-        SeriesRegistry::Refusal::none);
+  const auto sum = series.claim(b, metric("rpc_seconds_sum", {}, MetricKind::gauge));
+  CHECK(sum.refusal == SeriesRegistry::Refusal::kind);
+  CHECK(sum.kind == H);
+  // A counter rpc_seconds_count is exposed as rpc_seconds_count_total: no clash.
+  CHECK(series.claim(b, metric("rpc_seconds_count", {}, MetricKind::counter)).stored());
+  // And the other way round: a gauge first, then a histogram whose series would share its name.
+  CHECK(series.claim(b, metric("queue_seconds_count", {}, MetricKind::gauge)).stored());
+  const auto late = series.claim(a, metric("queue_seconds_sum", {}, H));
+  CHECK(late.refusal == SeriesRegistry::Refusal::kind);
+  CHECK(late.kind == MetricKind::gauge);
   // A summary's quantiles are its family's name.
   const auto S = MetricKind::summary;
   CHECK(series.claim(a, metric("gc_seconds", {{"quantile", "0.5"}}, S)).stored());
