@@ -413,9 +413,11 @@ typedef struct kiwi_sensor_report {
   size_t metric_count;
   /* Since ABI 1.2: values of series beyond the sensor's series limit, refused since start. */
   uint64_t series_refused_total;
-  /* Since ABI 1.4: the HELP texts its latest sample gave (kiwi_sink.help). */
+  /* Since ABI 1.4: the HELP texts its latest sample gave (kiwi_sink.help), rows of help_size
+   * bytes (the struct may grow). */
   const kiwi_metric_help *help;
   size_t help_count;
+  uint32_t help_size;
 } kiwi_sensor_report;
 
 /* The latest sample (sequence 0 before the first one). */

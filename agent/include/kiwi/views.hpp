@@ -222,6 +222,7 @@ struct SnapshotView {
       row.metric_count = r.metrics.size();
       row.help = help.data() + help.size();
       row.help_count = r.help.size();
+      row.help_size = sizeof(kiwi_metric_help);
       for (const auto& [family, text] : r.help) help.push_back({str(family), str(text)});
     }
     c.size = sizeof c;
@@ -289,11 +290,12 @@ inline void assign_snapshot(Snapshot& s, const kiwi_snapshot& c) {
       v.kind = kind_from(m.kind);
     }
     const std::size_t n_help =
-        KIWI_HAS_MEMBER(&r, kiwi_sensor_report, help_count) ? r.help_count : 0;
+        KIWI_HAS_MEMBER(&r, kiwi_sensor_report, help_size) ? r.help_count : 0;
     out.help.resize(n_help);
     for (std::size_t j = 0; j < n_help; ++j) {
-      out.help[j].first.assign(view(r.help[j].family));
-      out.help[j].second.assign(view(r.help[j].text));
+      const auto& h = row_at(r.help, r.help_size, j);
+      out.help[j].first.assign(view(h.family));
+      out.help[j].second.assign(view(h.text));
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <thread>
 #include <vector>
 
 namespace kiwi::agent::http {
@@ -118,7 +119,8 @@ void StreamWaker::run() {
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now()).count();
       timeout = static_cast<int>(std::clamp<long long>(left, 0, INT_MAX));
     }
-    if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) timeout = 10;  // retry
+    if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // then try again
     if (fds[0].revents) {
       std::uint64_t count;
       [[maybe_unused]] const ssize_t n = ::read(wake_fd_, &count, sizeof count);

@@ -252,6 +252,11 @@ void CHandler::handle_into(const Request& r, Response& res) {
   };
   out.stream = [](void* ctx, kiwi_stream stream) {  // ABI 1.4
     auto& c = *static_cast<Call*>(ctx);
+    if (!KIWI_HAS_MEMBER(&stream, kiwi_stream, release)) {  // not a stream this agent can read
+      c.error = "the handler gave a stream of " + std::to_string(stream.size) +
+                " bytes, smaller than a kiwi_stream of ABI 1.4";
+      return;
+    }
     try {
       c.res.stream = std::make_shared<CStream>(stream);
     } catch (...) {  // out of memory: nothing may cross back into the plugin
