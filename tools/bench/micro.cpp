@@ -18,6 +18,8 @@
 #include "../../plugins/diskio/diskio_parse.hpp"
 #include "../../plugins/memory/memory_parse.hpp"
 #include "../../plugins/network/network_parse.hpp"
+#include "../../plugins/pressure/pressure_parse.hpp"
+#include "../../plugins/pressure/pressure_sensor.hpp"
 #include "store/sample_codec.hpp"
 
 namespace {
@@ -129,5 +131,44 @@ TEST_CASE("metrics: the Prometheus exposition of a snapshot of 144 series") {
   CHECK(kiwi_metrics::render(s, stats).size() > 5000);
   BENCHMARK("render") {
     return kiwi_metrics::render(s, stats);
+  };
+}
+
+namespace {
+struct NullLog final : kiwi::Logger {
+  void log(kiwi::LogLevel, std::string_view) override {}
+};
+struct CountingSink final : kiwi::MetricSink {
+  using kiwi::MetricSink::emit;
+  void emit(const kiwi::MetricSpec&, std::span<const kiwi::Label>, double) override { ++n; }
+  std::size_t n = 0;
+};
+}  // namespace
+
+TEST_CASE("pressure: its files' parsers, and a whole sample (five files read) of the sensor") {
+  const std::string psi = fixture("proc/pressure/io"), vmstat = fixture("proc/vmstat"),
+                    stat = fixture("proc/stat");
+  CHECK(kiwi::pressure::parse_psi(psi).some);
+  CHECK(kiwi::pressure::parse_vmstat(vmstat).pgmajfault);
+  BENCHMARK("pressure: /proc/pressure/io") {
+    return kiwi::pressure::parse_psi(psi);
+  };
+  BENCHMARK("pressure: /proc/vmstat") {
+    return kiwi::pressure::parse_vmstat(vmstat);
+  };
+  BENCHMARK("pressure: btime of /proc/stat") {
+    return kiwi::pressure::parse_btime(stat);
+  };
+  NullLog log;
+  const kiwi::Options options;
+  const std::string procfs = std::string(KIWI_FIXTURES_DIR) + "/rk3588/proc";
+  const std::string sysfs = std::string(KIWI_FIXTURES_DIR) + "/rk3588/sys";
+  kiwi::pressure::PressureSensor sensor(
+      kiwi::SensorContext{"pressure", procfs, sysfs, options, log, [] {}});
+  CountingSink sink;
+  sensor.sample(sink);
+  CHECK(sink.n > 20);
+  BENCHMARK("pressure: one sample of the sensor (pread of 5 kept files, parse, emit)") {
+    return sensor.sample(sink);
   };
 }

@@ -17,6 +17,7 @@
 #include "network_sensor.hpp"
 #include "plugin/metric_check.hpp"
 #include "plugin/plugin_loader.hpp"
+#include "pressure_sensor.hpp"
 #include "sensor_test_util.hpp"
 #include "storage_sensor.hpp"
 #include "thermal_sensor.hpp"
@@ -58,6 +59,8 @@ const Plugin kPlugins[] = {
      make<kiwi::network::NetworkSensor>()},
     {"diskio", kiwi::diskio::kOptions, kiwi::diskio::kMetricSpecs,
      make<kiwi::diskio::DiskioSensor>()},
+    {"pressure", kiwi::no_options, kiwi::pressure::kMetrics,
+     make<kiwi::pressure::PressureSensor>()},
 };
 
 constexpr std::string_view kBoards[] = {"rk3588", "rpi4", "vm", "x86", "awkward"};
