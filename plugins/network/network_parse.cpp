@@ -35,4 +35,33 @@ std::optional<double> parse_link_speed(std::string_view text) {
   return static_cast<double>(*mbit) * 1e6 / 8;  // Mb/s is 10^6 bits, as ethtool means it
 }
 
+std::vector<Wireless> parse_net_wireless(std::string_view text) {
+  std::vector<Wireless> out;
+  std::size_t line_no = 0;
+  for (const std::string_view line : kiwi::Lines(text)) {
+    if (++line_no <= 2) continue;  // the two header lines
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    Wireless w;
+    w.name = std::string(kiwi::trim(line.substr(0, colon)));
+    std::string_view rest = line.substr(colon + 1);
+    if (w.name.empty() || kiwi::next_field(rest).empty()) continue;  // the status word
+    // "54." is 54, updated since the last read; "-256" as noise is the wireless extensions'
+    // "no noise measured" (0 dBm less 256).
+    auto value = [&]() -> std::optional<double> {
+      std::string_view f = kiwi::next_field(rest);
+      if (!f.empty() && f.back() == '.') f.remove_suffix(1);
+      const auto v = kiwi::to_number<long long>(f);
+      return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+    };
+    w.quality = value();
+    w.level_dbm = value();
+    w.noise_dbm = value();
+    if (!w.quality || !w.level_dbm) continue;
+    if (w.noise_dbm == -256) w.noise_dbm.reset();
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 }  // namespace kiwi::network

@@ -80,6 +80,19 @@ struct NetDev {
 // counted, the first one named: the other interfaces' counters are kept.
 NetDev parse_net_dev(std::string_view text);
 
+// One interface of /proc/net/wireless (the wireless extensions' table, which cfg80211 drivers
+// fill too): link quality as the driver states it (most count out of 70), signal and noise level
+// in dBm. nullopt where the driver gives none (noise -256: none measured).
+struct Wireless {
+  std::string name;
+  std::optional<double> quality, level_dbm, noise_dbm;
+};
+
+// Parses /proc/net/wireless: the two header lines are skipped, each "name: status quality level
+// noise ..." line is kept in file order (the kernel marks a value updated since the last read
+// with a '.', which is dropped). A line that is not such is skipped.
+std::vector<Wireless> parse_net_wireless(std::string_view text);
+
 // Parses <sysfs>/class/net/<if>/speed (Mb/s) into bytes per second. nullopt for -1 (the kernel's
 // SPEED_UNKNOWN: link down, virtio), 0 and anything that is not a number.
 std::optional<double> parse_link_speed(std::string_view text);

@@ -12,6 +12,7 @@ NetworkSensor::NetworkSensor(const kiwi::SensorContext& ctx)
       sysfs_(ctx.sysfs),
       dev_(kiwi::join_path(procfs_, "net/dev"), kiwi::kTableReadCap),
       uptime_(kiwi::join_path(procfs_, "uptime")),
+      wireless_(kiwi::join_path(procfs_, "net/wireless")),
       filter_(ctx.options.get_strings("include"), ctx.options.get_strings("exclude")) {}
 
 kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
@@ -71,6 +72,19 @@ kiwi::SampleResult NetworkSensor::sample(kiwi::MetricSink& sink) {
     if (rx && tx) sink.emit(kUtilisation, {iface.name}, std::min(std::max(*rx, *tx) / *speed, 1.0));
   }
   previous_ = std::move(now);
+  // Wi-Fi: absent without a wireless interface (or cfg80211's wireless extensions); a read that
+  // fails is a note, the counters stand.
+  try {
+    if (any && wireless_.read_into(wireless_text_))
+      for (const auto& w : parse_net_wireless(wireless_text_)) {
+        if (!filter_.passes(w.name)) continue;
+        if (w.quality) sink.emit(kWirelessQuality, {w.name}, *w.quality);
+        if (w.level_dbm) sink.emit(kWirelessSignal, {w.name}, *w.level_dbm);
+        if (w.noise_dbm) sink.emit(kWirelessNoise, {w.name}, *w.noise_dbm);
+      }
+  } catch (const std::exception& e) {
+    add_note(std::string("no Wi-Fi levels: ") + e.what());
+  }
   if (!any)
     return kiwi::SampleResult::no_data(
         all.empty() && dev.skipped ? note : "no interfaces left after include and exclude");

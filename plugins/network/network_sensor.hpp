@@ -39,11 +39,23 @@ inline constexpr kiwi::MetricSpec kUtilisation{
     "network_utilisation_ratio", kiwi::Unit::ratio, kiwi::MetricKind::gauge, "interface",
     "busier direction's rate as a share of the link speed"};
 
-// Every metric the sensor may emit: each counter and its rate, then kSpeed and kUtilisation.
+// Wi-Fi, from <procfs>/net/wireless (only the interfaces listed there).
+inline constexpr kiwi::MetricSpec kWirelessQuality{
+    "network_wireless_quality", kiwi::Unit::none, kiwi::MetricKind::gauge, "interface",
+    "Wi-Fi link quality as the driver counts it (/proc/net/wireless; most drivers out of 70)"};
+inline constexpr kiwi::MetricSpec kWirelessSignal{
+    "network_wireless_signal_dbm", kiwi::Unit::none, kiwi::MetricKind::gauge, "interface",
+    "Wi-Fi signal level in dBm (/proc/net/wireless level): -50 is strong, -80 weak"};
+inline constexpr kiwi::MetricSpec kWirelessNoise{
+    "network_wireless_noise_dbm", kiwi::Unit::none, kiwi::MetricKind::gauge, "interface",
+    "Wi-Fi noise level in dBm (/proc/net/wireless noise), where the driver measures it"};
+
+// Every metric the sensor may emit: each counter and its rate, then kSpeed and kUtilisation, then
+// the Wi-Fi ones.
 // plugin.cpp registers it (it is the HELP text of /metrics); the unit tests check every emitted
 // metric against it.
 inline constexpr auto kMetricSpecs = [] {
-  std::array<kiwi::MetricSpec, 2 * std::size(kCounterColumns) + 2> all{};
+  std::array<kiwi::MetricSpec, 2 * std::size(kCounterColumns) + 5> all{};
   std::size_t n = 0;
   for (const auto& c : kCounterColumns) {
     all[n++] = c.counter;
@@ -51,6 +63,9 @@ inline constexpr auto kMetricSpecs = [] {
   }
   all[n++] = kSpeed;
   all[n++] = kUtilisation;
+  all[n++] = kWirelessQuality;
+  all[n++] = kWirelessSignal;
+  all[n++] = kWirelessNoise;
   return all;
 }();
 
@@ -71,12 +86,14 @@ class NetworkSensor final : public kiwi::Sensor {
 
   std::string procfs_;
   std::string sysfs_;
-  kiwi::KeptFile dev_;     // <procfs>/net/dev
-  kiwi::KeptFile uptime_;  // <procfs>/uptime
+  kiwi::KeptFile dev_;       // <procfs>/net/dev
+  kiwi::KeptFile uptime_;    // <procfs>/uptime
+  kiwi::KeptFile wireless_;  // <procfs>/net/wireless
   // Each reported interface's link speed file, by interface name.
   std::map<std::string, kiwi::KeptFile, std::less<>> speed_;
   kiwi::NameFilter filter_;          // the include and exclude options
   std::optional<Reading> previous_;  // nullopt before the first sample
+  std::string wireless_text_;        // <procfs>/net/wireless as last read (storage reused)
 };
 
 }  // namespace kiwi::network

@@ -265,3 +265,42 @@ TEST_CASE("network: traffic shaping's ifb interfaces are left out by default") {
   CHECK(h.sink.label_values("network_receive_bytes_total", "interface") ==
         std::vector<std::string>{"eth0", "docker0"});
 }
+
+TEST_CASE("network: /proc/net/wireless gives quality, signal and noise, -256 noise as none") {
+  const auto w = kiwi::network::parse_net_wireless(read_text(fixture("rpi4/proc/net/wireless")));
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].name == "wlan0");
+  CHECK(w[0].quality == 54);
+  CHECK(w[0].level_dbm == -56);
+  CHECK_FALSE(w[0].noise_dbm);
+  // Values not updated since the last read have no '.'; a measured noise is kept; a line that
+  // is not an interface's is skipped.
+  const auto two = kiwi::network::parse_net_wireless(
+      "Inter-| sta-|   Quality\n face | tus | link level noise\n"
+      "  wlp2s0: 0000   70   -30   -95        0      0      0      0      0        0\n"
+      "garbage\n  wlan1: 0000   x. -40. -256 0 0 0 0 0 0\n");
+  REQUIRE(two.size() == 1);
+  CHECK(two[0].quality == 70);
+  CHECK(two[0].noise_dbm == -95);
+  CHECK(kiwi::network::parse_net_wireless("").empty());
+}
+
+TEST_CASE("network: a Raspberry Pi's Wi-Fi levels, and none where there is no wireless file") {
+  Harness pi(fixture("rpi4"), defaults());
+  kiwi::network::NetworkSensor sensor(pi.context());
+  CHECK(pi.sample(sensor).status == kiwi::SampleStatus::ok);
+  CHECK(pi.sink.value("network_wireless_quality", {{"interface", "wlan0"}}) == 54);
+  CHECK(pi.sink.value("network_wireless_signal_dbm", {{"interface", "wlan0"}}) == -56);
+  CHECK(pi.sink.count("network_wireless_noise_dbm") == 0);
+  Harness vm(fixture("vm"), defaults());
+  kiwi::network::NetworkSensor wired(vm.context());
+  CHECK(vm.sample(wired).message.find("Wi-Fi") == std::string::npos);
+  CHECK(vm.sink.count("network_wireless_quality") == 0);
+  // An unreadable table is a note; the counters stand.
+  ScratchTree tree("x86");
+  tree.make_unreadable("proc/net/wireless");
+  Harness x86(tree.root(), defaults());
+  kiwi::network::NetworkSensor broken(x86.context());
+  CHECK_THAT(x86.sample(broken).message, Contains("no Wi-Fi levels"));
+  CHECK(x86.sink.count("network_receive_bytes_total") > 0);
+}
