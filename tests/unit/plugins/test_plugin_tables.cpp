@@ -11,6 +11,7 @@
 
 #include "config/options.hpp"
 #include "cpu_sensor.hpp"
+#include "devfreq_sensor.hpp"
 #include "diskio_sensor.hpp"
 #include "markdown_support.hpp"
 #include "memory_sensor.hpp"
@@ -61,6 +62,7 @@ const Plugin kPlugins[] = {
      make<kiwi::diskio::DiskioSensor>()},
     {"pressure", kiwi::no_options, kiwi::pressure::kMetrics,
      make<kiwi::pressure::PressureSensor>()},
+    {"devfreq", kiwi::no_options, kiwi::devfreq::kMetrics, make<kiwi::devfreq::DevfreqSensor>()},
 };
 
 constexpr std::string_view kBoards[] = {"rk3588", "rpi4", "vm", "x86", "awkward"};

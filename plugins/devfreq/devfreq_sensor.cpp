@@ -1,0 +1,60 @@
+#include "devfreq_sensor.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <kiwi/io.hpp>
+
+#include "devfreq_parse.hpp"
+
+namespace kiwi::devfreq {
+
+DevfreqSensor::DevfreqSensor(const kiwi::SensorContext& ctx)
+    : dir_(kiwi::join_path(ctx.sysfs, "class/devfreq")), log_(ctx.log) {}
+
+kiwi::SampleResult DevfreqSensor::sample(kiwi::MetricSink& sink) {
+  // The devices, in name order; a handful at most, listed each sample (a driver loaded later
+  // shows up at once, one unloaded goes).
+  std::vector<std::string> devices;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
+    devices.push_back(it->path().filename().string());
+  std::sort(devices.begin(), devices.end());
+  if (devices.empty())
+    return kiwi::SampleResult::no_data("no devfreq devices: " + dir_ +
+                                       " is missing or empty (no GPU, NPU or memory controller "
+                                       "with frequency scaling, or a kernel without devfreq)");
+  std::vector<std::string> failed;
+  bool any = false;
+  for (const auto& device : devices) {
+    const std::string base = kiwi::join_path(dir_, device);
+    // A value that is missing is left out; one that cannot be read or is not a number is named.
+    auto read = [&](const char* file, auto parse) -> std::optional<double> {
+      const std::string path = kiwi::join_path(base, file);
+      try {
+        const auto text = kiwi::read_file(path);
+        if (!text) return std::nullopt;
+        const auto v = parse(*text);
+        if (!v) failed.push_back(path + ": not a value: " + kiwi::quote_excerpt(*text, 40));
+        return v;
+      } catch (const std::exception& e) {
+        failed.push_back(e.what());
+        return std::nullopt;
+      }
+    };
+    for (const auto& [file, spec] :
+         {std::pair{"cur_freq", &kFrequency}, std::pair{"min_freq", &kMinFrequency},
+          std::pair{"max_freq", &kMaxFrequency}})
+      if (const auto hz = read(file, parse_hertz)) {
+        sink.emit(*spec, {device}, *hz);
+        any = true;
+      }
+    if (const auto load = read("load", parse_load)) sink.emit(kLoad, {device}, *load);
+  }
+  const std::string note = kiwi::join(failed);
+  if (!note.empty() && note != last_logged_) log_.warn(note);
+  last_logged_ = note;
+  if (!any) throw std::runtime_error(note.empty() ? "no devfreq device has a frequency" : note);
+  return kiwi::SampleResult::ok(note);
+}
+
+}  // namespace kiwi::devfreq
