@@ -128,10 +128,9 @@ def agent_config(path, data_dir, port, network_exclude=None):
             f'[http]\nbind = "127.0.0.1:{port}"\n\n'
             '[collector]\ninterval = "1s"\nsnapshot_path = ""\n')
     if network_exclude is not None:
-        # A [[sensor]] list replaces the default list as a whole: all eight, network with its own
+        # A [[sensor]] list replaces the default list as a whole: all six, network with its own
         # exclude list.
-        for s in ("cpu", "thermal", "memory", "storage", "network", "diskio", "pressure",
-                  "devfreq"):
+        for s in ("cpu", "thermal", "memory", "storage", "network", "diskio"):
             text += f'\n[[sensor]]\nplugin = "{s}"\n'
             if s == "network":
                 text += "[sensor.options]\nexclude = [" + ", ".join(
