@@ -18,6 +18,7 @@
 #include "network_sensor.hpp"
 #include "plugin/metric_check.hpp"
 #include "plugin/plugin_loader.hpp"
+#include "power_sensor.hpp"
 #include "pressure_sensor.hpp"
 #include "sensor_test_util.hpp"
 #include "storage_sensor.hpp"
@@ -63,6 +64,7 @@ const Plugin kPlugins[] = {
     {"pressure", kiwi::no_options, kiwi::pressure::kMetrics,
      make<kiwi::pressure::PressureSensor>()},
     {"devfreq", kiwi::no_options, kiwi::devfreq::kMetrics, make<kiwi::devfreq::DevfreqSensor>()},
+    {"power", kiwi::no_options, kiwi::power::kMetrics, make<kiwi::power::PowerSensor>()},
 };
 
 constexpr std::string_view kBoards[] = {"rk3588", "rpi4", "vm", "x86", "awkward"};
