@@ -189,9 +189,7 @@ std::string render(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats) {
       if (m.kind == kiwi::MetricKind::histogram || m.kind == kiwi::MetricKind::summary) {
         // One family of its series (the agent's metric check made sure the name fits).
         const bool histogram = m.kind == kiwi::MetricKind::histogram;
-        if (const auto fp = kiwi::prometheus::family_part(
-                m.name, histogram,
-                kiwi::prometheus::has_label(m.labels, kiwi::prometheus::part_label(histogram)))) {
+        if (const auto fp = kiwi::prometheus::family_part_of(m.name, histogram, m.labels)) {
           family = fp->family;
           part = part_code(fp->suffix);
         }

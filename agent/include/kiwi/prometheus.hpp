@@ -125,6 +125,13 @@ constexpr bool has_label(const Labels& labels, std::string_view name) {
   return false;
 }
 
+// family_part() of a series with these labels (whether its part label is among them).
+template <class Labels>
+constexpr std::optional<FamilyPart> family_part_of(std::string_view name, bool histogram,
+                                                   const Labels& labels) {
+  return family_part(name, histogram, has_label(labels, part_label(histogram)));
+}
+
 // ---- Escaping ----------------------------------------------------------------------------------
 
 namespace detail {

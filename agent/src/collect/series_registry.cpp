@@ -37,10 +37,10 @@ std::uint64_t family_hash(std::string_view name, MetricKind kind, bool has_part_
   return f.h;
 }
 std::uint64_t family_hash(const MetricValue& m) {
-  const bool part_label =
-      (m.kind == MetricKind::histogram || m.kind == MetricKind::summary) &&
-      prometheus::has_label(m.labels, prometheus::part_label(m.kind == MetricKind::histogram));
-  return family_hash(m.name, m.kind, part_label);
+  if (m.kind != MetricKind::histogram && m.kind != MetricKind::summary)
+    return family_hash(m.name, m.kind);
+  const auto part = prometheus::family_part_of(m.name, m.kind == MetricKind::histogram, m.labels);
+  return Fnv().bytes(part ? part->family : std::string_view(m.name)).h;
 }
 
 // A series: its family, its labels as a set (the sum of each pair's hash, mixed: the order a
@@ -118,8 +118,7 @@ std::optional<MetricKind> SeriesRegistry::clashing_kind(const MetricValue& m) co
   } else if (m.kind == MetricKind::histogram || m.kind == MetricKind::summary) {
     // And the other way round: a histogram or summary x beside a gauge x_sum.
     const bool histogram = m.kind == MetricKind::histogram;
-    const auto part = prometheus::family_part(
-        m.name, histogram, prometheus::has_label(m.labels, prometheus::part_label(histogram)));
+    const auto part = prometheus::family_part_of(m.name, histogram, m.labels);
     if (!part) return std::nullopt;
     std::string name(part->family);
     for (std::string_view suffix : kSuffixes) {
