@@ -72,6 +72,13 @@ inline constexpr char lost_exec_error[] =
     "qemu-user runs posix_spawn's vfork as a fork: a failed exec is the child's exit 127, its "
     "errno never reaches the parent (a limit of the emulator, not of the agent)";
 
+// qemu-user refuses prctl(PR_SET_CHILD_SUBREAPER) (EINVAL): the agent is no subreaper there, so
+// a process a program leaves in a session of its own goes to init, as before kiwi/process.hpp's
+// sweep, and nothing of the agent can reach it.
+inline constexpr char no_subreaper[] =
+    "qemu-user refuses PR_SET_CHILD_SUBREAPER: what a program leaves outside its group goes to "
+    "init (a limit of the emulator, not of the agent)";
+
 }  // namespace emulator_limit
 
 }  // namespace kiwi_test

@@ -8,8 +8,10 @@
 #include <fstream>
 #include <thread>
 
+#include "emulator.hpp"
 #include "exec_daemon.hpp"
 #include "sensor_test_util.hpp"
+#include "test_support.hpp"
 
 using namespace std::chrono_literals;
 using kiwi::exec::Daemon;
@@ -59,6 +61,8 @@ TEST_CASE("exec daemon: a call that starts after its deadline does not stop the 
 
 TEST_CASE("exec daemon: orphans of the program's children are reaped, not left zombies") {
   // As the agent is (main.cpp): what loses its parent comes to this process.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0 && !kiwi_test::emulator().empty())
+    kiwi_test::skip_test(kiwi_test::emulator_limit::no_subreaper);
   REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
   Program p("#!/bin/sh\nwhile read -r l; do (sleep 0.05 &); echo 'up 1'; echo '# EOF'; done\n");
   RecordingLogger log;
