@@ -23,36 +23,20 @@ kiwi::SampleResult DevfreqSensor::sample(kiwi::MetricSink& sink) {
     return kiwi::SampleResult::no_data("no devfreq devices: " + dir_ +
                                        " is missing or empty (no GPU, NPU or memory controller "
                                        "with frequency scaling, or a kernel without devfreq)");
-  std::vector<std::string> failed;
   bool any = false;
   for (const auto& device : devices) {
     const std::string base = kiwi::join_path(dir_, device);
-    // A value that is missing is left out; one that cannot be read or is not a number is named.
-    auto read = [&](const char* file, auto parse) -> std::optional<double> {
-      const std::string path = kiwi::join_path(base, file);
-      try {
-        const auto text = kiwi::read_file(path);
-        if (!text) return std::nullopt;
-        const auto v = parse(*text);
-        if (!v) failed.push_back(path + ": not a value: " + kiwi::quote_excerpt(*text, 40));
-        return v;
-      } catch (const std::exception& e) {
-        failed.push_back(e.what());
-        return std::nullopt;
-      }
-    };
     for (const auto& [file, spec] :
          {std::pair{"cur_freq", &kFrequency}, std::pair{"min_freq", &kMinFrequency},
           std::pair{"max_freq", &kMaxFrequency}})
-      if (const auto hz = read(file, parse_hertz)) {
+      if (const auto hz = reads_.read(kiwi::join_path(base, file), parse_hertz)) {
         sink.emit(*spec, {device}, *hz);
         any = true;
       }
-    if (const auto load = read("load", parse_load)) sink.emit(kLoad, {device}, *load);
+    if (const auto load = reads_.read(kiwi::join_path(base, "load"), parse_load))
+      sink.emit(kLoad, {device}, *load);
   }
-  const std::string note = kiwi::join(failed);
-  if (!note.empty() && note != last_logged_) log_.warn(note);
-  last_logged_ = note;
+  const std::string note = reads_.finish(log_);
   if (!any) throw std::runtime_error(note.empty() ? "no devfreq device has a frequency" : note);
   return kiwi::SampleResult::ok(note);
 }

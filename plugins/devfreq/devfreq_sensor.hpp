@@ -2,6 +2,7 @@
 // attribute, its load: the GPU and NPU of an RK3588, a memory controller. See README.md.
 #pragma once
 
+#include <kiwi/attributes.hpp>
 #include <kiwi/sensor.hpp>
 #include <string>
 #include <vector>
@@ -35,7 +36,7 @@ class DevfreqSensor final : public kiwi::Sensor {
  private:
   std::string dir_;  // <sysfs>/class/devfreq
   kiwi::Logger& log_;
-  std::string last_logged_;  // the failure last logged
+  kiwi::AttributeReads reads_;  // names a file that cannot be read or parsed, logged once
 };
 
 }  // namespace kiwi::devfreq
