@@ -14,6 +14,18 @@ std::optional<double> parse_millidegrees(std::string_view text) {
   return static_cast<double>(*milli) / 1000.0;
 }
 
+std::optional<double> parse_state(std::string_view text) {
+  const auto state = to_number<std::uint32_t>(kiwi::trim(text));
+  return state ? std::optional<double>(*state) : std::nullopt;
+}
+
+TripLimit trip_limit(std::string_view type) {
+  type = kiwi::trim(type);
+  if (type == "critical") return TripLimit::critical;
+  if (type == "passive" || type == "hot") return TripLimit::high;
+  return TripLimit::none;
+}
+
 std::vector<Numbered> select_numbered(std::span<const std::string> names, std::string_view prefix,
                                       std::string_view suffix) {
   std::vector<Numbered> out;

@@ -14,6 +14,15 @@ namespace kiwi::thermal {
 // value in degrees Celsius (45.25), or nullopt if the text is not an integer.
 std::optional<double> parse_millidegrees(std::string_view text);
 
+// A cooling device's cur_state or max_state: a whole number ("3\n"); nullopt for anything else.
+std::optional<double> parse_state(std::string_view text);
+
+// Which limit a thermal zone's trip point of this type (trip_point_N_type) is: "critical" is the
+// critical limit, "passive" and "hot" the high one (where the kernel starts cooling by slowing
+// down, or warns); "active" (a fan's steps) and anything else are neither.
+enum class TripLimit { none, critical, high };
+TripLimit trip_limit(std::string_view type);
+
 struct Numbered {
   unsigned number = 0;
   std::string name;

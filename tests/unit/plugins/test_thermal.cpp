@@ -325,3 +325,91 @@ TEST_CASE(
   CHECK(h.sink.label_values("thermal_celsius", "sensor") ==
         fresh_h.sink.label_values("thermal_celsius", "sensor"));
 }
+
+TEST_CASE("thermal: trip types name the critical and the high limit, active trips neither") {
+  using kiwi::thermal::TripLimit;
+  CHECK(kiwi::thermal::trip_limit("critical\n") == TripLimit::critical);
+  CHECK(kiwi::thermal::trip_limit("passive\n") == TripLimit::high);
+  CHECK(kiwi::thermal::trip_limit("hot\n") == TripLimit::high);
+  CHECK(kiwi::thermal::trip_limit("active\n") == TripLimit::none);
+  CHECK(kiwi::thermal::trip_limit("") == TripLimit::none);
+  CHECK(kiwi::thermal::parse_state("3\n") == 3.0);
+  CHECK_FALSE(kiwi::thermal::parse_state("-1\n"));
+  CHECK_FALSE(kiwi::thermal::parse_state("fast\n"));
+}
+
+TEST_CASE("thermal: each sensor's own limits beside its reading, and the cooling devices") {
+  Harness h(fixture("rk3588"), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  CHECK(sensor.sample(h.sink).message.empty());
+  // soc-thermal: passive trips at 75 and 85 °C (cooling starts at the first), critical at 115.
+  CHECK(h.sink.value("thermal_high_celsius", {{"sensor", "soc-thermal"}}) == 75.0);
+  CHECK(h.sink.value("thermal_critical_celsius", {{"sensor", "soc-thermal"}}) == 115.0);
+  CHECK(h.sink.value("thermal_critical_celsius", {{"sensor", "npu-thermal"}}) == 115.0);
+  CHECK_FALSE(h.sink.value("thermal_high_celsius", {{"sensor", "npu-thermal"}}));
+  CHECK(h.sink.label_values("thermal_cooling_state", "device") ==
+        std::vector<std::string>{"pwm-fan", "cpufreq-cpu0", "cpufreq-cpu4", "cpufreq-cpu6"});
+  CHECK(h.sink.value("thermal_cooling_state", {{"device", "pwm-fan"}}) == 1.0);
+  CHECK(h.sink.value("thermal_cooling_max_state", {{"device", "pwm-fan"}}) == 4.0);
+  CHECK(h.sink.value("thermal_cooling_max_state", {{"device", "cpufreq-cpu4"}}) == 12.0);
+
+  Harness pi(fixture("rpi4"), defaults());
+  kiwi::thermal::ThermalSensor pi_sensor(pi.context());
+  pi_sensor.sample(pi.sink);
+  CHECK(pi.sink.value("thermal_critical_celsius", {{"sensor", "cpu-thermal"}}) == 110.0);
+  CHECK(pi.sink.count("thermal_high_celsius") == 0);
+  CHECK(pi.sink.count("thermal_cooling_state") == 0);
+
+  Harness x86(fixture("x86"), defaults());
+  kiwi::thermal::ThermalSensor x86_sensor(x86.context());
+  x86_sensor.sample(x86.sink);
+  CHECK(x86.sink.value("thermal_high_celsius", {{"sensor", "nvme_Composite"}}) == 81.85);
+  CHECK(x86.sink.value("thermal_critical_celsius", {{"sensor", "nvme_Composite"}}) == 84.85);
+  CHECK(x86.sink.value("thermal_critical_celsius", {{"sensor", "coretemp_Package id 0"}}) == 100.0);
+  CHECK_FALSE(x86.sink.value("thermal_critical_celsius", {{"sensor", "coretemp_Core 0"}}));
+}
+
+TEST_CASE("thermal: a VM's cooling devices without states are not reported") {
+  // tests/fixtures/vm: two ACPI "Processor" cooling devices with max_state 0.
+  Harness h(fixture("vm"), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::no_data);
+  CHECK(h.sink.samples.empty());
+}
+
+TEST_CASE("thermal: a broken limit or cooling state is named and logged once, the rest arrives") {
+  // tests/fixtures/awkward: cpu0-thermal's passive trip reads "ninety", its active trip (a fan
+  // step) is no limit; the pwm-fan's cur_state reads "fast".
+  Harness h(fixture("awkward"), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  const auto result = sensor.sample(h.sink);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK_THAT(result.message,
+             Contains("thermal_zone0/trip_point_1_temp: not a value: 'ninety\\x0a'") &&
+                 Contains("skipped cpu2-thermal") &&
+                 Contains("pwm-fan (" + h.sysfs +
+                          "/class/thermal/cooling_device0/cur_state: not a state: 'fast')"));
+  CHECK(h.sink.value("thermal_critical_celsius", {{"sensor", "cpu0-thermal"}}) == 115.0);
+  CHECK(h.sink.count("thermal_high_celsius") == 0);
+  CHECK(h.sink.label_values("thermal_cooling_state", "device") ==
+        std::vector<std::string>{"thermal-cpufreq-0"});
+  CHECK(h.sink.value("thermal_cooling_state", {{"device", "thermal-cpufreq-0"}}) == 3.0);
+  const auto warnings = h.log.count(kiwi::LogLevel::warn);
+  CHECK(warnings == 3);  // the trip point, cpu2-thermal, the pwm-fan
+  sensor.sample(h.sink);
+  CHECK(h.log.count(kiwi::LogLevel::warn) == warnings);
+}
+
+TEST_CASE("thermal: cooling devices alone are data, and an error when all of them fail") {
+  ScratchTree tree;
+  tree.write("sys/class/thermal/cooling_device0/type", "pwm-fan\n");
+  tree.write("sys/class/thermal/cooling_device0/max_state", "4\n");
+  tree.write("sys/class/thermal/cooling_device0/cur_state", "2\n");
+  Harness h(tree.root(), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::ok);
+  CHECK(h.sink.value("thermal_cooling_state", {{"device", "pwm-fan"}}) == 2.0);
+  CHECK(h.sink.count("thermal_max_celsius") == 0);
+  tree.make_unreadable("sys/class/thermal/cooling_device0/cur_state");
+  CHECK_THROWS_WITH(sensor.sample(h.sink), Contains("all thermal sensors failed: pwm-fan ("));
+}
