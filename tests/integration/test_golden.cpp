@@ -30,7 +30,7 @@ const fs::path kGolden = fs::path(KIWI_SOURCE_DIR) / "tests/golden";
 constexpr std::string_view kSensorPrefixes[] = {
     "kiwi_cpu_",       "kiwi_thermal_", "kiwi_memory_",   "kiwi_storage_",
     "kiwi_network_",   "kiwi_diskio_",  "kiwi_pressure_", "kiwi_vm_",
-    "kiwi_boot_time_", "kiwi_devfreq_", "kiwi_power_"};
+    "kiwi_boot_time_", "kiwi_devfreq_", "kiwi_power_",    "kiwi_cpufreq_"};
 // Per-sensor self-metrics whose values are deterministic on a fixture.
 constexpr std::string_view kExactSelfMetrics[] = {"kiwi_sensor_success", "kiwi_sensor_errors_total",
                                                   "kiwi_sensor_invalid_metrics_total",
@@ -159,6 +159,8 @@ plugin = "pressure"
 plugin = "devfreq"
 [[sensor]]
 plugin = "power"
+[[sensor]]
+plugin = "cpufreq"
 )";
     AgentOptions options;
     options.config_file = dir_.path / "kiwi.toml";

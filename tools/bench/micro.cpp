@@ -15,11 +15,16 @@
 
 #include "../../handlers/metrics/metrics_render.hpp"
 #include "../../plugins/cpu/cpu_parse.hpp"
+#include "../../plugins/cpufreq/cpufreq_sensor.hpp"
+#include "../../plugins/devfreq/devfreq_sensor.hpp"
 #include "../../plugins/diskio/diskio_parse.hpp"
 #include "../../plugins/memory/memory_parse.hpp"
 #include "../../plugins/network/network_parse.hpp"
+#include "../../plugins/power/power_sensor.hpp"
 #include "../../plugins/pressure/pressure_parse.hpp"
 #include "../../plugins/pressure/pressure_sensor.hpp"
+#include "../../plugins/thermal/thermal_sensor.hpp"
+#include "../../tests/unit/plugins/sensor_test_util.hpp"
 #include "store/sample_codec.hpp"
 
 namespace {
@@ -171,4 +176,35 @@ TEST_CASE("pressure: its files' parsers, and a whole sample (five files read) of
   BENCHMARK("pressure: one sample of the sensor (pread of 5 kept files, parse, emit)") {
     return sensor.sample(sink);
   };
+}
+
+namespace {
+// One whole sample of a sensor on a fixture board: its directory listings, its reads and parses,
+// its values emitted (to a sink that only counts them). `min_values` checks it found its files.
+template <class Sensor>
+void bench_sample(const std::string& title, const char* board, std::size_t min_values,
+                  const kiwi::Options& options = {}) {
+  NullLog log;
+  const std::string root = std::string(KIWI_FIXTURES_DIR) + "/" + board;
+  Sensor sensor(kiwi::SensorContext{"bench", root + "/proc", root + "/sys", options, log, [] {}});
+  CountingSink sink;
+  sensor.sample(sink);
+  CHECK(sink.n >= min_values);
+  BENCHMARK(title.c_str()) {
+    return sensor.sample(sink);
+  };
+}
+}  // namespace
+
+TEST_CASE("board health: one sample of each reader on the board that has its files") {
+  bench_sample<kiwi::cpufreq::CpufreqSensor>(
+      "cpufreq: one sample, RK3588 (3 policies listed, 24 files read)", "rk3588", 21);
+  bench_sample<kiwi::devfreq::DevfreqSensor>(
+      "devfreq: one sample, RK3588 (3 devices listed, 12 files read)", "rk3588", 12);
+  bench_sample<kiwi::power::PowerSensor>("power: one sample, Raspberry Pi 4 (2 files read)", "rpi4",
+                                         9);
+  const kiwi::Options thermal(kiwi_sensor_test::default_values(kiwi::thermal::kOptions));
+  bench_sample<kiwi::thermal::ThermalSensor>(
+      "thermal: one sample, RK3588 (7 zones, 4 cooling devices, kept files)", "rk3588", 24,
+      thermal);
 }

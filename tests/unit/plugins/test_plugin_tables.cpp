@@ -11,6 +11,7 @@
 
 #include "config/options.hpp"
 #include "cpu_sensor.hpp"
+#include "cpufreq_sensor.hpp"
 #include "devfreq_sensor.hpp"
 #include "diskio_sensor.hpp"
 #include "markdown_support.hpp"
@@ -64,6 +65,7 @@ const Plugin kPlugins[] = {
     {"pressure", kiwi::no_options, kiwi::pressure::kMetrics,
      make<kiwi::pressure::PressureSensor>()},
     {"devfreq", kiwi::no_options, kiwi::devfreq::kMetrics, make<kiwi::devfreq::DevfreqSensor>()},
+    {"cpufreq", kiwi::no_options, kiwi::cpufreq::kMetrics, make<kiwi::cpufreq::CpufreqSensor>()},
     {"power", kiwi::no_options, kiwi::power::kMetrics, make<kiwi::power::PowerSensor>()},
 };
 
