@@ -161,6 +161,34 @@ int decimals_for_unit(std::string_view unit) {
   return 4;
 }
 
+namespace {
+// Where the item at the start of a series= list ends: the first ',' outside a key's braces and
+// outside its quoted label values (thermal_celsius{sensor="a,b"} and
+// power_throttle_flag{flag="under_voltage",when="now"} are one item each); npos at the end.
+std::size_t list_comma(std::string_view list) {
+  bool quoted = false;
+  int depth = 0;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const char c = list[i];
+    if (quoted) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        quoted = false;
+    } else if (c == '"' && depth > 0) {
+      quoted = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && depth > 0) {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+}  // namespace
+
 std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, double now,
                                                   const std::vector<std::string>& known_series,
                                                   const std::vector<std::string>& default_series) {
@@ -237,7 +265,7 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
   if (auto v = req.param("series")) {
     std::string_view rest = *v;
     while (true) {
-      auto comma = rest.find(',');
+      auto comma = list_comma(rest);
       std::string_view item = rest.substr(0, comma);
       if (item.empty()) return ParamError{"series", "empty name in the list"};
       bool matches = false;
@@ -259,7 +287,7 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
   }
 
   // Every value exactly (shortest round-trip form) and whole: two different queries never share
-  // a key. Patterns come last and hold no ',' (the list is split there).
+  // a key. Patterns come last, each after its length (a key's labels hold commas).
   auto exact = [](std::optional<double> v) {
     if (!v) return std::string("-");
     char buf[32];
@@ -269,7 +297,7 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
   out.canonical = "l=" + std::to_string(q.limit) + "&s=" + exact(q.since) + "&u=" + exact(q.until) +
                   "&st=" + exact(q.step) + "&a=" + std::to_string(static_cast<int>(q.aggregate)) +
                   "&p=";
-  for (auto& p : q.patterns) out.canonical += p + ",";
+  for (auto& p : q.patterns) out.canonical += std::to_string(p.size()) + ":" + p;
   return out;
 }
 

@@ -6,9 +6,13 @@
 
 namespace {
 
-const std::vector<std::string> kSeries = {"cpu_usage_ratio", "cpu_core_usage_ratio{core=\"0\"}",
-                                          "thermal_celsius{sensor=\"soc-thermal\"}",
-                                          "memory_used_bytes"};
+const std::vector<std::string> kSeries = {
+    "cpu_usage_ratio",
+    "cpu_core_usage_ratio{core=\"0\"}",
+    "thermal_celsius{sensor=\"soc-thermal\"}",
+    "memory_used_bytes",
+    "power_throttle_flag{flag=\"under_voltage\",when=\"now\"}",
+    "storage_used_ratio{mount=\"/mnt/a,b}\\\"\"}"};
 constexpr double kNow = 1'764'475'800;
 
 struct Query {
@@ -148,6 +152,16 @@ TEST_CASE("history params: series takes names, keys and globs, checked against t
   CHECK(ok({{"series", "gpu_*"}}).patterns ==
         std::vector<std::string>{"gpu_*"});  // not running here
   CHECK(bad({{"series", "cpu_*,,x"}}).message == "empty name in the list");
+}
+
+TEST_CASE("history params: a key with several labels, or commas in a label value, is one item") {
+  const std::string flag = "power_throttle_flag{flag=\"under_voltage\",when=\"now\"}";
+  const std::string mount = "storage_used_ratio{mount=\"/mnt/a,b}\\\"\"}";
+  CHECK(ok({{"series", flag}}).patterns == std::vector<std::string>{flag});
+  CHECK(ok({{"series", "cpu_usage_ratio," + flag + "," + mount + ",memory_*"}}).patterns ==
+        std::vector<std::string>{"cpu_usage_ratio", flag, mount, "memory_*"});
+  // Split at the label's comma, neither half is a series: the old parser's 400.
+  CHECK(bad({{"series", "power_throttle_flag{flag=\"x\""}}).parameter == "series");
 }
 
 TEST_CASE("history params: every bad parameter is a 400 naming it") {
