@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 // playwright-core comes from tools/web (npm ci from its package-lock.json), wherever cwd is.
@@ -43,8 +43,12 @@ export async function until(fn, ms, what) {
 const q = (s) => JSON.stringify(String(s)); // a TOML basic string
 
 // A sysfs tree with known temperatures and CPU frequencies, so the temperature card and its
-// thresholds show real values on any machine (VMs have no thermal zones). CPU, memory and
-// storage still come from this machine's /proc.
+// thresholds show real values on any machine (VMs have no thermal zones), and a board's own
+// files (the layouts of tests/fixtures): one cpufreq policy for every core, scaled to 1.8 GHz of
+// the hardware's 2.256 GHz (capped); a PWM fan at state 1 of 4; a Mali GPU 23% busy at 300 MHz
+// of 1 GHz; the Raspberry Pi firmware's get_throttled at 0x0 (writeThrottled() changes it).
+// CPU, memory, storage and pressure still come from this machine's /proc.
+export const THROTTLED = 'devices/platform/soc/soc:firmware/get_throttled';
 export function fakeSysfs(dir, zones, coreCount, freqKHz) {
   zones.forEach(([type, celsius], i) => {
     const z = join(dir, 'class/thermal', `thermal_zone${i}`);
@@ -57,7 +61,20 @@ export function fakeSysfs(dir, zones, coreCount, freqKHz) {
     mkdirSync(f, { recursive: true });
     writeFileSync(join(f, 'scaling_cur_freq'), `${freqKHz[c % freqKHz.length]}\n`);
   }
+  const files = {
+    'devices/system/cpu/cpufreq/policy0': { scaling_cur_freq: freqKHz[0], scaling_min_freq: 408000, scaling_max_freq: 1800000,
+      cpuinfo_min_freq: 408000, cpuinfo_max_freq: 2256000, scaling_governor: 'schedutil', scaling_driver: 'cpufreq-dt',
+      related_cpus: [...Array(coreCount).keys()].join(' ') },
+    [`class/thermal/cooling_device0`]: { type: 'pwm-fan', cur_state: 1, max_state: 4 },
+    'class/devfreq/fb000000.gpu': { cur_freq: 300000000, min_freq: 300000000, max_freq: 1000000000, load: '23@300000000Hz' },
+    [dirname(THROTTLED)]: { [basename(THROTTLED)]: '0x0' },
+  };
+  for (const [d, attrs] of Object.entries(files)) {
+    mkdirSync(join(dir, d), { recursive: true });
+    for (const [name, value] of Object.entries(attrs)) writeFileSync(join(dir, d, name), `${value}\n`);
+  }
 }
+export const writeThrottled = (dir, word) => writeFileSync(join(dir, THROTTLED), `${word}\n`);
 
 export class Agent {
   // `extra` is TOML appended to the config; `collector` lines go into its [collector] table.

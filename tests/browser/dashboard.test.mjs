@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { Agent, env, fakeSysfs, launchChromium, procStatCores, until } from './agent.mjs';
+import { Agent, env, fakeSysfs, launchChromium, procStatCores, until, writeThrottled } from './agent.mjs';
 
 const SCREENSHOTS = process.env.KIWI_SCREENSHOT_DIR || join(tmpdir(), 'kiwi-screenshots');
 
@@ -214,6 +214,70 @@ test('cards show the values of /api/current, formatted for people', async () => 
   assert.equal(shown.bigLevel, 'crit');
 });
 
+test("the board's own cards: power, frequency against its maximum, cooling, pressure, GPU", async () => {
+  await page.waitForFunction(() => ['health', 'devfreq'].every((c) => document.getElementById(`card-${c}`).dataset.status === 'ok'),
+    null, { timeout: 10000 });
+  const shown = await page.evaluate(() => ({
+    sequence: Number(document.body.dataset.sequence),
+    hidden: ['health', 'devfreq'].map((c) => document.getElementById(`card-${c}`).hidden),
+    flags: [...document.querySelectorAll('#card-health .row[data-flag]')].map((r) => [r.dataset.flag, r.dataset.level, r.querySelector('.v').textContent]),
+    values: [...document.querySelectorAll('#card-health .v, #card-devfreq .v')].map((el) => ({
+      metric: el.dataset.metric, label: el.dataset.label ?? null, value: Number(el.dataset.value), text: el.textContent })),
+    badge: (document.querySelector('#card-health .badge[data-metric="cpufreq_capped"]') || {}).textContent,
+    cpus: document.querySelector('#card-health .row:has([data-metric="cpufreq_frequency_hertz"]) dt').textContent,
+    ownCards: [...document.querySelectorAll('.grid .card')].map((c) => c.dataset.plugin),
+  }));
+  const snap = await until(() => snapshots.get(shown.sequence), 5000, `the page's /api/current body #${shown.sequence}`);
+  assert.deepEqual(shown.hidden, [false, false]);
+  // power, cpufreq and pressure are drawn on the board-health card, not on cards of their own.
+  for (const p of ['power', 'cpufreq', 'pressure']) assert.ok(!shown.ownCards.includes(p), `no card of its own for ${p}`);
+  assert.deepEqual(shown.flags, [['under_voltage', 'ok', 'no'], ['frequency_capped', 'ok', 'no'], ['throttled', 'ok', 'no'],
+    ['soft_temperature_limit', 'ok', 'no']]);
+  const text = (metric, label = null) => shown.values.filter((v) => v.metric === metric && v.label === label).map((v) => v.text);
+  assert.deepEqual(text('cpufreq_frequency_hertz', 'policy0'), [fmt.hz(FREQ_KHZ[0] * 1000)]);
+  assert.deepEqual(text('cpufreq_hardware_max_frequency_hertz', 'policy0'), ['2.26 GHz']);
+  assert.equal(shown.badge, 'capped at 1.80 GHz');
+  assert.match(shown.cpus, new RegExp(`^CPU 0(-${procStatCores() - 1})? schedutil$`));
+  assert.deepEqual(text('thermal_cooling_state', 'pwm-fan'), ['1 of 4']);
+  assert.deepEqual(text('devfreq_load_ratio', 'fb000000.gpu'), ['23%']);
+  assert.deepEqual(text('devfreq_frequency_hertz', 'fb000000.gpu'), ['300 MHz']);
+  assert.deepEqual(text('devfreq_max_frequency_hertz', 'fb000000.gpu'), ['1.00 GHz']);
+  // Pressure: this machine's /proc/pressure, as the sample the page drew has it.
+  const pressure = Object.values(snap.sensors).find((x) => x.plugin === 'pressure');
+  const psi = ((pressure && pressure.metrics) || []).filter((m) => m.name === 'pressure_some_ratio' && m.labels.window === '10s');
+  for (const m of psi) assert.deepEqual(text('pressure_some_ratio', m.labels.resource), [fmt.pct(m.value, 1)], `pressure ${m.labels.resource}`);
+  if (!psi.length) console.log('# this kernel has no pressure stall information: the card shows none');
+  // Their charts: frequency always (the known tree), pressure where the kernel has PSI, no fans
+  // (no hwmon fan here).
+  await page.waitForFunction(() => Number(document.getElementById('chart-frequency').dataset.points) > 0, null, { timeout: 10000 });
+  const charts = await page.evaluate(() => Object.fromEntries(['pressure', 'frequency', 'fans'].map((c) => [c, document.getElementById(`chart-${c}`).hidden])));
+  assert.deepEqual(charts, { pressure: !psi.length, frequency: false, fans: true });
+});
+
+test('under-voltage now: a red banner with since when, and the flag on the card; gone when it clears', async () => {
+  const sys = join(agent.dir, 'sys');
+  const flipped = Date.now() / 1000;
+  writeThrottled(sys, '0x50005'); // under-voltage and throttled, now and since boot
+  await page.waitForFunction(() => document.getElementById('banner').dataset.kind === 'undervoltage' &&
+    document.querySelector('#banner time'), null, { timeout: 10000, polling: 100 });
+  const b = await page.evaluate(() => ({ hidden: document.getElementById('banner').hidden, text: document.getElementById('banner').textContent,
+    since: Date.parse(document.querySelector('#banner time').dateTime) / 1000,
+    flags: [...document.querySelectorAll('#card-health .row[data-flag]')].map((r) => [r.dataset.flag, r.dataset.level]) }));
+  assert.equal(b.hidden, false);
+  assert.match(b.text, /^UNDER-VOLTAGE Under-voltage detected since \d\d:\d\d:\d\d \(\d+ s\): the power supply cannot hold/);
+  // The first sample that read the new word: after the write, within a sampling interval or two.
+  assert.ok(b.since >= Math.floor(flipped) && b.since <= flipped + 3, `since ${b.since}, written at ${flipped}`);
+  assert.deepEqual(b.flags, [['under_voltage', 'crit'], ['frequency_capped', 'ok'], ['throttled', 'crit'], ['soft_temperature_limit', 'ok']]);
+  // The supply recovers: no banner; the card keeps "since boot" in amber.
+  writeThrottled(sys, '0x50000');
+  await page.waitForFunction(() => document.getElementById('banner').hidden, null, { timeout: 10000, polling: 100 });
+  const after = await page.evaluate(() => [...document.querySelectorAll('#card-health .row[data-flag]')]
+    .map((r) => [r.dataset.flag, r.dataset.level, r.querySelector('.v').textContent]));
+  assert.deepEqual(after, [['under_voltage', 'warn', 'since boot'], ['frequency_capped', 'ok', 'no'], ['throttled', 'warn', 'since boot'],
+    ['soft_temperature_limit', 'ok', 'no']]);
+  writeThrottled(sys, '0x0');
+});
+
 // Non-transparent pixels on a chart's canvas: uPlot really drew something.
 const inked = (id) => page.evaluate((chart) => {
   const c = document.querySelector(`#chart-${chart} canvas`);
@@ -274,6 +338,7 @@ test('history charts draw points, for 2 min, 1 h and 24 h, with a tooltip', asyn
   // point's time and the CPU usage the agent's history has there; where that sample has none (see
   // above), the latest reading before it, with its own time (handlers/dashboard/README.md).
   await page.waitForFunction(() => Number(document.getElementById('chart-cpu').dataset.points) >= 3, null, { timeout: 10000 });
+  await page.locator('#chart-cpu').scrollIntoViewIfNeeded();
   const over = await page.locator('#chart-cpu .u-over').boundingBox();
   await page.mouse.move(over.x + over.width - 1, over.y + over.height / 2); // its last pixel: the newest point
   const tip = await tooltipOf(page, 'cpu');
@@ -309,6 +374,7 @@ test('the tooltip where a line has no reading: its latest reading with that time
   await p.goto(`${agent.origin}/`);
   await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '2m' &&
     Number(document.getElementById('chart-cpu').dataset.points) >= 100, null, { timeout: 10000 });
+  await p.locator('#chart-cpu').scrollIntoViewIfNeeded(); // below the cards: the pointer hovers what is on screen
   const over = await p.locator('#chart-cpu .u-over').boundingBox();
   await p.mouse.move(over.x + over.width - 1, over.y + over.height / 2);
   const newest = await tooltipOf(p, 'cpu');
@@ -371,7 +437,8 @@ test('a day of history: about 1,000 points per chart, then only the newest bucke
   // Only what the charts draw, by name (labelled series included by the agent), of those in the
   // page's first sample: one taken moments after a late one has no rates (see the test above).
   const charted = ['cpu_usage_ratio', 'thermal_celsius', 'memory_used_bytes', 'memory_cached_bytes',
-    'network_receive_bytes_per_second', 'network_transmit_bytes_per_second', 'diskio_read_bytes_per_second', 'diskio_write_bytes_per_second'];
+    'network_receive_bytes_per_second', 'network_transmit_bytes_per_second', 'diskio_read_bytes_per_second', 'diskio_write_bytes_per_second',
+    'pressure_some_ratio', 'cpufreq_frequency_hertz', 'hwmon_fan_rpm'];
   const names = (u) => u.searchParams.get('series').split(',');
   const sampled = new Set(Object.values((await until(() => rec.samples[0], 5000, 'the first sample')).sensors)
     .flatMap((s) => (s.metrics || []).map((m) => m.name)));
@@ -434,6 +501,7 @@ test('an older agent without since/step/series: the charts fall back to the last
 test('screenshots: desktop (light and dark) and phone', async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   await waitState(page, 'live', 10000);
+  await page.evaluate(() => window.scrollTo(0, 0)); // the tooltip test scrolled to the charts
   await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-desktop.png') });
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.waitForFunction(() => Number(document.getElementById('chart-cpu').dataset.points) > 0, null, { timeout: 10000 });

@@ -218,10 +218,13 @@ test('gauges get a history chart per sensor and unit, with data points after a f
   assert.ok(c['chart-sensor-zones-b-celsius'].joined >= 1, 'the 2 s sensor\'s line joins its readings');
   assert.equal(c['chart-sensor-zones-celsius'].joined, 0);
   assert.ok(!Object.keys(c).some((id) => /broken|storage|tmpfs/.test(id)), 'no chart for a sensor in error or of a known plugin');
-  // Past the page's own charts, in the agent's order.
+  // Past the page's own charts (the board's hidden here: these sensors do not run), in the
+  // agent's order.
   const ids = Object.keys(c);
-  assert.deepEqual(ids.slice(0, 5), ['chart-cpu', 'chart-thermal', 'chart-memory', 'chart-network', 'chart-diskio']);
-  assert.deepEqual(ids.slice(5), ['chart-sensor-uptime-seconds', 'chart-sensor-zones-celsius', 'chart-sensor-zones-per_second',
+  assert.deepEqual(ids.slice(0, 8), ['chart-cpu', 'chart-thermal', 'chart-memory', 'chart-network', 'chart-diskio',
+    'chart-pressure', 'chart-frequency', 'chart-fans']);
+  assert.ok(await page.evaluate(() => ['pressure', 'frequency', 'fans'].every((id) => document.getElementById(`chart-${id}`).hidden)));
+  assert.deepEqual(ids.slice(8), ['chart-sensor-uptime-seconds', 'chart-sensor-zones-celsius', 'chart-sensor-zones-per_second',
     'chart-sensor-zones-bytes', 'chart-sensor-zones-b-celsius', 'chart-sensor-zones-b-per_second', 'chart-sensor-zones-b-bytes']);
 });
 

@@ -16,7 +16,7 @@ each (every process descended from the one started, found again every second):
     reaped children included), per hour.
 
 The agents, each on its defaults but for where it keeps its data and the 1 s interval:
-  kiwi-agent      its built-in configuration (kiwi-agent --print-default-config): the six
+  kiwi-agent      its built-in configuration (kiwi-agent --print-default-config): the ten
                   sensors at 1 s, 24 h history in SQLite; snapshot file on tmpfs (/run when
                   installed); polled: /metrics
   node_exporter   Debian's prometheus-node-exporter with its default collectors (it samples when
@@ -132,7 +132,7 @@ class Kiwi(Agent):
         return version_line([self.binary])
 
     def describe(self):
-        return ("built-in configuration (--print-default-config): 6 sensors at 1 s, 24 h history "
+        return ("built-in configuration (--print-default-config): 10 sensors at 1 s, 24 h history "
                 "in SQLite (commit every 10 s); data_dir, bind and snapshot_path (tmpfs) changed")
 
 

@@ -190,14 +190,110 @@
         cols.map(([name], i) => h('td', {}, val(name, fmtRate(maps[i].get(k)), maps[i].get(k), k)))))));
   };
 
+  // Board health: the Raspberry Pi firmware's power flags, each CPU cluster's frequency against
+  // its maximum, the cooling devices and fans, and pressure stall information, from the power,
+  // cpufreq and pressure sensors (and the thermal and hwmon sensors' cooling and fan series).
+  const POWER_FLAGS = [['under_voltage', 'Under-voltage'], ['frequency_capped', 'Frequency capped'],
+    ['throttled', 'Throttled'], ['soft_temperature_limit', 'Soft temperature limit']];
+  const FLAG_WORD = { crit: 'now', warn: 'since boot', ok: 'no' };
+  const flagOf = (m, flag, when) => num((m.all('power_throttle_flag').find((x) => (x.labels || {}).flag === flag && x.labels.when === when) || {}).value);
+  const heading = (text) => h('div', { class: 'row group' }, h('dt', {}, text), h('dd'));
+  // A row of the board's cards: a label, an optional bar, and the values on one line.
+  const line = (label, meter, ...vals) => row(label, meter, h('span', { class: 'vals' }, vals));
+  function healthCard(m) {
+    const rows = [];
+    if (m.all('power_throttle_flag').length) {
+      rows.push(heading('Power (Raspberry Pi firmware)'));
+      for (const [flag, text] of POWER_FLAGS) {
+        const now = flagOf(m, flag, 'now'), boot = flagOf(m, flag, 'since_boot');
+        const lvl = now > 0 ? 'crit' : boot > 0 ? 'warn' : 'ok';
+        const r = line(text, null, val('power_throttle_flag', FLAG_WORD[lvl], now, flag));
+        r.dataset.level = lvl;
+        r.dataset.flag = flag;
+        rows.push(r);
+      }
+    } else if (ok(m.one('power_under_voltage_alarm'))) {
+      const alarm = m.one('power_under_voltage_alarm');
+      rows.push(heading('Power'));
+      const r = line('Under-voltage', null, val('power_under_voltage_alarm', alarm > 0 ? 'now' : 'no', alarm));
+      r.dataset.level = alarm > 0 ? 'crit' : 'ok';
+      rows.push(r);
+    }
+    const cur = m.by('cpufreq_frequency_hertz', 'policy');
+    if (cur.size) {
+      const [hwMax, max, capped] = ['cpufreq_hardware_max_frequency_hertz', 'cpufreq_max_frequency_hertz', 'cpufreq_capped']
+        .map((n) => m.by(n, 'policy'));
+      const cpus = new Map(m.all('cpufreq_policy_info').map((x) => [String(x.labels.policy), x.labels]));
+      rows.push(heading('CPU frequency'));
+      for (const policy of [...cur.keys()].sort(byName)) {
+        const f = cur.get(policy), top = hwMax.get(policy), info = cpus.get(policy);
+        const r = row([info ? `CPU ${info.cpus}` : policy, info && h('small', {}, ` ${info.governor}`)],
+          bar(f / top, 'info'), h('span', { class: 'vals' }, val('cpufreq_frequency_hertz', fmtHz(f), f, policy),
+            ok(top) ? [' of ', val('cpufreq_hardware_max_frequency_hertz', fmtHz(top), top, policy)] : null),
+          capped.get(policy) > 0 && h('span', { class: 'badge', 'data-metric': 'cpufreq_capped', 'data-label': policy }, `capped at ${fmtHz(max.get(policy))}`));
+        r.dataset.level = capped.get(policy) > 0 ? 'warn' : 'ok';
+        rows.push(r);
+      }
+    }
+    const state = m.by('thermal_cooling_state', 'device'), most = m.by('thermal_cooling_max_state', 'device');
+    const rpm = m.all('hwmon_fan_rpm');
+    if (state.size || rpm.length) {
+      rows.push(heading('Cooling'));
+      for (const x of rpm) {
+        const name = labelText(x) || 'fan';
+        rows.push(line(name, null, val('hwmon_fan_rpm', `${fmtNum(num(x.value))} rpm`, num(x.value), name)));
+      }
+      for (const d of [...state.keys()].sort(byName)) {
+        const v = state.get(d), top = most.get(d);
+        rows.push(line(d, bar(v / top, 'info'), val('thermal_cooling_state', `${v} of ${top}`, v, d)));
+      }
+    }
+    const some = m.all('pressure_some_ratio').filter((x) => (x.labels || {}).window === '10s');
+    if (some.length) {
+      const full = new Map(m.all('pressure_full_ratio').filter((x) => x.labels.window === '10s').map((x) => [x.labels.resource, num(x.value)]));
+      rows.push(heading('Pressure, last 10 s (waiting for)'));
+      for (const x of some.sort((a, b) => byName(a.labels.resource, b.labels.resource))) {
+        const res = String(x.labels.resource), v = num(x.value), f = full.get(res);
+        rows.push(line(res, bar(v, v >= 0.4 ? 'crit' : v >= 0.1 ? 'warn' : 'info'),
+          val('pressure_some_ratio', fmtPct(v, 1), v, res), ' some',
+          ok(f) ? [', ', val('pressure_full_ratio', fmtPct(f, 1), f, res), ' full'] : null));
+      }
+      const oom = m.one('vm_oom_kills_total');
+      if (ok(oom)) rows.push(line('OOM kills since boot', null, val('vm_oom_kills_total', fmtNum(oom), oom)));
+    }
+    if (!rows.length) return note('Nothing to show from these sensors on this board.');
+    return h('dl', { class: 'health' }, rows);
+  }
+
+  // GPU, NPU and other devfreq devices: load (where the kernel has it) and frequency against the
+  // highest it may run at now.
+  const deviceName = (d) => {
+    const kind = /gpu/i.test(d) ? 'GPU' : /npu/i.test(d) ? 'NPU' : d === 'dmc' ? 'Memory' : null;
+    return kind ? [kind, h('small', {}, ` ${d}`)] : d;
+  };
+  function devfreqCard(m) {
+    const [cur, max, load] = ['devfreq_frequency_hertz', 'devfreq_max_frequency_hertz', 'devfreq_load_ratio'].map((n) => m.by(n, 'device'));
+    const devices = [...new Set([...cur.keys(), ...load.keys()])].sort(byName);
+    if (!devices.length) return note('No devices reported.');
+    return h('dl', { class: 'health' }, devices.map((d) => line(deviceName(d),
+      load.has(d) ? bar(load.get(d), 'info') : bar(cur.get(d) / max.get(d), 'info'),
+      load.has(d) ? [val('devfreq_load_ratio', fmtPct(load.get(d)), load.get(d), d), ' at '] : null,
+      val('devfreq_frequency_hertz', fmtHz(cur.get(d)), cur.get(d), d),
+      max.has(d) ? [' of ', val('devfreq_max_frequency_hertz', fmtHz(max.get(d)), max.get(d), d)] : null)));
+  }
+
   const CARDS = {
-    cpu: cpuCard, thermal: thermalCard, memory: memoryCard, storage: storageCard,
+    cpu: cpuCard, thermal: thermalCard, memory: memoryCard, storage: storageCard, health: healthCard, devfreq: devfreqCard,
     network: ratesCard('interface', 'Interface', [['network_receive_bytes_per_second', 'Receive'],
       ['network_transmit_bytes_per_second', 'Transmit']], 'No interfaces reported.'),
     diskio: ratesCard('device', 'Device', [['diskio_read_bytes_per_second', 'Read'],
       ['diskio_write_bytes_per_second', 'Write']], 'No disks reported.'),
   };
-  const OPTIONAL = new Set(['network', 'diskio']); // cards shown only where the agent runs them
+  const OPTIONAL = new Set(['network', 'diskio', 'health', 'devfreq']); // cards shown only where the agent runs them
+  const NEEDS_DATA = new Set(['health', 'devfreq']); // ... and only where they have data (a board's own)
+  // Sensors drawn on another plugin's card, and series a card borrows from other sensors.
+  const PART_OF = { power: 'health', cpufreq: 'health', pressure: 'health' };
+  const BORROWS = { health: [['thermal', /^thermal_cooling_/], ['hwmon', /^hwmon_fan_rpm$/]] };
   const KINDS = Object.fromEntries(Object.keys(CARDS).map((p) => [p, $(`h-${p}`).textContent])); // "Storage"
 
   // Metric and label text comes from plugins (an exec script prints it): shown as text only.
@@ -245,7 +341,7 @@
       if (!s || typeof s !== 'object') continue;
       const plugin = s.plugin === undefined ? key : String(s.plugin);
       if (plugin === 'agent') continue; // the agent's own report: for /metrics and the history, no card
-      if (CARDS[plugin] && !fixed.has(plugin)) fixed.set(plugin, [key, s]);
+      if ((CARDS[plugin] || PART_OF[plugin]) && !fixed.has(plugin)) fixed.set(plugin, [key, s]);
       else extra.push([key, s, plugin]);
     }
     return { fixed, extra };
@@ -295,12 +391,29 @@
   const ownCards = new Map(); // instance name -> the card made for it
   // The id of the card that shows sensor instance `name` ("" when none does).
   const cardId = (name) => ([...document.querySelectorAll('.grid .card')].find((c) => c.dataset.instance === name) || {}).id || '';
+  // The sensor a page card shows: its plugin's first instance; for a card drawn from several
+  // (board health), one made of its parts: ok if any part is, each part's error named, and the
+  // series it borrows from other sensors added.
+  function cardSensor(plugin) {
+    const { fixed } = st.placed;
+    const parts = [...(fixed.has(plugin) ? [[plugin, fixed.get(plugin)]] : []),
+      ...Object.keys(PART_OF).filter((p) => PART_OF[p] === plugin && fixed.has(p)).map((p) => [p, fixed.get(p)])];
+    if (parts.length <= 1 && !BORROWS[plugin]) return parts.length ? parts[0][1] : [];
+    if (!parts.length) return [];
+    const statuses = parts.map(([, [, s]]) => String(s.status));
+    const status = statuses.includes('ok') ? 'ok' : statuses.includes('error') ? 'error' : statuses[0];
+    const failing = parts.filter(([, [, s]]) => s.status === 'error').map(([p, [, s]]) => `${p}: ${s.message || 'error'}`);
+    const lent = (BORROWS[plugin] || []).flatMap(([p, re]) => (fixed.has(p) ? (fixed.get(p)[1].metrics || []).filter((x) => re.test(x.name)) : []));
+    return [null, { status, message: failing.join('; '),
+      metrics: [...parts.flatMap(([, [, s]]) => (s.status === 'ok' ? s.metrics || [] : [])), ...lent] }];
+  }
+
   function renderCards() {
-    const { fixed, extra } = st.placed;
+    const { extra } = st.placed;
     const order = new Map(Object.keys(CARDS).map((p) => [p, [$(`card-${p}`)]]));
     for (const [plugin, render] of Object.entries(CARDS)) {
-      const [key, sensor] = fixed.get(plugin) || [];
-      $(`card-${plugin}`).hidden = OPTIONAL.has(plugin) && !sensor;
+      const [key, sensor] = cardSensor(plugin);
+      $(`card-${plugin}`).hidden = OPTIONAL.has(plugin) && (!sensor || (NEEDS_DATA.has(plugin) && sensor.status === 'no_data'));
       fillCard($(`card-${plugin}`), key, sensor, plugin, render);
     }
     const generic = [];
@@ -342,7 +455,25 @@
       fmt: fmtRate, label: (s) => `${pick(s.labels, 'interface', '')} ${s.name.includes('receive') ? 'in' : 'out'}` },
     { id: 'diskio', plugin: 'diskio', names: ['diskio_read_bytes_per_second', 'diskio_write_bytes_per_second'],
       fmt: fmtRate, label: (s) => `${pick(s.labels, 'device', '')} ${s.name.includes('read') ? 'read' : 'write'}` },
+    // The board's own charts, shown where the latest sample has their series.
+    { id: 'pressure', plugin: 'pressure', names: ['pressure_some_ratio'], optional: true,
+      match: (x) => x.name === 'pressure_some_ratio' && pick(x.labels, 'window', '') === '10s',
+      fmt: (v) => fmtPct(v, 1), axis: (v) => fmtPct(v, v && Math.abs(v) < 0.01 ? 2 : v && Math.abs(v) < 0.1 ? 1 : 0),
+      label: (s) => pick(s.labels, 'resource', s.key) },
+    { id: 'frequency', plugin: 'cpufreq', names: ['cpufreq_frequency_hertz'], optional: true, fmt: fmtHz,
+      label: (s) => policyName(pick(s.labels, 'policy', s.key)) },
+    { id: 'fans', plugin: 'hwmon', names: ['hwmon_fan_rpm'], optional: true,
+      fmt: (v) => `${fmtNum(v)} rpm`, label: (s) => labelText(s) || s.key },
   ];
+  // "CPU 4-5" for policy4, from the latest sample's cpufreq_policy_info.
+  function policyName(policy) {
+    const [, s] = st.placed.fixed.get('cpufreq') || [];
+    const info = ((s && s.metrics) || []).find((x) => x.name === 'cpufreq_policy_info' && (x.labels || {}).policy === policy);
+    return info ? `CPU ${info.labels.cpus}` : policy;
+  }
+  // Whether the latest sample has a series chart `def` draws.
+  const drawsFrom = (def) => def.match || ((x) => def.names.includes(x.name));
+  const latestHas = (def) => Object.values(st.data.sensors).some((s) => s && (s.metrics || []).some(drawsFrom(def)));
   const labelText = (s) => Object.values(s.labels || {}).join(' ');
   const fromZero = (u, min, max) => [0, ok(max) && max > 0 ? max * 1.1 : 1];
   const withZero = (u, min, max) => { // any sign: a generic gauge may go below zero
@@ -553,8 +684,8 @@
     const fig = $(`chart-${def.id}`);
     const plot = fig.querySelector('.plot');
     const [, sensor] = st.placed.fixed.get(def.plugin) || [];
-    fig.hidden = OPTIONAL.has(def.plugin) && !sensor;
-    const want = def.match || ((x) => def.names.includes(x.name));
+    fig.hidden = def.optional ? !latestHas(def) : OPTIONAL.has(def.plugin) && !sensor;
+    const want = drawsFrom(def);
     const noSwap = def.id === 'memory' && sensor && !(metrics(sensor).one('memory_swap_total_bytes') > 0);
     const keys = Object.keys(data.series)
       .filter((k) => want(data.series[k]) && !(noSwap && data.series[k].name === 'memory_swap_used_bytes'))
@@ -787,6 +918,48 @@
     }
   }
 
+  // ---- under-voltage: the Raspberry Pi firmware's flag, with since when ----
+  // The series that says "under-voltage now" (get_throttled's bit, or the rpi_volt alarm) when it
+  // is 1 in the latest sample, else null.
+  function underVoltageKey() {
+    const [, s] = st.placed.fixed.get('power') || [];
+    if (!s || s.status !== 'ok') return null;
+    const m = metrics(s);
+    if (flagOf(m, 'under_voltage', 'now') > 0) return 'power_throttle_flag{flag="under_voltage",when="now"}';
+    return m.one('power_under_voltage_alarm') > 0 ? 'power_under_voltage_alarm' : null;
+  }
+  // When it began, from the history: the last minute of the past day with a 0 in it (agg=min),
+  // then that minute's samples for the exact second. { t, before } (before: on since at least t,
+  // as far back as the history goes), or null while unknown.
+  const uvStart = { key: null, found: null, asking: false, failedAt: 0 };
+  async function findUnderVoltageStart(key) {
+    const get = async (params) => {
+      const res = await fetch(`${HISTORY}?${params}&series=${encodeURIComponent(key)}`, { cache: 'no-store' });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const d = await res.json();
+      return { ts: d.timestamps || [], vs: (Object.values(d.series || {})[0] || { values: [] }).values };
+    };
+    const day = await get('since=-86400&step=60&agg=min&limit=1440');
+    let j = day.vs.length - 1;
+    while (j >= 0 && day.vs[j] !== 0) j--;
+    if (j < 0) { const i = day.vs.findIndex((v) => v > 0); return i < 0 ? null : { t: day.ts[i], before: true }; }
+    const raw = await get(`since=${day.ts[j]}&until=${day.ts[j] + 180}&limit=1000`);
+    let k = raw.vs.length - 1;
+    while (k >= 0 && raw.vs[k] !== 0) k--;
+    const i = raw.vs.findIndex((v, n) => n > k && v > 0);
+    return i >= 0 ? { t: raw.ts[i], before: false } : j + 1 < day.ts.length ? { t: day.ts[j + 1], before: false } : null;
+  }
+  function underVoltageSince(key) {
+    if (key !== uvStart.key) Object.assign(uvStart, { key, found: null, failedAt: 0 });
+    if (key && !uvStart.found && !uvStart.asking && Date.now() - uvStart.failedAt > 30000) {
+      uvStart.asking = true;
+      findUnderVoltageStart(key).then((f) => { if (uvStart.key === key) uvStart.found = f; if (!f) uvStart.failedAt = Date.now(); })
+        .catch(() => { uvStart.failedAt = Date.now(); })
+        .finally(() => { uvStart.asking = false; update(); });
+    }
+    return uvStart.found;
+  }
+
   // Age by the agent's clock when known (boards without an RTC often disagree with the browser).
   const sampleAge = () => (Date.now() + (st.skewMs || 0)) / 1000 - st.data.timestamp;
   const staleAfterMs = () => Math.max(3000 * (st.data.interval_seconds || 1), 2 * POLL_MS) + 1000;
@@ -817,13 +990,21 @@
     // says which, and why, rather than a bare LIVE.
     const failing = state === 'live' && d && d.sensors
       ? Object.entries(d.sensors).filter(([, s]) => s && s.status === 'error') : [];
-    if (failing.length) {
-      banner.replaceChildren(strong('FAILING'), failing.length === 1 ? ' Sensor ' : ` ${failing.length} sensors: `,
+    // Under-voltage now: the board's power supply cannot hold its voltage. Red, with since when.
+    const uvKey = state === 'live' ? underVoltageKey() : null;
+    const since = underVoltageSince(uvKey);
+    if (failing.length || uvKey) {
+      banner.replaceChildren(...[uvKey ? [strong('UNDER-VOLTAGE'), ' Under-voltage detected',
+        since ? [` since ${since.before ? 'at least ' : ''}`, h('time', { datetime: new Date(since.t * 1000).toISOString() }, fmtClock(since.t)),
+          ` (${fmtDuration(sampleAge() + d.timestamp - since.t)})`] : null,
+        ': the power supply cannot hold the board\'s voltage, so the firmware slows it down and storage can be corrupted. ',
+        'Use a supply rated for the board, and a short, thick cable. '] : null,
+      failing.length ? [strong('FAILING'), failing.length === 1 ? ' Sensor ' : ` ${failing.length} sensors: `,
         ...failing.flatMap(([name, s], i) => [i ? '; ' : '', h('a', { href: `#${cardId(name)}` }, name), `: ${s.message || 'error'}`]),
-        '. The agent serves on; /api/health says failing until it recovers.');
+        '. The agent serves on; /api/health says failing until it recovers.'] : null].flat(9).filter((x) => x != null));
     }
-    banner.hidden = state === 'live' && !failing.length;
-    banner.dataset.kind = failing.length ? 'failing' : state;
+    banner.hidden = state === 'live' && !failing.length && !uvKey;
+    banner.dataset.kind = uvKey ? 'undervoltage' : failing.length ? 'failing' : state;
     body.dataset.state = state;
     $('state').textContent = state;
     if (state !== st.state) $('announce').textContent = ANNOUNCE[state] || '';
