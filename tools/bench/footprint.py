@@ -42,11 +42,15 @@ report says so: it competes for the CPU. Every process started is stopped by its
 also on an error or Ctrl-C.
 
 Usage: tools/bench/footprint.py [--seconds S] [--warmup S] [--agents LIST] [--agent-bin PATH]
-                                [--ceiling-bin PATH] [--results FILE] [--doc FILE] [--keep]
+                                [--baseline-bin PATH] [--ceiling-bin PATH] [--results FILE]
+                                [--doc FILE] [--keep]
        tools/bench/footprint.py --report FILE [--doc docs/benchmarks.md]
   --agents LIST   comma-separated, in this order by default:
                   kiwi,floor,node_exporter,netdata,collectd
   --quick         --seconds 60 --warmup 10 (a smoke test of the runner, not a figure to quote)
+  --baseline-bin  another kiwi-agent build (an earlier commit's), measured right before
+                  kiwi-agent on its own built-in configuration as "kiwi-agent (baseline)": the
+                  report gives kiwi-agent's CPU and RSS against it, from the same run
 """
 
 import argparse
@@ -113,10 +117,12 @@ class Agent:
 
 class Kiwi(Agent):
     name, unit, package = "kiwi-agent", "kiwi-agent.service", "kiwi-agent"
+    BASELINE = "kiwi-agent (baseline)"
 
-    def __init__(self, workdir, port, binary, shm):
+    def __init__(self, workdir, port, binary, shm, name=None):
         super().__init__(workdir, port)
         self.binary = binary
+        self.name = name or self.name
         text = kiwi_config(binary, {("agent", "data_dir"): os.path.join(workdir, "data"),
                                     ("http", "bind"): f"127.0.0.1:{port}",
                                     ("collector", "snapshot_path"):
@@ -124,6 +130,7 @@ class Kiwi(Agent):
         self.config = os.path.join(workdir, "kiwi.toml")
         with open(self.config, "w") as f:
             f.write(text)
+        self.sensors = sum(1 for ln in text.splitlines() if ln.strip() == "[[sensor]]")
 
     def argv(self):
         return [self.binary, "--config", self.config]
@@ -132,8 +139,9 @@ class Kiwi(Agent):
         return version_line([self.binary])
 
     def describe(self):
-        return ("built-in configuration (--print-default-config): 10 sensors at 1 s, 24 h history "
-                "in SQLite (commit every 10 s); data_dir, bind and snapshot_path (tmpfs) changed")
+        return (f"built-in configuration (--print-default-config): {self.sensors} sensors at 1 s, "
+                "24 h history in SQLite (commit every 10 s); data_dir, bind and snapshot_path "
+                "(tmpfs) changed")
 
 
 class Floor(Agent):
@@ -361,6 +369,10 @@ def make_agent(name, workdir, port, args, shm):
         if not binary:
             raise Failure("kiwi-agent not found (build it: tools/build.sh, or --agent-bin PATH)")
         return Kiwi(sub, port, binary, shm)
+    if name == "baseline":
+        if not os.access(args.baseline_bin or "", os.X_OK):
+            raise Failure(f"--baseline-bin {args.baseline_bin!r} is not an executable")
+        return Kiwi(sub, port, args.baseline_bin, shm, name=Kiwi.BASELINE)
     if name == "floor":
         binary = find_program("kiwi-bench-ceiling", args.ceiling_bin,
                               [os.path.join(ROOT, "build", "bench", "bin", "kiwi-bench-ceiling")])
@@ -380,6 +392,8 @@ def run(args):
     unknown = [n for n in names if n not in ALL_AGENTS]
     if unknown:
         raise Failure(f"unknown agent {unknown}; known: {', '.join(ALL_AGENTS)}")
+    if args.baseline_bin:  # measured right before kiwi-agent, so the two see the same machine
+        names.insert(names.index("kiwi") if "kiwi" in names else 0, "baseline")
     if os.geteuid() != 0:
         raise Failure("needs root (netdata, and /proc/PID/io of every process of the trees)")
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -465,6 +479,15 @@ def render(rows):
     kiwi = next((f for f in found if f["agent"] == "kiwi-agent"), None)
     node = next((f for f in found if f["agent"] == "node_exporter"), None)
     floor = next((f for f in found if f["agent"] == FLOOR), None)
+    base = next((f for f in found if f["agent"] == Kiwi.BASELINE), None)
+    if kiwi and base:
+        out.append("")
+        out.append(f"kiwi-agent against the baseline build in this run: CPU "
+                   f"{kiwi['cpu_pct']:.3f} % against {base['cpu_pct']:.3f} % of a core "
+                   f"({kiwi['cpu_pct'] / base['cpu_pct']:.2f} times), RSS {mib(kiwi['rss_kib'])} "
+                   f"against {mib(base['rss_kib'])} ({(kiwi['rss_kib'] - base['rss_kib']) / 1024:+.1f}"
+                   f" MiB), disk writes {kiwi['write_mb_per_h']:.2f} against "
+                   f"{base['write_mb_per_h']:.2f} MB/h.")
     if kiwi:
         out.append("")
         out.append("Targets (issue 17) for kiwi-agent in this run:")
@@ -510,6 +533,8 @@ def main():
     ap.add_argument("--agents", default=",".join(ALL_AGENTS))
     ap.add_argument("--agent-bin", help="kiwi-agent (default: $KIWI_AGENT, "
                     "build/bench/agent/bin/kiwi-agent, build/bin/kiwi-agent, PATH)")
+    ap.add_argument("--baseline-bin", help="an earlier kiwi-agent build, measured right before "
+                    "kiwi-agent (module docstring)")
     ap.add_argument("--ceiling-bin", help="kiwi-bench-ceiling, for the HTTP floor (default: "
                     "build/bench/bin/kiwi-bench-ceiling, PATH)")
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "bench", "footprint.jsonl"),
