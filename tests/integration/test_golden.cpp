@@ -313,10 +313,16 @@ void check_history(HttpClient& c, const std::string& current_body) {
       5s));
   for (const char* sensor : {"network", "diskio"})
     for (const auto& m : now["sensors"][sensor]["metrics"].GetArray()) {
+      // name{a="x",b="y"}: the store's key, its labels in the order the sensor gave them.
       std::string key = m["name"].GetString();
-      if (m.HasMember("labels"))
-        for (const auto& l : m["labels"].GetObject())
-          key += std::string("{") + l.name.GetString() + "=\"" + l.value.GetString() + "\"}";
+      if (m.HasMember("labels")) {
+        char separator = '{';
+        for (const auto& l : m["labels"].GetObject()) {
+          key += separator + std::string(l.name.GetString()) + "=\"" + l.value.GetString() + "\"";
+          separator = ',';
+        }
+        key += '}';
+      }
       INFO(key);
       REQUIRE(history["series"].HasMember(key.c_str()));
       const auto& values = history["series"][key.c_str()]["values"];
