@@ -35,4 +35,40 @@ std::string sysfs_block_name(std::string_view diskstats_name) {
   return out;
 }
 
+bool is_mmc_card(std::string_view name) {
+  constexpr std::string_view prefix = "mmcblk";
+  if (!name.starts_with(prefix) || name.size() == prefix.size()) return false;
+  return std::all_of(name.begin() + prefix.size(), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::optional<std::uint8_t> parse_ext_csd_byte(std::string_view text) {
+  text = kiwi::trim(text);
+  if (text.starts_with("0x") || text.starts_with("0X")) text.remove_prefix(2);
+  if (text.empty() || text.size() > 2) return std::nullopt;
+  std::uint8_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 16);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::array<std::uint8_t, 2>> parse_life_time(std::string_view text) {
+  Fields fields(text);
+  const auto a = parse_ext_csd_byte(fields.next());
+  const auto b = parse_ext_csd_byte(fields.next());
+  if (!a || !b || !fields.next().empty()) return std::nullopt;
+  return std::array<std::uint8_t, 2>{*a, *b};
+}
+
+std::optional<LifeUsed> life_used(std::uint8_t estimate) {
+  if (estimate == 0 || estimate > 0x0b) return std::nullopt;
+  if (estimate == 0x0b) return LifeUsed{1, 1};
+  return LifeUsed{(estimate - 1) / 10.0, estimate / 10.0};
+}
+
+std::optional<std::uint8_t> pre_eol_level(std::uint8_t pre_eol_info) {
+  if (pre_eol_info == 0 || pre_eol_info > 3) return std::nullopt;
+  return pre_eol_info;
+}
+
 }  // namespace kiwi::diskio

@@ -1,4 +1,4 @@
-// Pure functions for the diskio sensor: /proc/diskstats text and sysfs names.
+// Pure functions for the diskio sensor: /proc/diskstats text, sysfs names and eMMC wear.
 // No file I/O here, so every function is tested on fixture text (tests/unit/sensors/).
 #pragma once
 
@@ -73,5 +73,36 @@ std::vector<DiskCounters> parse_diskstats(std::string_view text);
 // The sysfs name of a block device: '/' in a diskstats name is '!' in sysfs ("cciss/c0d0" is
 // <sysfs>/block/cciss!c0d0).
 std::string sysfs_block_name(std::string_view diskstats_name);
+
+// eMMC wear. Since Linux 4.11 the mmc driver shows three EXT_CSD bytes of an eMMC 5.0 or later
+// (JEDEC JESD84-B50) in <sysfs>/block/mmcblkN/device/: DEVICE_LIFE_TIME_EST_TYP_A and _TYP_B
+// (bytes 268, 269) in `life_time` ("0x01 0x02\n", type A first), PRE_EOL_INFO (267) in
+// `pre_eol_info` ("0x01\n"). 0x00 in any of them means the device does not define it. SD cards
+// have neither file.
+
+// Whether a diskstats name is an MMC or SD card itself ("mmcblk0"), not one of its boot areas
+// ("mmcblk0boot0", which shows the same card's files) or a partition: where wear is read.
+bool is_mmc_card(std::string_view name);
+
+// One EXT_CSD byte as these files print it: hex with or without 0x, either case ("0x0b", "0B",
+// and "01" as the first kernels with pre_eol_info print it). nullopt for anything else.
+std::optional<std::uint8_t> parse_ext_csd_byte(std::string_view text);
+
+// `life_time`: the type A and the type B estimate. nullopt unless it is exactly two such bytes.
+std::optional<std::array<std::uint8_t, 2>> parse_life_time(std::string_view text);
+
+// The share of its estimated life a device has used, as a DEVICE_LIFE_TIME_EST value bands it:
+// 0x01 is 0 to 10 % (lower 0, upper 0.1), ... 0x0A 90 to 100 %, 0x0B "exceeded its maximum
+// estimated device life time" (lower 1 and upper 1: past the end, which no ratio can say). nullopt
+// for 0x00 (not defined by the device) and 0x0C to 0xFF (reserved by JEDEC).
+struct LifeUsed {
+  double lower;
+  double upper;
+};
+std::optional<LifeUsed> life_used(std::uint8_t estimate);
+
+// PRE_EOL_INFO, the state of the reserved blocks that replace worn-out ones: 1 normal, 2 warning
+// (80 % of them consumed), 3 urgent. nullopt for 0x00 (not defined) and 0x04 to 0xFF (reserved).
+std::optional<std::uint8_t> pre_eol_level(std::uint8_t pre_eol_info);
 
 }  // namespace kiwi::diskio

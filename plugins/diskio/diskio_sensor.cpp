@@ -1,6 +1,7 @@
 #include "diskio_sensor.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <kiwi/io.hpp>
 #include <stdexcept>
@@ -13,6 +14,12 @@ bool exists(const std::string& path) {
   return std::filesystem::exists(path, ec);
 }
 
+std::string hex_byte(std::uint8_t v) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02x", v);
+  return buf;
+}
+
 }  // namespace
 
 DiskioSensor::DiskioSensor(const kiwi::SensorContext& ctx)
@@ -20,7 +27,61 @@ DiskioSensor::DiskioSensor(const kiwi::SensorContext& ctx)
       sysfs_(ctx.sysfs),
       diskstats_(kiwi::join_path(procfs_, "diskstats"), kiwi::kTableReadCap),
       filter_(ctx.options.get_strings("include"), ctx.options.get_strings("exclude")),
-      partitions_(ctx.options.get_bool("partitions")) {}
+      partitions_(ctx.options.get_bool("partitions")),
+      wear_(ctx.options.get_bool("wear")),
+      log_(ctx.log) {}
+
+void DiskioSensor::emit_wear(const std::string& device, const std::string& dir,
+                             kiwi::MetricSink& sink, std::vector<std::string>& notes,
+                             std::vector<std::string>& failed) const {
+  std::vector<std::string> undefined;
+  // Read each sample: the kernel prints what it read from the card when it found it (two small
+  // sysfs reads, no card I/O), and a card replaced under the same name shows at once.
+  auto read = [&](const std::string& path) -> std::optional<std::string> {
+    try {
+      return kiwi::read_file(path);  // nullopt: an SD card, or a kernel before 4.11
+    } catch (const std::exception& e) {
+      failed.push_back(e.what());
+      return std::nullopt;
+    }
+  };
+  const std::string life_path = kiwi::join_path(dir, "life_time");
+  if (const auto text = read(life_path)) {
+    if (const auto bytes = parse_life_time(*text)) {
+      for (std::size_t i = 0; i < bytes->size(); ++i) {
+        const std::string_view type = i == 0 ? "A" : "B";
+        const std::uint8_t estimate = (*bytes)[i];
+        if (const auto used = life_used(estimate)) {
+          sink.emit(kLifeUsedLower, {device, type}, used->lower);
+          sink.emit(kLifeUsedUpper, {device, type}, used->upper);
+        } else if (estimate == 0) {
+          undefined.push_back("life_time type " + std::string(type));
+        } else {
+          failed.push_back(life_path + ": type " + std::string(type) + " is " + hex_byte(estimate) +
+                           ", past JEDEC's scale (0x01 to 0x0b)");
+        }
+      }
+    } else {
+      failed.push_back(life_path + ": not two hex bytes: " + kiwi::quote_excerpt(*text, 40));
+    }
+  }
+  const std::string eol_path = kiwi::join_path(dir, "pre_eol_info");
+  if (const auto text = read(eol_path)) {
+    if (const auto byte = parse_ext_csd_byte(*text)) {
+      if (const auto level = pre_eol_level(*byte))
+        sink.emit(kPreEol, {device}, *level);
+      else if (*byte == 0)
+        undefined.push_back("pre_eol_info");
+      else
+        failed.push_back(eol_path + ": " + hex_byte(*byte) + ", past JEDEC's scale (0x01 to 0x03)");
+    } else {
+      failed.push_back(eol_path + ": not a hex byte: " + kiwi::quote_excerpt(*text, 40));
+    }
+  }
+  if (!undefined.empty())
+    notes.push_back(device + ": " + kiwi::join(undefined, ", ") +
+                    " 0x00, not defined by the device: left out");
+}
 
 kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
   const std::string& stats_path = diskstats_.path();
@@ -41,15 +102,21 @@ kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
                 : block_dir + " not found: partitions cannot be told from disks, all reported";
     names_.clear();
     reported_.clear();
+    wear_dirs_.clear();
     for (const auto& disk : all) {
       names_.push_back(disk.name);
       reported_.push_back(filter_.passes(disk.name) &&
                           (partitions_ || !know_disks ||
                            exists(kiwi::join_path(block_dir, sysfs_block_name(disk.name)))));
+      // <sysfs>/block/mmcblkN/device is the card (a symlink to .../mmc0:0001).
+      wear_dirs_.push_back(wear_ && reported_.back() && is_mmc_card(disk.name)
+                               ? kiwi::join_path(block_dir, disk.name + "/device")
+                               : "");
     }
   }
 
   bool any = false;
+  std::vector<std::string> notes{note_}, failed;
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (!reported_[i]) continue;
     const auto& disk = all[i];
@@ -57,11 +124,18 @@ kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
     for (const auto& c : kCounterColumns)
       sink.emit(c.counter, {disk.name},
                 static_cast<double>(disk.counters[c.column]) * c.multiplier / c.divisor);
+    if (!wear_dirs_[i].empty()) emit_wear(disk.name, wear_dirs_[i], sink, notes, failed);
   }
   if (!any)
     return kiwi::SampleResult::no_data(
         "no block devices left after include, exclude and partitions");
-  return kiwi::SampleResult::ok(note_);
+  // A wear file that cannot be read or parsed is named and logged once; the counters still count.
+  const std::string failure = kiwi::join(failed);
+  if (!failure.empty() && failure != last_logged_) log_.warn(failure);
+  last_logged_ = failure;
+  notes.insert(notes.end(), failed.begin(), failed.end());
+  std::erase(notes, std::string());
+  return kiwi::SampleResult::ok(kiwi::join(notes));
 }
 
 }  // namespace kiwi::diskio

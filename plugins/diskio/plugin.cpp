@@ -3,5 +3,6 @@
 #include "diskio_sensor.hpp"
 
 KIWI_SENSOR_PLUGIN(kiwi::diskio::DiskioSensor, "diskio",
-                   "Per block device throughput, IOPS and busy ratio from /proc/diskstats",
+                   "Per block device throughput, IOPS and busy ratio from /proc/diskstats, and "
+                   "an eMMC's wear from sysfs",
                    kiwi::diskio::kOptions, kiwi::diskio::kMetricSpecs)

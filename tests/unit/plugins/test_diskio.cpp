@@ -166,8 +166,11 @@ TEST_CASE("diskio: a disk replugged under the same name is skipped once and name
   ScratchTree tree("awkward");
   Harness h(tree.root(), defaults());
   const auto result = second_sample("awkward", h, tree);
-  CHECK(result.message ==
-        "counters went backwards (reset or wrapped), no rates this time for device=sda");
+  // After the notes on the eMMC's wear (tested below).
+  CHECK_THAT(
+      result.message,
+      Catch::Matchers::EndsWith(
+          "; counters went backwards (reset or wrapped), no rates this time for device=sda"));
   CHECK(h.log.count(kiwi::LogLevel::info) == 1);
   CHECK(h.sink.label_values("diskio_busy_ratio", "device") ==
         std::vector<std::string>{"mmcblk0", "sdb", "sdc", "sdd"});  // zram* excluded
@@ -222,4 +225,185 @@ TEST_CASE("diskio: a disk plugged in between samples is told from a partition at
   h.sample(sensor);
   CHECK(h.sink.label_values("diskio_read_bytes_total", "device") ==
         std::vector<std::string>{"mmcblk0", "sda"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// eMMC wear: <sysfs>/block/mmcblkN/device/life_time and pre_eol_info beside the counters.
+
+TEST_CASE("diskio: an EXT_CSD byte is hex with or without 0x, in either case") {
+  using kiwi::diskio::parse_ext_csd_byte;
+  CHECK(parse_ext_csd_byte("0x0b\n") == 11);
+  CHECK(parse_ext_csd_byte("0x0B") == 11);
+  CHECK(parse_ext_csd_byte("01\n") == 1);  // pre_eol_info as the first kernels print it
+  CHECK(parse_ext_csd_byte("0xff") == 255);
+  for (const char* bad : {"", "0x", "0x100", "0x0g", "-1", "1 2", "normal", "0x 1"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_ext_csd_byte(bad));
+  }
+}
+
+TEST_CASE("diskio: life_time is two bytes, type A then type B") {
+  using kiwi::diskio::parse_life_time;
+  CHECK(parse_life_time("0x01 0x02\n") == std::array<std::uint8_t, 2>{1, 2});
+  CHECK(parse_life_time("0x0b\t0x00") == std::array<std::uint8_t, 2>{11, 0});
+  for (const char* bad : {"", "0x01\n", "0x01 0x02 0x03\n", "0x01 two\n", "-\n"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_life_time(bad));
+  }
+}
+
+TEST_CASE("diskio: JEDEC's life time bands as used ratios, pre-EOL levels 1 to 3") {
+  using kiwi::diskio::life_used;
+  CHECK_FALSE(life_used(0x00));  // not defined by the device
+  CHECK(life_used(0x01)->lower == 0.0);
+  CHECK(life_used(0x01)->upper == 0.1);
+  CHECK(life_used(0x02)->lower == 0.1);
+  CHECK(life_used(0x02)->upper == 0.2);
+  CHECK(life_used(0x07)->lower == 0.6);
+  CHECK(life_used(0x07)->upper == 0.7);
+  CHECK(life_used(0x0a)->lower == 0.9);
+  CHECK(life_used(0x0a)->upper == 1.0);
+  CHECK(life_used(0x0b)->lower == 1.0);  // past its estimated life
+  CHECK(life_used(0x0b)->upper == 1.0);
+  CHECK_FALSE(life_used(0x0c));  // reserved
+  CHECK_FALSE(life_used(0xff));
+  using kiwi::diskio::pre_eol_level;
+  CHECK_FALSE(pre_eol_level(0));
+  CHECK(pre_eol_level(1) == 1);
+  CHECK(pre_eol_level(3) == 3);
+  CHECK_FALSE(pre_eol_level(4));
+}
+
+TEST_CASE("diskio: only a card itself is read for wear, not its boot areas or partitions") {
+  using kiwi::diskio::is_mmc_card;
+  CHECK(is_mmc_card("mmcblk0"));
+  CHECK(is_mmc_card("mmcblk12"));
+  for (const char* other :
+       {"mmcblk", "mmcblk0boot0", "mmcblk0p2", "mmcblk0rpmb", "sda", "nvme0n1"}) {
+    INFO(other);
+    CHECK_FALSE(is_mmc_card(other));
+  }
+}
+
+TEST_CASE("diskio: an RK3588's eMMC reports its wear beside its bytes written, on one device") {
+  Harness h(fixture("rk3588"), defaults());
+  kiwi::diskio::DiskioSensor sensor(h.context());
+  const auto result = h.sample(sensor);
+  CHECK(result.message == "first sample: rates need two readings");
+  const std::map<std::string, std::string> a{{"device", "mmcblk0"}, {"type", "A"}};
+  const std::map<std::string, std::string> b{{"device", "mmcblk0"}, {"type", "B"}};
+  // life_time "0x01 0x02": type A 0 to 10 % used, type B 10 to 20 %.
+  CHECK(h.sink.value("diskio_emmc_life_used_lower_ratio", a) == 0.0);
+  CHECK(h.sink.value("diskio_emmc_life_used_upper_ratio", a) == 0.1);
+  CHECK(h.sink.value("diskio_emmc_life_used_lower_ratio", b) == 0.1);
+  CHECK(h.sink.value("diskio_emmc_life_used_upper_ratio", b) == 0.2);
+  CHECK(h.sink.find("diskio_emmc_life_used_upper_ratio", b)->unit == "ratio");
+  CHECK(h.sink.value("diskio_emmc_pre_eol_level", {{"device", "mmcblk0"}}) == 1.0);
+  // The same `device` as the counter of bytes written since boot.
+  CHECK(h.sink.value("diskio_written_bytes_total", {{"device", "mmcblk0"}}) == 24681352.0 * 512);
+  // Nothing for the NVMe drive and the USB stick, which have no such files.
+  CHECK(h.sink.label_values("diskio_emmc_life_used_upper_ratio", "device") ==
+        std::vector<std::string>{"mmcblk0", "mmcblk0"});
+  CHECK(h.sink.count("diskio_emmc_pre_eol_level") == 1);
+}
+
+TEST_CASE("diskio: the boot areas show the card's wear files too, and are not reported twice") {
+  Harness h(fixture("rk3588"), kiwi_sensor_test::with_strings(defaults(), "exclude", {}));
+  kiwi::diskio::DiskioSensor sensor(h.context());
+  h.sample(sensor);
+  CHECK(h.sink.label_values("diskio_read_bytes_total", "device") ==
+        std::vector<std::string>{"loop0", "loop1", "mmcblk0", "mmcblk0boot0", "mmcblk0boot1",
+                                 "nvme0n1", "sda"});
+  CHECK(h.sink.label_values("diskio_emmc_pre_eol_level", "device") ==
+        std::vector<std::string>{"mmcblk0"});
+}
+
+TEST_CASE("diskio: wear = false reads no wear, excluding the card reads none of it either") {
+  Harness off(fixture("rk3588"), kiwi_sensor_test::with_bool(defaults(), "wear", false));
+  kiwi::diskio::DiskioSensor no_wear(off.context());
+  off.sample(no_wear);
+  CHECK(off.sink.count("diskio_written_bytes_total") == 3);
+  CHECK(off.sink.count("diskio_emmc_life_used_upper_ratio") == 0);
+  CHECK(off.sink.count("diskio_emmc_pre_eol_level") == 0);
+  Harness nvme(fixture("rk3588"), kiwi_sensor_test::with_strings(defaults(), "include", {"nvme*"}));
+  kiwi::diskio::DiskioSensor only_nvme(nvme.context());
+  nvme.sample(only_nvme);
+  CHECK(nvme.sink.count("diskio_emmc_pre_eol_level") == 0);
+}
+
+TEST_CASE("diskio: a Raspberry Pi's SD card has no wear files: no wear, and nothing to say") {
+  Harness h(fixture("rpi4"), defaults());
+  kiwi::diskio::DiskioSensor sensor(h.context());
+  const auto result = h.sample(sensor);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK(result.message == "first sample: rates need two readings");
+  CHECK(h.sink.count("diskio_written_bytes_total") == 1);
+  CHECK(h.sink.count("diskio_emmc_life_used_lower_ratio") == 0);
+  CHECK(h.sink.count("diskio_emmc_pre_eol_level") == 0);
+}
+
+TEST_CASE("diskio: a wear value left undefined is said so, one off JEDEC's scale is named once") {
+  // awkward: life_time "0x00 0x0c" (type A undefined, type B reserved), pre_eol_info "02".
+  ScratchTree tree("awkward");
+  Harness h(tree.root(), defaults());
+  kiwi::diskio::DiskioSensor sensor(h.context());
+  const auto result = h.sample(sensor);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  const std::string dir = h.sysfs + "/block/mmcblk0/device";
+  CHECK(result.message ==
+        "mmcblk0: life_time type A 0x00, not defined by the device: left out; " + dir +
+            "/life_time: type B is 0x0c, past JEDEC's scale (0x01 to 0x0b); first sample: rates "
+            "need two readings");
+  CHECK(h.sink.count("diskio_emmc_life_used_lower_ratio") == 0);
+  CHECK(h.sink.count("diskio_emmc_life_used_upper_ratio") == 0);
+  CHECK(h.sink.value("diskio_emmc_pre_eol_level", {{"device", "mmcblk0"}}) == 2.0);  // warning
+  CHECK(h.sink.count("diskio_written_bytes_total") == 5);  // mmcblk0 and sda-sdd still count
+  CHECK(h.log.count(kiwi::LogLevel::warn) == 1);
+  tree.advance("awkward");
+  h.sample(sensor);  // the same failure: not logged again
+  CHECK(h.log.count(kiwi::LogLevel::warn) == 1);
+}
+
+TEST_CASE("diskio: an unreadable or garbled wear file is named, the rest of the card still read") {
+  ScratchTree tree("rk3588");
+  tree.make_unreadable("sys/block/mmcblk0/device/life_time");
+  Harness h(tree.root(), defaults());
+  kiwi::diskio::DiskioSensor sensor(h.context());
+  auto result = h.sample(sensor);
+  CHECK(result.status == kiwi::SampleStatus::ok);
+  CHECK_THAT(result.message, Contains(h.sysfs + "/block/mmcblk0/device/life_time"));
+  CHECK(h.sink.count("diskio_emmc_life_used_upper_ratio") == 0);
+  CHECK(h.sink.value("diskio_emmc_pre_eol_level", {{"device", "mmcblk0"}}) == 1.0);
+  CHECK(h.sink.count("diskio_written_bytes_total") == 3);
+
+  tree.remove("sys/block/mmcblk0/device/life_time");
+  tree.write("sys/block/mmcblk0/device/life_time", "0x01\n");
+  tree.write("sys/block/mmcblk0/device/pre_eol_info", "normal\n");
+  h.sink.clear();
+  result = h.sample(sensor);
+  CHECK_THAT(result.message,
+             Contains("mmcblk0/device/life_time: not two hex bytes: '0x01\\x0a'") &&
+                 Contains("mmcblk0/device/pre_eol_info: not a hex byte: 'normal\\x0a'"));
+  CHECK(h.sink.count("diskio_emmc_pre_eol_level") == 0);
+  CHECK(h.log.count(kiwi::LogLevel::warn) == 2);  // each new failure logged once
+
+  tree.write("sys/block/mmcblk0/device/pre_eol_info", "0x04\n");
+  h.sink.clear();
+  result = h.sample(sensor);
+  CHECK_THAT(result.message, Contains("pre_eol_info: 0x04, past JEDEC's scale (0x01 to 0x03)"));
+}
+
+TEST_CASE("diskio: an eMMC before 5.0 defines none of it: all left out, in one note") {
+  ScratchTree tree("rk3588");
+  tree.write("sys/block/mmcblk0/device/life_time", "0x00 0x00\n");
+  tree.write("sys/block/mmcblk0/device/pre_eol_info", "0x00\n");
+  Harness h(tree.root(), defaults());
+  kiwi::diskio::DiskioSensor sensor(h.context());
+  const auto result = h.sample(sensor);
+  CHECK(result.message ==
+        "mmcblk0: life_time type A, life_time type B, pre_eol_info 0x00, not defined by the "
+        "device: left out; first sample: rates need two readings");
+  CHECK(h.sink.count("diskio_emmc_life_used_upper_ratio") == 0);
+  CHECK(h.sink.count("diskio_emmc_pre_eol_level") == 0);
+  CHECK(h.log.count(kiwi::LogLevel::warn) == 0);  // nothing is wrong
 }
