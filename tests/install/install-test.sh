@@ -88,7 +88,7 @@ for prefix in /usr /usr/local; do
   unit=$dest$unitdir/kiwi-agent.service
   grep -qx "ExecStart=$prefix/bin/kiwi-agent --config $sysconfdir/kiwi-agent/kiwi-agent.toml" "$unit" ||
     fail "$prefix: $unitdir/kiwi-agent.service does not run the installed agent: $(grep ExecStart "$unit")"
-  for doc in README.md api.md plugins/cpu.md handlers/metrics.md; do
+  for doc in README.md api.md plugins/cpu.md handlers/metrics.md exec-recipes/nvme-wear.sh; do
     [[ -f $tree/share/doc/kiwi-agent/$doc ]] || fail "$prefix: no share/doc/kiwi-agent/$doc"
   done
   # The packaged config checks clean with the installed plugins.

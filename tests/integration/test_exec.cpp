@@ -606,3 +606,144 @@ while read -r line; do sleep 30; done
   // Stopped with its group (its sleep too), and not left a zombie: its pid is gone.
   CHECK(eventually([&] { return ::kill(first, 0) != 0; }, 5s));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The NVMe wear recipe (plugins/exec/recipes/nvme-wear.sh) through the real exec plugin. No NVMe
+// drive here: an `nvme` earlier in PATH prints what Debian 12's nvme-cli printed for a drive
+// (tests/fixtures/exporters/nvme-smart-log.json) or, for another device, what it printed for one
+// that is not there, and exits 1.
+
+namespace {
+
+const std::string kRecipe = std::string(KIWI_SOURCE_DIR) + "/plugins/exec/recipes/nvme-wear.sh";
+const std::string kExporters = std::string(KIWI_FIXTURES_DIR) + "/exporters/";
+
+// Writes <dir>/bin/nvme: `good` answers for the devices it lists, any other fails. `json_filter`
+// is a sed script run over the captured JSON (another nvme-cli version's layout).
+std::string nvme_stub(const TempDir& dir, const std::string& good,
+                      const std::string& json_filter = "") {
+  std::filesystem::create_directories(dir.path / "bin");
+  program(dir, "bin/nvme",
+          R"SH(#!/bin/sh
+[ "$1 $2 $3" = "smart-log -o json" ] || { echo "nvme stub: unexpected arguments: $*" >&2; exit 64; }
+case " )SH" + good +
+              R"SH( " in
+*" $4 "*) sed -e ')SH" +
+              json_filter + R"SH(' )SH" + kExporters + R"SH(nvme-smart-log.json ;;
+*) sed "s|/dev/nvme1n1|$4|" )SH" +
+              kExporters + R"SH(nvme-smart-log-no-device.stderr >&2; exit 1 ;;
+esac
+)SH");
+  return (dir.path / "bin").string();
+}
+
+// The agent on a fixture board's procfs and sysfs, with diskio and the recipe as sensor `nvme`.
+std::string board_lines(const std::string& board) {
+  const std::string root = std::string(KIWI_FIXTURES_DIR) + "/" + board;
+  return "procfs = \"" + root + "/proc\"\nsysfs = \"" + root + "/sys\"\n";
+}
+std::string recipe_sensors(const std::string& stub_bin) {
+  return "[[sensor]]\nplugin = \"diskio\"\n" +
+         exec_sensor("nvme", kRecipe, "env = [\"PATH=" + stub_bin + ":/usr/bin:/bin\"]");
+}
+
+}  // namespace
+
+TEST_CASE("exec recipe nvme-wear: a drive's wear beside diskio's bytes written, one failing") {
+  TempDir dir;
+  // The x86 fixture has two NVMe drives, nvme0n1 and nvme1n1; the second one fails.
+  Agent agent(recipe_sensors(nvme_stub(dir, "/dev/nvme0n1")), "", "", "", board_lines("x86"));
+  HttpClient c(agent.port());
+  auto d = wait_sensor(c, "nvme", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+  const auto& s = d["sensors"]["nvme"];
+  auto value = [&](const std::string& name, const std::string& device) -> double {
+    for (const auto& m : s["metrics"].GetArray())
+      if (m["name"].GetString() == name && m.HasMember("labels") &&
+          m["labels"]["device"].GetString() == device)
+        return m["value"].GetDouble();
+    FAIL("no " << name << "{device=\"" << device << "\"}");
+    return -1;
+  };
+  CHECK(value("nvme_smart_log_success", "nvme0n1") == 1);
+  CHECK(value("nvme_smart_log_success", "nvme1n1") == 0);
+  // "percent_used":3, "avail_spare":100, "spare_thresh":10, "data_units_written":"464403132"
+  CHECK(value("nvme_percentage_used_ratio", "nvme0n1") == 0.03);
+  CHECK(value("nvme_available_spare_ratio", "nvme0n1") == 1);
+  CHECK(value("nvme_available_spare_threshold_ratio", "nvme0n1") == 0.1);
+  CHECK(value("nvme_critical_warning", "nvme0n1") == 0);
+  CHECK(value("nvme_data_written_bytes_total", "nvme0n1") == 464403132.0 * 512000);
+  CHECK(value("nvme_data_read_bytes_total", "nvme0n1") == 228744653.0 * 512000);
+  CHECK(value("nvme_media_errors_total", "nvme0n1") == 0);
+  CHECK(value("nvme_power_on_seconds_total", "nvme0n1") == 27567.0 * 3600);
+  const auto* written = metric(s, "nvme_data_written_bytes_total");
+  REQUIRE(written);
+  CHECK((*written)["kind"].GetString() == std::string("counter"));
+  CHECK((*written)["unit"].GetString() == std::string("bytes"));
+  CHECK((*metric(s, "nvme_percentage_used_ratio"))["unit"].GetString() == std::string("ratio"));
+  // Nothing of the failing drive but its success flag.
+  int failing = 0;
+  for (const auto& m : s["metrics"].GetArray())
+    failing += m.HasMember("labels") && m["labels"]["device"].GetString() == std::string("nvme1n1");
+  CHECK(failing == 1);
+  // The same device label as diskio's bytes written since boot, in /metrics too.
+  const std::string metrics = c.get("/metrics").body;
+  CHECK_THAT(metrics,
+             Catch::Contains("kiwi_diskio_written_bytes_total{device=\"nvme0n1\"} ") &&
+                 Catch::Contains("kiwi_nvme_percentage_used_ratio{device=\"nvme0n1\"} 0.03") &&
+                 Catch::Contains("# HELP kiwi_nvme_percentage_used_ratio the vendor estimate"));
+}
+
+TEST_CASE("exec recipe nvme-wear: nvme-cli's later layout, unquoted and spaced, reads the same") {
+  TempDir dir;
+  // nvme-cli 2.4 on prints the 128-bit counters as numbers; a "key": value with a space too.
+  Agent agent(
+      recipe_sensors(nvme_stub(dir, "/dev/nvme0n1", "s/\"\\([0-9]*\\)\"/\\1/; s/\":/\": /")), "",
+      "", "", board_lines("rk3588"));
+  HttpClient c(agent.port());
+  auto d = wait_sensor(c, "nvme", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+  const auto& s = d["sensors"]["nvme"];
+  REQUIRE(metric(s, "nvme_data_written_bytes_total"));
+  CHECK((*metric(s, "nvme_data_written_bytes_total"))["value"].GetDouble() == 464403132.0 * 512000);
+  CHECK((*metric(s, "nvme_percentage_used_ratio"))["value"].GetDouble() == 0.03);
+}
+
+TEST_CASE("exec recipe nvme-wear: every drive failing is an error naming each, none is no data") {
+  TempDir dir;
+  const std::string bin = nvme_stub(dir, "");
+  {
+    Agent agent(recipe_sensors(bin), "", "", "", board_lines("x86"));
+    HttpClient c(agent.port());
+    auto d =
+        wait_sensor(c, "nvme", [](const rapidjson::Value& s) { return status_of(s) == "error"; });
+    CHECK(message_of(d["sensors"]["nvme"]) ==
+          "exited with status 1; stderr: nvme-wear: nvme0n1: /dev/nvme0n1: No such file or "
+          "directory | nvme-wear: nvme1n1: /dev/nvme1n1: No such file or directory");
+  }
+  // A Raspberry Pi: no NVMe drive, so nothing to print and nvme is not even asked.
+  Agent agent(recipe_sensors(bin), "", "", "", board_lines("rpi4"));
+  HttpClient c(agent.port());
+  auto d =
+      wait_sensor(c, "nvme", [](const rapidjson::Value& s) { return status_of(s) == "no_data"; });
+  CHECK(message_of(d["sensors"]["nvme"]) == "the program printed no metrics");
+}
+
+TEST_CASE("exec recipe nvme-wear: written to a file by a root timer, read by cat in the sandbox") {
+  TempDir dir;
+  const std::string bin = nvme_stub(dir, "/dev/nvme0n1");
+  const std::string file = (dir.path / "nvme-wear.prom").string();
+  const auto [status, out] = run_shell(
+      "env -i PATH=" + bin + ":/usr/bin:/bin KIWI_SYSFS=" + KIWI_FIXTURES_DIR "/x86/sys " +
+      kRecipe + " --output " + file);
+  CHECK(status == 0);  // one drive of two answered
+  CHECK(out == "nvme-wear: nvme1n1: /dev/nvme1n1: No such file or directory\n");
+  CHECK_FALSE(std::filesystem::exists(file + ".new"));
+  Agent agent(
+      "[[sensor]]\nplugin = \"exec\"\nname = \"nvme\"\n[sensor.options]\ncommand = "
+      "[\"/bin/cat\", \"" +
+      file + "\"]\n");
+  HttpClient c(agent.port());
+  auto d = wait_sensor(c, "nvme", [](const rapidjson::Value& s) { return status_of(s) == "ok"; });
+  REQUIRE(metric(d["sensors"]["nvme"], "nvme_percentage_used_ratio"));
+  CHECK((*metric(d["sensors"]["nvme"], "nvme_percentage_used_ratio"))["value"].GetDouble() == 0.03);
+  REQUIRE(metric(d["sensors"]["nvme"], "nvme_smart_log_timestamp_seconds"));
+}
