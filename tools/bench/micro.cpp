@@ -18,6 +18,7 @@
 #include "../../plugins/cpufreq/cpufreq_sensor.hpp"
 #include "../../plugins/devfreq/devfreq_sensor.hpp"
 #include "../../plugins/diskio/diskio_parse.hpp"
+#include "../../plugins/diskio/diskio_sensor.hpp"
 #include "../../plugins/memory/memory_parse.hpp"
 #include "../../plugins/network/network_parse.hpp"
 #include "../../plugins/power/power_sensor.hpp"
@@ -207,4 +208,12 @@ TEST_CASE("board health: one sample of each reader on the board that has its fil
   bench_sample<kiwi::thermal::ThermalSensor>(
       "thermal: one sample, RK3588 (7 zones, 4 cooling devices, kept files)", "rk3588", 24,
       thermal);
+  // The eMMC's wear costs what the same sample costs with `wear` off, side by side.
+  const auto diskio = kiwi_sensor_test::default_values(kiwi::diskio::kOptions);
+  bench_sample<kiwi::diskio::DiskioSensor>(
+      "diskio: one sample, RK3588, wear off (diskstats read, 3 disks, 15 counters)", "rk3588", 15,
+      kiwi::Options(kiwi_sensor_test::with_bool(diskio, "wear", false)));
+  bench_sample<kiwi::diskio::DiskioSensor>(
+      "diskio: the same with the eMMC's wear (+ life_time, pre_eol_info: 5 values)", "rk3588", 20,
+      kiwi::Options(diskio));
 }
