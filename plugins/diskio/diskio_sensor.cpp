@@ -32,51 +32,35 @@ DiskioSensor::DiskioSensor(const kiwi::SensorContext& ctx)
       log_(ctx.log) {}
 
 void DiskioSensor::emit_wear(const std::string& device, const std::string& dir,
-                             kiwi::MetricSink& sink, std::vector<std::string>& notes,
-                             std::vector<std::string>& failed) const {
-  std::vector<std::string> undefined;
+                             kiwi::MetricSink& sink, std::vector<std::string>& notes) {
   // Read each sample: the kernel prints what it read from the card when it found it (two small
-  // sysfs reads, no card I/O), and a card replaced under the same name shows at once.
-  auto read = [&](const std::string& path) -> std::optional<std::string> {
-    try {
-      return kiwi::read_file(path);  // nullopt: an SD card, or a kernel before 4.11
-    } catch (const std::exception& e) {
-      failed.push_back(e.what());
-      return std::nullopt;
-    }
-  };
+  // sysfs reads, no card I/O), and a card replaced under the same name shows at once. A missing
+  // file (an SD card, a kernel before 4.11) is no wear.
+  std::vector<std::string> undefined;
   const std::string life_path = kiwi::join_path(dir, "life_time");
-  if (const auto text = read(life_path)) {
-    if (const auto bytes = parse_life_time(*text)) {
-      for (std::size_t i = 0; i < bytes->size(); ++i) {
-        const std::string_view type = i == 0 ? "A" : "B";
-        const std::uint8_t estimate = (*bytes)[i];
-        if (const auto used = life_used(estimate)) {
-          sink.emit(kLifeUsedLower, {device, type}, used->lower);
-          sink.emit(kLifeUsedUpper, {device, type}, used->upper);
-        } else if (estimate == 0) {
-          undefined.push_back("life_time type " + std::string(type));
-        } else {
-          failed.push_back(life_path + ": type " + std::string(type) + " is " + hex_byte(estimate) +
-                           ", past JEDEC's scale (0x01 to 0x0b)");
-        }
+  if (const auto estimates = reads_.read(life_path, parse_life_time)) {
+    for (std::size_t i = 0; i < estimates->size(); ++i) {
+      const std::string type = i == 0 ? "A" : "B";
+      const std::uint8_t estimate = (*estimates)[i];
+      if (const auto used = life_used(estimate)) {
+        sink.emit(kLifeUsedLower, {device, type}, used->lower);
+        sink.emit(kLifeUsedUpper, {device, type}, used->upper);
+      } else if (estimate == 0) {
+        undefined.push_back("life_time type " + type);
+      } else {
+        reads_.note(life_path + ": type " + type + " is " + hex_byte(estimate) +
+                    ", past JEDEC's scale (0x01 to 0x0b)");
       }
-    } else {
-      failed.push_back(life_path + ": not two hex bytes: " + kiwi::quote_excerpt(*text, 40));
     }
   }
   const std::string eol_path = kiwi::join_path(dir, "pre_eol_info");
-  if (const auto text = read(eol_path)) {
-    if (const auto byte = parse_ext_csd_byte(*text)) {
-      if (const auto level = pre_eol_level(*byte))
-        sink.emit(kPreEol, {device}, *level);
-      else if (*byte == 0)
-        undefined.push_back("pre_eol_info");
-      else
-        failed.push_back(eol_path + ": " + hex_byte(*byte) + ", past JEDEC's scale (0x01 to 0x03)");
-    } else {
-      failed.push_back(eol_path + ": not a hex byte: " + kiwi::quote_excerpt(*text, 40));
-    }
+  if (const auto byte = reads_.read(eol_path, parse_ext_csd_byte)) {
+    if (const auto level = pre_eol_level(*byte))
+      sink.emit(kPreEol, {device}, *level);
+    else if (*byte == 0)
+      undefined.push_back("pre_eol_info");
+    else
+      reads_.note(eol_path + ": " + hex_byte(*byte) + ", past JEDEC's scale (0x01 to 0x03)");
   }
   if (!undefined.empty())
     notes.push_back(device + ": " + kiwi::join(undefined, ", ") +
@@ -116,7 +100,7 @@ kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
   }
 
   bool any = false;
-  std::vector<std::string> notes{note_}, failed;
+  std::vector<std::string> notes{note_};
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (!reported_[i]) continue;
     const auto& disk = all[i];
@@ -124,16 +108,13 @@ kiwi::SampleResult DiskioSensor::sample(kiwi::MetricSink& sink) {
     for (const auto& c : kCounterColumns)
       sink.emit(c.counter, {disk.name},
                 static_cast<double>(disk.counters[c.column]) * c.multiplier / c.divisor);
-    if (!wear_dirs_[i].empty()) emit_wear(disk.name, wear_dirs_[i], sink, notes, failed);
+    if (!wear_dirs_[i].empty()) emit_wear(disk.name, wear_dirs_[i], sink, notes);
   }
+  // A wear file that cannot be read or parsed is named (and logged once); the counters still count.
+  notes.push_back(reads_.finish(log_));
   if (!any)
     return kiwi::SampleResult::no_data(
         "no block devices left after include, exclude and partitions");
-  // A wear file that cannot be read or parsed is named and logged once; the counters still count.
-  const std::string failure = kiwi::join(failed);
-  if (!failure.empty() && failure != last_logged_) log_.warn(failure);
-  last_logged_ = failure;
-  notes.insert(notes.end(), failed.begin(), failed.end());
   std::erase(notes, std::string());
   return kiwi::SampleResult::ok(kiwi::join(notes));
 }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <kiwi/attributes.hpp>
 #include <kiwi/glob.hpp>
 #include <kiwi/io.hpp>
 #include <kiwi/sensor.hpp>
@@ -71,11 +72,11 @@ class DiskioSensor final : public kiwi::Sensor {
   kiwi::SampleResult sample(kiwi::MetricSink& sink) override;
 
  private:
-  // Emits the wear of the card whose device directory is `dir`; a file that is missing is no
-  // data, one that cannot be read or parsed goes to `failed`, a value the device leaves undefined
-  // (0x00) to `notes`.
+  // Emits the wear of the card whose device directory is `dir`: a file that is missing is no
+  // data, one that cannot be read or parsed is noted in reads_, a value the device leaves
+  // undefined (0x00) goes to `notes`.
   void emit_wear(const std::string& device, const std::string& dir, kiwi::MetricSink& sink,
-                 std::vector<std::string>& notes, std::vector<std::string>& failed) const;
+                 std::vector<std::string>& notes);
 
   std::string procfs_;
   std::string sysfs_;
@@ -91,7 +92,7 @@ class DiskioSensor final : public kiwi::Sensor {
   std::vector<char> reported_;
   std::vector<std::string> wear_dirs_;
   std::string note_;
-  std::string last_logged_;  // the wear failure last logged
+  kiwi::AttributeReads reads_;  // names a wear file that cannot be read or parsed, logged once
 };
 
 }  // namespace kiwi::diskio

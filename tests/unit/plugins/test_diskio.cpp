@@ -382,8 +382,8 @@ TEST_CASE("diskio: an unreadable or garbled wear file is named, the rest of the 
   h.sink.clear();
   result = h.sample(sensor);
   CHECK_THAT(result.message,
-             Contains("mmcblk0/device/life_time: not two hex bytes: '0x01\\x0a'") &&
-                 Contains("mmcblk0/device/pre_eol_info: not a hex byte: 'normal\\x0a'"));
+             Contains("mmcblk0/device/life_time: not a value: '0x01\\x0a'") &&
+                 Contains("mmcblk0/device/pre_eol_info: not a value: 'normal\\x0a'"));
   CHECK(h.sink.count("diskio_emmc_pre_eol_level") == 0);
   CHECK(h.log.count(kiwi::LogLevel::warn) == 2);  // each new failure logged once
 
