@@ -166,8 +166,9 @@
     const [size, used, avail, ratio, ro] = ['size_bytes', 'used_bytes', 'available_bytes', 'used_ratio', 'readonly']
       .map((k) => m.by(`storage_${k}`, 'mount'));
     const mounts = [...size.keys()].sort((a, b) => (a === '/' ? -1 : b === '/' ? 1 : byName(a, b))); // "/" first
-    if (!mounts.length) return note('No file systems reported.');
-    return h('dl', { class: 'mounts' }, mounts.map((mnt) => {
+    const wear = wearRows(m);
+    if (!mounts.length) return [note('No file systems reported.'), wear];
+    return [h('dl', { class: 'mounts' }, mounts.map((mnt) => {
       const r = ratio.has(mnt) ? ratio.get(mnt) : used.get(mnt) / size.get(mnt);
       const bytes = (k, map) => val(`storage_${k}_bytes`, fmtBytes(map.get(mnt)), map.get(mnt), mnt);
       return h('div', { class: 'mount', 'data-mount': mnt },
@@ -176,6 +177,36 @@
           h('span', {}, bytes('used', used), ' / ', bytes('size', size), ' (', val('storage_used_ratio', fmtPct(r), r, mnt), ')'),
           bar(r),
           h('span', { class: 'note' }, bytes('available', avail), ' available')));
+    })), wear];
+  }
+
+  // Each flash device's wear as the device estimates it, beside what it had written since boot:
+  // an eMMC's JEDEC band (type B, the area the file systems live in; A where B is missing), its
+  // pre-EOL level, an NVMe drive's percentage used.
+  const PRE_EOL = { 2: 'reserve blocks 80 % used', 3: 'reserve blocks nearly gone' };
+  function wearRows(m) {
+    const band = (end) => new Map(m.all(`diskio_emmc_life_used_${end}_ratio`)
+      .sort((a, b) => byName(pick(a.labels, 'type', ''), pick(b.labels, 'type', ''))) // A, then B wins
+      .map((x) => [pick(x.labels, 'device', ''), [num(x.value), pick(x.labels, 'type', '')]]));
+    const lower = band('lower'), upper = band('upper');
+    const eol = m.by('diskio_emmc_pre_eol_level', 'device'), nvme = m.by('nvme_percentage_used_ratio', 'device');
+    const written = m.by('diskio_written_bytes_total', 'device');
+    const devices = [...new Set([...upper.keys(), ...eol.keys(), ...nvme.keys()])].sort(byName);
+    if (!devices.length) return null;
+    const level = (r) => (r >= 0.9 ? 'crit' : r >= 0.7 ? 'warn' : null);
+    return h('dl', { class: 'health wear' }, heading('Flash wear'), devices.map((d) => {
+      const [up, type] = upper.get(d) || [NaN, ''], [lo] = lower.get(d) || [NaN];
+      const used = nvme.has(d) ? nvme.get(d) : up;
+      const text = nvme.has(d) ? [val('nvme_percentage_used_ratio', fmtPct(used), used, d), ' of its rated life used']
+        : ok(up) ? [lo >= 1 ? val('diskio_emmc_life_used_upper_ratio', 'past its rated life', up, d)
+          : [val('diskio_emmc_life_used_lower_ratio', fmtPct(lo), lo, d), '–', val('diskio_emmc_life_used_upper_ratio', fmtPct(up), up, d), ' used'], h('small', {}, ` (type ${type})`)]
+          : null;
+      const r = row(nvme.has(d) ? [d, h('small', {}, ' NVMe')] : [d, h('small', {}, ' eMMC')], ok(used) ? bar(used, level(used)) : null,
+        h('span', { class: 'vals' }, text),
+        eol.get(d) > 1 && h('span', { class: 'badge', 'data-metric': 'diskio_emmc_pre_eol_level', 'data-label': d }, PRE_EOL[eol.get(d)] || `pre-EOL ${eol.get(d)}`),
+        written.has(d) && h('span', { class: 'note' }, val('diskio_written_bytes_total', fmtBytes(written.get(d)), written.get(d), d), ' written since boot'));
+      r.dataset.level = eol.get(d) > 2 || level(used) === 'crit' ? 'crit' : eol.get(d) > 1 || level(used) ? 'warn' : 'ok';
+      return r;
     }));
   }
 
@@ -258,10 +289,13 @@
           val('pressure_some_ratio', fmtPct(v, 1), v, res), ' some',
           ok(f) ? [', ', val('pressure_full_ratio', fmtPct(f, 1), f, res), ' full'] : null));
       }
-      const oom = m.one('vm_oom_kills_total');
-      if (ok(oom)) rows.push(line('OOM kills since boot', null, val('vm_oom_kills_total', fmtNum(oom), oom)));
     }
-    if (!rows.length) return note('Nothing to show from these sensors on this board.');
+    const oom = m.one('vm_oom_kills_total'); // from /proc/vmstat: also on a kernel without PSI
+    if (ok(oom)) {
+      if (!some.length) rows.push(heading('Memory'));
+      rows.push(line('OOM kills since boot', null, val('vm_oom_kills_total', fmtNum(oom), oom)));
+    }
+    if (!rows.length) return note('Nothing to show from these sensors on this board.', 'empty');
     return h('dl', { class: 'health' }, rows);
   }
 
@@ -282,18 +316,50 @@
       max.has(d) ? [' of ', val('devfreq_max_frequency_hertz', fmtHz(max.get(d)), max.get(d), d)] : null)));
   }
 
+  // The busiest processes (the processes sensor): by CPU (a share of all cores, as CPU usage is)
+  // and by resident memory, each position's command and pid; and how many are in which state.
+  function processesCard(m) {
+    const at = (x) => `${pick(x.labels, 'by', '')}/${pick(x.labels, 'rank', '')}`;
+    const share = new Map(m.all('processes_top_cpu_ratio').map((x) => [at(x), num(x.value)]));
+    const bytes = new Map(m.all('processes_top_resident_bytes').map((x) => [at(x), num(x.value)]));
+    const table = (by, title) => {
+      const top = m.all('processes_top_pid').filter((x) => pick(x.labels, 'by', '') === by)
+        .sort((a, b) => Number(a.labels.rank) - Number(b.labels.rank));
+      if (!top.length) return note(by === 'cpu' ? 'By CPU: from the second reading on.' : 'By memory: none ranked.');
+      return h('table', { class: 'rates procs', 'data-by': by }, h('caption', {}, title),
+        h('thead', {}, h('tr', {}, ['Process', 'PID', 'CPU', 'Memory'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, top.map((x) => h('tr', {}, h('th', { scope: 'row' }, String(x.labels.command)),
+          h('td', {}, val('processes_top_pid', String(num(x.value)), num(x.value), at(x))),
+          h('td', {}, val('processes_top_cpu_ratio', fmtPct(share.get(at(x)), 1), share.get(at(x)), at(x))),
+          h('td', {}, val('processes_top_resident_bytes', fmtBytes(bytes.get(at(x))), bytes.get(at(x)), at(x)))))));
+    };
+    const state = m.by('processes_state', 'state');
+    const count = (k) => val('processes_state', fmtNum(state.get(k)), state.get(k), k);
+    return [table('cpu', 'By CPU (share of all cores)'), table('memory', 'By memory (resident)'),
+      h('dl', { class: 'kv' },
+        row('Processes / threads', val('processes_pids', fmtNum(m.one('processes_pids')), m.one('processes_pids')), ' / ',
+          val('processes_threads', fmtNum(m.one('processes_threads')), m.one('processes_threads'))),
+        row('Running / on disk / zombie', count('running'), ' / ', count('disk_sleep'), ' / ', count('zombie')))];
+  }
+
   const CARDS = {
     cpu: cpuCard, thermal: thermalCard, memory: memoryCard, storage: storageCard, health: healthCard, devfreq: devfreqCard,
+    processes: processesCard,
     network: ratesCard('interface', 'Interface', [['network_receive_bytes_per_second', 'Receive'],
       ['network_transmit_bytes_per_second', 'Transmit']], 'No interfaces reported.'),
     diskio: ratesCard('device', 'Device', [['diskio_read_bytes_per_second', 'Read'],
       ['diskio_write_bytes_per_second', 'Write']], 'No disks reported.'),
   };
-  const OPTIONAL = new Set(['network', 'diskio', 'health', 'devfreq']); // cards shown only where the agent runs them
-  const NEEDS_DATA = new Set(['health', 'devfreq']); // ... and only where they have data (a board's own)
+  const OPTIONAL = new Set(['network', 'diskio', 'health', 'devfreq', 'processes']); // cards shown only where the agent runs them
+  const NEEDS_DATA = new Set(['health', 'devfreq', 'processes']); // ... and only where they have data
   // Sensors drawn on another plugin's card, and series a card borrows from other sensors.
   const PART_OF = { power: 'health', cpufreq: 'health', pressure: 'health' };
-  const BORROWS = { health: [['thermal', /^thermal_cooling_/], ['hwmon', /^hwmon_fan_rpm$/]] };
+  const BORROWS = {
+    health: [/^thermal_cooling_/, /^hwmon_fan_rpm$/],
+    // Flash wear: diskio's eMMC estimate and bytes written since boot, and the NVMe recipe's
+    // exec sensor (plugins/exec/recipes), whatever its name.
+    storage: [/^diskio_emmc_/, /^diskio_written_bytes_total$/, /^nvme_percentage_used_ratio$/],
+  };
   const KINDS = Object.fromEntries(Object.keys(CARDS).map((p) => [p, $(`h-${p}`).textContent])); // "Storage"
 
   // Metric and label text comes from plugins (an exec script prints it): shown as text only.
@@ -392,20 +458,25 @@
   // The id of the card that shows sensor instance `name` ("" when none does).
   const cardId = (name) => ([...document.querySelectorAll('.grid .card')].find((c) => c.dataset.instance === name) || {}).id || '';
   // The sensor a page card shows: its plugin's first instance; for a card drawn from several
-  // (board health), one made of its parts: ok if any part is, each part's error named, and the
-  // series it borrows from other sensors added.
+  // (board health: power, cpufreq, pressure), one made of them: its own sensor's status and
+  // message where it has one (else ok if any part is), each failing part named, and the series
+  // it borrows from any other sensor's latest sample added.
   function cardSensor(plugin) {
     const { fixed } = st.placed;
-    const parts = [...(fixed.has(plugin) ? [[plugin, fixed.get(plugin)]] : []),
-      ...Object.keys(PART_OF).filter((p) => PART_OF[p] === plugin && fixed.has(p)).map((p) => [p, fixed.get(p)])];
-    if (parts.length <= 1 && !BORROWS[plugin]) return parts.length ? parts[0][1] : [];
-    if (!parts.length) return [];
-    const statuses = parts.map(([, [, s]]) => String(s.status));
-    const status = statuses.includes('ok') ? 'ok' : statuses.includes('error') ? 'error' : statuses[0];
-    const failing = parts.filter(([, [, s]]) => s.status === 'error').map(([p, [, s]]) => `${p}: ${s.message || 'error'}`);
-    const lent = (BORROWS[plugin] || []).flatMap(([p, re]) => (fixed.has(p) ? (fixed.get(p)[1].metrics || []).filter((x) => re.test(x.name)) : []));
-    return [null, { status, message: failing.join('; '),
-      metrics: [...parts.flatMap(([, [, s]]) => (s.status === 'ok' ? s.metrics || [] : [])), ...lent] }];
+    const own = fixed.get(plugin);
+    const parts = Object.keys(PART_OF).filter((p) => PART_OF[p] === plugin && fixed.has(p)).map((p) => [p, fixed.get(p)[1]]);
+    const borrows = BORROWS[plugin] || [];
+    if (!parts.length && !borrows.length) return own || [];
+    const sensors = [...(own ? [[plugin, own[1]]] : []), ...parts];
+    if (!sensors.length) return [];
+    const statuses = sensors.map(([, s]) => String(s.status));
+    const status = own ? statuses[0] : statuses.includes('ok') ? 'ok' : statuses.includes('error') ? 'error' : statuses[0];
+    const message = [own && own[1].message, ...parts.filter(([, s]) => s.status === 'error').map(([p, s]) => `${p}: ${s.message || 'error'}`)]
+      .filter(Boolean).join('; ');
+    const mine = new Set(sensors.map(([, s]) => s));
+    const lent = Object.values(st.data.sensors).filter((s) => s && s.status === 'ok' && !mine.has(s))
+      .flatMap((s) => (s.metrics || []).filter((x) => borrows.some((re) => re.test(x.name))));
+    return [own && own[0], { status, message, metrics: [...sensors.flatMap(([, s]) => (s.status === 'ok' ? s.metrics || [] : [])), ...lent] }];
   }
 
   function renderCards() {
@@ -415,6 +486,7 @@
       const [key, sensor] = cardSensor(plugin);
       $(`card-${plugin}`).hidden = OPTIONAL.has(plugin) && (!sensor || (NEEDS_DATA.has(plugin) && sensor.status === 'no_data'));
       fillCard($(`card-${plugin}`), key, sensor, plugin, render);
+      if (NEEDS_DATA.has(plugin) && $(`card-${plugin}`).querySelector('.body > .empty')) $(`card-${plugin}`).hidden = true;
     }
     const generic = [];
     for (const [key, sensor, plugin] of extra) {

@@ -1,0 +1,126 @@
+// The dashboard on the fixture boards' real layouts (tests/fixtures: a Raspberry Pi 4, an RK3588,
+// an x86 mini PC, a VM), in Debian's chromium (headless) against the real kiwi-agent on its
+// built-in configuration with procfs and sysfs pointed at a copy of the board: the board's own
+// cards show what that board has (the Pi's power flags and under-voltage banner, the RK3588's
+// three clusters, fan, GPU and NPU and its eMMC's wear) and nothing where a board has none. Run
+// by ctest ("browser: boards") or by hand with the variables dashboard.test.mjs names.
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { Agent, launchChromium, THROTTLED } from './agent.mjs';
+
+const FIXTURES = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../fixtures');
+const ROUTES = `
+[[route]]
+path = "/"
+handler = "dashboard"
+[route.options]
+poll_interval = "1s"
+
+[[route]]
+path = "/assets/*"
+handler = "dashboard"
+
+[[route]]
+path = "/api/current"
+handler = "current"
+
+[[route]]
+path = "/api/history"
+handler = "history"
+`;
+
+let context;
+const userDataDir = mkdtempSync(join(tmpdir(), 'kiwi-chromium-'));
+const agents = [];
+
+before(async () => { context = await launchChromium(userDataDir); });
+after(async () => {
+  if (context) await context.close();
+  rmSync(userDataDir, { recursive: true, force: true });
+  for (const a of agents) await a.cleanup();
+});
+
+// The agent on a copy of `board` (changed by `edit(dir)` first), the page loaded and live, and
+// what its board cards show once their sensors have data.
+async function open(board, edit = () => {}) {
+  const agent = new Agent({ extra: ROUTES });
+  agents.push(agent);
+  const copy = join(agent.dir, 'board');
+  cpSync(join(FIXTURES, board), copy, { recursive: true });
+  edit(copy);
+  agent.agentLines = `procfs = ${JSON.stringify(join(copy, 'proc'))}\nsysfs = ${JSON.stringify(join(copy, 'sys'))}`;
+  await agent.start();
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text()); });
+  page.on('pageerror', (e) => problems.push(String(e)));
+  await page.goto(`${agent.origin}/`);
+  await page.waitForFunction(() => document.body.dataset.state === 'live' &&
+    !['health', 'devfreq', 'storage'].some((c) => document.getElementById(`card-${c}`).dataset.status === 'loading'), null, { timeout: 10000 });
+  const shown = await page.evaluate(() => {
+    const rows = (sel) => [...document.querySelectorAll(sel)].map((r) => [r.querySelector('dt').textContent, r.querySelector('dd').textContent]);
+    return {
+      hidden: Object.fromEntries(['health', 'devfreq'].map((c) => [c, document.getElementById(`card-${c}`).hidden])),
+      health: rows('#card-health .row:not(.group)'),
+      groups: [...document.querySelectorAll('#card-health .group dt')].map((d) => d.textContent),
+      gpu: rows('#card-devfreq .row'),
+      wear: rows('#card-storage .wear .row:not(.group)'),
+      banner: document.getElementById('banner').hidden ? null : document.getElementById('banner').textContent,
+    };
+  });
+  return { agent, page, shown, problems };
+}
+
+test('a Raspberry Pi 4: power flags, one cluster, pressure; no GPU card, no wear on its SD card', async () => {
+  const { page, shown, problems } = await open('rpi4', (dir) => writeFileSync(join(dir, 'sys', THROTTLED), '0x50005\n'));
+  assert.equal(shown.hidden.health, false);
+  assert.equal(shown.hidden.devfreq, true, 'no devfreq on a Pi: no GPU / NPU card');
+  assert.deepEqual(shown.groups, ['Power (Raspberry Pi firmware)', 'CPU frequency', 'Pressure, last 10 s (waiting for)']);
+  assert.deepEqual(shown.health.slice(0, 5), [['Under-voltage', 'now'], ['Frequency capped', 'no'], ['Throttled', 'now'],
+    ['Soft temperature limit', 'no'], ['CPU 0-3 ondemand', '600 MHz of 1.80 GHz']]);
+  assert.deepEqual(shown.wear, [], 'an SD card has no wear estimate');
+  // The firmware's word says under-voltage now: the red banner, since the agent's first samples.
+  await page.waitForFunction(() => document.querySelector('#banner[data-kind="undervoltage"] time'), null, { timeout: 10000 });
+  assert.match(await page.evaluate(() => document.getElementById('banner').textContent), /^UNDER-VOLTAGE Under-voltage detected since (at least )?\d\d:\d\d:\d\d/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('an RK3588: three clusters, fan and cpufreq cooling, GPU and NPU, the eMMC\'s wear', async () => {
+  const { page, shown, problems } = await open('rk3588');
+  assert.deepEqual(shown.hidden, { health: false, devfreq: false });
+  assert.deepEqual(shown.groups, ['CPU frequency', 'Cooling', 'Pressure, last 10 s (waiting for)'], 'no power section: not a Pi');
+  assert.deepEqual(shown.health.slice(0, 7), [['CPU 0-3 schedutil', '1.20 GHz of 1.80 GHz'], ['CPU 4-5 schedutil', '2.35 GHz of 2.35 GHz'],
+    ['CPU 6-7 schedutil', '408 MHz of 2.35 GHz'], ['cpufreq-cpu0', '0 of 7'], ['cpufreq-cpu4', '0 of 12'], ['cpufreq-cpu6', '0 of 12'],
+    ['pwm-fan', '1 of 4']]);
+  assert.deepEqual(shown.gpu, [['Memory dmc', '12% at 528 MHz of 2.11 GHz'], ['GPU fb000000.gpu', '23% at 300 MHz of 1.00 GHz'],
+    ['NPU fdab0000.npu', '0% at 1.00 GHz of 1.00 GHz']]);
+  assert.equal(shown.wear.length, 1);
+  assert.equal(shown.wear[0][0], 'mmcblk0 eMMC');
+  assert.match(shown.wear[0][1], /^10%–20% used \(type B\)\d+(\.\d+)? [KMG]iB written since boot$/);
+  // The frequency and pressure charts draw; there is no fan speed (a PWM fan without a tachometer).
+  await page.waitForFunction(() => Number(document.getElementById('chart-frequency').dataset.points) > 0, null, { timeout: 10000 });
+  assert.deepEqual(await page.evaluate(() => ['frequency', 'pressure', 'fans'].map((c) => document.getElementById(`chart-${c}`).hidden)),
+    [false, false, true]);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('an x86 mini PC: a policy per core, no GPU card; a VM: pressure and OOM kills only', async () => {
+  const x86 = await open('x86');
+  assert.equal(x86.shown.hidden.devfreq, true);
+  assert.deepEqual(x86.shown.health.filter(([k]) => k.startsWith('CPU')).map(([k]) => k),
+    ['CPU 0 powersave', 'CPU 1 powersave', 'CPU 2 powersave', 'CPU 3 powersave']);
+  await x86.page.close();
+  const vm = await open('vm');
+  assert.deepEqual(vm.shown.hidden, { health: false, devfreq: true });
+  assert.deepEqual(vm.shown.groups, ['Pressure, last 10 s (waiting for)'], 'no power, no cpufreq, no cooling in a VM');
+  assert.deepEqual(vm.shown.health.map(([k]) => k), ['cpu', 'io', 'memory', 'OOM kills since boot']);
+  assert.equal(vm.shown.banner, null);
+  assert.deepEqual(vm.problems, []);
+  await vm.page.close();
+});
