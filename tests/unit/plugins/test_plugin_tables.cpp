@@ -21,6 +21,7 @@
 #include "plugin/plugin_loader.hpp"
 #include "power_sensor.hpp"
 #include "pressure_sensor.hpp"
+#include "processes_sensor.hpp"
 #include "sensor_test_util.hpp"
 #include "storage_sensor.hpp"
 #include "thermal_sensor.hpp"
@@ -67,6 +68,8 @@ const Plugin kPlugins[] = {
     {"devfreq", kiwi::no_options, kiwi::devfreq::kMetrics, make<kiwi::devfreq::DevfreqSensor>()},
     {"cpufreq", kiwi::no_options, kiwi::cpufreq::kMetrics, make<kiwi::cpufreq::CpufreqSensor>()},
     {"power", kiwi::no_options, kiwi::power::kMetrics, make<kiwi::power::PowerSensor>()},
+    {"processes", kiwi::processes::kOptions, kiwi::processes::kMetrics,
+     make<kiwi::processes::ProcessesSensor>()},
 };
 
 constexpr std::string_view kBoards[] = {"rk3588", "rpi4", "vm", "x86", "awkward"};
