@@ -9,7 +9,14 @@
 //   build/bin/kiwi-bench-micro --benchmark-samples 3  # the smoke test
 #define CATCH_CONFIG_MAIN
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -24,6 +31,8 @@
 #include "../../plugins/power/power_sensor.hpp"
 #include "../../plugins/pressure/pressure_parse.hpp"
 #include "../../plugins/pressure/pressure_sensor.hpp"
+#include "../../plugins/processes/processes_parse.hpp"
+#include "../../plugins/processes/processes_sensor.hpp"
 #include "../../plugins/thermal/thermal_sensor.hpp"
 #include "../../tests/unit/plugins/sensor_test_util.hpp"
 #include "store/sample_codec.hpp"
@@ -216,4 +225,153 @@ TEST_CASE("board health: one sample of each reader on the board that has its fil
   bench_sample<kiwi::diskio::DiskioSensor>(
       "diskio: the same with the eMMC's wear (+ life_time, pre_eol_info: 5 values)", "rk3588", 20,
       kiwi::Options(diskio));
+}
+
+namespace {
+
+// A procfs tree of 300 processes under `dir`/proc, as a board running a desktop or a few services
+// has them: 120 kernel threads (kworkers with their workqueue, per-core threads; no memory of
+// their own) and 180 programs, each a stat file in the kernel's layout (52 fields), pids from
+// `first_pid` (and pid 1). /proc/stat is written before each sample (write_ticks).
+void write_process_tree(const std::filesystem::path& dir, int first_pid, std::uint64_t ticks) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir / "proc");
+  const char* programs[] = {
+      "systemd",    "systemd-journal", "NetworkManager", "python3", "tmux: server", "(sd-pam)",
+      "kiwi-agent", "chromium",        "Web Content",    "node",    "sshd",         "bash"};
+  for (int i = 0; i < 300; ++i) {
+    const int pid = i == 0 ? 1 : first_pid + i;
+    const bool kernel = i > 0 && i <= 120;
+    std::string comm = kernel ? (i % 3 ? "kworker/" + std::to_string(i % 8) + ":" +
+                                             std::to_string(i) + "-events_unbound"
+                                       : "ksoftirqd/" + std::to_string(i % 8))
+                              : programs[i % std::size(programs)];
+    const std::uint64_t utime = kernel ? 0 : ticks * (i % 17), stime = ticks * (i % 5);
+    const char state = i % 10 ? 'S' : i % 20 ? 'R' : 'I';
+    std::ostringstream line;
+    line << pid << " (" << comm << ") " << state << " 1 " << pid << ' ' << pid << " 0 -1 "
+         << (kernel ? 69238880 : 4194304) << " 2831 0 38 0 " << utime << ' ' << stime
+         << " 0 0 20 0 " << 1 + i % 4 << " 0 " << 1000 + i << ' ' << (kernel ? 0 : 172032000) << ' '
+         << (kernel ? 0 : 300 + 97 * i)
+         << " 18446744073709551615 187650366284800 187650366508332 281474047065632 0 0 0 0 4096 "
+            "81923 1 0 0 17 3 0 0 32 0 0 187650366568332 187650366588332 187650369568332 "
+            "281474047066532 281474047066572 281474047066572 281474047069632 0\n";
+    fs::create_directories(dir / "proc" / std::to_string(pid));
+    std::ofstream(dir / "proc" / std::to_string(pid) / "stat") << line.str();
+  }
+}
+
+// The number of processes in this machine's /proc.
+int live_processes() {
+  int n = 0;
+  DIR* d = ::opendir("/proc");
+  while (const dirent* e = d ? ::readdir(d) : nullptr)
+    n += e->d_name[0] >= '1' && e->d_name[0] <= '9';
+  if (d) ::closedir(d);
+  return n;
+}
+
+// The CPU time (this thread's: user and system, the kernel's side of each read included) of one
+// sample, the mean of `count`, in microseconds. Unlike a benchmark's wall time it does not count
+// other programs' turns on a busy machine; it is what the issue's "% of a core" is about.
+template <class Before>
+double cpu_us_per_sample(kiwi::Sensor& sensor, kiwi::MetricSink& sink, int count, Before before) {
+  timespec a{}, b{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  for (int i = 0; i < count; ++i) {
+    before();
+    sensor.sample(sink);
+  }
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+  return (static_cast<double>(b.tv_sec - a.tv_sec) * 1e9 +
+          static_cast<double>(b.tv_nsec - a.tv_nsec)) /
+         count / 1e3;
+}
+
+void print_cost(const std::string& what, double us) {
+  std::printf("\n%s: %.0f us of CPU a sample: %.4f %% of a core at 10 s, %.4f %% at 1 s\n",
+              what.c_str(), us, us / 1e5, us / 1e4);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "processes: a stat line, and one sample at 300 processes (a tree, this machine's /proc)") {
+  namespace fs = std::filesystem;
+  std::ifstream in(std::string(KIWI_FIXTURES_DIR) + "/x86/proc/1210/stat");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string line = text.str();  // tmux: server
+  CHECK(kiwi::processes::parse_pid_stat(line).pid == 1210);
+  BENCHMARK("processes: parse one /proc/[pid]/stat") {
+    return kiwi::processes::parse_pid_stat(line);
+  };
+
+  // Two trees of 300 processes with other pids, the sensor's root a link flipped between them
+  // before each sample: every process is new to it, so each sample ranks all of them afresh, by
+  // CPU (those that used any) and by memory: its most work. The flip (a write of the tree's
+  // /proc/stat, symlink and rename) is in the figure.
+  char scratch[] = "/tmp/kiwi-bench-processes-XXXXXX";
+  REQUIRE(::mkdtemp(scratch));
+  const fs::path dir = scratch;
+  write_process_tree(dir / "a", 1000, 1);
+  write_process_tree(dir / "b", 5000, 2);
+  NullLog log;
+  const kiwi::Options options(kiwi_sensor_test::default_values(kiwi::processes::kOptions));
+  const std::string procfs = (dir / "root/proc").string(), sysfs = (dir / "sys").string();
+  kiwi::processes::ProcessesSensor tree(
+      kiwi::SensorContext{"processes", procfs, sysfs, options, log, [] {}});
+  bool on_a = false;
+  std::uint64_t idle = 0;
+  auto flip = [&] {  // the other tree, with 400 ticks more of all cores in its /proc/stat
+    on_a = !on_a;
+    idle += 400;
+    std::ofstream(dir / (on_a ? "a" : "b") / "proc/stat")
+        << "cpu  0 0 0 " << idle << " 0 0 0 0 0 0\n";
+    fs::create_directory_symlink(dir / (on_a ? "a" : "b"), dir / "root.new");
+    fs::rename(dir / "root.new", dir / "root");
+  };
+  flip();
+  CountingSink sink;
+  tree.sample(sink);
+  flip();
+  sink.n = 0;
+  tree.sample(sink);
+  CHECK(sink.n == 9 + 2 + 2 * 5 * 3);  // states, pids, threads; 5 by cpu and 5 by memory
+  BENCHMARK("processes: one sample of a tree of 300 processes (list, 300 stat files, rank, emit)") {
+    flip();
+    return tree.sample(sink);
+  };
+  print_cost("processes: a tree of 300 processes", cpu_us_per_sample(tree, sink, 200, flip));
+  fs::remove_all(dir);
+
+  // This machine's /proc with children of this program added to make 300 processes (each
+  // asleep in pause()): the kernel's rendering of each stat is in this figure.
+  struct Children {
+    std::vector<pid_t> pids;
+    ~Children() {
+      for (const pid_t child : pids) ::kill(child, SIGKILL);
+      for (const pid_t child : pids) ::waitpid(child, nullptr, 0);
+    }
+  } children;
+  while (live_processes() < 300 && children.pids.size() < 300) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    if (child > 0) children.pids.push_back(child);
+  }
+  kiwi::processes::ProcessesSensor live(
+      kiwi::SensorContext{"processes", "/proc", "/sys", options, log, [] {}});
+  sink.n = 0;
+  live.sample(sink);
+  CHECK(sink.n >= 9 + 2 + 5 * 2);  // by memory only: the first sample
+  const int processes = live_processes();
+  BENCHMARK("processes: one sample of this machine's /proc at " + std::to_string(processes) +
+            " processes") {
+    return live.sample(sink);
+  };
+  print_cost("processes: this machine's /proc at " + std::to_string(processes) + " processes",
+             cpu_us_per_sample(live, sink, 200, [] {}));
 }
