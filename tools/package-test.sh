@@ -540,7 +540,7 @@ TOML
   grep -q '"name":"package_test_probe_ok","value":1' <<<"$probe" || die "the exec sensor's metric is missing: $probe"
   visible=$(grep -o '"name":"package_test_visible_processes","labels":{"uid":"[0-9]*"},"value":[0-9]*' <<<"$probe") ||
     die "the exec sensor's second metric is missing: $probe"
-  ok "exec sensor under the sandbox: ok, package_test_probe_ok 1, ${visible#*\"labels\":} (ProtectProc=invisible: the script sees its own processes only)"
+  ok "exec sensor under the sandbox: ok, package_test_probe_ok 1, ${visible#*\"labels\":} (ProtectProc=default: the processes sensor sees every process)"
   cgi_body=$root.cgi.body
   code=$(nsenter -t "$leader" -n -- curl -s -o "$cgi_body" -w '%{http_code} %{content_type}' "http://$bind/cgi/hello/there" || true)
   body=$(cat "$cgi_body" 2>/dev/null || true)

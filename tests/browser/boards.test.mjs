@@ -60,11 +60,14 @@ async function open(board, edit = () => {}) {
   page.on('pageerror', (e) => problems.push(String(e)));
   await page.goto(`${agent.origin}/`);
   await page.waitForFunction(() => document.body.dataset.state === 'live' &&
-    !['health', 'devfreq', 'storage'].some((c) => document.getElementById(`card-${c}`).dataset.status === 'loading'), null, { timeout: 10000 });
+    !['health', 'devfreq', 'storage', 'processes'].some((c) => ['loading', 'missing'].includes(document.getElementById(`card-${c}`).dataset.status)),
+  null, { timeout: 10000 });
   const shown = await page.evaluate(() => {
     const rows = (sel) => [...document.querySelectorAll(sel)].map((r) => [r.querySelector('dt').textContent, r.querySelector('dd').textContent]);
     return {
       hidden: Object.fromEntries(['health', 'devfreq'].map((c) => [c, document.getElementById(`card-${c}`).hidden])),
+      processes: document.getElementById('card-processes').hidden ? null
+        : [...document.querySelectorAll('#card-processes table[data-by="memory"] tbody tr')].map((tr) => [...tr.children].map((c) => c.textContent)),
       health: rows('#card-health .row:not(.group)'),
       groups: [...document.querySelectorAll('#card-health .group dt')].map((d) => d.textContent),
       gpu: rows('#card-devfreq .row'),
@@ -75,14 +78,31 @@ async function open(board, edit = () => {}) {
   return { agent, page, shown, problems };
 }
 
+// The top-processes card's list by memory, as /api/current has it: command, pid, CPU share (none
+// in the first sample), resident bytes.
+const iec = (b) => { let i = 0; while (b >= 1024 ** (i + 1) && i < 4) i++; const v = b / 1024 ** i;
+  return i === 0 ? `${Math.round(v)} B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${['B', 'KiB', 'MiB', 'GiB', 'TiB'][i]}`; };
+async function topByMemory(agent) {
+  const s = Object.values((await agent.json('/api/current')).body.sensors).find((x) => x.plugin === 'processes');
+  const at = (name, rank) => (s.metrics.find((m) => m.name === name && m.labels.by === 'memory' && m.labels.rank === rank) || {}).value;
+  return s.metrics.filter((m) => m.name === 'processes_top_pid' && m.labels.by === 'memory')
+    .sort((a, b) => Number(a.labels.rank) - Number(b.labels.rank))
+    .map((m) => [m.labels.command, String(m.value), at('processes_top_cpu_ratio', m.labels.rank) === undefined ? '–'
+      : `${(at('processes_top_cpu_ratio', m.labels.rank) * 100).toFixed(1)}%`, iec(at('processes_top_resident_bytes', m.labels.rank))]);
+}
+
 test('a Raspberry Pi 4: power flags, one cluster, pressure; no GPU card, no wear on its SD card', async () => {
-  const { page, shown, problems } = await open('rpi4', (dir) => writeFileSync(join(dir, 'sys', THROTTLED), '0x50005\n'));
+  const { agent, page, shown, problems } = await open('rpi4', (dir) => writeFileSync(join(dir, 'sys', THROTTLED), '0x50005\n'));
   assert.equal(shown.hidden.health, false);
   assert.equal(shown.hidden.devfreq, true, 'no devfreq on a Pi: no GPU / NPU card');
   assert.deepEqual(shown.groups, ['Power (Raspberry Pi firmware)', 'CPU frequency', 'Pressure, last 10 s (waiting for)']);
   assert.deepEqual(shown.health.slice(0, 5), [['Under-voltage', 'now'], ['Frequency capped', 'no'], ['Throttled', 'now'],
     ['Soft temperature limit', 'no'], ['CPU 0-3 ondemand', '600 MHz of 1.80 GHz']]);
   assert.deepEqual(shown.wear, [], 'an SD card has no wear estimate');
+  // The top processes by memory from the fixture's /proc/[pid]/stat (sampled every 10 s: one
+  // sample so far, which is the one the card shows).
+  assert.equal(shown.processes.length, 5);
+  assert.deepEqual(shown.processes, await topByMemory(agent));
   // The firmware's word says under-voltage now: the red banner, since the agent's first samples.
   await page.waitForFunction(() => document.querySelector('#banner[data-kind="undervoltage"] time'), null, { timeout: 10000 });
   assert.match(await page.evaluate(() => document.getElementById('banner').textContent), /^UNDER-VOLTAGE Under-voltage detected since (at least )?\d\d:\d\d:\d\d/);
@@ -93,6 +113,7 @@ test('a Raspberry Pi 4: power flags, one cluster, pressure; no GPU card, no wear
 test('an RK3588: three clusters, fan and cpufreq cooling, GPU and NPU, the eMMC\'s wear', async () => {
   const { page, shown, problems } = await open('rk3588');
   assert.deepEqual(shown.hidden, { health: false, devfreq: false });
+  assert.equal(shown.processes, null, 'no /proc/[pid] in this fixture: no top-processes card');
   assert.deepEqual(shown.groups, ['CPU frequency', 'Cooling', 'Pressure, last 10 s (waiting for)'], 'no power section: not a Pi');
   assert.deepEqual(shown.health.slice(0, 7), [['CPU 0-3 schedutil', '1.20 GHz of 1.80 GHz'], ['CPU 4-5 schedutil', '2.35 GHz of 2.35 GHz'],
     ['CPU 6-7 schedutil', '408 MHz of 2.35 GHz'], ['cpufreq-cpu0', '0 of 7'], ['cpufreq-cpu4', '0 of 12'], ['cpufreq-cpu6', '0 of 12'],

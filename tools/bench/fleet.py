@@ -128,11 +128,13 @@ def agent_config(path, data_dir, port, network_exclude=None):
             f'[http]\nbind = "127.0.0.1:{port}"\n\n'
             '[collector]\ninterval = "1s"\nsnapshot_path = ""\n')
     if network_exclude is not None:
-        # A [[sensor]] list replaces the default list as a whole: all ten, network with its own
+        # A [[sensor]] list replaces the default list as a whole: all eleven, network with its own
         # exclude list.
         for s in ("cpu", "thermal", "memory", "storage", "network", "diskio", "pressure",
-                  "devfreq", "power", "cpufreq"):
+                  "devfreq", "power", "cpufreq", "processes"):
             text += f'\n[[sensor]]\nplugin = "{s}"\n'
+            if s == "processes":
+                text += 'interval = "10s"\n'
             if s == "network":
                 text += "[sensor.options]\nexclude = [" + ", ".join(
                     json.dumps(e) for e in network_exclude) + "]\n"
