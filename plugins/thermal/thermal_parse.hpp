@@ -1,12 +1,11 @@
-// Pure helpers for the thermal sensor: millidegree text, numbered sysfs entries, sensor names.
-// No file I/O here, so every function is tested on fixture text (tests/unit/sensors/).
+// Pure helpers for the thermal sensor: millidegree text, trip points and sensor names (numbered
+// sysfs entries and unique names are the SDK's, kiwi/sysfs.hpp). No file I/O here, so every
+// function is tested on fixture text (tests/unit/plugins/).
 #pragma once
 
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace kiwi::thermal {
 
@@ -23,17 +22,6 @@ std::optional<double> parse_state(std::string_view text);
 enum class TripLimit { none, critical, high };
 TripLimit trip_limit(std::string_view type);
 
-struct Numbered {
-  unsigned number = 0;
-  std::string name;
-};
-
-// Keeps the names that are exactly prefix + decimal number + suffix ("thermal_zone12",
-// "temp3_input") and sorts them by that number, so thermal_zone10 comes after thermal_zone9 and the
-// order (and so the _2, _3 suffixes of duplicate names) does not depend on the directory listing.
-std::vector<Numbered> select_numbered(std::span<const std::string> names, std::string_view prefix,
-                                      std::string_view suffix = {});
-
 // The sensor label of an hwmon temperature: chip + "_" + label ("coretemp_Core 0"), or without a
 // label chip + "_temp" + index ("iwlwifi_1_temp1").
 std::string hwmon_sensor_name(std::string_view chip, std::string_view label, unsigned index);
@@ -42,9 +30,5 @@ std::string hwmon_sensor_name(std::string_view chip, std::string_view label, uns
 // (CONFIG_THERMAL_HWMON): the zone type with '-' replaced by '_' ("cpu-thermal" -> "cpu_thermal").
 // Such chips are skipped so a zone is not reported twice.
 std::string thermal_zone_hwmon_name(std::string_view zone_type);
-
-// Makes names unique in place, keeping the first occurrence and appending _2, _3, ... to later ones
-// (skipping suffixes that are already taken).
-void make_unique(std::vector<std::string>& names);
 
 }  // namespace kiwi::thermal

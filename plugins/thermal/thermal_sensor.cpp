@@ -1,37 +1,14 @@
 #include "thermal_sensor.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <kiwi/io.hpp>
+#include <kiwi/sysfs.hpp>
 #include <stdexcept>
 #include <system_error>
 
 #include "thermal_parse.hpp"
 
 namespace kiwi::thermal {
-namespace {
-
-// Entry names of a directory; empty if it does not exist (no thermal class on many VMs).
-std::vector<std::string> list_dir(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
-    names.push_back(it->path().filename().string());
-  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
-    throw fs::filesystem_error("cannot list directory", path, ec);
-  return names;
-}
-
-// Trimmed content of a small attribute file, or `fallback` if it is absent or empty.
-std::string read_attribute(const std::string& path, std::string_view fallback) {
-  auto text = kiwi::read_file(path);
-  std::string_view value = text ? kiwi::trim(*text) : std::string_view{};
-  return std::string(value.empty() ? fallback : value);
-}
-
-}  // namespace
-
 ThermalSensor::ThermalSensor(const kiwi::SensorContext& ctx)
     : sysfs_(ctx.sysfs), filter_({"*"}, ctx.options.get_strings("exclude")), log_(ctx.log) {}
 
@@ -41,7 +18,8 @@ void ThermalSensor::read_zone_trips(const std::string& zone_dir, Source& source)
   const auto keep_lowest = [](std::optional<double>& limit, double t) {
     limit = limit ? std::min(*limit, t) : t;
   };
-  for (const auto& trip : select_numbered(list_dir(zone_dir), "trip_point_", "_type")) {
+  for (const auto& trip :
+       kiwi::select_numbered(kiwi::list_directory(zone_dir), "trip_point_", "_type")) {
     const auto type = kiwi::read_file_if_readable(kiwi::join_path(zone_dir, trip.name));
     const TripLimit limit = type ? trip_limit(*type) : TripLimit::none;
     if (limit == TripLimit::none) continue;
@@ -57,51 +35,33 @@ void ThermalSensor::discover() {
   std::set<std::string> zone_mirrors;
 
   const std::string zones = kiwi::join_path(sysfs_, "class/thermal");
-  const auto entries = list_dir(zones);
-  for (const auto& zone : select_numbered(entries, "thermal_zone")) {
+  const auto entries = kiwi::list_directory(zones);
+  for (const auto& zone : kiwi::select_numbered(entries, "thermal_zone")) {
     const std::string dir = kiwi::join_path(zones, zone.name);
-    std::string type = read_attribute(kiwi::join_path(dir, "type"), zone.name);
+    std::string type = kiwi::read_attribute(kiwi::join_path(dir, "type"), zone.name);
     zone_mirrors.insert(thermal_zone_hwmon_name(type));
     found.push_back({std::move(type), kiwi::KeptFile(kiwi::join_path(dir, "temp")), {}, {}});
     read_zone_trips(dir, found.back());
   }
   // A cooling device without states (a VM's ACPI "Processor" has max_state 0) cools nothing.
-  for (const auto& device : select_numbered(entries, "cooling_device")) {
+  for (const auto& device : kiwi::select_numbered(entries, "cooling_device")) {
     const std::string dir = kiwi::join_path(zones, device.name);
     const auto max_state = reads_.read(kiwi::join_path(dir, "max_state"), parse_state);
     if (!max_state || *max_state == 0) continue;
-    cooling.push_back({read_attribute(kiwi::join_path(dir, "type"), device.name),
+    cooling.push_back({kiwi::read_attribute(kiwi::join_path(dir, "type"), device.name),
                        kiwi::KeptFile(kiwi::join_path(dir, "cur_state")), *max_state});
   }
 
-  // hwmonN numbers follow probe order, which can change from one boot to the next (two NVMe
-  // drives race). Chips are ordered by the device they belong to (`device` resolves to a stable
-  // path such as /sys/devices/pci0000:00/0000:00:1d.0/.../nvme0), so the _2 of a duplicate name
-  // stays with the same drive; chips without a device link keep number order, ahead of the others.
-  struct Chip {
-    std::string device;
-    unsigned number;
-    std::string dir;
-  };
-  std::vector<Chip> ordered;
-  const std::string chips = kiwi::join_path(sysfs_, "class/hwmon");
-  for (const auto& chip : select_numbered(list_dir(chips), "hwmon")) {
-    const std::string dir = kiwi::join_path(chips, chip.name);
-    std::error_code ec;
-    const auto device = std::filesystem::canonical(kiwi::join_path(dir, "device"), ec);
-    ordered.push_back({ec ? std::string() : device.string(), chip.number, dir});
-  }
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const Chip& a, const Chip& b) { return a.device < b.device; });
-  for (const auto& chip : ordered) {
-    const std::string chip_name =
-        read_attribute(kiwi::join_path(chip.dir, "name"), "hwmon" + std::to_string(chip.number));
-    if (zone_mirrors.count(chip_name)) continue;  // a thermal zone we already report
-    for (const auto& input : select_numbered(list_dir(chip.dir), "temp", "_input")) {
-      const std::string label = read_attribute(
+  // hwmon chips in the order of the device each belongs to (kiwi/sysfs.hpp), so the _2 of a
+  // duplicate name stays with the same drive from one boot to the next.
+  for (const auto& chip : kiwi::hwmon_chips(sysfs_)) {
+    if (zone_mirrors.count(chip.name)) continue;  // a thermal zone we already report
+    for (const auto& input :
+         kiwi::select_numbered(kiwi::list_directory(chip.dir), "temp", "_input")) {
+      const std::string label = kiwi::read_attribute(
           kiwi::join_path(chip.dir, "temp" + std::to_string(input.number) + "_label"), "");
       const std::string temp = "temp" + std::to_string(input.number);
-      found.push_back({hwmon_sensor_name(chip_name, label, input.number),
+      found.push_back({hwmon_sensor_name(chip.name, label, input.number),
                        kiwi::KeptFile(kiwi::join_path(chip.dir, input.name)),
                        reads_.read(kiwi::join_path(chip.dir, temp + "_crit"), parse_millidegrees),
                        reads_.read(kiwi::join_path(chip.dir, temp + "_max"), parse_millidegrees)});
@@ -111,7 +71,7 @@ void ThermalSensor::discover() {
   const auto unique = [](auto& items) {
     std::vector<std::string> names;
     for (const auto& item : items) names.push_back(item.name);
-    make_unique(names);
+    kiwi::make_names_unique(names);
     for (std::size_t i = 0; i < items.size(); ++i) items[i].name = std::move(names[i]);
   };
   unique(found);

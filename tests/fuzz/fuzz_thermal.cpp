@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <kiwi/sysfs.hpp>
+
 #include "fuzz_support.hpp"
 #include "thermal_parse.hpp"
 
@@ -17,8 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     names.emplace_back(rest.substr(0, nl));
     rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
   }
-  (void)kiwi::thermal::select_numbered(names, "thermal_zone");
-  (void)kiwi::thermal::select_numbered(names, "temp", "_input");
+  (void)kiwi::select_numbered(names, "thermal_zone");
+  (void)kiwi::select_numbered(names, "temp", "_input");
   std::vector<std::string> derived;
   for (std::size_t i = 0; i < names.size(); ++i) {
     derived.push_back(kiwi::thermal::thermal_zone_hwmon_name(names[i]));
@@ -26,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                                        static_cast<unsigned>(i)));
   }
   const std::size_t before = derived.size();
-  kiwi::thermal::make_unique(derived);
+  kiwi::make_names_unique(derived);
   KIWI_FUZZ_CHECK(derived.size() == before);
   for (std::size_t i = 0; i < derived.size(); ++i)
     for (std::size_t j = i + 1; j < derived.size() && derived.size() < 64; ++j)

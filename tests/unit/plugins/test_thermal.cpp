@@ -31,34 +31,10 @@ TEST_CASE("thermal: millidegree text becomes exact degrees Celsius") {
   CHECK_FALSE(kiwi::thermal::parse_millidegrees("N/A"));
 }
 
-TEST_CASE("thermal: thermal_zone10 sorts after thermal_zone9, other entries are ignored") {
-  const std::vector<std::string> names = {"thermal_zone10", "cooling_device0", "thermal_zone9",
-                                          "thermal_zone2",  "thermal_zoneX",   "thermal_zone"};
-  const auto zones = kiwi::thermal::select_numbered(names, "thermal_zone");
-  REQUIRE(zones.size() == 3);
-  CHECK(zones[0].name == "thermal_zone2");
-  CHECK(zones[1].name == "thermal_zone9");
-  CHECK(zones[2].number == 10);
-
-  const std::vector<std::string> files = {"temp1_max",   "temp10_input", "temp2_input", "name",
-                                          "temp1_input", "temp1_label",  "in0_input"};
-  const auto inputs = kiwi::thermal::select_numbered(files, "temp", "_input");
-  REQUIRE(inputs.size() == 3);
-  CHECK(inputs[0].name == "temp1_input");
-  CHECK(inputs[2].name == "temp10_input");
-}
-
 TEST_CASE("thermal: hwmon sensors are named chip_label, or chip_tempN without a label") {
   CHECK(kiwi::thermal::hwmon_sensor_name("coretemp", "Package id 0", 1) == "coretemp_Package id 0");
   CHECK(kiwi::thermal::hwmon_sensor_name("iwlwifi_1", "", 1) == "iwlwifi_1_temp1");
   CHECK(kiwi::thermal::thermal_zone_hwmon_name("bigcore0-thermal") == "bigcore0_thermal");
-}
-
-TEST_CASE("thermal: duplicate sensor names get _2, _3 in order, never clashing") {
-  std::vector<std::string> names = {"nvme_Composite", "nvme_Composite", "a", "a", "a_2", "a"};
-  kiwi::thermal::make_unique(names);
-  CHECK(names ==
-        std::vector<std::string>{"nvme_Composite", "nvme_Composite_2", "a", "a_3", "a_2", "a_4"});
 }
 
 TEST_CASE("thermal: an RK3588 reports its 7 zones by name, once each, and the maximum") {
