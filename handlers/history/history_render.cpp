@@ -155,7 +155,8 @@ std::variant<double, std::string> parse_time_param(std::string_view s, double no
 int decimals_for_unit(std::string_view unit) {
   static constexpr std::pair<std::string_view, int> kDecimals[] = {
       {"bytes", 0}, {"hertz", 0},   {"count", 0},   {"bytes_per_second", 0},
-      {"ratio", 4}, {"celsius", 2}, {"seconds", 4}, {"", 2}};
+      {"rpm", 0},   {"ratio", 4},   {"celsius", 2}, {"seconds", 4},
+      {"volts", 3}, {"amperes", 3}, {"watts", 3},   {"", 2}};
   for (auto& [u, d] : kDecimals)
     if (u == unit) return d;
   return 4;

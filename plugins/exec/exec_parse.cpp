@@ -31,6 +31,10 @@ std::string unit_from_name(std::string_view name, bool counter) {
       {"_celsius", "celsius"},
       {"_hertz", "hertz"},
       {"_ratio", "ratio"},
+      {"_volts", "volts"},
+      {"_amperes", "amperes"},
+      {"_watts", "watts"},
+      {"_rpm", "rpm"},
   };
   for (const auto& [suffix, unit] : kSuffixes)
     if (name.ends_with(suffix)) return std::string(unit);

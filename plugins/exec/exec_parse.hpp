@@ -38,7 +38,8 @@ struct Parsed {
 };
 
 // The unit a Prometheus metric name implies by its suffix (for a counter, after `_total`):
-// _bytes_per_second, _per_second, _bytes, _seconds, _celsius, _hertz, _ratio; else "".
+// _bytes_per_second, _per_second, _bytes, _seconds, _celsius, _hertz, _ratio, _volts, _amperes,
+// _watts, _rpm; else "".
 std::string unit_from_name(std::string_view name, bool counter);
 
 // The text format 0.0.4: # HELP / # TYPE lines, other comments ignored, samples with optional

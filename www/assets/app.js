@@ -40,6 +40,11 @@
     if (Math.abs(v) >= 1e6) return scaled(v, 1000, ['', 'k', 'M', 'G', 'T', 'P', 'E']);
     return Number.isInteger(v) || Math.abs(v) >= 100 ? String(Math.round(v)) : String(Number(v.toPrecision(3)));
   }
+  // Volts, amperes, watts: 1.23 V from 1 up, 850 mV below (hwmon's millivolts and milliamperes).
+  function fmtSI(v, symbol) {
+    if (!ok(v)) return DASH;
+    return v && Math.abs(v) < 1 ? `${fmtNum(v * 1e3)} m${symbol}` : `${fmtNum(v)} ${symbol}`;
+  }
   function fmtSeconds(s) {
     if (!ok(s)) return DASH;
     const a = Math.abs(s);
@@ -51,6 +56,8 @@
     bytes: fmtBytes, seconds: fmtSeconds, celsius: fmtC, ratio: (r) => fmtPct(r, 1),
     hertz: (hz) => (Math.abs(hz) >= 1e6 ? fmtHz(hz) : scaled(hz, 1000, ['Hz', 'kHz'])),
     per_second: (v) => `${fmtNum(v)}/s`, bytes_per_second: fmtRate, count: fmtNum, '': fmtNum,
+    volts: (v) => fmtSI(v, 'V'), amperes: (v) => fmtSI(v, 'A'), watts: (v) => fmtSI(v, 'W'),
+    rpm: (v) => (ok(v) ? `${Math.round(v)} rpm` : DASH),
   };
   const fmtUnit = (unit) => UNIT_FMT[unit] || ((v) => `${fmtNum(v)} ${unit}`);
   const pad = (n) => String(n).padStart(2, '0');

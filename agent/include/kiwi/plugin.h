@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define KIWI_ABI_MAJOR 1
-#define KIWI_ABI_MINOR 4
+#define KIWI_ABI_MINOR 5
 
 #define KIWI_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -105,7 +105,17 @@ typedef struct kiwi_option_spec {
 /* The size of a kiwi_option_spec in ABI 1.0 to 1.2, before `choices`. */
 #define KIWI_OPTION_SPEC_SIZE_1_0 offsetof(kiwi_option_spec, choices)
 
-/* Units: base units only, a closed set (the name of each, as the API writes it, in comments). */
+/* Units: base units only, a closed set (the name of each, as the API writes it, in comments).
+ * VOLTS, AMPERES, WATTS and RPM are ABI 1.5 (hwmon's voltages, currents, power and fan speeds).
+ * A unit this agent does not know (a later minor version's) in a plugin's metric table is refused
+ * at load, naming the row, its unit code and the plugin's ABI version; in a row a sensor makes at
+ * run time it drops the value and names it in the sensor's status. An agent of ABI 1.4 or older
+ * does not check table rows at load: it loads a plugin of 1.5 and drops the values of its rows
+ * in a 1.5 unit at each sample, naming them in the sensor's status ("unit code 9 is not a known
+ * unit"), while the plugin's other metrics arrive. A handler or output built against an SDK
+ * before 1.5 sees the codes 9 to 12 in kiwi_metric_value.unit, kiwi_output_series.unit and
+ * kiwi_history_series.unit: the C++ SDK of any version names a code it does not know "" (as
+ * none); a C plugin should do the same. */
 enum {
   KIWI_UNIT_NONE = 0,             /* "" (a unitless value) */
   KIWI_UNIT_BYTES = 1,            /* "bytes" */
@@ -115,7 +125,11 @@ enum {
   KIWI_UNIT_RATIO = 5,            /* "ratio" (0..1) */
   KIWI_UNIT_COUNT = 6,            /* "count" */
   KIWI_UNIT_BYTES_PER_SECOND = 7, /* "bytes_per_second" */
-  KIWI_UNIT_PER_SECOND = 8        /* "per_second" */
+  KIWI_UNIT_PER_SECOND = 8,       /* "per_second" */
+  KIWI_UNIT_VOLTS = 9,            /* "volts" (ABI 1.5) */
+  KIWI_UNIT_AMPERES = 10,         /* "amperes" (ABI 1.5) */
+  KIWI_UNIT_WATTS = 11,           /* "watts" (ABI 1.5) */
+  KIWI_UNIT_RPM = 12              /* "rpm": revolutions per minute, a fan's speed (ABI 1.5) */
 };
 
 /* Metric kinds. KIWI_HISTOGRAM and KIWI_SUMMARY (ABI 1.4) are Prometheus' histogram and summary:

@@ -150,11 +150,17 @@ enum class Unit : std::uint32_t {
   count = KIWI_UNIT_COUNT,
   bytes_per_second = KIWI_UNIT_BYTES_PER_SECOND,
   per_second = KIWI_UNIT_PER_SECOND,
+  // ABI 1.5 (kiwi/plugin.h says what an agent of 1.4 or older does with them):
+  volts = KIWI_UNIT_VOLTS,
+  amperes = KIWI_UNIT_AMPERES,
+  watts = KIWI_UNIT_WATTS,
+  rpm = KIWI_UNIT_RPM,  // revolutions per minute: a fan's speed
 };
 
 // Each unit's name as the API writes it, indexed by code: "" for none.
 inline constexpr std::string_view kUnits[] = {
-    "", "bytes", "seconds", "celsius", "hertz", "ratio", "count", "bytes_per_second", "per_second"};
+    "",           "bytes", "seconds", "celsius", "hertz", "ratio", "count", "bytes_per_second",
+    "per_second", "volts", "amperes", "watts",   "rpm"};
 
 inline constexpr bool is_known_unit(Unit unit) {
   return static_cast<std::uint32_t>(unit) < std::size(kUnits);

@@ -48,7 +48,8 @@ struct Label {
 //   sink.emit(kCoreUsage, {core}, 0.25);   // label values in the order the row names them
 //   sink.emit(kLoad1, 0.5);                // a row without labels
 //
-// Names are stable API (snake_case, unit suffix: `_bytes`, `_ratio`, `_celsius`, `_hertz`).
+// Names are stable API (snake_case, unit suffix: `_bytes`, `_ratio`, `_celsius`, `_hertz`,
+// `_volts`, `_rpm`).
 //
 // The host checks every metric before it goes anywhere (snapshot, history, /metrics): the name
 // must match [a-zA-Z_][a-zA-Z0-9_]*, each label name too (not starting with "__", no name twice;

@@ -39,6 +39,19 @@ void check_rates(const std::vector<MetricSpec>& table) {
   }
 }
 
+void check_units(const std::vector<MetricSpec>& table, std::uint32_t plugin_minor) {
+  for (const auto& m : table) {
+    if (is_known_unit(m.unit)) continue;
+    const std::string version = std::to_string(KIWI_ABI_MAJOR) + ".";
+    throw std::runtime_error(
+        "metric " + std::string(m.name) + ": unit code " +
+        std::to_string(static_cast<std::uint32_t>(m.unit)) + " is not one this agent knows (ABI " +
+        version + std::to_string(KIWI_ABI_MINOR) + ": " + units_text() +
+        "); the plugin is built for ABI " + version + std::to_string(plugin_minor) +
+        (plugin_minor > KIWI_ABI_MINOR ? ": it needs a newer agent" : ""));
+  }
+}
+
 Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
   if (!p) throw std::runtime_error("kiwi_plugin_v1() returned no descriptor");
   if (p->abi_major != KIWI_ABI_MAJOR)
@@ -85,6 +98,7 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
     const auto& m = abi::row_at(p->metrics, p->metric_spec_size, i);
     metrics.push_back(abi::metric_spec_from(m, p->metric_spec_size));
   }
+  check_units(metrics, p->abi_minor);
   check_rates(metrics);
   info.kind = static_cast<PluginKind>(p->kind);
   info.name = from_c(p->name);

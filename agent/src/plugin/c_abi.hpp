@@ -35,6 +35,11 @@ inline std::string_view from_c(kiwi_str s) {
 // its labels, so the derived gauge has a HELP text and a README row like every other metric.
 // Throws std::runtime_error naming the counter; the loader refuses the plugin with it.
 void check_rates(const std::vector<MetricSpec>& table);
+// Every row's unit is one this agent knows: a plugin of a later minor version may declare a unit
+// added since (kiwi/plugin.h, "Units"). Throws std::runtime_error naming the row, its unit code,
+// this agent's units and the plugin's ABI version (`plugin_minor`); the loader refuses the plugin
+// with it, rather than dropping that metric's values at every sample.
+void check_units(const std::vector<MetricSpec>& table, std::uint32_t plugin_minor);
 
 struct Descriptor {
   const kiwi_plugin* c = nullptr;

@@ -246,6 +246,25 @@ TEST_CASE("history render: columns with units, nulls for gaps, values rounded fo
              Catch::StartsWith("{\"version\":1,\"count\":2,\"step\":60,\"agg\":\"max\","));
 }
 
+TEST_CASE("history render: volts, amperes and watts to the milli, rpm whole (ABI 1.5's units)") {
+  // A float32 of the store comes back as 3.3440001010894775 V: shown as the millivolts hwmon gave.
+  kiwi::HistoryResult r;
+  r.timestamps = {1764475800};
+  for (const char* unit : {"volts", "amperes", "watts", "rpm"})
+    r.series.push_back({unit,
+                        unit,
+                        {},
+                        unit,
+                        kiwi::MetricKind::gauge,
+                        {static_cast<double>(static_cast<float>(3.344))}});
+  const std::string body = kiwi_history::render(r, {});
+  for (const char* unit : {"volts", "amperes", "watts"}) {
+    INFO(unit);
+    CHECK_THAT(body, Catch::Contains(std::string("\"unit\":\"") + unit + "\",\"values\":[3.344]"));
+  }
+  CHECK_THAT(body, Catch::Contains("\"unit\":\"rpm\",\"values\":[3]"));
+}
+
 TEST_CASE("history render: a value whose rounding overflows is printed finite, not left out") {
   // 1e308 * 10^6 is infinity: the rounded value was infinite and RapidJSON wrote nothing for it
   // (`"values":[,`). Large values have no fraction to round away; they are printed as they are.

@@ -33,6 +33,10 @@ TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values")
   CHECK(ok("_private"));
   CHECK(ok("network_receive_bytes_per_second", {{"interface", "eth0"}}, Unit::bytes_per_second));
   CHECK(ok("diskio_reads_per_second", {{"device", "sda"}}, Unit::per_second));
+  CHECK(ok("hwmon_volts", {{"chip", "it8613"}}, Unit::volts));  // ABI 1.5's four
+  CHECK(ok("hwmon_amperes", {}, Unit::amperes));
+  CHECK(ok("hwmon_watts", {}, Unit::watts));
+  CHECK(ok("hwmon_fan_rpm", {}, Unit::rpm));
   CHECK(ok("x", {{"path", "a \"quoted\" \\ back\nslash"}}));  // any label value: escaped on output
   CHECK_FALSE(ok("chaos bad name"));
   CHECK_FALSE(ok("9starts_with_digit"));
@@ -48,7 +52,7 @@ TEST_CASE("metric check: Prometheus name rules, the SDK's units, finite values")
         "\"x\": unknown metric kind 7");
   CHECK(*check_metric(row("x", static_cast<Unit>(99)), {}, 1) ==
         "\"x\": unit code 99 is not a known unit (bytes, seconds, celsius, hertz, ratio, count, "
-        "bytes_per_second, per_second or none)");
+        "bytes_per_second, per_second, volts, amperes, watts, rpm or none)");
   // A hostile name is quoted short and escaped: no newline or raw byte reaches a message.
   std::string hostile = "bad\nname\xff" + std::string(200, 'x');
   auto why = *check_metric(row(hostile), {}, 1);

@@ -252,6 +252,11 @@ TEST_CASE("exec: the unit from a metric's name") {
   CHECK(unit_from_name("battery_ratio", false) == "ratio");
   CHECK(unit_from_name("net_rx_bytes_per_second", false) == "bytes_per_second");
   CHECK(unit_from_name("requests_per_second", false) == "per_second");
+  CHECK(unit_from_name("node_hwmon_in_volts", false) == "volts");  // ABI 1.5's units
+  CHECK(unit_from_name("ups_output_amperes", false) == "amperes");
+  CHECK(unit_from_name("ups_load_watts", false) == "watts");
+  CHECK(unit_from_name("node_hwmon_fan_rpm", false) == "rpm");
+  CHECK(unit_from_name("node_hwmon_curr_amps", false) == "");  // not the unit's name
   CHECK(unit_from_name("queue_length", false) == "");
   CHECK(unit_from_name("bytes", false) == "");  // a suffix, not the whole name
 }
