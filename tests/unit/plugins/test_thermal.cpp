@@ -75,15 +75,19 @@ TEST_CASE("thermal: a VM without thermal zones reports no data, not an error") {
   CHECK(h.log.lines.empty());
 }
 
-TEST_CASE("thermal: an x86 machine with hwmon only reports coretemp and both NVMe drives") {
+TEST_CASE(
+    "thermal: an x86 machine with hwmon only reports coretemp, both NVMe drives and the Super I/O "
+    "chip") {
   Harness h(fixture("x86"), defaults());
   kiwi::thermal::ThermalSensor sensor(h.context());
   CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::ok);
   CHECK(h.sink.label_values("thermal_celsius", "sensor") ==
-        std::vector<std::string>{"nvme_Composite", "nvme_Sensor 1", "nvme_Sensor 2",
-                                 "nvme_Composite_2", "coretemp_Package id 0", "coretemp_Core 0",
-                                 "coretemp_Core 1", "coretemp_Core 2", "coretemp_Core 3",
-                                 "iwlwifi_1_temp1"});
+        std::vector<std::string>{
+            "nvme_Composite", "nvme_Sensor 1", "nvme_Sensor 2", "nvme_Composite_2",
+            "coretemp_Package id 0", "coretemp_Core 0", "coretemp_Core 1", "coretemp_Core 2",
+            "coretemp_Core 3", "iwlwifi_1_temp1", "it8613_temp1", "it8613_temp2", "it8613_temp3"});
+  // The it8613's third input has no thermistor wired: -128 °C, as the chip reads it.
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "it8613_temp3"}}) == -128.0);
   CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite_2"}}) == 35.85);
   CHECK(h.sink.value("thermal_celsius", {{"sensor", "coretemp_Package id 0"}}) == 52.0);
   CHECK(h.sink.value("thermal_max_celsius") == 52.0);
@@ -123,7 +127,7 @@ TEST_CASE("thermal: a temperature that is not a number is skipped with its text"
   kiwi::thermal::ThermalSensor sensor(h.context());
   const auto result = sensor.sample(h.sink);
   CHECK_THAT(result.message, Contains("iwlwifi_1_temp1") && Contains("'N/A'"));
-  CHECK(h.sink.count("thermal_celsius") == 9);
+  CHECK(h.sink.count("thermal_celsius") == 12);
 }
 
 TEST_CASE("thermal: a temperature of binary garbage is quoted short and escaped") {
@@ -164,7 +168,7 @@ TEST_CASE("thermal: excluded sensors are not reported and do not rename the othe
                                                            {"nvme_Composite", "iwlwifi_1_temp1"}));
   kiwi::thermal::ThermalSensor sensor(h.context());
   sensor.sample(h.sink);
-  CHECK(h.sink.count("thermal_celsius") == 8);
+  CHECK(h.sink.count("thermal_celsius") == 11);
   CHECK_FALSE(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite"}}));
   CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite_2"}}) == 35.85);
 }
@@ -173,7 +177,7 @@ TEST_CASE("thermal: exclude takes globs, as every include/exclude option does") 
   Harness h(fixture("x86"), kiwi_sensor_test::with_strings(defaults(), "exclude", {"nvme*"}));
   kiwi::thermal::ThermalSensor sensor(h.context());
   sensor.sample(h.sink);
-  CHECK(h.sink.count("thermal_celsius") == 6);  // 10 on this board, 4 of them nvme_*
+  CHECK(h.sink.count("thermal_celsius") == 9);  // 13 on this board, 4 of them nvme_*
   CHECK_FALSE(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite"}}));
   CHECK_FALSE(h.sink.value("thermal_celsius", {{"sensor", "nvme_Sensor 1"}}));
   CHECK_FALSE(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite_2"}}));
@@ -245,7 +249,7 @@ TEST_CASE("thermal: duplicate hwmon names follow the device, not the hwmon numbe
   CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite"}}) == 35.85);
   CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Composite_2"}}));
   CHECK(h.sink.value("thermal_celsius", {{"sensor", "nvme_Sensor 1"}}));
-  CHECK(h.sink.count("thermal_celsius") == 10);
+  CHECK(h.sink.count("thermal_celsius") == 13);
 }
 
 TEST_CASE("thermal: an unreadable zone among five is named, the other four and the max arrive") {
