@@ -28,9 +28,9 @@ const fs::path kGolden = fs::path(KIWI_SOURCE_DIR) / "tests/golden";
 // The sensor plugins whose metrics are compared exactly; everything else in /metrics is the
 // agent's own (build, start time, ticks, HTTP counters) and only its names and labels are kept.
 constexpr std::string_view kSensorPrefixes[] = {
-    "kiwi_cpu_",    "kiwi_thermal_",  "kiwi_memory_",   "kiwi_storage_",   "kiwi_network_",
-    "kiwi_diskio_", "kiwi_pressure_", "kiwi_vm_",       "kiwi_boot_time_", "kiwi_devfreq_",
-    "kiwi_power_",  "kiwi_cpufreq_",  "kiwi_processes_"};
+    "kiwi_cpu_",    "kiwi_thermal_",  "kiwi_memory_",    "kiwi_storage_",   "kiwi_network_",
+    "kiwi_diskio_", "kiwi_pressure_", "kiwi_vm_",        "kiwi_boot_time_", "kiwi_devfreq_",
+    "kiwi_power_",  "kiwi_cpufreq_",  "kiwi_processes_", "kiwi_hwmon_"};
 // Per-sensor self-metrics whose values are deterministic on a fixture.
 constexpr std::string_view kExactSelfMetrics[] = {"kiwi_sensor_success", "kiwi_sensor_errors_total",
                                                   "kiwi_sensor_invalid_metrics_total",
@@ -163,6 +163,8 @@ plugin = "power"
 plugin = "cpufreq"
 [[sensor]]
 plugin = "processes"
+[[sensor]]
+plugin = "hwmon"
 )";
     AgentOptions options;
     options.config_file = dir_.path / "kiwi.toml";

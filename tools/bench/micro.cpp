@@ -26,6 +26,7 @@
 #include "../../plugins/devfreq/devfreq_sensor.hpp"
 #include "../../plugins/diskio/diskio_parse.hpp"
 #include "../../plugins/diskio/diskio_sensor.hpp"
+#include "../../plugins/hwmon/hwmon_sensor.hpp"
 #include "../../plugins/memory/memory_parse.hpp"
 #include "../../plugins/network/network_parse.hpp"
 #include "../../plugins/power/power_sensor.hpp"
@@ -225,6 +226,21 @@ TEST_CASE("board health: one sample of each reader on the board that has its fil
   bench_sample<kiwi::diskio::DiskioSensor>(
       "diskio: the same with the eMMC's wear (+ life_time, pre_eol_info: 5 values)", "rk3588", 20,
       kiwi::Options(diskio));
+  // The x86 fixture's it8613: 26 series among five temperature-only chips. The chips and their
+  // channels are listed again every 10 s: a sensor's first sample is that listing and a sample.
+  const kiwi::Options hwmon(kiwi_sensor_test::default_values(kiwi::hwmon::kOptions));
+  bench_sample<kiwi::hwmon::HwmonSensor>(
+      "hwmon: one sample, x86 mini PC (an it8613's 26 files read)", "x86", 26, hwmon);
+  NullLog log;
+  const std::string procfs = std::string(KIWI_FIXTURES_DIR) + "/x86/proc",
+                    sysfs = std::string(KIWI_FIXTURES_DIR) + "/x86/sys";
+  const kiwi::SensorContext ctx{"bench", procfs, sysfs, hwmon, log, [] {}};
+  CountingSink sink;
+  CHECK(kiwi::hwmon::HwmonSensor(ctx).sample(sink).status == kiwi::SampleStatus::ok);
+  BENCHMARK("hwmon: a first sample, x86 mini PC (6 chips listed, then read)") {
+    kiwi::hwmon::HwmonSensor fresh(ctx);
+    return fresh.sample(sink);
+  };
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include "cpufreq_sensor.hpp"
 #include "devfreq_sensor.hpp"
 #include "diskio_sensor.hpp"
+#include "hwmon_sensor.hpp"
 #include "markdown_support.hpp"
 #include "memory_sensor.hpp"
 #include "network_sensor.hpp"
@@ -70,6 +71,7 @@ const Plugin kPlugins[] = {
     {"power", kiwi::no_options, kiwi::power::kMetrics, make<kiwi::power::PowerSensor>()},
     {"processes", kiwi::processes::kOptions, kiwi::processes::kMetrics,
      make<kiwi::processes::ProcessesSensor>()},
+    {"hwmon", kiwi::hwmon::kOptions, kiwi::hwmon::kMetricSpecs, make<kiwi::hwmon::HwmonSensor>()},
 };
 
 constexpr std::string_view kBoards[] = {"rk3588", "rpi4", "vm", "x86", "awkward"};
