@@ -12,6 +12,11 @@ std::optional<double> parse_millidegrees(std::string_view text) {
   return static_cast<double>(*milli) / 1000.0;
 }
 
+std::optional<double> hwmon_limit(std::optional<double> celsius) {
+  if (celsius && (*celsius >= 127.0 || *celsius <= -128.0)) return std::nullopt;
+  return celsius;
+}
+
 std::optional<double> parse_state(std::string_view text) {
   const auto state = to_number<std::uint32_t>(kiwi::trim(text));
   return state ? std::optional<double>(*state) : std::nullopt;

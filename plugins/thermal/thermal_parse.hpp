@@ -13,6 +13,11 @@ namespace kiwi::thermal {
 // value in degrees Celsius (45.25), or nullopt if the text is not an integer.
 std::optional<double> parse_millidegrees(std::string_view text);
 
+// An hwmon limit (tempN_crit, tempN_max) as a limit: nullopt for the 8-bit register's ends,
+// 127 °C and above or -128 °C and below, which Super I/O drivers (it87, nct6775) show for a limit
+// nobody set.
+std::optional<double> hwmon_limit(std::optional<double> celsius);
+
 // A cooling device's cur_state or max_state: a whole number ("3\n"); nullopt for anything else.
 std::optional<double> parse_state(std::string_view text);
 

@@ -61,10 +61,11 @@ void ThermalSensor::discover() {
       const std::string label = kiwi::read_attribute(
           kiwi::join_path(chip.dir, "temp" + std::to_string(input.number) + "_label"), "");
       const std::string temp = "temp" + std::to_string(input.number);
-      found.push_back({hwmon_sensor_name(chip.name, label, input.number),
-                       kiwi::KeptFile(kiwi::join_path(chip.dir, input.name)),
-                       reads_.read(kiwi::join_path(chip.dir, temp + "_crit"), parse_millidegrees),
-                       reads_.read(kiwi::join_path(chip.dir, temp + "_max"), parse_millidegrees)});
+      found.push_back(
+          {hwmon_sensor_name(chip.name, label, input.number),
+           kiwi::KeptFile(kiwi::join_path(chip.dir, input.name)),
+           hwmon_limit(reads_.read(kiwi::join_path(chip.dir, temp + "_crit"), parse_millidegrees)),
+           hwmon_limit(reads_.read(kiwi::join_path(chip.dir, temp + "_max"), parse_millidegrees))});
     }
   }
 

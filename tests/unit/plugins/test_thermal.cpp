@@ -314,6 +314,10 @@ TEST_CASE("thermal: trip types name the critical and the high limit, active trip
   CHECK(kiwi::thermal::trip_limit("active\n") == TripLimit::none);
   CHECK(kiwi::thermal::trip_limit("") == TripLimit::none);
   CHECK(kiwi::thermal::parse_state("3\n") == 3.0);
+  CHECK(kiwi::thermal::hwmon_limit(84.85) == 84.85);
+  CHECK_FALSE(kiwi::thermal::hwmon_limit(127.0));  // it87's "no limit set"
+  CHECK_FALSE(kiwi::thermal::hwmon_limit(-128.0));
+  CHECK_FALSE(kiwi::thermal::hwmon_limit(std::nullopt));
   CHECK_FALSE(kiwi::thermal::parse_state("-1\n"));
   CHECK_FALSE(kiwi::thermal::parse_state("fast\n"));
 }
@@ -344,6 +348,7 @@ TEST_CASE("thermal: each sensor's own limits beside its reading, and the cooling
   kiwi::thermal::ThermalSensor x86_sensor(x86.context());
   x86_sensor.sample(x86.sink);
   CHECK(x86.sink.value("thermal_high_celsius", {{"sensor", "nvme_Composite"}}) == 81.85);
+  CHECK_FALSE(x86.sink.value("thermal_high_celsius", {{"sensor", "it8613_temp1"}}));  // 127: unset
   CHECK(x86.sink.value("thermal_critical_celsius", {{"sensor", "nvme_Composite"}}) == 84.85);
   CHECK(x86.sink.value("thermal_critical_celsius", {{"sensor", "coretemp_Package id 0"}}) == 100.0);
   CHECK_FALSE(x86.sink.value("thermal_critical_celsius", {{"sensor", "coretemp_Core 0"}}));
