@@ -552,10 +552,10 @@ TEST_CASE("reload: a drop-in file in conf.d adds a sensor, as --check-config rea
   write_text(dropin, slow_sensor("extra"));
   auto check = run_agent_command({"--check-config", agent.config_path().string()});
   CHECK(check.exit_code == 0);
-  CHECK_THAT(check.out, Catch::Contains("ok (12 sensors"));
+  CHECK_THAT(check.out, Catch::Contains("ok (13 sensors"));
   CHECK_THAT(agent.reload(), Catch::Contains("sensor extra added"));
   CHECK(eventually([&] { return status_of(current(c), "extra") == "ok"; }, 5s));
-  CHECK(status_of(current(c), "cpu") == "ok");  // the eleven defaults stay
+  CHECK(status_of(current(c), "cpu") == "ok");  // the twelve defaults stay
   // A broken drop-in: the reload fails naming its file and line, nothing changes.
   write_text(dropin, "[http]\nthreads = 2\n");
   auto verdict = agent.reload();

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Disk writes: what kiwi-agent writes to flash per hour, at steady state and on a young history.
 
-Runs the agent on its built-in configuration (the eleven default sensors at 1 s, commit every 10 s)
+Runs the agent on its built-in configuration (the twelve default sensors at 1 s, commit every 10 s)
 twice side by side, each with its own data directory on a disk filesystem and the snapshot file
 on tmpfs (as /run when installed):
 
@@ -172,7 +172,7 @@ def render(rows):
            f"- machine: {m.get('cpus')} CPUs, Linux {m.get('kernel')}; data on "
            f"{m.get('filesystem')}; load average before: {run.get('loadavg_before', '?')}, after: "
            f"{run.get('loadavg_after', '?')}",
-           f"- {len(disks)} agents at once, each on the built-in configuration (eleven sensors at "
+           f"- {len(disks)} agents at once, each on the built-in configuration (twelve sensors at "
            "1 s, commit every 10 s) with its own data directory, snapshot on tmpfs; "
            f"write_bytes over {m.get('seconds', 0):.0f} s after {m.get('warmup', 0):.0f} s of "
            "warm-up; steady = retention 1m (every minute's prune frees what the minute added, "
