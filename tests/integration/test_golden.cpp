@@ -411,6 +411,10 @@ TEST_CASE("golden: Raspberry Pi 4: one thermal zone, SD card, swap file, eth0 an
   golden("rpi4");
 }
 
+TEST_CASE("golden: Raspberry Pi 5: NVMe boot, the Active Cooler's fan, RP1's ADC, eth0 and Wi-Fi") {
+  golden("rpi5");
+}
+
 TEST_CASE("golden: VM: no temperatures and no error, virtio disk and NIC, Docker bridge") {
   golden("vm");
 }

@@ -86,6 +86,22 @@ TEST_CASE("cpufreq: a Pi 4 has one policy, intel_pstate one per core, a VM none"
                                  "/devices/system/cpu/cpufreq is missing or empty"));
 }
 
+TEST_CASE("cpufreq: a Pi 5's Cortex-A76 cores idle at 1.5 GHz of 1.5-2.4 GHz, not capped") {
+  Harness pi(fixture("rpi5"));
+  CpufreqSensor sensor(pi.context());
+  CHECK(pi.sample(sensor).status == kiwi::SampleStatus::ok);
+  const std::map<std::string, std::string> p0{{"policy", "policy0"}};
+  CHECK(pi.sink.count("cpufreq_frequency_hertz") == 1);
+  CHECK(pi.sink.value("cpufreq_frequency_hertz", p0) == 1.5e9);
+  CHECK(pi.sink.value("cpufreq_hardware_min_frequency_hertz", p0) == 1.5e9);
+  CHECK(pi.sink.value("cpufreq_hardware_max_frequency_hertz", p0) == 2.4e9);
+  CHECK(pi.sink.value("cpufreq_capped", p0) == 0.0);
+  CHECK(pi.sink.value("cpufreq_policy_info", {{"policy", "policy0"},
+                                              {"cpus", "0-3"},
+                                              {"governor", "ondemand"},
+                                              {"driver", "cpufreq-dt"}}) == 1.0);
+}
+
 TEST_CASE("cpufreq: a scaling maximum below the hardware's is a capped policy") {
   ScratchTree tree("rk3588");
   tree.write(kPolicies + "policy6/scaling_max_freq", "1416000\n");  // a thermal limit, or a user

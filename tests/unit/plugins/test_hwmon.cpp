@@ -154,6 +154,19 @@ TEST_CASE("hwmon: an RK3588's PWM fan without a tachometer, and not the zones' m
   CHECK(h.sink.value("hwmon_pwm_ratio", at("pwmfan", "pwm1")) == 72 / 255.0);
 }
 
+TEST_CASE("hwmon: a Pi 5's Active Cooler with its tachometer, and RP1's four ADC inputs") {
+  Harness h(fixture("rpi5"), defaults());
+  HwmonSensor sensor(h.context());
+  CHECK(h.sample(sensor).status == kiwi::SampleStatus::ok);
+  CHECK(h.sink.value("hwmon_fan_rpm", at("pwmfan", "fan1")) == 2727.0);
+  CHECK(h.sink.value("hwmon_pwm_ratio", at("pwmfan", "pwm1")) == 75 / 255.0);  // fan state 1
+  CHECK(h.sink.count("hwmon_fan_min_rpm") == 0);  // pwm-fan has no fan1_min
+  CHECK(h.sink.label_values("hwmon_volts", "sensor") ==
+        std::vector<std::string>{"in1", "in2", "in3", "in4"});
+  CHECK(h.sink.value("hwmon_volts", at("rp1_adc", "in4")) == 1.479);
+  CHECK(h.sink.count("hwmon_alarm") == 0);  // rpi_volt's alarm is the power sensor's
+}
+
 TEST_CASE("hwmon: a Pi 4 (rpi_volt only: the power sensor's) and a VM have no data") {
   for (const char* board : {"rpi4", "vm"}) {
     INFO(board);

@@ -74,7 +74,7 @@ const Plugin kPlugins[] = {
     {"hwmon", kiwi::hwmon::kOptions, kiwi::hwmon::kMetricSpecs, make<kiwi::hwmon::HwmonSensor>()},
 };
 
-constexpr std::string_view kBoards[] = {"rk3588", "rpi4", "vm", "x86", "awkward"};
+constexpr std::string_view kBoards[] = {"rk3588", "rpi4", "rpi5", "vm", "x86", "awkward"};
 
 std::set<std::string> label_names(std::string_view comma_list) {
   std::set<std::string> out;

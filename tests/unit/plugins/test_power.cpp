@@ -55,6 +55,21 @@ TEST_CASE("power: a word with every condition now, and a Pi 5's firmware path") 
   CHECK(h.sink.count("power_under_voltage_alarm") == 0);  // no rpi_volt here
 }
 
+TEST_CASE("power: a healthy Pi 5 under soc@107c000000, with its rpi_volt") {
+  Harness h(fixture("rpi5"));
+  PowerSensor sensor(h.context());
+  const auto r = h.sample(sensor);
+  CHECK(r.status == kiwi::SampleStatus::ok);
+  CHECK(r.message.empty());
+  CHECK(h.sink.count("power_throttle_flag") == 8);
+  for (const char* f : {"under_voltage", "frequency_capped", "throttled", "soft_temperature_limit"})
+    for (const char* when : {"now", "since_boot"}) {
+      INFO(f << " " << when);
+      CHECK(h.sink.value("power_throttle_flag", {{"flag", f}, {"when", when}}) == 0);
+    }
+  CHECK(h.sink.value("power_under_voltage_alarm") == 0);
+}
+
 TEST_CASE("power: another board is no data, and damaged or unreadable files are named") {
   Harness x86(fixture("x86"));
   PowerSensor none(x86.context());

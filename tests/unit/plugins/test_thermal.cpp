@@ -64,6 +64,26 @@ TEST_CASE("thermal: a Raspberry Pi 4 reports cpu-thermal once, ignoring rpi_volt
   CHECK(h.sink.value("thermal_max_celsius") == 47.722);
 }
 
+TEST_CASE("thermal: a Raspberry Pi 5: the fan's active trips are no limit, its state is reported") {
+  // tests/fixtures/rpi5: bcm2712's critical trip at 110 °C, the Pi 5 board's four active trips
+  // (50, 60, 67.5, 75 °C) stepping the Active Cooler's pwm-fan; at 52.65 °C it is at state 1.
+  Harness h(fixture("rpi5"), defaults());
+  kiwi::thermal::ThermalSensor sensor(h.context());
+  CHECK(sensor.sample(h.sink).status == kiwi::SampleStatus::ok);
+  CHECK(h.sink.label_values("thermal_celsius", "sensor") ==
+        std::vector<std::string>{"cpu-thermal", "rp1_adc_temp1", "nvme_Composite"});
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "cpu-thermal"}}) == 52.65);
+  CHECK(h.sink.value("thermal_celsius", {{"sensor", "rp1_adc_temp1"}}) == 61.282);
+  CHECK(h.sink.value("thermal_max_celsius") == 61.282);
+  CHECK(h.sink.value("thermal_critical_celsius", {{"sensor", "cpu-thermal"}}) == 110.0);
+  CHECK_FALSE(h.sink.value("thermal_high_celsius", {{"sensor", "cpu-thermal"}}));
+  CHECK(h.sink.value("thermal_high_celsius", {{"sensor", "nvme_Composite"}}) == 81.85);
+  CHECK(h.sink.label_values("thermal_cooling_state", "device") ==
+        std::vector<std::string>{"pwm-fan"});
+  CHECK(h.sink.value("thermal_cooling_state", {{"device", "pwm-fan"}}) == 1.0);
+  CHECK(h.sink.value("thermal_cooling_max_state", {{"device", "pwm-fan"}}) == 4.0);
+}
+
 TEST_CASE("thermal: a VM without thermal zones reports no data, not an error") {
   Harness h(fixture("vm"), defaults());
   kiwi::thermal::ThermalSensor sensor(h.context());
