@@ -1,4 +1,4 @@
-// The dashboard on the fixture boards' real layouts (tests/fixtures: a Raspberry Pi 4, an RK3588,
+// The dashboard on the fixture boards' real layouts (tests/fixtures: a Raspberry Pi 4 and 5, an RK3588,
 // an x86 mini PC, a VM), in Debian's chromium (headless) against the real kiwi-agent on its
 // built-in configuration with procfs and sysfs pointed at a copy of the board: the board's own
 // cards show what that board has (the Pi's power flags and under-voltage banner, the RK3588's
@@ -103,9 +103,25 @@ test('a Raspberry Pi 4: power flags, one cluster, pressure; no GPU card, no wear
   // sample so far, which is the one the card shows).
   assert.equal(shown.processes.length, 5);
   assert.deepEqual(shown.processes, await topByMemory(agent));
+  // Wi-Fi: the signal beside the rates, where an interface has one (wlan0).
+  assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('#card-network [data-metric="network_wireless_signal_dbm"]')]
+    .filter((e) => e.textContent).map((e) => [e.dataset.label, e.textContent])), [['wlan0', '-56 dBm']]);
   // The firmware's word says under-voltage now: the red banner, since the agent's first samples.
   await page.waitForFunction(() => document.querySelector('#banner[data-kind="undervoltage"] time'), null, { timeout: 10000 });
   assert.match(await page.evaluate(() => document.getElementById('banner').textContent), /^UNDER-VOLTAGE Under-voltage detected since (at least )?\d\d:\d\d:\d\d/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a Raspberry Pi 5: its fan in rpm beside the fan\'s cooling state, and a fan-speed chart', async () => {
+  const { page, shown, problems } = await open('rpi5');
+  assert.equal(shown.hidden.devfreq, true, 'V3D is not a devfreq device');
+  assert.deepEqual(shown.groups, ['Power (Raspberry Pi firmware)', 'CPU frequency', 'Cooling', 'Pressure, last 10 s (waiting for)']);
+  const cooling = shown.health.slice(shown.health.findIndex(([k]) => k.startsWith('CPU')) + 1).slice(0, 2);
+  assert.deepEqual(cooling, [['pwmfan fan1', '2727 rpm'], ['pwm-fan', '1 of 4']]);
+  assert.equal(shown.banner, null, 'a healthy supply: no banner');
+  await page.waitForFunction(() => Number(document.getElementById('chart-fans').dataset.points) > 0, null, { timeout: 10000 });
+  assert.equal(await page.evaluate(() => document.querySelector('#chart-fans .u-legend .u-label').textContent), 'pwmfan fan1');
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -217,16 +217,19 @@
     }));
   }
 
-  // Network and disk I/O: one table row per interface / device, rates in bytes per second.
+  // Network and disk I/O: one table row per interface / device, rates in bytes per second; a
+  // column with a formatter of its own (Wi-Fi signal) only where some row has a value.
   const ratesCard = (label, head, cols, empty) => (m) => {
-    const maps = cols.map(([name]) => m.by(name, label));
+    const shown = cols.filter(([name, , fmt]) => !fmt || m.all(name).length);
+    const maps = shown.map(([name]) => m.by(name, label));
     const keys = [...new Set(maps.flatMap((x) => [...x.keys()]))].sort(byName);
     if (!keys.length) return note(empty);
     return h('table', { class: 'rates' },
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, head), cols.map(([, title]) => h('th', { scope: 'col' }, title)))),
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, head), shown.map(([, title]) => h('th', { scope: 'col' }, title)))),
       h('tbody', {}, keys.map((k) => h('tr', {}, h('th', { scope: 'row' }, k),
-        cols.map(([name], i) => h('td', {}, val(name, fmtRate(maps[i].get(k)), maps[i].get(k), k)))))));
+        shown.map(([name, , fmt], i) => h('td', {}, val(name, (fmt || fmtRate)(maps[i].get(k)), maps[i].get(k), k)))))));
   };
+  const fmtDbm = (v) => (ok(v) ? `${Math.round(v)} dBm` : '');
 
   // Board health: the Raspberry Pi firmware's power flags, each CPU cluster's frequency against
   // its maximum, the cooling devices and fans, and pressure stall information, from the power,
@@ -353,7 +356,7 @@
     cpu: cpuCard, thermal: thermalCard, memory: memoryCard, storage: storageCard, health: healthCard, devfreq: devfreqCard,
     processes: processesCard,
     network: ratesCard('interface', 'Interface', [['network_receive_bytes_per_second', 'Receive'],
-      ['network_transmit_bytes_per_second', 'Transmit']], 'No interfaces reported.'),
+      ['network_transmit_bytes_per_second', 'Transmit'], ['network_wireless_signal_dbm', 'Signal', fmtDbm]], 'No interfaces reported.'),
     diskio: ratesCard('device', 'Device', [['diskio_read_bytes_per_second', 'Read'],
       ['diskio_write_bytes_per_second', 'Write']], 'No disks reported.'),
   };
