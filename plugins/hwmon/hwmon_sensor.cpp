@@ -77,7 +77,10 @@ HwmonSensor::Found HwmonSensor::discover() const {
       for (std::size_t i = 0; it != end; ++it, ++i) names[it->first] = std::move(of_kind[i]);
     }
 
-    for (auto& [key, items] : channels) {
+    for (auto& channel : channels) {
+      // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+      const auto& key = channel.first;
+      auto& items = channel.second;
       const auto [kind, number] = key;
       const std::string& sensor = names[key];
       if (!filter_.passes(chip_names[c] + "/" + sensor)) {
