@@ -1012,7 +1012,8 @@
   }
   // When it began, from the history: the last minute of the past day with a 0 in it (agg=min),
   // then that minute's samples for the exact second. { t, before } (before: on since at least t,
-  // as far back as the history goes), or null while unknown.
+  // as far back as the history goes), or null while unknown: asked again every few seconds while
+  // the history cannot tell (the agent's first seconds, before it stored the series).
   const uvStart = { key: null, found: null, asking: false, failedAt: 0 };
   async function findUnderVoltageStart(key) {
     const get = async (params) => {
@@ -1033,7 +1034,7 @@
   }
   function underVoltageSince(key) {
     if (key !== uvStart.key) Object.assign(uvStart, { key, found: null, failedAt: 0 });
-    if (key && !uvStart.found && !uvStart.asking && Date.now() - uvStart.failedAt > 30000) {
+    if (key && !uvStart.found && !uvStart.asking && Date.now() - uvStart.failedAt > Math.max(3000, POLL_MS)) {
       uvStart.asking = true;
       findUnderVoltageStart(key).then((f) => { if (uvStart.key === key) uvStart.found = f; if (!f) uvStart.failedAt = Date.now(); })
         .catch(() => { uvStart.failedAt = Date.now(); })
