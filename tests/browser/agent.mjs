@@ -42,6 +42,31 @@ export async function until(fn, ms, what) {
 
 const q = (s) => JSON.stringify(String(s)); // a TOML basic string
 
+// The routes the dashboard needs (its page and assets, /api/current, /api/history), with the
+// dashboard's options (TOML values by key) polling every second unless they say otherwise.
+export function dashboardRoutes(options = {}) {
+  const opts = Object.entries({ poll_interval: '"1s"', ...options }).map(([k, v]) => `${k} = ${v}`).join('\n');
+  return `
+[[route]]
+path = "/"
+handler = "dashboard"
+[route.options]
+${opts}
+
+[[route]]
+path = "/assets/*"
+handler = "dashboard"
+
+[[route]]
+path = "/api/current"
+handler = "current"
+
+[[route]]
+path = "/api/history"
+handler = "history"
+`;
+}
+
 // A sysfs tree with known temperatures and CPU frequencies, so the temperature card and its
 // thresholds show real values on any machine (VMs have no thermal zones), and a board's own
 // files (the layouts of tests/fixtures): one cpufreq policy for every core, scaled to 1.8 GHz of

@@ -10,28 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { Agent, launchChromium, THROTTLED } from './agent.mjs';
+import { Agent, dashboardRoutes, launchChromium, THROTTLED } from './agent.mjs';
 
 const FIXTURES = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../fixtures');
-const ROUTES = `
-[[route]]
-path = "/"
-handler = "dashboard"
-[route.options]
-poll_interval = "1s"
-
-[[route]]
-path = "/assets/*"
-handler = "dashboard"
-
-[[route]]
-path = "/api/current"
-handler = "current"
-
-[[route]]
-path = "/api/history"
-handler = "history"
-`;
+const ROUTES = dashboardRoutes();
 
 let context;
 const userDataDir = mkdtempSync(join(tmpdir(), 'kiwi-chromium-'));

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { Agent, env, fakeSysfs, launchChromium, procStatCores, until, writeThrottled } from './agent.mjs';
+import { Agent, dashboardRoutes, env, fakeSysfs, launchChromium, procStatCores, until, writeThrottled } from './agent.mjs';
 
 const SCREENSHOTS = process.env.KIWI_SCREENSHOT_DIR || join(tmpdir(), 'kiwi-screenshots');
 
@@ -18,27 +18,7 @@ const SCREENSHOTS = process.env.KIWI_SCREENSHOT_DIR || join(tmpdir(), 'kiwi-scre
 const ZONES = [['soc-thermal', 52.3], ['bigcore0-thermal', 66.6], ['bigcore1-thermal', 71.2],
   ['littlecore-thermal', 55.0], ['gpu-thermal', 49.8], ['npu-thermal', 48.9]];
 const FREQ_KHZ = [1800000, 2256000, 408000, 1416000];
-const ROUTES = `
-[[route]]
-path = "/"
-handler = "dashboard"
-[route.options]
-poll_interval = "1s"
-temperature_warm_celsius = 65
-temperature_hot_celsius = 70
-
-[[route]]
-path = "/assets/*"
-handler = "dashboard"
-
-[[route]]
-path = "/api/current"
-handler = "current"
-
-[[route]]
-path = "/api/history"
-handler = "history"
-`;
+const ROUTES = dashboardRoutes({ temperature_warm_celsius: 65, temperature_hot_celsius: 70 });
 
 // Formatting for people, written out again here so the page's own code is not its own oracle.
 const fmt = {

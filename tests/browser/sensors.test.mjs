@@ -10,32 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { Agent, env, launchChromium, until } from './agent.mjs';
+import { Agent, dashboardRoutes, env, launchChromium, until } from './agent.mjs';
 
 const SCREENSHOTS = process.env.KIWI_SCREENSHOT_DIR || join(tmpdir(), 'kiwi-screenshots');
 const plugin = (file) => JSON.stringify(join(env('KIWI_TEST_PLUGIN_DIR'), file));
 // Label text as an exec script could print it: it must reach the screen as these characters.
 const HOSTILE = '<img src=x onerror="window.__kiwiXss=1">';
 
-const ROUTES = `
-[[route]]
-path = "/"
-handler = "dashboard"
-[route.options]
-poll_interval = "1s"
-
-[[route]]
-path = "/assets/*"
-handler = "dashboard"
-
-[[route]]
-path = "/api/current"
-handler = "current"
-
-[[route]]
-path = "/api/history"
-handler = "history"
-`;
+const ROUTES = dashboardRoutes();
 // Two storage instances on different file systems ("/" and the tmpfs mounts, of which a machine
 // (a bare chroot) may have none), the README's example plugin, two instances of a test plugin (one with ten
 // zones, more than a chart draws and a card shows unfolded; the other read every other second) and
