@@ -132,11 +132,13 @@ test('an RK3588: three clusters, fan and cpufreq cooling, GPU and NPU, the eMMC\
 test('an x86 mini PC: a policy per core, no GPU card; a VM: pressure and OOM kills only', async () => {
   const x86 = await open('x86');
   assert.equal(x86.shown.hidden.devfreq, true);
+  assert.equal(await x86.page.evaluate(() => document.getElementById('card-sensor-hwmon').hidden), false, 'the it8613\'s card');
   assert.deepEqual(x86.shown.health.filter(([k]) => k.startsWith('CPU')).map(([k]) => k),
     ['CPU 0 powersave', 'CPU 1 powersave', 'CPU 2 powersave', 'CPU 3 powersave']);
   await x86.page.close();
   const vm = await open('vm');
   assert.deepEqual(vm.shown.hidden, { health: false, devfreq: true });
+  assert.equal(await vm.page.evaluate(() => document.getElementById('card-sensor-hwmon').hidden), true, 'no hwmon channels: no card');
   assert.deepEqual(vm.shown.groups, ['Pressure, last 10 s (waiting for)'], 'no power, no cpufreq, no cooling in a VM');
   assert.deepEqual(vm.shown.health.map(([k]) => k), ['cpu', 'io', 'memory', 'OOM kills since boot']);
   assert.equal(vm.shown.banner, null);

@@ -361,7 +361,8 @@
       ['diskio_write_bytes_per_second', 'Write']], 'No disks reported.'),
   };
   const OPTIONAL = new Set(['network', 'diskio', 'health', 'devfreq', 'processes']); // cards shown only where the agent runs them
-  const NEEDS_DATA = new Set(['health', 'devfreq', 'processes']); // ... and only where they have data
+  // ... and only where they have data (hwmon's generic card too: most boards have no channels).
+  const NEEDS_DATA = new Set(['health', 'devfreq', 'processes', 'hwmon']);
   // Sensors drawn on another plugin's card, and series a card borrows from other sensors.
   const PART_OF = { power: 'health', cpufreq: 'health', pressure: 'health' };
   const BORROWS = {
@@ -507,6 +508,7 @@
         ownCards.set(key, card);
       }
       fillCard(card, key, sensor, plugin, CARDS[plugin] || genericCard);
+      card.hidden = NEEDS_DATA.has(plugin) && sensor.status === 'no_data'; // hwmon without channels
       (order.get(plugin) || generic).push(card); // next to its plugin's card, others at the end
     }
     const keep = new Set(extra.map(([key]) => key));
