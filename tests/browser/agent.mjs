@@ -40,6 +40,35 @@ export async function until(fn, ms, what) {
   }
 }
 
+// Formatting for people, written out again for the tests, so the page's own code is not its own
+// oracle.
+export const fmt = {
+  pct: (r, d = 0) => `${(r * 100).toFixed(d)}%`,
+  iec(b) {
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (b >= 1024 ** (i + 1) && i < units.length - 1) i++;
+    const v = b / 1024 ** i;
+    return i === 0 ? `${Math.round(v)} B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${units[i]}`;
+  },
+  rate(b) {
+    const units = ['B/s', 'kB/s', 'MB/s', 'GB/s'];
+    let i = 0;
+    while (b >= 1000 ** (i + 1) && i < units.length - 1) i++;
+    const v = b / 1000 ** i;
+    return i === 0 ? `${Math.round(v)} B/s` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${units[i]}`;
+  },
+  hz: (hz) => (hz >= 1e9 ? `${(hz / 1e9).toFixed(2)} GHz` : `${Math.round(hz / 1e6)} MHz`),
+  c: (c) => `${c.toFixed(1)} °C`,
+  load: (l) => l.toFixed(2),
+  clock: (t) => new Date(t * 1000).toTimeString().slice(0, 8), // local HH:MM:SS, as the page shows it
+  uptime(s) {
+    s = Math.floor(s);
+    const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+    return d ? `${d} d ${h} h` : h ? `${h} h ${m} min` : m ? `${m} min` : `${s} s`;
+  },
+};
+
 const q = (s) => JSON.stringify(String(s)); // a TOML basic string
 
 // The routes the dashboard needs (its page and assets, /api/current, /api/history), with the

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { Agent, dashboardRoutes, launchChromium, THROTTLED } from './agent.mjs';
+import { Agent, dashboardRoutes, fmt, launchChromium, THROTTLED } from './agent.mjs';
 
 const FIXTURES = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../fixtures');
 const ROUTES = dashboardRoutes();
@@ -62,15 +62,13 @@ async function open(board, edit = () => {}) {
 
 // The top-processes card's list by memory, as /api/current has it: command, pid, CPU share (none
 // in the first sample), resident bytes.
-const iec = (b) => { let i = 0; while (b >= 1024 ** (i + 1) && i < 4) i++; const v = b / 1024 ** i;
-  return i === 0 ? `${Math.round(v)} B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${['B', 'KiB', 'MiB', 'GiB', 'TiB'][i]}`; };
 async function topByMemory(agent) {
   const s = Object.values((await agent.json('/api/current')).body.sensors).find((x) => x.plugin === 'processes');
   const at = (name, rank) => (s.metrics.find((m) => m.name === name && m.labels.by === 'memory' && m.labels.rank === rank) || {}).value;
   return s.metrics.filter((m) => m.name === 'processes_top_pid' && m.labels.by === 'memory')
     .sort((a, b) => Number(a.labels.rank) - Number(b.labels.rank))
     .map((m) => [m.labels.command, String(m.value), at('processes_top_cpu_ratio', m.labels.rank) === undefined ? '–'
-      : `${(at('processes_top_cpu_ratio', m.labels.rank) * 100).toFixed(1)}%`, iec(at('processes_top_resident_bytes', m.labels.rank))]);
+      : fmt.pct(at('processes_top_cpu_ratio', m.labels.rank), 1), fmt.iec(at('processes_top_resident_bytes', m.labels.rank))]);
 }
 
 test('a Raspberry Pi 4: power flags, one cluster, pressure; no GPU card, no wear on its SD card', async () => {

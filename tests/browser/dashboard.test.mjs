@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { Agent, dashboardRoutes, env, fakeSysfs, launchChromium, procStatCores, until, writeThrottled } from './agent.mjs';
+import { Agent, dashboardRoutes, env, fakeSysfs, fmt, launchChromium, procStatCores, until, writeThrottled } from './agent.mjs';
 
 const SCREENSHOTS = process.env.KIWI_SCREENSHOT_DIR || join(tmpdir(), 'kiwi-screenshots');
 
@@ -19,29 +19,6 @@ const ZONES = [['soc-thermal', 52.3], ['bigcore0-thermal', 66.6], ['bigcore1-the
   ['littlecore-thermal', 55.0], ['gpu-thermal', 49.8], ['npu-thermal', 48.9]];
 const FREQ_KHZ = [1800000, 2256000, 408000, 1416000];
 const ROUTES = dashboardRoutes({ temperature_warm_celsius: 65, temperature_hot_celsius: 70 });
-
-// Formatting for people, written out again here so the page's own code is not its own oracle.
-const fmt = {
-  pct: (r, d = 0) => `${(r * 100).toFixed(d)}%`,
-  iec(b) {
-    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-    let i = 0;
-    while (b >= 1024 ** (i + 1) && i < units.length - 1) i++;
-    const v = b / 1024 ** i;
-    return i === 0 ? `${Math.round(v)} B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${units[i]}`;
-  },
-  rate(b) {
-    const units = ['B/s', 'kB/s', 'MB/s', 'GB/s'];
-    let i = 0;
-    while (b >= 1000 ** (i + 1) && i < units.length - 1) i++;
-    const v = b / 1000 ** i;
-    return i === 0 ? `${Math.round(v)} B/s` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${units[i]}`;
-  },
-  hz: (hz) => (hz >= 1e9 ? `${(hz / 1e9).toFixed(2)} GHz` : `${Math.round(hz / 1e6)} MHz`),
-  c: (c) => `${c.toFixed(1)} °C`,
-  load: (l) => l.toFixed(2),
-  clock: (t) => new Date(t * 1000).toTimeString().slice(0, 8), // local HH:MM:SS, as the page shows it
-};
 
 let agent, staleAgent, context, page;
 const userDataDir = mkdtempSync(join(tmpdir(), 'kiwi-chromium-'));

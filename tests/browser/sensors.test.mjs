@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { Agent, dashboardRoutes, env, launchChromium, until } from './agent.mjs';
+import { Agent, dashboardRoutes, env, fmt, launchChromium, until } from './agent.mjs';
 
 const SCREENSHOTS = process.env.KIWI_SCREENSHOT_DIR || join(tmpdir(), 'kiwi-screenshots');
 const plugin = (file) => JSON.stringify(join(env('KIWI_TEST_PLUGIN_DIR'), file));
@@ -65,16 +65,6 @@ name = "late"
 [sensor.options]
 label = "late"
 `;
-
-// Formatting written out again here, so the page's own code is not its own oracle.
-const fmt = {
-  c: (c) => `${c.toFixed(1)} °C`,
-  uptime(s) {
-    s = Math.floor(s);
-    const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
-    return d ? `${d} d ${h} h` : h ? `${h} h ${m} min` : m ? `${m} min` : `${s} s`;
-  },
-};
 
 let agent, context, page;
 const userDataDir = mkdtempSync(join(tmpdir(), 'kiwi-chromium-'));
