@@ -298,6 +298,9 @@ class DataSource {
   virtual AgentStats stats() const = 0;
   // Names and units of every series the store holds (for validating `series` patterns).
   virtual std::vector<std::string> series_names() const = 0;
+  // Every alert instance that is not inactive (pending, firing, resolved), firing first, then
+  // by name and labels. An agent before ABI 1.6: none.
+  virtual std::vector<Alert> alerts() const { return {}; }
 
  protected:
   ~DataSource() = default;

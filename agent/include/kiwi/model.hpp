@@ -113,6 +113,87 @@ struct OutputStatus {
   double last_error_at = 0;
 };
 
+// ---- Alerts ([[alert]] rules, since ABI 1.6) ------------------------------------------------
+
+// An alert's state (docs/alerts.md): inactive (the condition does not hold), pending (it holds,
+// not yet for the rule's `for`), firing, resolved (it fired and the condition has cleared past the
+// rule's hysteresis; shown as resolved until it holds again or the agent forgets it).
+enum class AlertState : std::uint32_t { inactive = 0, pending = 1, firing = 2, resolved = 3 };
+
+inline std::string_view to_string(AlertState s) {
+  switch (s) {
+    case AlertState::inactive:
+      return "inactive";
+    case AlertState::pending:
+      return "pending";
+    case AlertState::firing:
+      return "firing";
+    case AlertState::resolved:
+      return "resolved";
+  }
+  return "inactive";
+}
+
+enum class Severity : std::uint32_t { info = 0, warning = 1, critical = 2 };
+
+inline std::string_view to_string(Severity s) {
+  return s == Severity::info ? "info" : s == Severity::warning ? "warning" : "critical";
+}
+
+// One instance of a rule: the rule and the labels of the series (or sensor) it matched. What
+// /api/alerts lists (every instance not inactive) and the dashboard shows.
+struct Alert {
+  std::string name;  // the rule's name: Prometheus's `alertname`
+  // The matched series' labels, sorted by name, with `sensor` (the report it came from) added.
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string series;  // the watched series' key (`thermal_celsius{zone="soc"}`), or the sensor
+  AlertState state = AlertState::inactive;
+  Severity severity = Severity::warning;
+  std::string summary;   // the rule's summary rendered with this instance's labels and value
+  double value = 0;      // the latest value the rule looked at (NaN: none, e.g. stale)
+  double threshold = 0;  // what it was compared with (NaN: none, e.g. a status rule)
+  double since = 0;      // unix seconds it entered its state
+  double active_at = 0;  // unix seconds the condition began to hold (startsAt); 0 when inactive
+};
+
+// What a notifier is handed: transitions of alert instances, oldest first, or (repeat) the
+// instances firing now, sent again while they fire.
+struct AlertNotice {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> labels;  // sorted by name, `sensor` included
+  Severity severity = Severity::warning;
+  bool firing = true;  // false: resolved
+  std::string summary;
+  double value = 0;
+  double threshold = 0;  // NaN when none
+  double starts_at = 0;  // unix seconds the condition began to hold
+  // Resolved: unix seconds it resolved. Firing: how long the receiver may hold it as firing
+  // without hearing from the agent again (Alertmanager's endsAt); 0 when the agent names none.
+  double ends_at = 0;
+  std::uint64_t sequence = 0;  // the transition's number in the agent's event log (0: a repeat)
+};
+
+struct Notification {
+  std::vector<AlertNotice> alerts;
+  bool repeat = false;    // a reminder of what fires, not a change
+  std::string host;       // the agent's host name (the `instance` label)
+  std::string agent_url;  // where the agent's dashboard is, as configured ("" when unknown)
+};
+
+// One notifier ([[notify]]) and its queue.
+struct NotifierStatus {
+  std::string name;
+  std::string kind;              // "alertmanager", "webhook", "ntfy", or a plugin's name
+  std::string state;             // "idle", "sending", "retrying"
+  std::uint64_t queued = 0;      // transitions waiting to be sent
+  std::uint64_t sent_total = 0;  // notifications the receiver took
+  std::uint64_t failures_total = 0;
+  std::uint64_t dropped_total = 0;  // refused for good (a 4xx), skipped
+  double last_sent_at = 0;
+  std::string last_error;
+  double last_error_at = 0;
+};
+
 // Counters of the running agent, for /api/health, /api/plugins and /metrics.
 struct AgentStats {
   std::string version;
@@ -134,6 +215,10 @@ struct AgentStats {
   std::vector<OutputStatus> outputs;         // an agent before ABI 1.1: none
   std::uint64_t http_auth_failures = 0;      // credentials refused (an agent before 1.2: 0)
   std::uint64_t http_auth_rate_limited = 0;  // refused unchecked, the address blocked
+  // Since ABI 1.6: alert instances by state now, and the notifiers.
+  std::uint64_t alerts_firing = 0;
+  std::uint64_t alerts_pending = 0;
+  std::vector<NotifierStatus> notifiers;
 };
 
 // A history query. Limits are checked by the handler; the store trusts them.
