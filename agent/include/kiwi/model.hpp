@@ -144,8 +144,10 @@ inline std::string_view to_string(Severity s) {
 // /api/alerts lists (every instance not inactive) and the dashboard shows.
 struct Alert {
   std::string name;  // the rule's name: Prometheus's `alertname`
-  // The matched series' labels, sorted by name, with `sensor` (the report it came from) added.
+  // The matched series' labels, sorted by name (a status rule's: none).
   std::vector<std::pair<std::string, std::string>> labels;
+  // The report the series came from: the [[sensor]] name, or "agent" (the dashboard's card).
+  std::string sensor;
   std::string series;  // the watched series' key (`thermal_celsius{zone="soc"}`), or the sensor
   AlertState state = AlertState::inactive;
   Severity severity = Severity::warning;
@@ -160,7 +162,8 @@ struct Alert {
 // instances firing now, sent again while they fire.
 struct AlertNotice {
   std::string name;
-  std::vector<std::pair<std::string, std::string>> labels;  // sorted by name, `sensor` included
+  std::vector<std::pair<std::string, std::string>> labels;  // sorted by name
+  std::string sensor;                                       // the report (Alert::sensor)
   Severity severity = Severity::warning;
   bool firing = true;  // false: resolved
   std::string summary;
