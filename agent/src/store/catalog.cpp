@@ -20,7 +20,17 @@ void append_escaped_label(std::string& out, std::string_view v) {
   }
 }
 
-// Inverse of canonical_labels, for series read back from the database.
+// A series' key: `name`, or `name{labels}` with its canonical label text. Written into `out`, so
+// the per-tick lookup reuses one buffer.
+void assign_key(std::string& out, std::string_view name, std::string_view labels) {
+  out.assign(name);
+  if (labels.empty()) return;
+  out.push_back('{');
+  out.append(labels);
+  out.push_back('}');
+}
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> parse_labels(std::string_view text) {
   std::vector<std::pair<std::string, std::string>> out;
   while (!text.empty()) {
@@ -41,17 +51,6 @@ std::vector<std::pair<std::string, std::string>> parse_labels(std::string_view t
   }
   return out;
 }
-
-// A series' key: `name`, or `name{labels}` with its canonical label text. Written into `out`, so
-// the per-tick lookup reuses one buffer.
-void assign_key(std::string& out, std::string_view name, std::string_view labels) {
-  out.assign(name);
-  if (labels.empty()) return;
-  out.push_back('{');
-  out.append(labels);
-  out.push_back('}');
-}
-}  // namespace
 
 void append_canonical_labels(std::string& out,
                              const std::vector<std::pair<std::string, std::string>>& labels) {

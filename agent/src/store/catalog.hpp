@@ -17,6 +17,8 @@ namespace kiwi::agent {
 std::string canonical_labels(const std::vector<std::pair<std::string, std::string>>& labels);
 void append_canonical_labels(std::string& out,
                              const std::vector<std::pair<std::string, std::string>>& labels);
+// Its inverse, for labels read back from the database.
+std::vector<std::pair<std::string, std::string>> parse_labels(std::string_view text);
 
 struct SeriesInfo {
   std::string key;

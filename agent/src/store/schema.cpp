@@ -29,7 +29,8 @@ constexpr int kSchemaVersion = 4;
 // Tables an agent creates (any version); sqlite_* are SQLite's own (autoindexes).
 bool our_table(std::string_view name) {
   return name == "series" || name == "samples" || name == "blocks" || name == "rollups" ||
-         name == "hours" || name == "output_cursors" || name.starts_with("sqlite_");
+         name == "hours" || name == "output_cursors" || name == "alert_state" ||
+         name == "alert_events" || name.starts_with("sqlite_");
 }
 
 // 20261202T041700Z
@@ -202,6 +203,9 @@ void create_or_migrate(sql::Connection& db, const Identity& id) {
   db.exec(
       "CREATE TABLE IF NOT EXISTS output_cursors(name TEXT PRIMARY KEY, acked_ms INTEGER NOT "
       "NULL)");
+  // Added in 0.5 the same way: the alerts' state and their transitions (alert_log.hpp).
+  db.exec("CREATE TABLE IF NOT EXISTS alert_state(id INTEGER PRIMARY KEY, data TEXT NOT NULL)");
+  db.exec("CREATE TABLE IF NOT EXISTS alert_events(seq INTEGER PRIMARY KEY, data TEXT NOT NULL)");
 }
 }  // namespace
 

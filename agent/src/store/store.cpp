@@ -37,10 +37,11 @@ class Store::Impl {
   TickQueue queue;
   SeriesTable series;
   Cursors cursors;
+  AlertLog alerts;
   ReadPool pool;
   // The minute the writer summarises in memory now (INT64_MAX: none), for readers.
   std::atomic<std::int64_t> open_minute{INT64_MAX};
-  Writer writer{queue, series, cursors, open_minute};
+  Writer writer{queue, series, cursors, alerts, open_minute};
 
   // quick_check of the file opened, on a thread of its own (set_up_history()); the writer's.
   std::future<std::string> check;
@@ -59,6 +60,7 @@ void Store::Impl::open_file() {
     writer.prepare();
     if (recoveries() > 0) return;  // a new file after a recovery: the catalog is kept in memory
     cursors.load(db);
+    alerts.load(db);
     series.load(db);
     writer.set_committed(series.size());
   } catch (const Malformed&) {
@@ -112,6 +114,7 @@ void Store::Impl::recover(const std::string& why) {
   }
   writer.set_committed(0);
   cursors.all_dirty();
+  alerts.all_dirty();
 }
 
 std::uint64_t Store::Impl::recoveries() const {
@@ -205,6 +208,30 @@ std::optional<std::int64_t> Store::cursor(const std::string& output) const {
 
 void Store::set_cursor(const std::string& output, std::int64_t acked_ms) {
   impl_->cursors.set(output, acked_ms);
+}
+
+std::vector<Alert> Store::alert_states() const {
+  return impl_->alerts.states();
+}
+
+void Store::set_alert_states(std::vector<Alert> alerts) {
+  impl_->alerts.set_states(std::move(alerts));
+}
+
+std::uint64_t Store::log_alert_event(AlertNotice notice) {
+  return impl_->alerts.append(std::move(notice));
+}
+
+std::vector<AlertNotice> Store::alert_events_after(std::uint64_t after, std::size_t max) const {
+  return impl_->alerts.events_after(after, max);
+}
+
+std::uint64_t Store::newest_alert_event() const {
+  return impl_->alerts.newest();
+}
+
+void Store::forget_alert_events(std::uint64_t through) {
+  impl_->alerts.forget_through(through);
 }
 
 }  // namespace kiwi::agent

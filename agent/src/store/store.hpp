@@ -12,6 +12,7 @@
 //                     creation and migration from versions 1-3, quick_check, moving it aside
 //   catalog.hpp       the series catalog readers see; series_table.hpp the writer's side of it
 //   cursors.hpp       the outputs' cursors
+//   alert_log.hpp     the alerts' state and transitions
 //   queue.hpp         the ticks not yet committed
 //   ticks.hpp         reading ticks from blocks and older tick rows
 //   writer.hpp        append, minute and hour rollups (rollup.hpp), the commit, pruning
@@ -106,6 +107,16 @@ class Store {
   // the next flush(), in its transaction (no write of its own). Any thread.
   std::optional<std::int64_t> cursor(const std::string& output) const;
   void set_cursor(const std::string& output, std::int64_t acked_ms);
+
+  // Alerts (alert_log.hpp): the state of every instance not inactive, as of the last set (read
+  // at open), and the log of transitions the notifiers read. Set and logged in memory at once,
+  // written with the next flush(); an event is handed out once committed. Any thread.
+  std::vector<Alert> alert_states() const;
+  void set_alert_states(std::vector<Alert> alerts);
+  std::uint64_t log_alert_event(AlertNotice notice);  // returns its sequence number
+  std::vector<AlertNotice> alert_events_after(std::uint64_t after, std::size_t max) const;
+  std::uint64_t newest_alert_event() const;         // the newest committed (0: none)
+  void forget_alert_events(std::uint64_t through);  // every notifier has them
 
  private:
   class Impl;  // store.cpp

@@ -76,7 +76,9 @@ void Writer::commit(std::int64_t cutoff_ms, int prune_rows) {
   file_.db.exec("BEGIN");
   // Taken once the transaction is open: a BEGIN that fails leaves them to the next commit.
   const Cursors::Map cursors = cursors_.take_dirty();
+  AlertLog::Batch alerts = alerts_.take();
   try {
+    AlertLog::write(file_.db, alerts);
     for (auto& [name, acked] : cursors)
       if (file_.insert_cursor.execute(name, acked) != sql::kDone)
         fail("cannot write output cursor " + name);
@@ -95,6 +97,7 @@ void Writer::commit(std::int64_t cutoff_ms, int prune_rows) {
     const int code = file_.db.errcode();
     file_.db.try_exec("ROLLBACK");
     cursors_.put_back(cursors);
+    alerts_.put_back(std::move(alerts));
     if (!sql::malformed(code)) throw;
     try {
       throw;
@@ -102,6 +105,7 @@ void Writer::commit(std::int64_t cutoff_ms, int prune_rows) {
       throw Malformed(e.what());
     }
   }
+  alerts_.committed(std::move(alerts));
   series_committed_ = catalog->size();
   pending_rollups_.clear();
   rollup_hour_ = hour;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "store/alert_log.hpp"
 #include "store/cursors.hpp"
 #include "store/queue.hpp"
 #include "store/series_table.hpp"
@@ -44,9 +45,13 @@ class Writer {
   // `open_minute` is the minute summarised in memory now (INT64_MAX: none), for readers: a
   // stored rollup row of that minute is partial (written before a restart), so queries read its
   // samples instead.
-  Writer(TickQueue& queue, SeriesTable& series, Cursors& cursors,
+  Writer(TickQueue& queue, SeriesTable& series, Cursors& cursors, AlertLog& alerts,
          std::atomic<std::int64_t>& open_minute)
-      : queue_(queue), series_(series), cursors_(cursors), open_minute_(open_minute) {}
+      : queue_(queue),
+        series_(series),
+        cursors_(cursors),
+        alerts_(alerts),
+        open_minute_(open_minute) {}
 
   // The file: `db` (set up by set_up_history()) becomes the writer's; prepare() readies its
   // statements and reads where the rollups stand (StoreError with SQLite's message).
@@ -84,6 +89,7 @@ class Writer {
   TickQueue& queue_;
   SeriesTable& series_;
   Cursors& cursors_;
+  AlertLog& alerts_;
   std::atomic<std::int64_t>& open_minute_;
   WriterFile file_;
   std::size_t series_committed_ = 0;  // series [0, series_committed_) are in the file
