@@ -208,7 +208,7 @@ TEST_CASE("api: /api/plugins lists every plugin with its file, kind, ABI and sta
   HttpClient c(agent.port());
   auto d = parse_json(c.get("/api/plugins").body);
   auto& list = d["plugins"];
-  REQUIRE(list.Size() == 2 + 1 + 7);  // two sensors, the agent's own report, the seven routes
+  REQUIRE(list.Size() == 2 + 2 + 7);  // two sensors, the agent's own reports, the seven routes
   CHECK(list[0]["name"].GetString() == std::string("memory"));
   CHECK(list[0]["kind"].GetString() == std::string("sensor"));
   CHECK(list[0]["file"].GetString() == std::string(KIWI_PLUGIN_DIR "/kiwi-sensor-memory.so"));
@@ -225,9 +225,11 @@ TEST_CASE("api: /api/plugins lists every plugin with its file, kind, ABI and sta
   CHECK(list[2]["plugin"].GetString() == std::string("agent"));
   CHECK(list[2]["file"].GetString() == std::string(""));
   CHECK(list[2]["abi_minor"].GetUint() == KIWI_ABI_MINOR);
-  CHECK(list[3]["route"].GetString() == std::string("/"));
-  CHECK(list[3]["kind"].GetString() == std::string("handler"));
-  CHECK(list[3]["plugin"].GetString() == std::string("dashboard"));
+  CHECK(list[3]["name"].GetString() == std::string("alerts"));  // the alert rules' report
+  CHECK(list[3]["file"].GetString() == std::string(""));
+  CHECK(list[4]["route"].GetString() == std::string("/"));
+  CHECK(list[4]["kind"].GetString() == std::string("handler"));
+  CHECK(list[4]["plugin"].GetString() == std::string("dashboard"));
 }
 
 TEST_CASE("api: /metrics passes promtool check metrics and carries the self-metrics") {

@@ -40,7 +40,7 @@ TEST_CASE("c handler: a route in C loads, reads the agent's data and answers") {
   CHECK(seq >= 2);
   CHECK(seq <= sequence_of(c));
   // One sensor and the agent's own report; the sensor, the report's rows, three routes.
-  CHECK_THAT(r.body, Catch::Contains(" sensors=2 plugins=5\nq=a b\nh=seen\nbody=\n"));
+  CHECK_THAT(r.body, Catch::Contains(" sensors=3 plugins=6\nq=a b\nh=seen\nbody=\n"));
 
   // A body of the plugin's static storage, served from its image.
   const auto s = c.get("/c/static");

@@ -153,7 +153,7 @@ TEST_CASE("reload: an unchanged sensor keeps its instance and state, a changed o
   // Snapshot order follows the new file; the agent's own report comes last.
   std::vector<std::string> names;
   for (auto& m : d["sensors"].GetObject()) names.push_back(m.name.GetString());
-  CHECK(names == std::vector<std::string>{"keep", "change", "added", "memory", "agent"});
+  CHECK(names == std::vector<std::string>{"keep", "change", "added", "memory", "agent", "alerts"});
   // /api/plugins: the new set, generation 2.
   auto p = parse_json(c.get("/api/plugins").body);
   CHECK(p["config"]["generation"].GetUint() == 2);

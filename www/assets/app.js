@@ -417,7 +417,9 @@
     for (const [key, s] of Object.entries(sensors)) {
       if (!s || typeof s !== 'object') continue;
       const plugin = s.plugin === undefined ? key : String(s.plugin);
-      if (plugin === 'agent') continue; // the agent's own report: for /metrics and the history, no card
+      // The agent's own reports (its telemetry, the alert rules' alert_firing): for /metrics and
+      // the history, no card.
+      if (plugin === 'agent' || plugin === 'alerts') continue;
       if ((CARDS[plugin] || PART_OF[plugin]) && !fixed.has(plugin)) fixed.set(plugin, [key, s]);
       else extra.push([key, s, plugin]);
     }

@@ -51,6 +51,9 @@ struct SensorReport {
 // The name of the report the agent makes of itself (its own telemetry, one more report of every
 // snapshot) and of its plugin: no [[sensor]] may be named so.
 inline constexpr std::string_view kAgentReport = "agent";
+// The report of the alert rules (alert_firing), made after the agent's: no [[sensor]] may be named
+// so either.
+inline constexpr std::string_view kAlertsReport = "alerts";
 
 // The latest sample, immutable once published. kiwi/json.hpp render_snapshot_json makes the
 // /api/current body of it.

@@ -18,6 +18,7 @@
 #include <optional>
 #include <thread>
 
+#include "alert/engine.hpp"
 #include "app/agent_data.hpp"
 #include "app/service_notify.hpp"
 #include "app/telemetry.hpp"
@@ -381,7 +382,9 @@ class RunningAgent {
     sensor_count_ = sensors.size();
     collector_.emplace(collector_settings(cfg_), std::move(sensors), store_, holder_, log_,
                        real_clock());
-    collector_->report_self(telemetry_);
+    alerts_.configure(cfg_.alert_rules, cfg_.alerts.disable);
+    collector_->report_self(kAgentReport, telemetry_);
+    collector_->report_self(kAlertsReport, alerts_);
     server_.emplace(http_settings(cfg_), std::make_shared<const Router>(std::move(routes)), log_);
     data_.collector = &*collector_;
     data_.server = &*server_;
@@ -484,6 +487,8 @@ class RunningAgent {
     // The agent's own report: its rows give /metrics its HELP; built in, so no file.
     list.push_back({std::string(kAgentReport), PluginKind::sensor, std::string(kAgentReport), "",
                     KIWI_ABI_MAJOR, KIWI_ABI_MINOR, Telemetry::rows(), nullptr});
+    list.push_back({std::string(kAlertsReport), PluginKind::sensor, std::string(kAlertsReport), "",
+                    KIWI_ABI_MAJOR, KIWI_ABI_MINOR, alerts_.metrics(), nullptr});
     for (auto& r : server_->router()->routes()) {
       auto& lib = r.handler->library;
       list.push_back({r.path,
@@ -588,6 +593,10 @@ class RunningAgent {
     const std::string old_url = url();
     server_->reconfigure(http, std::make_shared<const Router>(std::move(routes), running.get()));
     // From here on nothing fails.
+    if (next.alert_rules != cfg_.alert_rules || next.alerts.disable != cfg_.alerts.disable)
+      changes.push_back("alert rules changed (" + std::to_string(next.alert_rules.size()) +
+                        " rules, " + std::to_string(next.alerts.disable.size()) + " disabled)");
+    alerts_.configure(next.alert_rules, next.alerts.disable);
     collector_->reconfigure(collector_settings(next), std::move(sensors));
     // The old outputs stop first (each finishes its write in progress), so two threads never
     // move one cursor; the new ones read it from the store when they are made.
@@ -626,7 +635,8 @@ class RunningAgent {
   Store store_;
   SnapshotHolder holder_;
   AgentData data_;
-  Telemetry telemetry_{data_};  // the collector's own report: outlives the collector
+  Telemetry telemetry_{data_};        // the collector's own report: outlives the collector
+  AlertEngine alerts_{store_, log_};  // the alert rules' report: outlives the collector
   std::unique_ptr<PluginLoader> loader_;
   std::map<std::string, std::shared_ptr<LoadedLibrary>> sensor_libraries_;  // by sensor name
   std::map<std::string, std::shared_ptr<LoadedLibrary>> output_libraries_;  // by output name

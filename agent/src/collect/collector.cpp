@@ -74,9 +74,9 @@ Collector::ScheduledSensor Collector::make_sensor(SensorSpec spec) {
   return sensor;
 }
 
-void Collector::report_self(SelfReport& report) {
-  self_ = &report;
-  series_.reserve(series_.owner(kAgentReport), report.metrics());
+void Collector::report_self(std::string_view name, SelfReport& report) {
+  selves_.push_back({&report, ReportKeeper{std::string(name), std::string(name)}});
+  series_.reserve(series_.owner(name), report.metrics());
 }
 
 void Collector::tick_now() {
@@ -230,12 +230,12 @@ void Collector::tick(std::int64_t number) {
   sample(tick);
   ++stats_.ticks;
   SnapshotAssembly assembly(++sequence_, tick.ts_ms, settings_, last_published_.get(),
-                            sensors_.size() + (self_ ? 1 : 0));
+                            sensors_.size() + selves_.size());
   std::vector<const MetricValue*> fresh;  // to the store
   for (auto& s : sensors_) assembly.add(s.keeper, fresh);
-  if (self_) {
-    read_self(assembly.so_far(), tick.ts_ms);
-    assembly.add(self_keeper_, fresh);
+  for (Self& self : selves_) {
+    read_self(self, assembly.so_far(), tick.ts_ms);
+    assembly.add(self.keeper, fresh);
   }
   std::shared_ptr<Snapshot> snap = assembly.finish();
   store_cadence_.append(tick.ts_ms, fresh, settings_);
@@ -310,12 +310,12 @@ void Collector::time_out(ScheduledSensor& s, std::int64_t ts_ms) {
 }
 
 // The agent's own report of this tick, read as a sensor's is: checked, then kept.
-void Collector::read_self(const Snapshot& tick, std::int64_t ts_ms) {
+void Collector::read_self(Self& self, const Snapshot& tick, std::int64_t ts_ms) {
   const auto started = clock_.steady_now();
   SampleCall call =
-      call_checked([&](MetricSink& sink) { return self_->sample(tick, sink); }, nullptr);
+      call_checked([&](MetricSink& sink) { return self.report->sample(tick, sink); }, nullptr);
   const double took = std::chrono::duration<double>(clock_.steady_now() - started).count();
-  self_keeper_.read(std::move(call), took, ts_ms, series_, log_);
+  self.keeper.read(std::move(call), took, ts_ms, series_, log_);
 }
 
 // The tick's snapshot, to the HTTP workers and the snapshot file.

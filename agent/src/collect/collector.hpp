@@ -57,10 +57,11 @@ class Collector {
   // about half an interval whatever the sensors do (the publish budget). Only while the collector
   // thread is not running.
   void tick(std::int64_t tick_index);
-  // The agent's own report (self_report.hpp), read at every tick after the sensors and added to
-  // the snapshot last; its families are its alone. `report` outlives the collector. Only before
-  // start().
-  void report_self(SelfReport& report);
+  // One of the agent's own reports (self_report.hpp): its telemetry (`name` kAgentReport), the
+  // alerts (kAlertsReport). Read at every tick after the sensors, in the order given, each seeing
+  // the reports before it, and added to the snapshot last; its families are its alone. `report`
+  // outlives the collector. Only before start().
+  void report_self(std::string_view name, SelfReport& report);
   // Starts the collector thread: its first tick is taken at once (stamped with the nearest
   // interval boundary), then one on every boundary after. Does not wait for that first tick.
   void start();
@@ -106,7 +107,8 @@ class Collector {
   void sample(const TickSchedule::Tick& tick);
   void look_at(ScheduledSensor& sensor, std::int64_t ts_ms);
   void time_out(ScheduledSensor& sensor, std::int64_t ts_ms);
-  void read_self(const Snapshot& tick, std::int64_t ts_ms);
+  struct Self;
+  void read_self(Self& self, const Snapshot& tick, std::int64_t ts_ms);
   void publish(std::shared_ptr<Snapshot> snap);
 
   CollectorSettings settings_;
@@ -115,8 +117,11 @@ class Collector {
   SamplerPool pool_;
   std::vector<ScheduledSensor>
       sensors_;  // collector thread only (or the caller of tick() before start())
-  SelfReport* self_ = nullptr;
-  ReportKeeper self_keeper_{std::string(kAgentReport), std::string(kAgentReport)};
+  struct Self {
+    SelfReport* report;
+    ReportKeeper keeper;
+  };
+  std::deque<Self> selves_;
   std::shared_ptr<const Snapshot> last_published_;
   SnapshotHolder& snapshot_;
   Logger& log_;

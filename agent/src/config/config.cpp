@@ -192,6 +192,7 @@ class Reader {
     for (auto& s : host_sections())
       if (s.name.find('.') == std::string_view::npos) top.push_back(s.name);
     for (auto& e : host_entries()) top.push_back(e.kind);
+    top.push_back(host_alert_rule().kind);
     for (auto& [key, node] : root)
       if (std::find(top.begin(), top.end(), key.str()) == top.end()) {
         std::string accepted;
@@ -207,6 +208,7 @@ class Reader {
         if (auto* node = root.get(s.name)) read_section(s, *node);
     for (auto& e : host_entries())
       if (auto* list = root.get(e.kind)) entries_of(e.kind) = entries(e, *list);
+    if (auto* list = root.get(host_alert_rule().kind)) read_alert_rules(*list);
     root_ = &root;
   }
 
@@ -280,7 +282,76 @@ class Reader {
   }
 
   std::vector<PluginEntry>& entries_of(std::string_view kind) {
-    return kind == "sensor" ? cfg_.sensors : kind == "route" ? cfg_.routes : cfg_.outputs;
+    return kind == "sensor"   ? cfg_.sensors
+           : kind == "route"  ? cfg_.routes
+           : kind == "notify" ? cfg_.notifiers
+                              : cfg_.outputs;
+  }
+
+  // [[alert]] rules, onto those of the files read before: a rule named as an earlier file's
+  // (the built-in ones) replaces it in place; two of one name in one file are an error.
+  void read_alert_rules(const toml::node& list) {
+    const HostEntry& kind = host_alert_rule();
+    const toml::array* arr = list.as_array();
+    if (!arr || !arr->is_array_of_tables())
+      fail(list, "alert", "must be an array of tables ([[alert]])");
+    auto& rules = cfg_.alert_rules;
+    for (auto& item : *arr) {
+      const toml::table& t = *item.as_table();
+      AlertRule rule;
+      rule.pos = pos_of(file_, t.source());
+      for (auto& [key, node] : t)
+        if (!find_row(kind.rows, key.str()))
+          throw ConfigError(pos_of(file_, key.source()), "alert." + std::string(key.str()),
+                            "unknown key; accepted here: " + keys_of(kind.rows));
+      apply_defaults(kind.rows, "alert.", &rule);
+      for (auto& row : kind.rows) {
+        const std::string key = "alert." + std::string(row.spec.key);
+        if (const toml::node* n = t.get(row.spec.key))
+          read_row(row, *n, key, &rule);
+        else if (!row.missing.empty())
+          throw ConfigError(rule.pos, key, std::string(row.missing));
+      }
+      check_alert_rule(rule, t);
+      auto same = std::find_if(rules.begin(), rules.end(),
+                               [&](const AlertRule& r) { return r.name == rule.name; });
+      if (same == rules.end()) {
+        rules.push_back(std::move(rule));
+      } else if (same->pos.file != file_) {
+        *same = std::move(rule);
+      } else {
+        throw ConfigError(rule.pos, "alert.name",
+                          in_quotes(rule.name) + " names two [[alert]] rules (the other at " +
+                              same->pos.str() + "); give each a unique name");
+      }
+    }
+  }
+
+  // What one rule's keys say together: a metric rule compares (above or below), a status rule
+  // does not.
+  void check_alert_rule(const AlertRule& r, const toml::table& t) {
+    auto at = [&](std::string_view key) {
+      const toml::node* n = t.get(key);
+      return n ? pos_of(file_, n->source()) : r.pos;
+    };
+    if (!r.status.empty()) {
+      for (std::string_view key :
+           {"metric", "labels", "above", "below", "threshold_series", "rate", "hysteresis"})
+        if (t.contains(key))
+          throw ConfigError(at(key), "alert." + std::string(key),
+                            "a status rule (status = \"" + r.status +
+                                "\") watches a sensor, not a value; leave out " + std::string(key) +
+                                " or status");
+      return;
+    }
+    if (r.metric.empty())
+      throw ConfigError(r.pos, "alert.metric",
+                        "missing; name the series the rule watches, e.g. metric = "
+                        "\"thermal_celsius\", or give status = \"failing\" for a sensor's status");
+    if (r.above.has_value() == r.below.has_value())
+      throw ConfigError(r.above ? at("below") : r.pos, r.above ? "alert.below" : "alert.above",
+                        r.above ? "give above or below, not both (one rule, one threshold)"
+                                : "missing; give the threshold, e.g. above = 80.0 or below = 0.05");
   }
 
   // A table of the configuration ([http], or [http.auth] with its full name), key by key.
@@ -372,7 +443,8 @@ class Reader {
     e.pos = e.plugin_pos = pos_of(file_, t.source());
     // [[remote_write]] without `options`: keys that are not the agent's are the output plugin's
     // options given flat in the table, the shape before options = {...}.
-    const bool flat_allowed = kind.kind == "remote_write" && !t.contains("options");
+    const bool flat_allowed =
+        (kind.kind == "remote_write" || kind.kind == "notify") && !t.contains("options");
     std::string flat;
     for (auto& [key, node] : t) {
       if (find_row(kind.rows, key.str())) continue;
@@ -384,9 +456,10 @@ class Reader {
     if (!flat.empty()) {  // still read, the plugin's keys checked against its table at load
       e.options = option_table(t);
       e.options_flat = true;
-      cfg_.warnings.push_back(e.pos.str() + ": " + name +
-                              ": options given flat in the table; put them in options = { " + flat +
-                              " } (the flat shape still works)");
+      if (kind.kind == "remote_write")
+        cfg_.warnings.push_back(e.pos.str() + ": " + name +
+                                ": options given flat in the table; put them in options = { " +
+                                flat + " } (the flat shape still works)");
     }
     for (auto& row : kind.rows) {
       const std::string key = name + "." + std::string(row.spec.key);
@@ -398,6 +471,7 @@ class Reader {
       }
     }
     if (kind.kind == "sensor" && !t.contains("name")) e.name = default_sensor_name(e.plugin);
+    if (kind.kind == "notify" && !t.contains("name")) e.name = default_sensor_name(e.plugin);
     return e;
   }
 
@@ -430,11 +504,11 @@ void finish(Config& cfg) {
                             " is not a multiple of collector.interval (" +
                             format_duration(c.interval) + ")");
     // Its report would be the agent's own in the snapshot, /metrics and the history.
-    if (s.name == kAgentReport)
+    if (s.name == kAgentReport || s.name == kAlertsReport)
       throw ConfigError(
           s.pos, "sensor.name",
           in_quotes(s.name) +
-              " is the name of the agent's own report; give this sensor another name");
+              " is the name of one of the agent's own reports; give this sensor another name");
     if (auto [at, added] = names.emplace(s.name, s.pos); !added)
       throw ConfigError(s.pos, "sensor.name",
                         in_quotes(s.name) + " is used by two [[sensor]] entries (the other at " +
@@ -447,6 +521,20 @@ void finish(Config& cfg) {
                         in_quotes(o.name) +
                             " is used by two [[remote_write]] entries (the other at " +
                             at->second.str() + "); give each a unique name = \"...\"");
+  std::map<std::string, SourcePos> notifiers;
+  for (auto& n : cfg.notifiers)
+    if (auto [at, added] = notifiers.emplace(n.name, n.pos); !added)
+      throw ConfigError(n.pos, "notify.name",
+                        in_quotes(n.name) + " is used by two [[notify]] entries (the other at " +
+                            at->second.str() + "); give each a unique name = \"...\"");
+  for (auto& name : cfg.alerts.disable)
+    if (std::none_of(cfg.alert_rules.begin(), cfg.alert_rules.end(),
+                     [&](const AlertRule& r) { return r.name == name; })) {
+      std::string known;
+      for (auto& r : cfg.alert_rules) known += (known.empty() ? "" : ", ") + r.name;
+      throw ConfigError(cfg.where("alerts.disable"), "alerts.disable",
+                        in_quotes(name) + " names no [[alert]] rule; the rules: " + known);
+    }
   std::map<std::string, SourcePos> paths;
   for (auto& r : cfg.routes)
     if (auto [at, added] = paths.emplace(r.path, r.pos); !added)

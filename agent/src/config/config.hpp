@@ -89,9 +89,46 @@ struct PluginEntry {
   // [[remote_write]] only: series globs to send (empty: all), samples per request at most.
   std::vector<std::string> series;
   std::size_t max_samples = 0;  // the schema's default when read from a file
-  // [[remote_write]] only: `options` is the entry's own table, its plugin's options given flat
-  // beside the agent's keys (the shape before options = {...}; still read, with a warning).
+  // [[notify]] only: the alert names (`*` globs) it is told of (empty: all), the least severity,
+  // and how often a firing alert is sent again (nullopt: the kind's default, docs/alerts.md).
+  std::vector<std::string> alerts;
+  std::string min_severity;
+  std::optional<Millis> repeat_interval;
+  // [[remote_write]] and [[notify]]: `options` is the entry's own table, its plugin's options
+  // given flat beside the agent's keys ([[notify]]'s shape; for [[remote_write]] the shape before
+  // options = {...}, still read, with a warning).
   bool options_flat = false;
+};
+
+// One [[alert]] rule (docs/alerts.md). The rule engine (alert/) evaluates it; the summary
+// template is checked when read (config/alert_rule.hpp).
+struct AlertRule {
+  std::string name;                           // unique; the `alertname`
+  std::string metric;                         // a series name, `*` globs; "" for a status rule
+  std::map<std::string, std::string> labels;  // label -> value glob; every one must match
+  std::string sensor;                         // a report name glob; "" for any
+  std::optional<double> above, below;         // exactly one, for a metric rule
+  // Compared with this series of the same report and labels where it exists (plus
+  // threshold_offset), else with `above` / `below`.
+  std::string threshold_series;
+  double threshold_offset = 0;
+  bool rate = false;   // the per-second rate of a counter, not its value
+  std::string status;  // "failing", "no_data" or "stale": a sensor's status; "" a metric rule
+  Millis hold_for{0};  // `for`: how long the condition holds before it fires
+  Millis keep_firing_for{0};
+  // How far back past the threshold a firing value must go to resolve; nullopt: 5 % of the
+  // threshold's magnitude (docs/alerts.md).
+  std::optional<double> hysteresis;
+  std::string severity = "warning";  // info, warning, critical
+  std::string summary;               // a template; "" for the default one
+  SourcePos pos;
+  bool operator==(const AlertRule& o) const {
+    return name == o.name && metric == o.metric && labels == o.labels && sensor == o.sensor &&
+           above == o.above && below == o.below && threshold_series == o.threshold_series &&
+           threshold_offset == o.threshold_offset && rate == o.rate && status == o.status &&
+           hold_for == o.hold_for && keep_firing_for == o.keep_firing_for &&
+           hysteresis == o.hysteresis && severity == o.severity && summary == o.summary;
+  }
 };
 
 // The members are set from the schema's rows (their defaults, then the files); the values below
@@ -127,7 +164,14 @@ struct Config {
   } collector;
   std::vector<PluginEntry> sensors;
   std::vector<PluginEntry> routes;
-  std::vector<PluginEntry> outputs;                    // [[remote_write]]; none by default
+  std::vector<PluginEntry> outputs;  // [[remote_write]]; none by default
+  // [[alert]]: the built-in rules (config/kiwi-agent.toml), then the user's; a user's rule of a
+  // built-in rule's name replaces it in place.
+  std::vector<AlertRule> alert_rules;
+  struct Alerts {
+    std::vector<std::string> disable;  // rule names not evaluated
+  } alerts;
+  std::vector<PluginEntry> notifiers;                  // [[notify]]; none by default
   std::vector<std::shared_ptr<const void>> documents;  // the parsed files: keep `options` alive
   // Where each setting was last set ("agent.data_dir" -> kiwi.toml:3:12; a table such as
   // "http.tls" -> where it starts). What the built-in default sets is at "<built-in default>:..";

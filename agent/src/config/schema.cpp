@@ -9,6 +9,7 @@
 
 #include "base/duration.hpp"
 #include "base/log.hpp"
+#include "config/alert_rule.hpp"
 #include "config/option_reader.hpp"
 #include "config/options.hpp"
 #include "config/toml_table.hpp"
@@ -58,6 +59,15 @@ void store_as(std::map<std::string, std::string>& out, const OptionValue& v) {
   out.clear();
   for (auto& [key, value] : v.table) out[key] = value;
 }
+void store_as(double& out, const OptionValue& v) {
+  out = v.number;
+}
+void store_as(std::optional<double>& out, const OptionValue& v) {
+  out = v.number;
+}
+void store_as(bool& out, const OptionValue& v) {
+  out = v.boolean;
+}
 void store_as(LogLevel& out, const OptionValue& v) {
   out = parse_log_level(v.string).value();  // one of the row's choices
 }
@@ -93,6 +103,24 @@ std::string text_of(const HostOption&, const std::map<std::string, std::string>&
   std::string out = "{";
   for (auto& [key, value] : table) out += (out.size() > 1 ? ", " : "") + key;
   return out + "}";
+}
+std::string number_text(double d) {
+  std::ostringstream out;
+  out.precision(17);
+  out << d;
+  std::string text = out.str();
+  if (text == "inf" || text == "-inf" || text == "nan") return text;
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";  // a TOML float
+  return text;
+}
+std::string text_of(const HostOption&, const double& d) {
+  return number_text(d);
+}
+std::string text_of(const HostOption&, const std::optional<double>& d) {
+  return d ? number_text(*d) : "";
+}
+std::string text_of(const HostOption&, const bool& b) {
+  return b ? "true" : "false";
 }
 std::string text_of(const HostOption&, const LogLevel& level) {
   return std::string(to_string(level));
@@ -135,6 +163,15 @@ std::string toml_of(const HostOption&, const std::map<std::string, std::string>&
   for (auto& [key, value] : table)
     out += (out.size() > 1 ? ", " : " ") + toml_string(key) + " = " + toml_string(value);
   return out + (table.empty() ? "}" : " }");
+}
+std::string toml_of(const HostOption& row, const double& d) {
+  return text_of(row, d);
+}
+std::string toml_of(const HostOption& row, const std::optional<double>& d) {
+  return text_of(row, d);
+}
+std::string toml_of(const HostOption& row, const bool& b) {
+  return text_of(row, b);
 }
 std::string toml_of(const HostOption&, const LogLevel& level) {
   return toml_string(to_string(level));
@@ -214,6 +251,17 @@ std::optional<std::string> check_name(std::string_view name, std::string_view) {
   return in_quotes(name) + " is not a valid name; use letters, digits, '_', '-' or '.'";
 }
 
+std::optional<std::string> check_alert_status(std::string_view s, std::string_view) {
+  if (s.empty() || s == "failing" || s == "no_data" || s == "stale") return std::nullopt;
+  return in_quotes(s) +
+         " is not a sensor status; accepted: \"failing\" (its sample fails), \"no_data\" (it "
+         "finds nothing to read), \"stale\" (no reading for collector.stale_after)";
+}
+std::optional<std::string> check_template(std::string_view text, std::string_view) {
+  auto parsed = parse_template(text);
+  if (auto* why = std::get_if<std::string>(&parsed)) return *why;
+  return std::nullopt;
+}
 std::optional<std::string> check_snapshot_file(std::string_view p, std::string_view) {
   std::error_code ec;
   if (p.empty() || (!p.ends_with('/') && !std::filesystem::is_directory(p, ec)))
@@ -436,12 +484,21 @@ constexpr HostOption kCollector[] = {
      .check = check_snapshot_file},
 };
 
+constexpr HostOption kAlertsSection[] = {
+    {.spec = {"disable", OptionType::string_list, "[]",
+              "[[alert]] rules not evaluated, by name (the built-in ones included)"},
+     .field = host_field<&Config::alerts, &Config::Alerts::disable>(),
+     .wrong_type = "{} is not a list of rule names, e.g. [\"memory_low\"]",
+     .check = check_name},
+};
+
 constexpr HostSection kSections[] = {
     {"agent", kAgent},
     {"http", kHttp},
     {"http.auth", kAuth, nullptr, note_auth},
     {"http.tls", kTls, finish_tls, note_tls},
     {"collector", kCollector},
+    {"alerts", kAlertsSection},
 };
 
 constexpr HostOption kOptions = {
@@ -513,11 +570,98 @@ constexpr HostOption kRemoteWrite[] = {
     kOptions,
 };
 
+constexpr HostOption kNotify[] = {
+    {.spec = {"kind", OptionType::string, "",
+              "\"alertmanager\", \"webhook\", \"ntfy\" (<plugin_dir>/kiwi-notify-<kind>.so), or a "
+              "path to a notifier plugin's .so"},
+     .field = host_field<&PluginEntry::plugin>(),
+     .text = HostText::non_empty,
+     .missing = "missing; e.g. kind = \"ntfy\" (or \"alertmanager\", \"webhook\")"},
+    {.spec = {"name", OptionType::string, "", "unique; names its queue in the database"},
+     .field = host_field<&PluginEntry::name>(),
+     .default_text = "the kind",
+     .check = check_name},
+    {.spec = {"alerts", OptionType::string_list, "[]",
+              "the rules (names, `*` globs) it is told of; [] for all"},
+     .field = host_field<&PluginEntry::alerts>(),
+     .wrong_type = "{} is not a list of rule names, e.g. [\"soc_hot\", \"*_full\"]"},
+    {.spec = {"min_severity", OptionType::string, "\"info\"",
+              "the least severe alert it is told of", false, 0, 0, "info,warning,critical"},
+     .field = host_field<&PluginEntry::min_severity>(),
+     .noun = "a severity"},
+    {.spec = {"repeat_interval", OptionType::duration, "",
+              "a firing alert is sent again this often while it fires", true, 10'000,
+              7.0 * 86'400'000},
+     .field = host_field<&PluginEntry::repeat_interval>(),
+     .default_text = "1m for alertmanager (as Prometheus re-sends), else 4h"},
+    kOptions,
+};
+
 constexpr HostEntry kEntries[] = {
     {"sensor", "plugin", kSensor},
     {"route", "handler", kRoute},
     {"remote_write", "plugin", kRemoteWrite},
+    {"notify", "kind", kNotify},
 };
+
+constexpr HostOption kAlertRule[] = {
+    {.spec = {"name", OptionType::string, "", "unique: the alert's `alertname`"},
+     .field = host_field<&AlertRule::name>(),
+     .missing = "missing; name the rule, e.g. name = \"soc_hot\"",
+     .check = check_name},
+    {.spec = {"metric", OptionType::string, "\"\"",
+              "the series name it watches, `*` globs (or `status` for a sensor's status)"},
+     .field = host_field<&AlertRule::metric>()},
+    {.spec = {"labels", OptionType::string_table, "{}",
+              "label matchers, `*` globs: every one must match, e.g. { mount = \"/\" }"},
+     .field = host_field<&AlertRule::labels>(),
+     .wrong_type = "{} is not a table of label globs, e.g. { zone = \"soc*\" }",
+     .check_key = check_label_name},
+    {.spec = {"sensor", OptionType::string, "\"\"",
+              "only the reports of these sensors ([[sensor]] names, `*` globs); \"\" for all"},
+     .field = host_field<&AlertRule::sensor>()},
+    {.spec = {"above", OptionType::number, "", "fires while the value is above this"},
+     .field = host_field<&AlertRule::above>()},
+    {.spec = {"below", OptionType::number, "", "fires while the value is below this"},
+     .field = host_field<&AlertRule::below>()},
+    {.spec = {"threshold_series", OptionType::string, "\"\"",
+              "compare with this series of the same sensor and labels where it exists (plus "
+              "threshold_offset), else with above/below"},
+     .field = host_field<&AlertRule::threshold_series>()},
+    {.spec = {"threshold_offset", OptionType::number, "0.0",
+              "added to threshold_series, e.g. -5.0: within 5 degrees of the critical trip"},
+     .field = host_field<&AlertRule::threshold_offset>()},
+    {.spec = {"rate", OptionType::boolean, "false",
+              "compare the per-second rate of a counter, not its value"},
+     .field = host_field<&AlertRule::rate>()},
+    {.spec = {"status", OptionType::string, "\"\"",
+              "a sensor-status rule: \"failing\", \"no_data\" or \"stale\" (no metric)"},
+     .field = host_field<&AlertRule::status>(),
+     .check = check_alert_status},
+    {.spec = {"for", OptionType::duration, "\"0s\"",
+              "how long the condition must hold before the alert fires", true, 0, 7.0 * 86'400'000},
+     .field = host_field<&AlertRule::hold_for>()},
+    {.spec = {"keep_firing_for", OptionType::duration, "\"0s\"",
+              "how long a firing alert stays firing after the condition clears", true, 0,
+              7.0 * 86'400'000},
+     .field = host_field<&AlertRule::keep_firing_for>()},
+    {.spec = {"hysteresis", OptionType::number, "",
+              "how far back past the threshold a firing value must go to resolve", true, 0, 1e300},
+     .field = host_field<&AlertRule::hysteresis>(),
+     .default_text = "5 % of the threshold's magnitude"},
+    {.spec = {"severity", OptionType::string, "\"warning\"", "info, warning or critical", false, 0,
+              0, "info,warning,critical"},
+     .field = host_field<&AlertRule::severity>(),
+     .noun = "a severity"},
+    {.spec = {"summary", OptionType::string, "\"\"",
+              "one line with {{value}}, {{threshold}}, {{labels.<label>}}, {{series}}, "
+              "{{sensor}}, {{name}}, {{severity}}"},
+     .field = host_field<&AlertRule::summary>(),
+     .default_text = "\"<name>: {{series}} is {{value}} above {{threshold}}\"",
+     .check = check_template},
+};
+
+constexpr HostEntry kAlertEntry = {"alert", "name", kAlertRule};
 
 }  // namespace
 
@@ -527,6 +671,10 @@ std::span<const HostSection> host_sections() {
 
 std::span<const HostEntry> host_entries() {
   return kEntries;
+}
+
+const HostEntry& host_alert_rule() {
+  return kAlertEntry;
 }
 
 const HostEntry& host_entry(std::string_view kind) {
@@ -599,7 +747,10 @@ std::string render_toml(const Config& cfg) {
     }
   }
   const std::pair<const std::vector<PluginEntry>*, std::string_view> lists[] = {
-      {&cfg.sensors, "sensor"}, {&cfg.routes, "route"}, {&cfg.outputs, "remote_write"}};
+      {&cfg.sensors, "sensor"},
+      {&cfg.routes, "route"},
+      {&cfg.outputs, "remote_write"},
+      {&cfg.notifiers, "notify"}};
   for (auto& [entries, kind] : lists) {
     const HostEntry& entry = host_entry(kind);
     for (const PluginEntry& e : *entries) {
@@ -617,6 +768,16 @@ std::string render_toml(const Config& cfg) {
           out << row.spec.key << " = " << value << "\n";
       }
     }
+  }
+  // A rule's keys that differ from their defaults (an AlertRule's members start at its rows'
+  // defaults): a status rule's file has no `rate = false`, which it refuses.
+  const AlertRule defaults;
+  for (const AlertRule& rule : cfg.alert_rules) {
+    out << "\n[[alert]]\n";
+    for (auto& row : kAlertRule)
+      if (!row.field.equal(&rule, &defaults))
+        if (auto value = row.field.toml(row, &rule); !value.empty())
+          out << row.spec.key << " = " << value << "\n";
   }
   return out.str();
 }

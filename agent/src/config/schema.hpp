@@ -81,7 +81,7 @@ struct HostSection {
   std::string (*note)(const Config& was, const Config& now) = nullptr;
 };
 
-// [[sensor]], [[route]], [[remote_write]]: the agent's keys of each entry.
+// [[sensor]], [[route]], [[remote_write]], [[notify]], [[alert]]: the agent's keys of each entry.
 struct HostEntry {
   std::string_view kind;        // "sensor"
   std::string_view plugin_key;  // "plugin"; "handler" for a route
@@ -89,10 +89,12 @@ struct HostEntry {
 };
 
 // The sections in the order the configuration lists them: agent, http, http.auth, http.tls,
-// collector.
+// collector, alerts.
 std::span<const HostSection> host_sections();
-// The entries: sensor, route, remote_write.
+// The entries of plugins: sensor, route, remote_write, notify.
 std::span<const HostEntry> host_entries();
+// [[alert]]: its rows write into an AlertRule.
+const HostEntry& host_alert_rule();
 const HostEntry& host_entry(std::string_view kind);
 
 // The configuration of the rows' defaults alone (no file read; plugin_dir's "$ORIGIN" left as

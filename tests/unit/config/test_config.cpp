@@ -160,8 +160,8 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
           "kiwi.toml:2:1: http.port: unknown key; accepted in [http]: bind, threads, keep_alive, "
           "max_connections, cors_origins, auth, tls");
     CHECK(error_of("[colector]\n") ==
-          "kiwi.toml:1:2: colector: unknown key; accepted here: agent, http, collector, sensor, "
-          "route, remote_write");
+          "kiwi.toml:1:2: colector: unknown key; accepted here: agent, http, collector, alerts, "
+          "sensor, route, remote_write, notify, alert");
     CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nintervall = \"1s\"\n") ==
           "kiwi.toml:3:1: sensor.intervall: unknown key; accepted here: plugin, name, interval, "
           "timeout, labels, options");
@@ -199,12 +199,12 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
   }
   SECTION("a sensor named as the agent's own report, by its name or its plugin's") {
     CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nname = \"agent\"\n") ==
-          "kiwi.toml:1:1: sensor.name: \"agent\" is the name of the agent's own report; give "
-          "this sensor another name");
+          "kiwi.toml:1:1: sensor.name: \"agent\" is the name of one of the agent's own reports; "
+          "give this sensor another name");
     CHECK(error_of(
               "[[sensor]]\nplugin = \"cpu\"\n[[sensor]]\nplugin = \"./kiwi-sensor-agent.so\"\n") ==
-          "kiwi.toml:3:1: sensor.name: \"agent\" is the name of the agent's own report; give "
-          "this sensor another name");
+          "kiwi.toml:3:1: sensor.name: \"agent\" is the name of one of the agent's own reports; "
+          "give this sensor another name");
     CHECK(load("[[sensor]]\nplugin = \"./kiwi-sensor-agent.so\"\nname = \"agent-2\"\n")
               .sensors[0]
               .name == "agent-2");
