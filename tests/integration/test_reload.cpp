@@ -629,8 +629,9 @@ TEST_CASE("kiwi-agent --reload signals the agent running on that config, found b
   CHECK_THAT(r.err, Catch::Contains("sets no collector.snapshot_path"));
 }
 
-TEST_CASE("reload: alert rules apply, a rule that stays keeps its firing instance, a disabled one "
-          "resolves") {
+TEST_CASE(
+    "reload: alert rules apply, a rule that stays keeps its firing instance, a disabled one "
+    "resolves") {
   const std::string rules =
       "[[sensor]]\nplugin = \"memory\"\n"
       "[[alert]]\nname = \"busy\"\nmetric = \"memory_used_ratio\"\nabove = 0.0\n"

@@ -80,8 +80,9 @@ struct Bench {
 
 }  // namespace
 
-TEST_CASE("alerts: a value above the threshold is pending for `for`, then fires, and resolves once "
-          "back below the hysteresis") {
+TEST_CASE(
+    "alerts: a value above the threshold is pending for `for`, then fires, and resolves once "
+    "back below the hysteresis") {
   Bench b;
   AlertRule r = rule("soc_hot", "thermal_celsius", 80);
   r.hold_for = Millis(3000);
@@ -144,7 +145,7 @@ TEST_CASE("alerts: a board's own limit from a threshold series, else the rule's 
   b.engine->configure({r}, {});
   b.tick(0, {metric("thermal_celsius", 72, {{"sensor", "a"}}),
              metric("thermal_critical_celsius", 75, {{"sensor", "a"}}),  // limit 70 here
-             metric("thermal_celsius", 72, {{"sensor", "b"}})});        // no crit: 80
+             metric("thermal_celsius", 72, {{"sensor", "b"}})});         // no crit: 80
   auto alerts = b.engine->alerts();
   REQUIRE(alerts.size() == 1);
   CHECK(alerts[0].labels == std::vector<std::pair<std::string, std::string>>{{"sensor", "a"}});
@@ -200,7 +201,8 @@ TEST_CASE("alerts: a stale rule fires for a sensor without a reading for stale_a
   CHECK(b.state_of("stale") == AlertState::firing);
 }
 
-TEST_CASE("alerts: labels and sensor globs choose the series, and a firing series that goes resolves") {
+TEST_CASE(
+    "alerts: labels and sensor globs choose the series, and a firing series that goes resolves") {
   Bench b;
   AlertRule r = rule("full", "storage_used_ratio", 0.9);
   r.labels = {{"mount", "/mnt*"}};
@@ -219,8 +221,9 @@ TEST_CASE("alerts: labels and sensor globs choose the series, and a firing serie
   CHECK(b.state_of("full") == AlertState::resolved);  // another sensor: not matched
 }
 
-TEST_CASE("alerts: a restart on the same file keeps a firing alert and its start, and logs "
-          "nothing new") {
+TEST_CASE(
+    "alerts: a restart on the same file keeps a firing alert and its start, and logs "
+    "nothing new") {
   Bench b;
   AlertRule r = rule("hot", "thermal_celsius", 80);
   b.engine->configure({r}, {});
@@ -244,8 +247,9 @@ TEST_CASE("alerts: a restart on the same file keeps a firing alert and its start
   CHECK(b.events().size() == 2);
 }
 
-TEST_CASE("alerts: a reload keeps the instances of a rule that stays, and a disabled rule's firing "
-          "instance is logged resolved") {
+TEST_CASE(
+    "alerts: a reload keeps the instances of a rule that stays, and a disabled rule's firing "
+    "instance is logged resolved") {
   Bench b;
   AlertRule hot = rule("hot", "thermal_celsius", 80), warm = rule("warm", "thermal_celsius", 60);
   b.engine->configure({hot, warm}, {});

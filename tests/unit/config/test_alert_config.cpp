@@ -49,8 +49,9 @@ TEST_CASE("alert config: the built-in rules, each switchable off by name") {
                          "the rules: soc_hot, under_voltage"));
 }
 
-TEST_CASE("alert config: a user's rule adds to the built-in ones, and one of the same name replaces "
-          "it in place") {
+TEST_CASE(
+    "alert config: a user's rule adds to the built-in ones, and one of the same name replaces "
+    "it in place") {
   Config c = load(R"(
 [[alert]]
 name = "memory_low"
@@ -112,8 +113,9 @@ TEST_CASE("alert config: each mistake is named at its place with what is accepte
                          "agent's own reports"));
 }
 
-TEST_CASE("alert config: a [[notify]] takes its kind, the agent's keys and its plugin's options "
-          "flat") {
+TEST_CASE(
+    "alert config: a [[notify]] takes its kind, the agent's keys and its plugin's options "
+    "flat") {
   Config c = load(R"(
 [[notify]]
 kind = "ntfy"
@@ -143,8 +145,9 @@ options = { url = "http://127.0.0.1:9093" }
             .starts_with("kiwi.toml:3:1: notify.name: \"ntfy\" is used by two [[notify]] entries"));
 }
 
-TEST_CASE("alert config: --print-config writes the rules and notifiers so that they load again "
-          "the same") {
+TEST_CASE(
+    "alert config: --print-config writes the rules and notifiers so that they load again "
+    "the same") {
   Config c = load(R"(
 [alerts]
 disable = ["throttled"]
