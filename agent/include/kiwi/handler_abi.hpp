@@ -27,7 +27,7 @@ namespace kiwi::abi {
 // what a handler holds is its own. The snapshot is copied once per published snapshot and shared
 // by the requests until the next one (a request then costs a view's acquire and release, a lock
 // and a shared_ptr copy), into the storage of an earlier copy nobody holds any more; stats,
-// history and series names are copied per call.
+// history, series names and alerts are copied per call.
 class HostData final : public DataSource {
  public:
   explicit HostData(const kiwi_data* data) : data_(data) {}
@@ -77,6 +77,14 @@ class HostData final : public DataSource {
   std::vector<std::string> series_names() const override {
     Ticket t(data_);
     return names_from(*data_->series_names(data_->ctx, &t.ticket));
+  }
+
+  // An agent before ABI 1.6 has no alerts (nor rules): none.
+  std::vector<Alert> alerts() const override {
+    if (!KIWI_HAS_MEMBER(data_, kiwi_data, alerts) || !data_->alerts) return {};
+    Ticket t(data_);
+    const kiwi_alert_list* list = data_->alerts(data_->ctx, &t.ticket);
+    return list ? alerts_from(*list) : std::vector<Alert>();
   }
 
  private:

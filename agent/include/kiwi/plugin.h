@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define KIWI_ABI_MAJOR 1
-#define KIWI_ABI_MINOR 5
+#define KIWI_ABI_MINOR 6
 
 #define KIWI_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -487,6 +487,63 @@ typedef struct kiwi_output_status {
   double last_error_at;    /* unix seconds (0: none) */
 } kiwi_output_status;
 
+/* ---- Alerts (since ABI 1.6) ----------------------------------------------------------------
+ * The [[alert]] rules' instances as the agent's rule engine keeps them, and its notifiers. */
+
+/* An alert instance's state (docs/alerts.md): inactive (its condition does not hold), pending (it
+ * holds, not yet for the rule's `for`), firing, resolved (it fired and has cleared). A later minor
+ * version may add states: the C++ SDK reads a code it does not know as inactive. */
+enum {
+  KIWI_ALERT_INACTIVE = 0,
+  KIWI_ALERT_PENDING = 1,
+  KIWI_ALERT_FIRING = 2,
+  KIWI_ALERT_RESOLVED = 3
+};
+
+/* A rule's severity. The C++ SDK reads a code it does not know as warning. */
+enum { KIWI_SEVERITY_INFO = 0, KIWI_SEVERITY_WARNING = 1, KIWI_SEVERITY_CRITICAL = 2 };
+
+/* One alert instance: a rule and the labels of the series (or the sensor) it matched. */
+typedef struct kiwi_alert {
+  uint32_t size;
+  kiwi_str name;            /* the rule's name (Prometheus' `alertname`) */
+  const kiwi_label *labels; /* the matched series' labels, sorted by name (a status rule: none) */
+  size_t label_count;
+  kiwi_str sensor;   /* the report the series came from: a [[sensor]] name, or "agent" */
+  kiwi_str series;   /* the watched series' key (`thermal_celsius{sensor="soc"}`), or the sensor */
+  uint32_t state;    /* KIWI_ALERT_* */
+  uint32_t severity; /* KIWI_SEVERITY_* */
+  kiwi_str summary;  /* the rule's summary, rendered with this instance's labels and value */
+  double value;      /* the latest value the rule looked at (NaN: none, e.g. stale) */
+  double threshold;  /* what it was compared with (NaN: none, e.g. a status rule) */
+  double since;      /* unix seconds it entered its state */
+  double active_at;  /* unix seconds its condition began to hold (0: inactive) */
+} kiwi_alert;
+
+/* What kiwi_data.alerts hands out: every instance that is not inactive, firing first, then by
+ * name and labels. */
+typedef struct kiwi_alert_list {
+  uint32_t size;
+  const kiwi_alert *alerts; /* rows of alert_size bytes */
+  size_t count;
+  uint32_t alert_size;
+} kiwi_alert_list;
+
+/* One notifier ([[notify]]) and its queue. */
+typedef struct kiwi_notifier_status {
+  uint32_t size;
+  kiwi_str name;           /* the [[notify]] name */
+  kiwi_str kind;           /* "alertmanager", "webhook", "ntfy", or a plugin's name */
+  kiwi_str state;          /* "idle", "sending", "retrying" */
+  uint64_t queued;         /* alert transitions waiting to be sent (kept in the database) */
+  uint64_t sent_total;     /* notifications the receiver took */
+  uint64_t failures_total; /* sends that failed and are retried */
+  uint64_t dropped_total;  /* notifications refused for good (a 4xx), skipped */
+  double last_sent_at;     /* unix seconds (0: none yet) */
+  kiwi_str last_error;     /* the latest failure or refusal ("" none) */
+  double last_error_at;    /* unix seconds (0: none) */
+} kiwi_notifier_status;
+
 /* The agent's counters and configuration state. */
 typedef struct kiwi_stats {
   uint32_t size;
@@ -525,6 +582,13 @@ typedef struct kiwi_stats {
   /* Since ABI 1.2 (KIWI_HAS_MEMBER(stats, kiwi_stats, http_auth_rate_limited)): [http.auth]. */
   uint64_t http_auth_failures;     /* requests whose credentials were refused */
   uint64_t http_auth_rate_limited; /* requests refused unchecked: their address was blocked */
+  /* Since ABI 1.6 (KIWI_HAS_MEMBER(stats, kiwi_stats, notifier_status_size)): the alert instances
+   * firing and pending now, and the notifiers. An older agent has none. */
+  uint64_t alerts_firing;
+  uint64_t alerts_pending;
+  const kiwi_notifier_status *notifiers; /* rows of notifier_status_size bytes */
+  size_t notifier_count;
+  uint32_t notifier_status_size;
 } kiwi_stats;
 
 enum {
@@ -585,6 +649,9 @@ typedef struct kiwi_data {
   /* Names and keys of every series the store holds (to check `series` patterns). */
   const kiwi_str_list *(*series_names)(void *ctx, void **ticket);
   void (*release)(void *ctx, void *ticket);
+  /* Since ABI 1.6: every alert instance that is not inactive (never NULL; none without [[alert]]
+   * rules). Call only when KIWI_HAS_MEMBER(data, kiwi_data, alerts): an older agent has none. */
+  const kiwi_alert_list *(*alerts)(void *ctx, void **ticket);
 } kiwi_data;
 
 /* Handed to handler_create; valid during that call only, except `host` and `data`. */

@@ -1,9 +1,9 @@
 // kiwi-agent plugin SDK: the C views of kiwi/plugin.h and the C++ values they stand for, both
 // directions side by side. The agent builds the views of its data (snapshot, counters, history,
-// series names) and of a plugin's options, and reads back the option and metric tables and the
-// history queries a plugin hands it; the SDK's glue (kiwi/abi.hpp, kiwi/handler_abi.hpp) does the
-// opposite. Both use this one file, so a member added to the model and to the ABI is written here
-// once for each direction, next to each other.
+// series names, alert instances) and of a plugin's options, and reads back the option and metric
+// tables and the history queries a plugin hands it; the SDK's glue (kiwi/abi.hpp,
+// kiwi/handler_abi.hpp) does the opposite. Both use this one file, so a member added to the model
+// and to the ABI is written here once for each direction, next to each other.
 //
 // C++ -> C: a *View holds what its C rows point into (or, where said, points into the value it
 //   was made from, which must outlive it); not copyable, as the rows point into it.
@@ -34,6 +34,13 @@ static_assert(static_cast<std::uint32_t>(SensorState::ok) == KIWI_SENSOR_OK &&
               static_cast<std::uint32_t>(SensorState::error) == KIWI_SENSOR_ERROR);
 static_assert(static_cast<std::uint32_t>(Aggregate::mean) == KIWI_AGGREGATE_MEAN &&
               static_cast<std::uint32_t>(Aggregate::last) == KIWI_AGGREGATE_LAST);
+static_assert(static_cast<std::uint32_t>(AlertState::inactive) == KIWI_ALERT_INACTIVE &&
+              static_cast<std::uint32_t>(AlertState::pending) == KIWI_ALERT_PENDING &&
+              static_cast<std::uint32_t>(AlertState::firing) == KIWI_ALERT_FIRING &&
+              static_cast<std::uint32_t>(AlertState::resolved) == KIWI_ALERT_RESOLVED);
+static_assert(static_cast<std::uint32_t>(Severity::info) == KIWI_SEVERITY_INFO &&
+              static_cast<std::uint32_t>(Severity::warning) == KIWI_SEVERITY_WARNING &&
+              static_cast<std::uint32_t>(Severity::critical) == KIWI_SEVERITY_CRITICAL);
 
 // ---- Strings and rows ----------------------------------------------------------------------
 
@@ -350,6 +357,20 @@ struct StatsView {
       row.last_error = str(o.last_error);
       row.last_error_at = o.last_error_at;
     }
+    for (const auto& n : stats.notifiers) {
+      kiwi_notifier_status& row = notifiers.emplace_back();
+      row.size = sizeof row;
+      row.name = str(n.name);
+      row.kind = str(n.kind);
+      row.state = str(n.state);
+      row.queued = n.queued;
+      row.sent_total = n.sent_total;
+      row.failures_total = n.failures_total;
+      row.dropped_total = n.dropped_total;
+      row.last_sent_at = n.last_sent_at;
+      row.last_error = str(n.last_error);
+      row.last_error_at = n.last_error_at;
+    }
     c.size = sizeof c;
     c.version = str(stats.version);
     c.started_at = stats.started_at;
@@ -382,6 +403,11 @@ struct StatsView {
     c.store_samples_pending = stats.store_samples_pending;
     c.http_auth_failures = stats.http_auth_failures;
     c.http_auth_rate_limited = stats.http_auth_rate_limited;
+    c.alerts_firing = stats.alerts_firing;
+    c.alerts_pending = stats.alerts_pending;
+    c.notifiers = notifiers.data();
+    c.notifier_count = notifiers.size();
+    c.notifier_status_size = sizeof(kiwi_notifier_status);
   }
   StatsView(const StatsView&) = delete;
   StatsView& operator=(const StatsView&) = delete;
@@ -391,6 +417,7 @@ struct StatsView {
   std::vector<kiwi_plugin_status> plugins;
   std::vector<kiwi_request_count> requests;
   std::vector<kiwi_output_status> outputs;
+  std::vector<kiwi_notifier_status> notifiers;
   kiwi_stats c{};
 };
 
@@ -401,8 +428,8 @@ struct MetricTable {
   std::vector<MetricSpec> specs;
 };
 
-// The counters of a stats view, copied. Members of ABI 1.1 and 1.2 keep their defaults (none, 0
-// and "") when the view's `size` does not cover them.
+// The counters of a stats view, copied. Members of ABI 1.1, 1.2 and 1.6 keep their defaults
+// (none, 0 and "") when the view's `size` does not cover them.
 inline AgentStats stats_from(const kiwi_stats& c) {
   AgentStats s;
   s.version = std::string(view(c.version));
@@ -482,7 +509,90 @@ inline AgentStats stats_from(const kiwi_stats& c) {
     s.http_auth_failures = c.http_auth_failures;
     s.http_auth_rate_limited = c.http_auth_rate_limited;
   }
+  if (KIWI_HAS_MEMBER(&c, kiwi_stats, notifier_status_size)) {
+    s.alerts_firing = c.alerts_firing;
+    s.alerts_pending = c.alerts_pending;
+    s.notifiers.reserve(c.notifier_count);
+    for (std::size_t i = 0; i < c.notifier_count; ++i) {
+      const auto& n = row_at(c.notifiers, c.notifier_status_size, i);
+      NotifierStatus& out = s.notifiers.emplace_back();
+      out.name = std::string(view(n.name));
+      out.kind = std::string(view(n.kind));
+      out.state = std::string(view(n.state));
+      out.queued = n.queued;
+      out.sent_total = n.sent_total;
+      out.failures_total = n.failures_total;
+      out.dropped_total = n.dropped_total;
+      out.last_sent_at = n.last_sent_at;
+      out.last_error = std::string(view(n.last_error));
+      out.last_error_at = n.last_error_at;
+    }
+  }
   return s;
+}
+
+// ---- Alert instances: std::vector<Alert> <-> kiwi_alert_list (ABI 1.6) -------------------------
+
+// The C view of a list of alert instances, which it holds.
+struct AlertsView {
+  explicit AlertsView(std::vector<Alert> a) : alerts(std::move(a)) {
+    std::size_t n = 0;
+    for (const auto& x : alerts) n += x.labels.size();
+    labels.reserve(n);
+    rows.reserve(alerts.size());
+    for (const auto& x : alerts) {
+      kiwi_alert& row = rows.emplace_back();
+      row.size = sizeof row;
+      row.name = str(x.name);
+      row.labels = push_labels(labels, x.labels);
+      row.label_count = x.labels.size();
+      row.sensor = str(x.sensor);
+      row.series = str(x.series);
+      row.state = static_cast<std::uint32_t>(x.state);
+      row.severity = static_cast<std::uint32_t>(x.severity);
+      row.summary = str(x.summary);
+      row.value = x.value;
+      row.threshold = x.threshold;
+      row.since = x.since;
+      row.active_at = x.active_at;
+    }
+    c.size = sizeof c;
+    c.alerts = rows.data();
+    c.count = rows.size();
+    c.alert_size = sizeof(kiwi_alert);
+  }
+  AlertsView(const AlertsView&) = delete;
+  AlertsView& operator=(const AlertsView&) = delete;
+
+  std::vector<Alert> alerts;
+  std::vector<kiwi_label> labels;
+  std::vector<kiwi_alert> rows;
+  kiwi_alert_list c{};
+};
+
+// The instances of an alert list view, copied. A state or severity code of a later minor version
+// is read as inactive, or warning.
+inline std::vector<Alert> alerts_from(const kiwi_alert_list& c) {
+  std::vector<Alert> out;
+  out.reserve(c.count);
+  for (std::size_t i = 0; i < c.count; ++i) {
+    const auto& a = row_at(c.alerts, c.alert_size, i);
+    Alert& x = out.emplace_back();
+    x.name = std::string(view(a.name));
+    x.labels = labels_from(a.labels, a.label_count);
+    x.sensor = std::string(view(a.sensor));
+    x.series = std::string(view(a.series));
+    x.state =
+        a.state <= KIWI_ALERT_RESOLVED ? static_cast<AlertState>(a.state) : AlertState::inactive;
+    x.severity = a.severity <= KIWI_SEVERITY_CRITICAL ? static_cast<Severity>(a.severity)
+                                                      : Severity::warning;
+    x.summary = std::string(view(a.summary));
+    x.value = a.value;
+    x.threshold = a.threshold;
+    x.since = a.since;
+    x.active_at = a.active_at;
+  }
+  return out;
 }
 
 // ---- A history query: HistoryQuery <-> kiwi_history_query --------------------------------------

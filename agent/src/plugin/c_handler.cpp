@@ -60,6 +60,12 @@ CData::CData(const DataSource& data) : data_(data) {
     return out;
   };
   c_.release = [](void*, void* ticket) { delete static_cast<Ticket*>(ticket); };
+  c_.alerts = [](void* ctx, void** ticket) -> const kiwi_alert_list* {
+    auto view = std::make_shared<const abi::AlertsView>(self(ctx).data_.alerts());
+    const kiwi_alert_list* out = &view->c;
+    *ticket = ticket_for(std::move(view));
+    return out;
+  };
 }
 
 std::shared_ptr<const abi::SnapshotView> CData::snapshot_view() const {

@@ -27,6 +27,7 @@ namespace kiwi::agent {
 //   history       per call; NULL and error->refuse(message) when the store cannot answer, or
 //                 for a query this agent cannot read (too small a `size`, an unknown aggregate)
 //   series_names  per call
+//   alerts        per call (ABI 1.6): the instances not inactive, as DataSource::alerts() has them
 class CData {
  public:
   explicit CData(const DataSource& data);

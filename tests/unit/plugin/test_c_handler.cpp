@@ -37,6 +37,7 @@ class FakeData final : public DataSource {
   }
   AgentStats stats() const override { return agent_stats; }
   std::vector<std::string> series_names() const override { return names; }
+  std::vector<Alert> alerts() const override { return alert_list; }
 
   void publish(std::shared_ptr<const Snapshot> s) {
     std::lock_guard lock(mutex);
@@ -50,6 +51,7 @@ class FakeData final : public DataSource {
   mutable HistoryQuery last_query;
   AgentStats agent_stats;
   std::vector<std::string> names;
+  std::vector<Alert> alert_list;
 };
 
 std::shared_ptr<const Snapshot> sample_snapshot(std::uint64_t sequence) {
@@ -529,4 +531,73 @@ TEST_CASE("C ABI data: snapshot, stats, history and series names cross the C ABI
   SECTION("series names") {
     CHECK(data.series_names() == fake.names);
   }
+
+  SECTION("alert instances and the notifiers (ABI 1.6)") {
+    CHECK(data.alerts().empty());
+    Alert hot;
+    hot.name = "soc_hot";
+    hot.labels = {{"sensor", "soc"}};
+    hot.sensor = "thermal";
+    hot.series = "thermal_celsius{sensor=\"soc\"}";
+    hot.state = AlertState::firing;
+    hot.severity = Severity::critical;
+    hot.summary = "soc at 85 °C";
+    hot.value = 85;
+    hot.threshold = NAN;
+    hot.since = 1700000010;
+    hot.active_at = 1700000000;
+    Alert low = hot;
+    low.name = "memory_low";
+    low.labels.clear();
+    low.sensor = "memory";
+    low.state = AlertState::pending;
+    fake.alert_list = {hot, low};
+    fake.agent_stats.alerts_firing = 1;
+    fake.agent_stats.alerts_pending = 1;
+    fake.agent_stats.notifiers = {
+        {"am", "alertmanager", "retrying", 3, 4, 5, 6, 7.5, "HTTP 503", 8}};
+    const std::vector<Alert> back = data.alerts();
+    REQUIRE(back.size() == 2);
+    CHECK(back[0].name == "soc_hot");
+    CHECK(back[0].labels == hot.labels);
+    CHECK(back[0].sensor == "thermal");
+    CHECK(back[0].series == hot.series);
+    CHECK(back[0].state == AlertState::firing);
+    CHECK(back[0].severity == Severity::critical);
+    CHECK(back[0].summary == "soc at 85 °C");
+    CHECK(back[0].value == 85);
+    CHECK(std::isnan(back[0].threshold));
+    CHECK(back[0].since == 1700000010);
+    CHECK(back[0].active_at == 1700000000);
+    CHECK(back[1].name == "memory_low");
+    CHECK(back[1].labels.empty());
+    CHECK(back[1].state == AlertState::pending);
+    const AgentStats s = data.stats();
+    CHECK(s.alerts_firing == 1);
+    CHECK(s.alerts_pending == 1);
+    REQUIRE(s.notifiers.size() == 1);
+    CHECK(s.notifiers[0].name == "am");
+    CHECK(s.notifiers[0].kind == "alertmanager");
+    CHECK(s.notifiers[0].state == "retrying");
+    CHECK(s.notifiers[0].queued == 3);
+    CHECK(s.notifiers[0].dropped_total == 6);
+    CHECK(s.notifiers[0].last_sent_at == 7.5);
+    CHECK(s.notifiers[0].last_error == "HTTP 503");
+    CHECK(s.notifiers[0].last_error_at == 8);
+  }
+}
+
+TEST_CASE("C ABI data: a handler loaded by an agent before ABI 1.6 reads no alerts") {
+  FakeData fake;
+  Alert firing;
+  firing.name = "soc_hot";
+  firing.state = AlertState::firing;
+  fake.alert_list = {firing};
+  auto shared = CData::of(fake);
+  CHECK(abi::HostData(shared->c()).alerts().size() == 1);  // this agent's kiwi_data: 1.6
+  // The same agent's kiwi_data as one of ABI 1.5 states it: it ends before `alerts`.
+  kiwi_data old = *shared->c();
+  // Its `alerts` still works here: only the size keeps the SDK from calling it.
+  old.size = offsetof(kiwi_data, alerts);
+  CHECK(abi::HostData(&old).alerts().empty());
 }

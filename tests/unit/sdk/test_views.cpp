@@ -80,6 +80,33 @@ void check_same(const OutputStatus& a, const OutputStatus& b) {
   CHECK(a.last_error_at == b.last_error_at);
 }
 
+void check_same(const NotifierStatus& a, const NotifierStatus& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.kind == b.kind);
+  CHECK(a.state == b.state);
+  CHECK(a.queued == b.queued);
+  CHECK(a.sent_total == b.sent_total);
+  CHECK(a.failures_total == b.failures_total);
+  CHECK(a.dropped_total == b.dropped_total);
+  CHECK(a.last_sent_at == b.last_sent_at);
+  CHECK(a.last_error == b.last_error);
+  CHECK(a.last_error_at == b.last_error_at);
+}
+
+void check_same(const Alert& a, const Alert& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.labels == b.labels);
+  CHECK(a.sensor == b.sensor);
+  CHECK(a.series == b.series);
+  CHECK(a.state == b.state);
+  CHECK(a.severity == b.severity);
+  CHECK(a.summary == b.summary);
+  CHECK(same_value(a.value, b.value));
+  CHECK(same_value(a.threshold, b.threshold));
+  CHECK(a.since == b.since);
+  CHECK(a.active_at == b.active_at);
+}
+
 // Everything of ABI 1.0's kiwi_stats (the members before `outputs`).
 void check_same_1_0(const AgentStats& a, const AgentStats& b) {
   CHECK(a.version == b.version);
@@ -129,6 +156,10 @@ void check_same(const AgentStats& a, const AgentStats& b) {
   CHECK(a.store_samples_pending == b.store_samples_pending);
   CHECK(a.http_auth_failures == b.http_auth_failures);
   CHECK(a.http_auth_rate_limited == b.http_auth_rate_limited);
+  CHECK(a.alerts_firing == b.alerts_firing);
+  CHECK(a.alerts_pending == b.alerts_pending);
+  REQUIRE(a.notifiers.size() == b.notifiers.size());
+  for (std::size_t i = 0; i < a.notifiers.size(); ++i) check_same(a.notifiers[i], b.notifiers[i]);
 }
 
 // Every member set, none to its default, so a member the conversion forgets shows.
@@ -225,7 +256,58 @@ AgentStats full_stats() {
   s.outputs = {o};
   s.http_auth_failures = 12;
   s.http_auth_rate_limited = 13;
+  s.alerts_firing = 14;
+  s.alerts_pending = 15;
+  NotifierStatus am;
+  am.name = "am";
+  am.kind = "alertmanager";
+  am.state = "retrying";
+  am.queued = 16;
+  am.sent_total = 17;
+  am.failures_total = 18;
+  am.dropped_total = 19;
+  am.last_sent_at = 100.75;
+  am.last_error = "HTTP 503 from http://127.0.0.1:9093/api/v2/alerts";
+  am.last_error_at = 101.25;
+  NotifierStatus phone;
+  phone.name = "phone";
+  phone.kind = "ntfy";
+  phone.state = "idle";
+  phone.sent_total = 20;
+  s.notifiers = {am, phone};
   return s;
+}
+
+// Every member set, none to its default; one with no labels and no value (a status rule's).
+std::vector<Alert> full_alerts() {
+  Alert hot;
+  hot.name = "soc_hot";
+  hot.labels = {{"sensor", "soc-thermal"}, {"zone", "a \"b\"\n"}};
+  hot.sensor = "thermal";
+  hot.series = "thermal_celsius{sensor=\"soc-thermal\"}";
+  hot.state = AlertState::firing;
+  hot.severity = Severity::critical;
+  hot.summary = "soc-thermal at 85.5 °C";
+  hot.value = 85.5;
+  hot.threshold = 80;
+  hot.since = 1700000100.5;
+  hot.active_at = 1700000040.25;
+  Alert failing;
+  failing.name = "sensor_failing";
+  failing.sensor = "gpu";
+  failing.series = "gpu";
+  failing.state = AlertState::pending;
+  failing.severity = Severity::info;
+  failing.summary = "gpu: exit 1";
+  failing.value = std::numeric_limits<double>::quiet_NaN();
+  failing.threshold = std::numeric_limits<double>::quiet_NaN();
+  failing.since = 1700000200;
+  failing.active_at = 1700000200;
+  Alert full = hot;
+  full.name = "disk_full";
+  full.state = AlertState::resolved;
+  full.severity = Severity::warning;
+  return {hot, failing, full};
 }
 
 // The rows of `rows` copied into rows of `row_size` bytes each (what a side of another minor
@@ -304,7 +386,7 @@ TEST_CASE("views: the agent's counters made a C view and read back are the same 
   CHECK(back.plugins[1].metrics.empty());
 }
 
-TEST_CASE("views: counters of ABI 1.0 and 1.1 read the defaults of what came later") {
+TEST_CASE("views: counters of ABI 1.0, 1.1 and 1.5 read the defaults of what came later") {
   const AgentStats original = full_stats();
   const abi::StatsView view(original);
 
@@ -318,6 +400,8 @@ TEST_CASE("views: counters of ABI 1.0 and 1.1 read the defaults of what came lat
     CHECK(back.store_samples_pending == 0);
     CHECK(back.http_auth_failures == 0);
     CHECK(back.http_auth_rate_limited == 0);
+    CHECK(back.alerts_firing == 0);
+    CHECK(back.notifiers.empty());
   }
   SECTION("1.1: outputs, but not the store's and auth's members of 1.2") {
     kiwi_stats c = view.c;
@@ -329,6 +413,14 @@ TEST_CASE("views: counters of ABI 1.0 and 1.1 read the defaults of what came lat
     CHECK(back.store_recovered.empty());
     CHECK(back.store_samples_pending == 0);
     CHECK(back.http_auth_failures == 0);
+  }
+  SECTION("1.5: everything before the alerts, no alert counts and no notifiers") {
+    kiwi_stats c = view.c;
+    c.size = offsetof(kiwi_stats, alerts_firing);
+    AgentStats expected = original;
+    expected.alerts_firing = expected.alerts_pending = 0;
+    expected.notifiers.clear();
+    check_same(abi::stats_from(c), expected);
   }
   SECTION("1.0 metric rows in a plugin's status: no rate") {
     auto rows =
@@ -345,6 +437,55 @@ TEST_CASE("views: counters of ABI 1.0 and 1.1 read the defaults of what came lat
       want.rate = {};
       check_same(back.plugins[0].metrics[i], want);
     }
+  }
+}
+
+TEST_CASE("views: notifier rows of a newer minor, larger than this SDK's, read whole") {
+  const AgentStats original = full_stats();
+  const abi::StatsView view(original);
+  CHECK(view.c.notifier_status_size == sizeof(kiwi_notifier_status));
+  const std::size_t larger = sizeof(kiwi_notifier_status) + 40;
+  auto rows = resized_rows(view.notifiers.data(), view.notifiers.size(), larger, true);
+  kiwi_stats c = view.c;
+  c.notifiers = reinterpret_cast<const kiwi_notifier_status*>(rows.data());
+  c.notifier_status_size = static_cast<std::uint32_t>(larger);
+  check_same(abi::stats_from(c), original);
+}
+
+TEST_CASE("views: alert instances made a C view and read back are the same instances") {
+  const std::vector<Alert> original = full_alerts();
+  const abi::AlertsView view(original);
+  CHECK(view.c.size == sizeof(kiwi_alert_list));
+  CHECK(view.c.alert_size == sizeof(kiwi_alert));
+  REQUIRE(view.c.count == 3);
+  CHECK(view.rows[0].state == KIWI_ALERT_FIRING);
+  CHECK(view.rows[0].severity == KIWI_SEVERITY_CRITICAL);
+  CHECK(view.rows[1].label_count == 0);
+  const std::vector<Alert> back = abi::alerts_from(view.c);
+  REQUIRE(back.size() == original.size());
+  for (std::size_t i = 0; i < back.size(); ++i) check_same(back[i], original[i]);
+  CHECK(abi::alerts_from(abi::AlertsView({}).c).empty());
+
+  SECTION("rows of a newer minor, with members this SDK does not know") {
+    const std::size_t larger = sizeof(kiwi_alert) + 32;
+    auto rows = resized_rows(view.rows.data(), view.rows.size(), larger, true);
+    kiwi_alert_list c = view.c;
+    c.alerts = reinterpret_cast<const kiwi_alert*>(rows.data());
+    c.alert_size = static_cast<std::uint32_t>(larger);
+    const std::vector<Alert> wide = abi::alerts_from(c);
+    REQUIRE(wide.size() == original.size());
+    for (std::size_t i = 0; i < wide.size(); ++i) check_same(wide[i], original[i]);
+  }
+  SECTION("a state or severity code of a newer minor reads as inactive, or warning") {
+    std::vector<kiwi_alert> rows = view.rows;
+    rows[0].state = KIWI_ALERT_RESOLVED + 1;
+    rows[0].severity = KIWI_SEVERITY_CRITICAL + 1;
+    kiwi_alert_list c = view.c;
+    c.alerts = rows.data();
+    const std::vector<Alert> back_codes = abi::alerts_from(c);
+    CHECK(back_codes[0].state == AlertState::inactive);
+    CHECK(back_codes[0].severity == Severity::warning);
+    CHECK(back_codes[1].state == AlertState::pending);  // the others as they were
   }
 }
 
