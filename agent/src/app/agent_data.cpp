@@ -41,11 +41,16 @@ AgentStats AgentData::counters() const {
     std::lock_guard lock(outputs_mutex_);
     for (auto& o : outputs_) s.outputs.push_back(o->status());
   }
+  if (notifier_status) s.notifiers = notifier_status();
   return s;
 }
 
 AgentStats AgentData::stats() const {
   AgentStats s = counters();
+  for (const Alert& a : alerts()) {
+    s.alerts_firing += a.state == AlertState::firing;
+    s.alerts_pending += a.state == AlertState::pending;
+  }
   std::lock_guard lock(mutex_);
   s.plugins = plugins_;
   return s;

@@ -3,6 +3,7 @@
 // (app/telemetry.hpp).
 #pragma once
 
+#include <functional>
 #include <kiwi/handler.hpp>
 #include <memory>
 #include <mutex>
@@ -46,8 +47,13 @@ class AgentData final : public DataSource {
     return out;
   }
   AgentStats stats() const override;
-  // stats() without the plugin list: what the agent's own report reads at every tick.
+  // stats() without the plugin list and the alert counts: what the agent's own report reads at
+  // every tick (the notifiers are in it).
   AgentStats counters() const;
+  // The rule engine's instances (alert_list), as it sorted them; none while it has not been set.
+  std::vector<Alert> alerts() const override {
+    return alert_list ? alert_list() : std::vector<Alert>();
+  }
 
   // The running outputs, swapped whole by a reload (the old ones stopped by the caller after).
   std::vector<std::unique_ptr<OutputRunner>> swap_outputs(
@@ -91,6 +97,12 @@ class AgentData final : public DataSource {
   std::string snapshot_file;
   const Collector* collector = nullptr;
   const HttpServer* server = nullptr;
+  // Set once by the agent before the HTTP server starts, both thread-safe (called from HTTP
+  // workers and the collector's thread); empty: no alerts, no notifiers. alert_list: every alert
+  // instance that is not inactive, firing first (DataSource::alerts()); notifier_status: each
+  // [[notify]] and its queue.
+  std::function<std::vector<Alert>()> alert_list;
+  std::function<std::vector<NotifierStatus>()> notifier_status;
 
  private:
   const SnapshotHolder& snapshot_;

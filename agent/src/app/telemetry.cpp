@@ -77,20 +77,58 @@ constexpr MetricSpec kRwFailures{
 constexpr MetricSpec kRwLastError{"remote_write_last_error_info", kNone, gauge,
                                   "remote_write,error",
                                   "the latest failure or refusal (1; absent when none)"};
+constexpr MetricSpec kNotifierQueue{
+    "notifier_queue_length", kCount, gauge, "notifier",
+    "alert transitions waiting to be sent by the notifier (its queue, kept in the database)"};
+constexpr MetricSpec kNotifierSent{"notifier_notifications_sent_total", kCount, counter, "notifier",
+                                   "notifications the notifier's receiver took"};
+constexpr MetricSpec kNotifierFailures{"notifier_failures_total", kCount, counter, "notifier",
+                                       "sends that failed and are retried after a backoff"};
+constexpr MetricSpec kNotifierDropped{
+    "notifier_notifications_dropped_total", kCount, counter, "notifier",
+    "notifications the receiver refused for good (a 4xx), skipped"};
+constexpr MetricSpec kNotifierLastSent{
+    "notifier_last_sent_timestamp_seconds", kSeconds, gauge, "notifier",
+    "unix time the receiver last took a notification (absent before the first)"};
+constexpr MetricSpec kNotifierLastError{"notifier_last_error_info", kNone, gauge, "notifier,error",
+                                        "the latest failure or refusal (1; absent when none)"};
 constexpr MetricSpec kAuthFailures{
     "http_auth_failures_total", kCount, counter, "reason",
     "requests refused by [http.auth]: credentials wrong (invalid_credentials), or not checked "
     "because the address failed too often (rate_limited)"};
 
-constexpr MetricSpec kRows[] = {kBuildInfo,        kStartTime,          kLastSample,
-                                kSensorDuration,   kSensorSuccess,      kSensorErrors,
-                                kSensorInvalid,    kSensorRefused,      kTicks,
-                                kMissedTicks,      kStoreErrors,        kStorePending,
-                                kStoreRecovered,   kSnapshotFileErrors, kConfigGeneration,
-                                kReloadSuccessful, kReloadTime,         kReloads,
-                                kHttpRequests,     kRwBehind,           kRwPending,
-                                kRwSent,           kRwDropped,          kRwFailures,
-                                kRwLastError,      kAuthFailures};
+constexpr MetricSpec kRows[] = {kBuildInfo,
+                                kStartTime,
+                                kLastSample,
+                                kSensorDuration,
+                                kSensorSuccess,
+                                kSensorErrors,
+                                kSensorInvalid,
+                                kSensorRefused,
+                                kTicks,
+                                kMissedTicks,
+                                kStoreErrors,
+                                kStorePending,
+                                kStoreRecovered,
+                                kSnapshotFileErrors,
+                                kConfigGeneration,
+                                kReloadSuccessful,
+                                kReloadTime,
+                                kReloads,
+                                kHttpRequests,
+                                kRwBehind,
+                                kRwPending,
+                                kRwSent,
+                                kRwDropped,
+                                kRwFailures,
+                                kRwLastError,
+                                kNotifierQueue,
+                                kNotifierSent,
+                                kNotifierFailures,
+                                kNotifierDropped,
+                                kNotifierLastSent,
+                                kNotifierLastError,
+                                kAuthFailures};
 
 // build_info's abi label: the C ABI this agent speaks, "1.3".
 const std::string kAbi = std::to_string(KIWI_ABI_MAJOR) + "." + std::to_string(KIWI_ABI_MINOR);
@@ -139,6 +177,15 @@ SampleResult Telemetry::sample(const Snapshot& tick, MetricSink& sink) {
     sink.emit(kRwFailures, {o.name}, num(o.failures_total));
     if (!o.last_error.empty())
       sink.emit(kRwLastError, {o.name, kiwi::to_valid_utf8(o.last_error.substr(0, 200))}, 1);
+  }
+  for (auto& n : s.notifiers) {
+    sink.emit(kNotifierQueue, {n.name}, num(n.queued));
+    sink.emit(kNotifierSent, {n.name}, num(n.sent_total));
+    sink.emit(kNotifierFailures, {n.name}, num(n.failures_total));
+    sink.emit(kNotifierDropped, {n.name}, num(n.dropped_total));
+    if (n.last_sent_at > 0) sink.emit(kNotifierLastSent, {n.name}, std::floor(n.last_sent_at));
+    if (!n.last_error.empty())
+      sink.emit(kNotifierLastError, {n.name, kiwi::to_valid_utf8(n.last_error.substr(0, 200))}, 1);
   }
   sink.emit(kAuthFailures, {"invalid_credentials"}, num(s.http_auth_failures));
   sink.emit(kAuthFailures, {"rate_limited"}, num(s.http_auth_rate_limited));

@@ -124,3 +124,43 @@ TEST_CASE("telemetry: docs/api.md lists every self-metric with its labels and ty
     CHECK(doc.find(entry) != std::string::npos);
   }
 }
+
+TEST_CASE("telemetry: each notifier's queue, sends, failures and drops, by its name") {
+  SnapshotHolder holder;
+  AgentData data(holder, nullptr);
+  // No notifier: none of their families (the golden /metrics files hold them to that).
+  for (auto& m : read_report(data, tick()).metrics) CHECK_FALSE(m.name.starts_with("notifier_"));
+
+  kiwi::NotifierStatus am;
+  am.name = "am";
+  am.kind = "alertmanager";
+  am.state = "retrying";
+  am.queued = 3;
+  am.sent_total = 12;
+  am.failures_total = 4;
+  am.dropped_total = 1;
+  am.last_sent_at = 1764475739.75;
+  am.last_error = "HTTP 503 from http://127.0.0.1:9093/api/v2/alerts";
+  kiwi::NotifierStatus phone;
+  phone.name = "phone";
+  phone.kind = "ntfy";
+  phone.state = "idle";
+  data.notifier_status = [&] { return std::vector<kiwi::NotifierStatus>{am, phone}; };
+  const SampleCall c = read_report(data, tick());
+  INFO(c.message << c.dropped_note);
+  CHECK(c.dropped == 0);
+  CHECK(value_of(c, "notifier_queue_length", {{"notifier", "am"}}) == 3);
+  CHECK(value_of(c, "notifier_notifications_sent_total", {{"notifier", "am"}}) == 12);
+  CHECK(value_of(c, "notifier_failures_total", {{"notifier", "am"}}) == 4);
+  CHECK(value_of(c, "notifier_notifications_dropped_total", {{"notifier", "am"}}) == 1);
+  CHECK(value_of(c, "notifier_last_sent_timestamp_seconds", {{"notifier", "am"}}) == 1764475739);
+  CHECK(value_of(c, "notifier_last_error_info", {{"notifier", "am"}, {"error", am.last_error}}) ==
+        1);
+  CHECK(value_of(c, "notifier_queue_length", {{"notifier", "phone"}}) == 0);
+  // Nothing sent yet, no error: no timestamp of a send and no error series.
+  std::size_t phone_series = 0;
+  for (auto& m : c.metrics)
+    if (m.labels.size() && m.labels[0] == std::pair<std::string, std::string>{"notifier", "phone"})
+      ++phone_series;
+  CHECK(phone_series == 4);
+}
