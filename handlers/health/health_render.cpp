@@ -66,6 +66,12 @@ Health check(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats, double n
       degraded.push_back("remote_write " + o.name + ": " + number(o.seconds_behind) +
                          " s behind (more than " + number(behind_limit(o)) + " s)" +
                          (o.last_error.empty() ? "" : ": " + o.last_error));
+  // A notifier that cannot deliver keeps its queue in the database and retries with backoff, as
+  // an output keeps its backlog: the agent works, the owner may not hear of an alert yet.
+  for (auto& n : stats.notifiers)
+    if (n.state == "retrying")
+      degraded.push_back("notifier " + n.name + ": retrying, " + std::to_string(n.queued) +
+                         " queued" + (n.last_error.empty() ? "" : ": " + n.last_error));
 
   std::string body = !reasons.empty()   ? "{\"status\":\"failing\""
                      : degraded.empty() ? "{\"status\":\"ok\""
@@ -100,6 +106,26 @@ Health check(const kiwi::Snapshot& snap, const kiwi::AgentStats& stats, double n
     body += ",\"last_error\":";
     kiwi::append_json_string(body, o.last_error);
     body += ",\"last_error_at\":" + number(o.last_error_at) + "}";
+  }
+  body += "],\"alerts\":{\"firing\":" + std::to_string(stats.alerts_firing) +
+          ",\"pending\":" + std::to_string(stats.alerts_pending) + "},\"notifiers\":[";
+  for (std::size_t i = 0; i < stats.notifiers.size(); ++i) {
+    const auto& n = stats.notifiers[i];
+    if (i) body += ',';
+    body += "{\"name\":";
+    kiwi::append_json_string(body, n.name);
+    body += ",\"kind\":";
+    kiwi::append_json_string(body, n.kind);
+    body += ",\"state\":";
+    kiwi::append_json_string(body, n.state);
+    body += ",\"queued\":" + std::to_string(n.queued);
+    body += ",\"sent_total\":" + std::to_string(n.sent_total);
+    body += ",\"failures_total\":" + std::to_string(n.failures_total);
+    body += ",\"dropped_total\":" + std::to_string(n.dropped_total);
+    body += ",\"last_sent_at\":" + number(n.last_sent_at);
+    body += ",\"last_error\":";
+    kiwi::append_json_string(body, n.last_error);
+    body += ",\"last_error_at\":" + number(n.last_error_at) + "}";
   }
   body += "],\"reasons\":[";
   reasons.insert(reasons.end(), degraded.begin(), degraded.end());
