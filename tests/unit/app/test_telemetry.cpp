@@ -1,6 +1,7 @@
 // The agent's own report (app/telemetry.cpp): made of MetricSpec rows and checked as a sensor's
 // is, rendered by /metrics as today's self-metrics, and listed in docs/api.md.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -37,6 +38,19 @@ SampleCall read_report(const AgentData& data, const kiwi::Snapshot& snap) {
   Telemetry telemetry(data);
   return call_checked([&](kiwi::MetricSink& sink) { return telemetry.sample(snap, sink); },
                       nullptr);
+}
+
+// The /metrics text of a tick with the agent's report of `data` in it, its rows as the plugin's.
+std::string metrics_text(const AgentData& data) {
+  kiwi::Snapshot snap = tick();
+  kiwi::SensorReport own;
+  own.name = own.plugin = std::string(kiwi::kAgentReport);
+  own.metrics = read_report(data, snap).metrics;
+  snap.sensors.push_back(own);
+  kiwi::AgentStats stats;
+  stats.plugins.push_back({own.name, kiwi::PluginKind::sensor, own.plugin, "", KIWI_ABI_MAJOR,
+                           KIWI_ABI_MINOR, Telemetry::rows(), nullptr});
+  return kiwi_metrics::render(snap, stats);
 }
 
 double value_of(const SampleCall& c, const std::string& name,
@@ -79,15 +93,7 @@ TEST_CASE(
     "telemetry: /metrics renders the agent's report as the self-metrics, HELP from its rows") {
   SnapshotHolder holder;
   AgentData data(holder, nullptr);
-  kiwi::Snapshot snap = tick();
-  kiwi::SensorReport own;
-  own.name = own.plugin = std::string(kiwi::kAgentReport);
-  own.metrics = read_report(data, snap).metrics;
-  snap.sensors.push_back(own);
-  kiwi::AgentStats stats;
-  stats.plugins.push_back({own.name, kiwi::PluginKind::sensor, own.plugin, "", KIWI_ABI_MAJOR,
-                           KIWI_ABI_MINOR, Telemetry::rows(), nullptr});
-  const std::string text = kiwi_metrics::render(snap, stats);
+  const std::string text = metrics_text(data);
   CHECK_THAT(text, Catch::StartsWith("# HELP kiwi_build_info kiwi-agent version and plugin ABI; "
                                      "always 1\n# TYPE kiwi_build_info gauge\n"));
   CHECK_THAT(text, Catch::Contains("# HELP kiwi_sensor_success 1 if the sensor's latest sample "
@@ -163,4 +169,29 @@ TEST_CASE("telemetry: each notifier's queue, sends, failures and drops, by its n
     if (m.labels.size() && m.labels[0] == std::pair<std::string, std::string>{"notifier", "phone"})
       ++phone_series;
   CHECK(phone_series == 4);
+}
+
+TEST_CASE("telemetry: /metrics renders the notifier families by the notifier's name") {
+  SnapshotHolder holder;
+  AgentData data(holder, nullptr);
+  kiwi::NotifierStatus am;
+  am.name = "am";
+  am.kind = "alertmanager";
+  am.state = "retrying";
+  am.queued = 3;
+  am.last_sent_at = 1764475739.75;
+  am.last_error = "HTTP 503: \"busy\"\n";
+  data.notifier_status = [&] { return std::vector<kiwi::NotifierStatus>{am}; };
+  const std::string text = metrics_text(data);
+  if (const char* dump = std::getenv("KIWI_DUMP_METRICS")) std::ofstream(dump) << text;
+  CHECK_THAT(text, Catch::Contains("# HELP kiwi_notifier_queue_length alert transitions waiting to "
+                                   "be sent by the notifier (its queue, kept in the database)\n"
+                                   "# TYPE kiwi_notifier_queue_length gauge\n"
+                                   "kiwi_notifier_queue_length{notifier=\"am\"} 3\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE kiwi_notifier_notifications_sent_total counter\n"
+                                   "kiwi_notifier_notifications_sent_total{notifier=\"am\"} 0\n"));
+  CHECK_THAT(text, Catch::Contains("kiwi_notifier_last_sent_timestamp_seconds{notifier=\"am\"} "
+                                   "1764475739\n"));
+  CHECK_THAT(text, Catch::Contains("kiwi_notifier_last_error_info{notifier=\"am\",error=\"HTTP "
+                                   "503: \\\"busy\\\"\\n\"} 1\n"));
 }
