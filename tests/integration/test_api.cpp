@@ -31,7 +31,7 @@ std::string gunzip(const std::string& in) {
 }
 
 const char* kRoutes[] = {"/",           "/assets/app.js", "/api/current", "/api/history",
-                         "/api/health", "/api/plugins",   "/metrics"};
+                         "/api/health", "/api/alerts",    "/api/plugins", "/metrics"};
 
 }  // namespace
 
@@ -202,13 +202,44 @@ TEST_CASE("api: /api/health is 200 when all is well and 503 with the reasons whe
   }
 }
 
+TEST_CASE("api: /api/alerts on the default routes: none without rules, 304, a bad filter a 400") {
+  Agent agent;
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 1; }));
+  auto r = c.get("/api/alerts?state=firing,pending&severity=critical");
+  CHECK(r.status == 200);
+  CHECK(r.header("content-type") == "application/json");
+  CHECK(r.header("cache-control") == "no-cache");
+  auto d = parse_json(r.body);
+  CHECK(d["version"].GetUint() == 1);
+  CHECK(d["timestamp"].GetDouble() > 0);
+  CHECK(d["firing"].GetUint() == 0);
+  CHECK(d["pending"].GetUint() == 0);
+  CHECK(d["alerts"].Size() == 0);
+  // The ETag names the body: asked again with it, 304 unless a sample came in between.
+  bool not_modified = eventually([&] {
+    auto first = c.get("/api/alerts");
+    return c.get("/api/alerts", {{"If-None-Match", first.header("etag")}}).status == 304;
+  });
+  CHECK(not_modified);
+  auto bad = c.get("/api/alerts?state=firing,hot");
+  CHECK(bad.status == 400);
+  auto e = parse_json(bad.body);
+  CHECK(e["error"]["parameter"].GetString() == std::string("state"));
+  CHECK(e["error"]["message"].GetString() ==
+        std::string("'hot' is not a state; use firing, pending or resolved (a comma list)"));
+  auto health = parse_json(c.get("/api/health").body);
+  CHECK(health["alerts"]["firing"].GetUint() == 0);
+  CHECK(health["notifiers"].Size() == 0);
+}
+
 TEST_CASE("api: /api/plugins lists every plugin with its file, kind, ABI and status") {
   Agent agent("[[sensor]]\nplugin = \"memory\"\n[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
               "/test-throwing_sensor.so\"\nname = \"flaky\"\n");
   HttpClient c(agent.port());
   auto d = parse_json(c.get("/api/plugins").body);
   auto& list = d["plugins"];
-  REQUIRE(list.Size() == 2 + 2 + 7);  // two sensors, the agent's own reports, the seven routes
+  REQUIRE(list.Size() == 2 + 2 + 8);  // two sensors, the agent's own reports, the eight routes
   CHECK(list[0]["name"].GetString() == std::string("memory"));
   CHECK(list[0]["kind"].GetString() == std::string("sensor"));
   CHECK(list[0]["file"].GetString() == std::string(KIWI_PLUGIN_DIR "/kiwi-sensor-memory.so"));

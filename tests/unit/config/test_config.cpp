@@ -51,9 +51,11 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   CHECK(c.sensors[10].name == "hwmon");
   CHECK(c.sensors[11].name == "processes");
   CHECK(c.sensors[11].interval == std::chrono::milliseconds(10000));
-  REQUIRE(c.routes.size() == 7);
+  REQUIRE(c.routes.size() == 8);
   CHECK(c.routes[1].path == "/assets/*");
-  CHECK(c.routes[6].path == "/metrics");
+  CHECK(c.routes[5].path == "/api/alerts");
+  CHECK(c.routes[5].plugin == "alerts");
+  CHECK(c.routes[7].path == "/metrics");
 }
 
 TEST_CASE("config: the built-in default and an empty user file are the same configuration") {
