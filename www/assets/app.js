@@ -1,10 +1,12 @@
-// kiwi-agent dashboard: polls /api/current for the cards and /api/history for the charts (uPlot).
+// kiwi-agent dashboard: polls /api/current for the cards, /api/alerts for the firing alerts and
+// /api/history for the charts (uPlot).
 // Values arrive in base units (bytes, ratio, hertz, celsius, bytes per second); formatting for
 // people happens here. Plain ES2020, no framework; every byte comes from the agent itself.
 'use strict';
 (() => {
   const API = '/api/current';
   const HISTORY = '/api/history';
+  const ALERTS = '/api/alerts?state=firing';
   const body = document.body;
   // The agent writes its dashboard options into <body data-*>; "@poll_ms@" (a file opened
   // without the agent) falls back to the defaults.
@@ -417,8 +419,8 @@
     for (const [key, s] of Object.entries(sensors)) {
       if (!s || typeof s !== 'object') continue;
       const plugin = s.plugin === undefined ? key : String(s.plugin);
-      // The agent's own reports (its telemetry, the alert rules' alert_firing): for /metrics and
-      // the history, no card.
+      // The agent's own reports (its telemetry; the alert rules' alert_firing): for /metrics and
+      // the history, no card. Firing alerts have the banner and the marks.
       if (plugin === 'agent' || plugin === 'alerts') continue;
       if ((CARDS[plugin] || PART_OF[plugin]) && !fixed.has(plugin)) fixed.set(plugin, [key, s]);
       else extra.push([key, s, plugin]);
@@ -516,6 +518,7 @@
     const keep = new Set(extra.map(([key]) => key));
     for (const [key, card] of ownCards) if (!keep.has(key)) { card.remove(); ownCards.delete(key); }
     arrange(document.querySelector('.grid'), [...[...order.values()].flat(), ...generic]);
+    showAlerts(); // the cards the alerts mark, and the banner's links to them
   }
 
   // ---- history charts (uPlot) ----
@@ -1004,6 +1007,97 @@
     }
   }
 
+  // ---- alerts: the firing instances of the agent's [[alert]] rules (/api/alerts) ----
+  // Asked with every poll, with If-None-Match (an unchanged list costs a 304). An agent without
+  // the route (older, or a [[route]] list without it) answers 404: no banner, asked again a
+  // minute later (a reload may add it). Other failures keep what is shown: the poll of
+  // /api/current says whether the agent answers.
+  const alerts = { firing: [], etag: null, missingAt: 0, inflight: false };
+  const SEVERITIES = ['critical', 'warning', 'info'];
+  async function pollAlerts() {
+    if (alerts.inflight || (alerts.missingAt && Date.now() - alerts.missingAt < 60000)) return;
+    alerts.inflight = true;
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+    try {
+      const res = await fetch(ALERTS, { cache: 'no-store', signal: ctl.signal, headers: alerts.etag ? { 'If-None-Match': alerts.etag } : {} });
+      if (res.status === 404) Object.assign(alerts, { firing: [], etag: null, missingAt: Date.now() });
+      else if (res.ok) {
+        const d = await res.json();
+        alerts.firing = (Array.isArray(d.alerts) ? d.alerts : []).filter((a) => a && a.state === 'firing');
+        alerts.etag = res.headers.get('ETag');
+        alerts.missingAt = 0;
+      }
+    } catch (e) {
+      // unreachable or a body that is not JSON: keep the last list; the main poll reports the agent
+    } finally {
+      clearTimeout(timer);
+      alerts.inflight = false;
+      showAlerts();
+    }
+  }
+  const severityOf = (a) => (SEVERITIES.includes(a.severity) ? a.severity : 'warning');
+  // The card that shows an alert's series: the card that borrows it from another sensor (flash
+  // wear on Storage, cooling and fans on Board health) where that card is shown, else the card of
+  // its sensor (a part's card: power on Board health; a second instance's own card). None for the
+  // agent's own report, which has no card.
+  function alertCard(a) {
+    const name = String(a.series || '').replace(/\{.*$/, '');
+    for (const [plugin, res] of Object.entries(BORROWS)) {
+      if (res.some((re) => re.test(name)) && !$(`card-${plugin}`).hidden) return $(`card-${plugin}`);
+    }
+    const key = String(a.sensor || '');
+    const sensors = (st.data && st.data.sensors) || {};
+    const sensor = Object.prototype.hasOwnProperty.call(sensors, key) ? sensors[key] : null;
+    if (!sensor) return null;
+    const plugin = sensor.plugin === undefined ? key : String(sensor.plugin);
+    const fixed = st.placed.fixed.get(plugin);
+    if (fixed && fixed[0] === key) return $(`card-${PART_OF[plugin] || plugin}`);
+    return ownCards.get(key) || null;
+  }
+  // A badge per firing alert (by name) on the card it belongs to, coloured by its severity, the
+  // alert's name as its title. Beside the card's title, not in it: titles stay as they are.
+  function markCards() {
+    const marks = new Map(); // card -> name -> severity (the most severe of its instances there)
+    for (const a of alerts.firing) {
+      const card = alertCard(a);
+      if (!card) continue;
+      if (!marks.has(card)) marks.set(card, new Map());
+      const byName = marks.get(card), name = String(a.name), sev = severityOf(a);
+      if (!byName.has(name) || SEVERITIES.indexOf(sev) < SEVERITIES.indexOf(byName.get(name))) byName.set(name, sev);
+    }
+    for (const card of document.querySelectorAll('.grid .card')) {
+      let box = card.querySelector(':scope > .marks');
+      const mine = marks.get(card);
+      if (!mine) { if (box) box.remove(); continue; }
+      if (!box) { box = h('span', { class: 'marks' }); card.prepend(box); }
+      const rank = ([, sev]) => SEVERITIES.indexOf(sev); // most severe first
+      box.replaceChildren(...[...mine].sort((a, b) => rank(a) - rank(b)).map(([name, sev]) => h('span', { class: 'alert-mark', 'data-alert': name, 'data-severity': sev, title: name },
+        '!', h('span', { class: 'sr-only' }, ` alert ${name} firing (${sev})`))));
+    }
+  }
+  // Seconds since `t` (unix) by the agent's clock.
+  const agentAge = (t) => (Date.now() + (st.skewMs || 0)) / 1000 - t;
+  // The banner of firing alerts, one line each, most severe first (the agent's order within).
+  function showAlerts() {
+    const box = $('alerts');
+    const list = [...alerts.firing].sort((a, b) => SEVERITIES.indexOf(severityOf(a)) - SEVERITIES.indexOf(severityOf(b)));
+    box.querySelector('ul').replaceChildren(...list.map((a) => {
+      const since = num(a.since), card = alertCard(a), name = String(a.name);
+      return h('li', { 'data-severity': severityOf(a), 'data-alert': name },
+        h('strong', {}, severityOf(a).toUpperCase()), ' ',
+        card && card.id ? h('a', { href: `#${card.id}` }, name) : name, ': ', String(a.summary || ''),
+        ok(since) && since > 0 ? [', since ', h('time', { datetime: new Date(since * 1000).toISOString() }, fmtClock(since)),
+          ' (', h('span', { class: 'for', 'data-since': since }, fmtDuration(agentAge(since))), ')'] : null);
+    }));
+    box.hidden = !list.length;
+    markCards();
+  }
+  // Every second: how long each has been firing.
+  function tickAlerts() {
+    for (const el of document.querySelectorAll('#alerts .for')) el.textContent = fmtDuration(agentAge(Number(el.dataset.since)));
+  }
+
   // ---- under-voltage: the Raspberry Pi firmware's flag, with since when ----
   // The series that says "under-voltage now" (get_throttled's bit, or the rpi_volt alarm) when it
   // is 1 in the latest sample, else null.
@@ -1092,6 +1186,7 @@
     }
     banner.hidden = state === 'live' && !failing.length && !uvKey;
     banner.dataset.kind = uvKey ? 'undervoltage' : failing.length ? 'failing' : state;
+    tickAlerts();
     body.dataset.state = state;
     $('state').textContent = state;
     if (state !== st.state) $('announce').textContent = ANNOUNCE[state] || '';
@@ -1111,8 +1206,9 @@
     for (const id of [...hist.charts.keys()]) dropChart(id);
     if (hist.last) drawCharts();
   });
-  const loop = () => poll().finally(() => setTimeout(loop, POLL_MS));
-  document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') poll(); });
+  const refresh = () => Promise.all([poll(), pollAlerts()]);
+  const loop = () => refresh().finally(() => setTimeout(loop, POLL_MS));
+  document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') refresh(); });
   setInterval(update, 1000);
   loop();
 })();
