@@ -387,6 +387,7 @@ class RunningAgent {
     collector_->report_self(kAlertsReport, alerts_);
     server_.emplace(http_settings(cfg_), std::make_shared<const Router>(std::move(routes)), log_);
     data_.collector = &*collector_;
+    data_.alert_list = [this] { return alerts_.alerts(); };
     data_.server = &*server_;
     pending_outputs_ = runners(std::move(outputs));
     publish_plugins();
