@@ -71,9 +71,10 @@ export const fmt = {
 
 const q = (s) => JSON.stringify(String(s)); // a TOML basic string
 
-// The routes the dashboard needs (its page and assets, /api/current, /api/history), with the
-// dashboard's options (TOML values by key) polling every second unless they say otherwise.
-export function dashboardRoutes(options = {}) {
+// The routes the dashboard needs (its page and assets, /api/current, /api/history, /api/alerts
+// unless `alerts` is false: an agent without it), with the dashboard's options (TOML values by
+// key) polling every second unless they say otherwise.
+export function dashboardRoutes(options = {}, { alerts = true } = {}) {
   const opts = Object.entries({ poll_interval: '"1s"', ...options }).map(([k, v]) => `${k} = ${v}`).join('\n');
   return `
 [[route]]
@@ -93,7 +94,17 @@ handler = "current"
 [[route]]
 path = "/api/history"
 handler = "history"
-`;
+${alerts ? '\n[[route]]\npath = "/api/alerts"\nhandler = "alerts"\n' : ''}`;
+}
+
+// `[alerts] disable` naming every rule of the agent's default configuration
+// (config/kiwi-agent.toml), so that a test sees only its own rules fire, whatever this machine's
+// disks and memory are like.
+export function disableDefaultRules() {
+  const toml = readFileSync(join(root, 'config/kiwi-agent.toml'), 'utf8');
+  const names = [...toml.matchAll(/^\[\[alert\]\]\nname = "([^"]+)"/gm)].map((m) => m[1]);
+  if (!names.length) throw new Error('config/kiwi-agent.toml has no [[alert]] rules to disable');
+  return `[alerts]\ndisable = ${JSON.stringify(names)}\n`;
 }
 
 // A sysfs tree with known temperatures and CPU frequencies, so the temperature card and its
