@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "../../handlers/metrics/metrics_render.hpp"
+#include "../../plugins/clock/clock_sensor.hpp"
 #include "../../plugins/cpu/cpu_parse.hpp"
 #include "../../plugins/cpufreq/cpufreq_sensor.hpp"
 #include "../../plugins/devfreq/devfreq_sensor.hpp"
@@ -214,6 +215,9 @@ TEST_CASE("board health: one sample of each reader on the board that has its fil
       "devfreq: one sample, RK3588 (3 devices listed, 12 files read)", "rk3588", 12);
   bench_sample<kiwi::power::PowerSensor>("power: one sample, Raspberry Pi 4 (2 files read)", "rpi4",
                                          9);
+  // No file: one adjtimex(2) of this machine's kernel, whatever the board.
+  bench_sample<kiwi::clock::ClockSensor>("clock: one sample (one adjtimex(2) call, 3 values)", "vm",
+                                         3);
   const kiwi::Options thermal(kiwi_sensor_test::default_values(kiwi::thermal::kOptions));
   bench_sample<kiwi::thermal::ThermalSensor>(
       "thermal: one sample, RK3588 (7 zones, 4 cooling devices, kept files)", "rk3588", 24,

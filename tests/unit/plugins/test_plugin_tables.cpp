@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "clock_sensor.hpp"
 #include "config/options.hpp"
 #include "cpu_sensor.hpp"
 #include "cpufreq_sensor.hpp"
@@ -72,6 +73,8 @@ const Plugin kPlugins[] = {
     {"processes", kiwi::processes::kOptions, kiwi::processes::kMetrics,
      make<kiwi::processes::ProcessesSensor>()},
     {"hwmon", kiwi::hwmon::kOptions, kiwi::hwmon::kMetricSpecs, make<kiwi::hwmon::HwmonSensor>()},
+    // The kernel's clock, not the board's tree: the same reading on every board.
+    {"clock", kiwi::no_options, kiwi::clock::kMetrics, make<kiwi::clock::ClockSensor>()},
 };
 
 constexpr std::string_view kBoards[] = {"rk3588", "rpi4", "rpi5", "vm", "x86", "awkward"};
