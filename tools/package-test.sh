@@ -16,7 +16,8 @@
 #      `systemd-analyze verify` and `systemd-analyze security --offline=true --threshold=20` on
 #      the unit; then the root booted with `systemd-nspawn -b` (private network) and, in it,
 #      `systemctl enable --now kiwi-agent`: active (running) only once the agent sent READY=1
-#      (Type=notify), serving, every sensor ok or no_data under the unit's sandbox, RSS,
+#      (Type=notify), serving, every sensor ok or no_data under the unit's sandbox (the clock
+#      sensor ok: its adjtimex passes the unit's system call filter), RSS,
 #      `systemctl reload`, a conf.d drop-in with an exec sensor (a shell script) and a cgi route
 #      (a shell CGI program) applied by `systemctl reload` and working under the sandbox (the
 #      sensor ok with its metrics, the route 200 with the program's body), a bad configuration
@@ -453,6 +454,10 @@ if ((nspawn)); then
   [[ -n $statuses ]] || die "the service's /api/current lists no sensors"
   ! grep -qv '=\(ok\|no_data\)$' <<<"$statuses" ||
     die "a sensor fails under the unit's sandbox: $(tr '\n' ' ' <<<"$statuses")"
+  # The clock sensor's adjtimex passes the unit's system call filter (ProtectClock=yes would
+  # refuse it: no data).
+  grep -qx 'clock=ok' <<<"$statuses" ||
+    die "the clock sensor is not ok under the unit's sandbox: $(tr '\n' ' ' <<<"$statuses")"
   ok "every sensor works under the sandbox: $(tr '\n' ' ' <<<"$statuses")"
   sleep 5
   # shellcheck disable=SC2016  # awk's $2

@@ -61,6 +61,14 @@ export const fmt = {
   hz: (hz) => (hz >= 1e9 ? `${(hz / 1e9).toFixed(2)} GHz` : `${Math.round(hz / 1e6)} MHz`),
   c: (c) => `${c.toFixed(1)} °C`,
   load: (l) => l.toFixed(2),
+  // A number under a million as the page writes one: whole ones and those from 100 on rounded,
+  // others to three significant digits.
+  num: (v) => (Number.isInteger(v) || Math.abs(v) >= 100 ? String(Math.round(v)) : String(Number(v.toPrecision(3)))),
+  // Seconds under a minute (the clock's errors): µs, ms or s.
+  seconds(s) {
+    const a = Math.abs(s);
+    return a && a < 1e-3 ? `${fmt.num(s * 1e6)} µs` : a && a < 1 ? `${fmt.num(s * 1e3)} ms` : `${fmt.num(s)} s`;
+  },
   clock: (t) => new Date(t * 1000).toTimeString().slice(0, 8), // local HH:MM:SS, as the page shows it
   uptime(s) {
     s = Math.floor(s);

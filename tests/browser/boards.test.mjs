@@ -75,7 +75,7 @@ test('a Raspberry Pi 4: power flags, one cluster, pressure; no GPU card, no wear
   const { agent, page, shown, problems } = await open('rpi4', (dir) => writeFileSync(join(dir, 'sys', THROTTLED), '0x50005\n'));
   assert.equal(shown.hidden.health, false);
   assert.equal(shown.hidden.devfreq, true, 'no devfreq on a Pi: no GPU / NPU card');
-  assert.deepEqual(shown.groups, ['Power (Raspberry Pi firmware)', 'CPU frequency', 'Pressure, last 10 s (waiting for)']);
+  assert.deepEqual(shown.groups, ['Power (Raspberry Pi firmware)', 'CPU frequency', 'Pressure, last 10 s (waiting for)', 'Clock']);
   assert.deepEqual(shown.health.slice(0, 5), [['Under-voltage', 'now'], ['Frequency capped', 'no'], ['Throttled', 'now'],
     ['Soft temperature limit', 'no'], ['CPU 0-3 ondemand', '600 MHz of 1.80 GHz']]);
   assert.deepEqual(shown.wear, [], 'an SD card has no wear estimate');
@@ -96,7 +96,8 @@ test('a Raspberry Pi 4: power flags, one cluster, pressure; no GPU card, no wear
 test('a Raspberry Pi 5: its fan in rpm beside the fan\'s cooling state, and a fan-speed chart', async () => {
   const { page, shown, problems } = await open('rpi5');
   assert.equal(shown.hidden.devfreq, true, 'V3D is not a devfreq device');
-  assert.deepEqual(shown.groups, ['Power (Raspberry Pi firmware)', 'CPU frequency', 'Cooling', 'Pressure, last 10 s (waiting for)']);
+  assert.deepEqual(shown.groups, ['Power (Raspberry Pi firmware)', 'CPU frequency', 'Cooling', 'Pressure, last 10 s (waiting for)',
+    'Clock']);
   const cooling = shown.health.slice(shown.health.findIndex(([k]) => k.startsWith('CPU')) + 1).slice(0, 2);
   assert.deepEqual(cooling, [['pwmfan fan1', '2727 rpm'], ['pwm-fan', '1 of 4']]);
   assert.equal(shown.banner, null, 'a healthy supply: no banner');
@@ -110,7 +111,7 @@ test('an RK3588: three clusters, fan and cpufreq cooling, GPU and NPU, the eMMC\
   const { page, shown, problems } = await open('rk3588');
   assert.deepEqual(shown.hidden, { health: false, devfreq: false });
   assert.equal(shown.processes, null, 'no /proc/[pid] in this fixture: no top-processes card');
-  assert.deepEqual(shown.groups, ['CPU frequency', 'Cooling', 'Pressure, last 10 s (waiting for)'], 'no power section: not a Pi');
+  assert.deepEqual(shown.groups, ['CPU frequency', 'Cooling', 'Pressure, last 10 s (waiting for)', 'Clock'], 'no power section: not a Pi');
   assert.deepEqual(shown.health.slice(0, 7), [['CPU 0-3 schedutil', '1.20 GHz of 1.80 GHz'], ['CPU 4-5 schedutil', '2.35 GHz of 2.35 GHz'],
     ['CPU 6-7 schedutil', '408 MHz of 2.35 GHz'], ['cpufreq-cpu0', '0 of 7'], ['cpufreq-cpu4', '0 of 12'], ['cpufreq-cpu6', '0 of 12'],
     ['pwm-fan', '1 of 4']]);
@@ -137,8 +138,10 @@ test('an x86 mini PC: a policy per core, no GPU card; a VM: pressure and OOM kil
   const vm = await open('vm');
   assert.deepEqual(vm.shown.hidden, { health: false, devfreq: true });
   assert.equal(await vm.page.evaluate(() => document.getElementById('card-sensor-hwmon').hidden), true, 'no hwmon channels: no card');
-  assert.deepEqual(vm.shown.groups, ['Pressure, last 10 s (waiting for)'], 'no power, no cpufreq, no cooling in a VM');
-  assert.deepEqual(vm.shown.health.map(([k]) => k), ['cpu', 'io', 'memory', 'OOM kills since boot']);
+  assert.deepEqual(vm.shown.groups, ['Pressure, last 10 s (waiting for)', 'Clock'], 'no power, no cpufreq, no cooling in a VM');
+  assert.deepEqual(vm.shown.health.map(([k]) => k), ['cpu', 'io', 'memory', 'OOM kills since boot', 'Synchronised']);
+  // The clock is the kernel's, whatever the board: this machine's.
+  assert.match(vm.shown.health.at(-1)[1], /^(yes|no), up to [0-9.]+ (µs|ms|s) off$/);
   assert.equal(vm.shown.banner, null);
   assert.deepEqual(vm.problems, []);
   await vm.page.close();

@@ -186,8 +186,8 @@ test("the board's own cards: power, frequency against its maximum, cooling, pres
   }));
   const snap = await until(() => snapshots.get(shown.sequence), 5000, `the page's /api/current body #${shown.sequence}`);
   assert.deepEqual(shown.hidden, [false, false]);
-  // power, cpufreq and pressure are drawn on the board-health card, not on cards of their own.
-  for (const p of ['power', 'cpufreq', 'pressure']) assert.ok(!shown.ownCards.includes(p), `no card of its own for ${p}`);
+  // power, cpufreq, pressure and clock are drawn on the board-health card, not on cards of their own.
+  for (const p of ['power', 'cpufreq', 'pressure', 'clock']) assert.ok(!shown.ownCards.includes(p), `no card of its own for ${p}`);
   assert.deepEqual(shown.flags, [['under_voltage', 'ok', 'no'], ['frequency_capped', 'ok', 'no'], ['throttled', 'ok', 'no'],
     ['soft_temperature_limit', 'ok', 'no']]);
   const text = (metric, label = null) => shown.values.filter((v) => v.metric === metric && v.label === label).map((v) => v.text);
@@ -204,6 +204,11 @@ test("the board's own cards: power, frequency against its maximum, cooling, pres
   const psi = ((pressure && pressure.metrics) || []).filter((m) => m.name === 'pressure_some_ratio' && m.labels.window === '10s');
   for (const m of psi) assert.deepEqual(text('pressure_some_ratio', m.labels.resource), [fmt.pct(m.value, 1)], `pressure ${m.labels.resource}`);
   if (!psi.length) console.log('# this kernel has no pressure stall information: the card shows none');
+  // The clock: this machine's kernel's, as the sample the page drew has it.
+  const clock = Object.values(snap.sensors).find((x) => x.plugin === 'clock');
+  const clockValue = (name) => clock.metrics.find((m) => m.name === name).value;
+  assert.deepEqual(text('clock_synchronized'), [clockValue('clock_synchronized') === 1 ? 'yes' : 'no']);
+  assert.deepEqual(text('clock_max_error_seconds'), [fmt.seconds(clockValue('clock_max_error_seconds'))]);
   // Their charts: frequency always (the known tree), pressure where the kernel has PSI, no fans
   // (no hwmon fan here).
   await page.waitForFunction(() => Number(document.getElementById('chart-frequency').dataset.points) > 0, null, { timeout: 10000 });

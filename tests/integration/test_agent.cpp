@@ -214,7 +214,7 @@ TEST_CASE("kiwi-agent --check-config") {
     write_text(tmp.path / "ok.toml", "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n");
     auto r = run_agent_command({"--check-config", (tmp.path / "ok.toml").string()});
     CHECK(r.exit_code == 0);
-    CHECK_THAT(r.out, Catch::Contains("ok (12 sensors, 8 routes"));
+    CHECK_THAT(r.out, Catch::Contains("ok (13 sensors, 8 routes"));
   }
   SECTION("a broken file: exit 2 and file:line:col") {
     auto file = (tmp.path / "bad.toml").string();

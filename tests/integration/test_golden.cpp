@@ -2,7 +2,8 @@
 // a copy of each fixture board, two scripted samples (the board's files, then its next/ overlay one
 // second later, so every rate and ratio is exact), then /metrics and /api/current compared with
 // tests/golden/<board>.metrics and <board>.current.json after normalising what varies from run to
-// run (times, durations, the host, live statvfs numbers). See tests/golden/README.md.
+// run (times, durations, the host, live statvfs numbers, the host's clock). See
+// tests/golden/README.md.
 //
 // KIWI_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing; review the diff.
 #include <rapidjson/document.h>
@@ -30,7 +31,7 @@ const fs::path kGolden = fs::path(KIWI_SOURCE_DIR) / "tests/golden";
 constexpr std::string_view kSensorPrefixes[] = {
     "kiwi_cpu_",    "kiwi_thermal_",  "kiwi_memory_",    "kiwi_storage_",   "kiwi_network_",
     "kiwi_diskio_", "kiwi_pressure_", "kiwi_vm_",        "kiwi_boot_time_", "kiwi_devfreq_",
-    "kiwi_power_",  "kiwi_cpufreq_",  "kiwi_processes_", "kiwi_hwmon_"};
+    "kiwi_power_",  "kiwi_cpufreq_",  "kiwi_processes_", "kiwi_hwmon_",     "kiwi_clock_"};
 // Per-sensor self-metrics whose values are deterministic on a fixture.
 constexpr std::string_view kExactSelfMetrics[] = {"kiwi_sensor_success", "kiwi_sensor_errors_total",
                                                   "kiwi_sensor_invalid_metrics_total",
@@ -165,6 +166,8 @@ plugin = "cpufreq"
 plugin = "processes"
 [[sensor]]
 plugin = "hwmon"
+[[sensor]]
+plugin = "clock"
 )";
     AgentOptions options;
     options.config_file = dir_.path / "kiwi.toml";
@@ -228,6 +231,8 @@ std::string normalise_current(const std::string& body, const fs::path& scratch) 
       // mountinfo.
       if (name.starts_with("storage_") && name != "storage_readonly")
         placeholder(m["value"], "<statvfs>");
+      // The clock sensor asks the kernel of the machine running the test (adjtimex), not the board.
+      if (name.starts_with("clock_")) placeholder(m["value"], "<adjtimex>");
     }
   }
   rapidjson::StringBuffer out;
@@ -249,9 +254,11 @@ std::string normalise_metrics(const std::string& body, const fs::path& scratch) 
     const std::string family = series.substr(0, series.find('{'));
     auto starts = [&](std::string_view prefix) { return family.starts_with(prefix); };
     if (std::any_of(std::begin(kSensorPrefixes), std::end(kSensorPrefixes), starts)) {
-      // statvfs numbers are the scratch directory's filesystem, live.
+      // statvfs numbers are the scratch directory's filesystem, live; the clock is this machine's.
       const bool statvfs = starts("kiwi_storage_") && family != "kiwi_storage_readonly";
-      out += statvfs ? series + " <statvfs>\n" : line + "\n";
+      out += statvfs                 ? series + " <statvfs>\n"
+             : starts("kiwi_clock_") ? series + " <adjtimex>\n"
+                                     : line + "\n";
       continue;
     }
     switch (self_metric(family)) {

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Disk writes: what kiwi-agent writes to flash per hour, at steady state and on a young history.
 
-Runs the agent on its built-in configuration (the twelve default sensors at 1 s, commit every 10 s)
-twice side by side, each with its own data directory on a disk filesystem and the snapshot file
-on tmpfs (as /run when installed):
+Runs the agent on its built-in configuration (the thirteen default sensors at 1 s, commit every
+10 s) twice side by side, each with its own data directory on a disk filesystem and the snapshot
+file on tmpfs (as /run when installed):
 
   - steady: retention = "1m", so from the first minute on every prune (once a minute) removes
     about what the minute added: the file has stopped growing and freed pages are reused, as
@@ -172,8 +172,8 @@ def render(rows):
            f"- machine: {m.get('cpus')} CPUs, Linux {m.get('kernel')}; data on "
            f"{m.get('filesystem')}; load average before: {run.get('loadavg_before', '?')}, after: "
            f"{run.get('loadavg_after', '?')}",
-           f"- {len(disks)} agents at once, each on the built-in configuration (twelve sensors at "
-           "1 s, commit every 10 s) with its own data directory, snapshot on tmpfs; "
+           f"- {len(disks)} agents at once, each on the built-in configuration (thirteen sensors "
+           "at 1 s, commit every 10 s) with its own data directory, snapshot on tmpfs; "
            f"write_bytes over {m.get('seconds', 0):.0f} s after {m.get('warmup', 0):.0f} s of "
            "warm-up; steady = retention 1m (every minute's prune frees what the minute added, "
            "as after 24 h), young = retention 24h on a new file", ""]

@@ -128,10 +128,10 @@ def agent_config(path, data_dir, port, network_exclude=None):
             f'[http]\nbind = "127.0.0.1:{port}"\n\n'
             '[collector]\ninterval = "1s"\nsnapshot_path = ""\n')
     if network_exclude is not None:
-        # A [[sensor]] list replaces the default list as a whole: all twelve, network with its own
-        # exclude list.
+        # A [[sensor]] list replaces the default list as a whole: all thirteen, network with its
+        # own exclude list.
         for s in ("cpu", "thermal", "memory", "storage", "network", "diskio", "pressure",
-                  "devfreq", "power", "cpufreq", "hwmon", "processes"):
+                  "devfreq", "power", "cpufreq", "hwmon", "processes", "clock"):
             text += f'\n[[sensor]]\nplugin = "{s}"\n'
             if s == "processes":
                 text += 'interval = "10s"\n'

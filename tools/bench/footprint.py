@@ -16,7 +16,7 @@ each (every process descended from the one started, found again every second):
     reaped children included), per hour.
 
 The agents, each on its defaults but for where it keeps its data and the 1 s interval:
-  kiwi-agent      its built-in configuration (kiwi-agent --print-default-config): the twelve
+  kiwi-agent      its built-in configuration (kiwi-agent --print-default-config): the thirteen
                   sensors at 1 s (processes at 10 s), 24 h history in SQLite; snapshot file on tmpfs (/run when
                   installed); polled: /metrics
   node_exporter   Debian's prometheus-node-exporter with its default collectors (it samples when

@@ -307,6 +307,15 @@
       if (!some.length) rows.push(heading('Memory'));
       rows.push(line('OOM kills since boot', null, val('vm_oom_kills_total', fmtNum(oom), oom)));
     }
+    // The kernel's clock: whether a time daemon keeps it, and how far off it may be.
+    const synced = m.one('clock_synchronized'), maxError = m.one('clock_max_error_seconds');
+    if (ok(synced)) {
+      rows.push(heading('Clock'));
+      const r = line('Synchronised', null, val('clock_synchronized', synced > 0 ? 'yes' : 'no', synced),
+        ok(maxError) ? [', up to ', val('clock_max_error_seconds', fmtSeconds(maxError), maxError), ' off'] : null);
+      r.dataset.level = synced > 0 ? 'ok' : 'warn';
+      rows.push(r);
+    }
     if (!rows.length) return note('Nothing to show from these sensors on this board.', 'empty');
     return h('dl', { class: 'health' }, rows);
   }
@@ -366,7 +375,7 @@
   // ... and only where they have data (hwmon's generic card too: most boards have no channels).
   const NEEDS_DATA = new Set(['health', 'devfreq', 'processes', 'hwmon']);
   // Sensors drawn on another plugin's card, and series a card borrows from other sensors.
-  const PART_OF = { power: 'health', cpufreq: 'health', pressure: 'health' };
+  const PART_OF = { power: 'health', cpufreq: 'health', pressure: 'health', clock: 'health' };
   const BORROWS = {
     health: [/^thermal_cooling_/, /^hwmon_fan_rpm$/],
     // Flash wear: diskio's eMMC estimate and bytes written since boot, and the NVMe recipe's
@@ -473,7 +482,7 @@
   // The id of the card that shows sensor instance `name` ("" when none does).
   const cardId = (name) => ([...document.querySelectorAll('.grid .card')].find((c) => c.dataset.instance === name) || {}).id || '';
   // The sensor a page card shows: its plugin's first instance; for a card drawn from several
-  // (board health: power, cpufreq, pressure), one made of them: its own sensor's status and
+  // (board health: power, cpufreq, pressure, clock), one made of them: its own sensor's status and
   // message where it has one (else ok if any part is), each failing part named, and the series
   // it borrows from any other sensor's latest sample added.
   function cardSensor(plugin) {

@@ -39,7 +39,7 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   CHECK(c.agent.log_level == kiwi::LogLevel::info);
   // $ORIGIN = the executable's directory; the rest is the install layout's (CMakeLists.txt)
   CHECK(c.agent.plugin_dir == "/opt/kiwi/bin/" KIWI_PLUGIN_DIR_FROM_BINDIR);
-  REQUIRE(c.sensors.size() == 12);
+  REQUIRE(c.sensors.size() == 13);
   CHECK(c.sensors[0].plugin == "cpu");
   CHECK(c.sensors[3].name == "storage");
   CHECK(c.sensors[4].name == "network");
@@ -51,6 +51,8 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   CHECK(c.sensors[10].name == "hwmon");
   CHECK(c.sensors[11].name == "processes");
   CHECK(c.sensors[11].interval == std::chrono::milliseconds(10000));
+  CHECK(c.sensors[12].name == "clock");
+  CHECK_FALSE(c.sensors[12].interval.has_value());  // the collector's
   REQUIRE(c.routes.size() == 8);
   CHECK(c.routes[1].path == "/assets/*");
   CHECK(c.routes[5].path == "/api/alerts");
@@ -115,7 +117,7 @@ handler = "dashboard"
 
 TEST_CASE("config: a user file without [[sensor]] keeps the default sensors") {
   Config c = load("[http]\nbind = \"0.0.0.0:8095\"\n");
-  CHECK(c.sensors.size() == 12);
+  CHECK(c.sensors.size() == 13);
   CHECK(c.http.bind.host == "0.0.0.0");
 }
 
@@ -455,11 +457,11 @@ TEST_CASE("config: include appends the [[sensor]] and [[route]] entries of conf.
           "[[sensor]]\nplugin = \"fan\"\n[[route]]\npath = \"/fan\"\nhandler = \"current\"\n");
     write(dir.path / "conf.d/README", "not toml, not matched\n");
     Config c = load_config_file(main, "/opt/kiwi/bin");
-    REQUIRE(c.sensors.size() == 14);
-    CHECK(c.sensors[11].name == "processes");  // the twelve defaults first
-    CHECK(c.sensors[12].name == "fan");
-    CHECK(c.sensors[13].name == "gpu");
-    CHECK(c.sensors[13].pos.str() == d + "/20-gpu.toml:1:1");
+    REQUIRE(c.sensors.size() == 15);
+    CHECK(c.sensors[12].name == "clock");  // the thirteen defaults first
+    CHECK(c.sensors[13].name == "fan");
+    CHECK(c.sensors[14].name == "gpu");
+    CHECK(c.sensors[14].pos.str() == d + "/20-gpu.toml:1:1");
     CHECK(c.routes.back().path == "/fan");
     CHECK(c.agent.include == std::vector<std::string>{"conf.d/*.toml"});
   }
@@ -474,7 +476,7 @@ TEST_CASE("config: include appends the [[sensor]] and [[route]] entries of conf.
   SECTION("a missing directory includes nothing") {
     write(main, "[agent]\ninclude = [\"conf.d/*.toml\", \"" + (dir.path / "none").string() +
                     "/*.toml\"]\n");
-    CHECK(load_config_file(main, "/opt/kiwi/bin").sensors.size() == 12);
+    CHECK(load_config_file(main, "/opt/kiwi/bin").sensors.size() == 13);
   }
   SECTION("an included file holds entries only") {
     write(main, "[agent]\ninclude = [\"conf.d/*.toml\"]\n");
