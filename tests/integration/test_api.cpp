@@ -203,7 +203,9 @@ TEST_CASE("api: /api/health is 200 when all is well and 503 with the reasons whe
 }
 
 TEST_CASE("api: /api/alerts on the default routes: none without rules, 304, a bad filter a 400") {
-  Agent agent;
+  // The built-in clock_unsynchronised is pending from the first sample wherever the machine's
+  // clock is not synchronised (a VM without a time daemon): the test's host, not the agent.
+  Agent agent("[alerts]\ndisable = [\"clock_unsynchronised\"]\n");
   HttpClient c(agent.port());
   REQUIRE(eventually([&] { return sequence_of(c) >= 1; }));
   auto r = c.get("/api/alerts?state=firing,pending&severity=critical");

@@ -282,3 +282,36 @@ TEST_CASE("alerts: values in a summary have three significant digits") {
                             "{{threshold_percent}} %), {{labels.none}}.",
                             a, "") == "/ is 93.4 % full (over 90.0 %), .");
 }
+
+TEST_CASE(
+    "alerts: the built-in clock_unsynchronised fires after 10 minutes of an unsynchronised "
+    "clock and resolves once it is synchronised") {
+  // The clock sensor reads a system call, which no fixture drives: its rule is checked here, as
+  // the default configuration declares it, on the values the sensor emits (0 or 1).
+  Bench b;
+  const Config defaults = load_config_text("", "kiwi.toml", "/opt/kiwi/bin");
+  std::vector<AlertRule> rules;
+  for (const AlertRule& r : defaults.alert_rules)
+    if (r.name == "clock_unsynchronised") rules.push_back(r);
+  REQUIRE(rules.size() == 1);
+  b.engine->configure(rules, {});
+  auto at = [&](double t, double synchronized) {
+    b.tick(t, {metric("clock_synchronized", synchronized), metric("clock_max_error_seconds", 16)},
+           "clock");
+  };
+  at(0, 1);
+  CHECK(b.engine->alerts().empty());
+  at(1, 0);  // a board that lost its time server, or booted without network
+  CHECK(b.state_of("clock_unsynchronised") == AlertState::pending);
+  at(600, 0);
+  CHECK(b.state_of("clock_unsynchronised") == AlertState::pending);  // 599 s of 600
+  at(601, 0);
+  REQUIRE(b.state_of("clock_unsynchronised") == AlertState::firing);
+  const Alert a = b.engine->alerts().at(0);
+  CHECK(a.severity == Severity::warning);
+  CHECK(a.sensor == "clock");
+  CHECK(a.summary ==
+        "the clock is not synchronised (no time server reached); timestamps may be wrong");
+  at(602, 1);
+  CHECK(b.state_of("clock_unsynchronised") == AlertState::resolved);
+}

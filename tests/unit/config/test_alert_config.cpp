@@ -33,7 +33,8 @@ TEST_CASE("alert config: the built-in rules, each switchable off by name") {
   for (auto& r : c.alert_rules) names.push_back(r.name);
   CHECK(names == std::vector<std::string>{"soc_hot", "under_voltage", "throttled",
                                           "filesystem_full", "memory_low", "oom_kill",
-                                          "sensor_failing", "history_write_failing"});
+                                          "sensor_failing", "history_write_failing",
+                                          "clock_unsynchronised"});
   const AlertRule& hot = *find(c, "soc_hot");
   CHECK(hot.above == 80.0);
   CHECK(hot.threshold_series == "thermal_critical_celsius");
@@ -41,6 +42,13 @@ TEST_CASE("alert config: the built-in rules, each switchable off by name") {
   CHECK(hot.hold_for == Millis(30'000));
   CHECK(hot.severity == "critical");
   CHECK(find(c, "sensor_failing")->status == "failing");
+  const AlertRule& clock = *find(c, "clock_unsynchronised");
+  CHECK(clock.metric == "clock_synchronized");
+  CHECK(clock.below == 0.5);
+  CHECK_FALSE(clock.above);
+  CHECK(clock.hold_for == Millis(600'000));
+  CHECK(clock.severity == "warning");
+  CHECK(clock.summary.find("{{") == std::string::npos);  // {{value}} would be the 0
   CHECK(c.alerts.disable.empty());
   Config off = load("[alerts]\ndisable = [\"memory_low\", \"throttled\"]\n");
   CHECK(off.alerts.disable == std::vector<std::string>{"memory_low", "throttled"});
@@ -66,7 +74,7 @@ for = "2m"
 severity = "critical"
 summary = "{{labels.sensor}} at {{value}} °C"
 )");
-  REQUIRE(c.alert_rules.size() == 9);
+  REQUIRE(c.alert_rules.size() == 10);
   CHECK(c.alert_rules[4].name == "memory_low");
   CHECK(c.alert_rules[4].above == 0.8);
   CHECK(c.alert_rules[4].hold_for == Millis(0));  // the user's rule whole, not merged
