@@ -23,21 +23,28 @@
 #include "../../handlers/metrics/metrics_render.hpp"
 #include "../../plugins/clock/clock_sensor.hpp"
 #include "../../plugins/cpu/cpu_parse.hpp"
+#include "../../plugins/cpu/cpu_sensor.hpp"
 #include "../../plugins/cpufreq/cpufreq_sensor.hpp"
 #include "../../plugins/devfreq/devfreq_sensor.hpp"
 #include "../../plugins/diskio/diskio_parse.hpp"
 #include "../../plugins/diskio/diskio_sensor.hpp"
 #include "../../plugins/hwmon/hwmon_sensor.hpp"
 #include "../../plugins/memory/memory_parse.hpp"
+#include "../../plugins/memory/memory_sensor.hpp"
 #include "../../plugins/network/network_parse.hpp"
+#include "../../plugins/network/network_sensor.hpp"
 #include "../../plugins/power/power_sensor.hpp"
 #include "../../plugins/pressure/pressure_parse.hpp"
 #include "../../plugins/pressure/pressure_sensor.hpp"
 #include "../../plugins/processes/processes_parse.hpp"
 #include "../../plugins/processes/processes_sensor.hpp"
+#include "../../plugins/storage/storage_sensor.hpp"
 #include "../../plugins/thermal/thermal_sensor.hpp"
 #include "../../tests/unit/plugins/sensor_test_util.hpp"
+#include "alert/engine.hpp"
+#include "config/config.hpp"
 #include "store/sample_codec.hpp"
+#include "store/store.hpp"
 
 namespace {
 
@@ -394,4 +401,139 @@ TEST_CASE(
   };
   print_cost("processes: this machine's /proc at " + std::to_string(processes) + " processes",
              cpu_us_per_sample(live, sink, 200, [] {}));
+}
+
+namespace {
+
+// One sample of `sensor` on a fixture board as the collector puts it in a snapshot: a report of
+// its values (names, labels as the sensor gives them, values).
+template <class Sensor>
+kiwi::SensorReport report_of(const char* name, const char* board, const kiwi::Options& options) {
+  NullLog log;
+  const std::string root = std::string(KIWI_FIXTURES_DIR) + "/" + board;
+  Sensor sensor(kiwi::SensorContext{name, root + "/proc", root + "/sys", options, log, [] {}});
+  kiwi_sensor_test::RecordingSink sink;
+  sensor.sample(sink);
+  sink.samples.clear();  // the second sample: rates have a previous reading
+  sensor.sample(sink);
+  kiwi::SensorReport r;
+  r.name = r.plugin = name;
+  for (auto& s : sink.samples)
+    r.metrics.push_back({s.name, {s.labels.begin(), s.labels.end()}, s.value, s.unit, s.kind});
+  return r;
+}
+
+template <class Sensor>
+kiwi::SensorReport report_of(const char* name, const char* board,
+                             std::span<const kiwi::OptionSpec> table) {
+  return report_of<Sensor>(name, board, kiwi::Options(kiwi_sensor_test::default_values(table)));
+}
+
+// A tick of the default sensors (config/kiwi-agent.toml) on the RK3588 fixture board, the power
+// sensor on the Raspberry Pi 4's (the RK3588 has no firmware flags: the power rules would match
+// nothing), and the agent's own report (its counters, and three series per sensor).
+kiwi::Snapshot board_snapshot() {
+  kiwi::Snapshot s;
+  s.sequence = 1;
+  s.timestamp = 1'796'119'200;
+  s.stale_after_seconds = 3;
+  const char* b = "rk3588";
+  s.sensors.push_back(report_of<kiwi::cpu::CpuSensor>("cpu", b, kiwi::cpu::kOptions));
+  s.sensors.push_back(
+      report_of<kiwi::thermal::ThermalSensor>("thermal", b, kiwi::thermal::kOptions));
+  s.sensors.push_back(report_of<kiwi::memory::MemorySensor>("memory", b, kiwi::Options{}));
+  s.sensors.push_back(
+      report_of<kiwi::storage::StorageSensor>("storage", b, kiwi::storage::kOptions));
+  s.sensors.push_back(
+      report_of<kiwi::network::NetworkSensor>("network", b, kiwi::network::kOptions));
+  s.sensors.push_back(report_of<kiwi::diskio::DiskioSensor>("diskio", b, kiwi::diskio::kOptions));
+  s.sensors.push_back(report_of<kiwi::pressure::PressureSensor>("pressure", b, kiwi::Options{}));
+  s.sensors.push_back(report_of<kiwi::devfreq::DevfreqSensor>("devfreq", b, kiwi::Options{}));
+  s.sensors.push_back(report_of<kiwi::power::PowerSensor>("power", "rpi4", kiwi::Options{}));
+  s.sensors.push_back(report_of<kiwi::cpufreq::CpufreqSensor>("cpufreq", b, kiwi::Options{}));
+  s.sensors.push_back(report_of<kiwi::hwmon::HwmonSensor>("hwmon", b, kiwi::hwmon::kOptions));
+  s.sensors.push_back(
+      report_of<kiwi::processes::ProcessesSensor>("processes", b, kiwi::processes::kOptions));
+  kiwi::SensorReport agent;
+  agent.name = agent.plugin = "agent";
+  for (const char* counter : {"collector_ticks_total", "collector_missed_ticks_total",
+                              "store_write_errors_total", "http_auth_failures_total"})
+    agent.metrics.push_back({counter, {}, 0.0, "", kiwi::MetricKind::counter});
+  for (const auto& r : s.sensors)
+    for (const char* per_sensor :
+         {"sensor_errors_total", "sensor_sample_duration_seconds", "sensor_success"})
+      agent.metrics.push_back({per_sensor, {{"sensor", r.name}}, 0.0, "", kiwi::MetricKind::gauge});
+  s.sensors.push_back(std::move(agent));
+  for (auto& r : s.sensors) r.timestamp = s.timestamp;
+  return s;
+}
+
+// The next tick: one second later, the agent's tick counter one more.
+void next_tick(kiwi::Snapshot& s) {
+  ++s.sequence;
+  s.timestamp += 1;
+  for (auto& r : s.sensors) r.timestamp = s.timestamp;
+  s.sensors.back().metrics.front().value += 1;
+}
+
+}  // namespace
+
+TEST_CASE("alerts: the rule engine on a tick of the default sensors, with 0, 8 and 50 rules") {
+  namespace fs = std::filesystem;
+  const kiwi::Snapshot board = board_snapshot();
+  std::size_t series = 0;
+  for (auto& r : board.sensors) series += r.metrics.size();
+  CHECK(series > 200);
+  // The eight built-in rules; and those with the 42 of tools/bench/alert-rules.toml, as
+  // tools/bench/alerts.py runs the agent ("Alerts: 50 rules" in docs/benchmarks.md).
+  const kiwi::agent::Config builtin = kiwi::agent::load_config_text("", "<bench>", "/");
+  const kiwi::agent::Config fifty = kiwi::agent::load_config_text(
+      kiwi_sensor_test::read_text(std::string(KIWI_SOURCE_DIR) + "/tools/bench/alert-rules.toml"),
+      "tools/bench/alert-rules.toml", "/");
+  REQUIRE(builtin.alert_rules.size() == 8);
+  REQUIRE(fifty.alert_rules.size() == 50);
+  char scratch[] = "/tmp/kiwi-bench-alerts-XXXXXX";
+  REQUIRE(::mkdtemp(scratch));
+  NullLog log;
+  std::printf("\nalerts: a tick of %zu series in %zu reports\n", series, board.sensors.size());
+  for (const auto& [count, rules] :
+       {std::pair{0, &builtin.alert_rules}, std::pair{8, &builtin.alert_rules},
+        std::pair{50, &fifty.alert_rules}}) {
+    kiwi::agent::Store store(
+        (fs::path(scratch) / ("rules-" + std::to_string(count) + ".db")).string());
+    kiwi::agent::AlertEngine engine(store, log);
+    std::vector<std::string> disabled;
+    if (count == 0)
+      for (auto& r : *rules) disabled.push_back(r.name);
+    engine.configure(*rules, disabled);
+    kiwi::Snapshot s = board;
+    CountingSink sink;
+    for (int i = 0; i < 3; ++i) {  // rates have their first readings; the firing rules fire
+      next_tick(s);
+      engine.sample(s, sink);
+    }
+    const std::size_t firing = engine.alerts().size();
+    if (count == 50) CHECK(firing > 0);  // the rules that fire on any board do
+    BENCHMARK("alerts: one tick, " + std::to_string(count) + " rules (" + std::to_string(firing) +
+              " instances not inactive)") {
+      next_tick(s);
+      return engine.sample(s, sink);
+    };
+    // CPU time (this thread's), not wall time: what "% of a core" is about.
+    timespec a{}, b{};
+    constexpr int kTicks = 2000;
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    for (int i = 0; i < kTicks; ++i) {
+      next_tick(s);
+      engine.sample(s, sink);
+    }
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    const double us = (static_cast<double>(b.tv_sec - a.tv_sec) * 1e9 +
+                       static_cast<double>(b.tv_nsec - a.tv_nsec)) /
+                      kTicks / 1e3;
+    std::printf("alerts: %d rules: %.1f us of CPU a tick: %.4f %% of a core at 1 s\n", count, us,
+                us / 1e4);
+    store.flush(0, 0);
+  }
+  fs::remove_all(scratch);
 }
