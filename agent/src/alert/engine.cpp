@@ -202,16 +202,20 @@ void AlertEngine::evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms
   for (const SensorReport& report : tick.sensors) {
     if (!spec.sensor.empty() && !glob_match(spec.sensor, report.name)) continue;
     if (!spec.status.empty()) {
-      Instance& in = rule.instances[report.name + '\x1f' + report.name];
+      const bool flag = spec.status == "failing" ? report.state == SensorState::error
+                        : spec.status == "no_data"
+                            ? report.state == SensorState::no_data
+                            : tick.timestamp - report.timestamp > tick.stale_after_seconds;
+      // A sensor without the status and without an instance: none is made (see below).
+      if (!flag && rule.instances.empty()) continue;
+      std::string key = report.name + '\x1f' + report.name;
+      if (!flag && !rule.instances.contains(key)) continue;
+      Instance& in = rule.instances[std::move(key)];
       if (in.alert.name.empty()) {
         in.alert.name = spec.name;
         in.alert.sensor = in.alert.series = report.name;
         in.alert.severity = rule.severity;
       }
-      bool flag = spec.status == "failing" ? report.state == SensorState::error
-                  : spec.status == "no_data"
-                      ? report.state == SensorState::no_data
-                      : tick.timestamp - report.timestamp > tick.stale_after_seconds;
       in.holds = flag;
       in.clears = !flag;
       in.known = true;
@@ -230,8 +234,24 @@ void AlertEngine::evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms
         match &= it != m.labels.end() && glob_match(glob, it->second);
       }
       if (!match) continue;
+      double threshold = spec.above ? *spec.above : *spec.below;
+      if (!spec.threshold_series.empty())
+        for (const MetricValue& t : report.metrics)
+          if (t.name == spec.threshold_series && t.labels == m.labels) {
+            threshold = t.value + spec.threshold_offset;
+            break;
+          }
+      // A series that does not hold and has no instance would get an inactive one, erased below
+      // in this same call: none is made (most series of most rules, every tick; the keys and the
+      // instance were most of a tick's cost, tools/bench/micro.cpp "alerts"). A rate keeps its
+      // instance for the counter's last reading.
+      const bool holds_now = !std::isnan(m.value) && !std::isnan(threshold) &&
+                             (spec.above ? m.value > threshold : m.value < threshold);
+      if (!spec.rate && !holds_now && rule.instances.empty()) continue;
       std::string series = series_key(m);
-      Instance& in = rule.instances[report.name + '\x1f' + series];
+      std::string key = report.name + '\x1f' + series;
+      if (!spec.rate && !holds_now && !rule.instances.contains(key)) continue;
+      Instance& in = rule.instances[std::move(key)];
       if (in.alert.name.empty() || in.alert.labels.empty() != m.labels.empty()) {
         in.alert.name = spec.name;
         in.alert.sensor = report.name;
@@ -254,13 +274,6 @@ void AlertEngine::evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms
         }
         value = in.alert.value;
       }
-      double threshold = spec.above ? *spec.above : *spec.below;
-      if (!spec.threshold_series.empty())
-        for (const MetricValue& t : report.metrics)
-          if (t.name == spec.threshold_series && t.labels == m.labels) {
-            threshold = t.value + spec.threshold_offset;
-            break;
-          }
       in.alert.value = value;
       in.alert.threshold = threshold;
       in.known = !std::isnan(value) && !std::isnan(threshold);
