@@ -53,6 +53,13 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
                    young 24 h one, write_bytes over SECONDS (default and minimum 600) after
                    90 s of warm-up; its section goes into the page, its JSON lines into
                    <results>/disk.jsonl, from which the targets table takes its disk row
+  --alerts [SECONDS]
+                   what 50 [[alert]] rules add to the idle agent's CPU: tools/bench/alerts.py,
+                   the same binary twice side by side on one CPU, with no rules and with the
+                   eight built-in rules plus tools/bench/alert-rules.toml, both polled once a
+                   second, 5 windows of SECONDS (default 60) after 30 s of warm-up; then the
+                   rule engine's micro-benchmark (kiwi-bench-micro "alerts*"); its section goes
+                   into the page (about 5 x SECONDS + 60 s)
   --history-day    a 24 h, 1,000-point query of one series and of all series, on a day of 1 Hz
                    history at 80, 393, 1,537 and 6,115 series (kiwi-bench-history, built with the
                    tests; tools/bench/history_day.py; about 5 minutes)
@@ -61,9 +68,10 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
                    and the request callback (tools/bench/instructions.py; about 3 minutes): the
                    cost figure that does not change with the machine's load
   --all            full matrix (with start-up on a day of history and the keep-alive step),
-                   then --idle, --soak, --reload, --disk, --footprint, --scale, --instructions,
-                   then --history-day (about 1 h 45 min: matrix 35, disk 12, footprint 28, scale
-                   8, history-day 5, instructions 3, the rest 12 minutes)
+                   then --idle, --soak, --reload, --disk, --footprint, --scale, --alerts,
+                   --instructions, then --history-day (about 1 h 51 min: matrix 35, disk 12,
+                   footprint 28, scale 8, alerts 6, history-day 5, instructions 3, the rest 12
+                   minutes)
   --report-only    rewrite the markdown from the latest results of each mode, running nothing
 Options:
   --reps N  --duration SECONDS  --conns "1 8 32"
@@ -130,12 +138,13 @@ def parse_args(argv):
     and a mode's optional count is the next argument when that is a number."""
     o = dict(mode="full", reps=3, duration=20, conns="1 8 32", soak_minutes=5, idle_seconds=120,
              http_threads="auto", footprint_seconds=300, scale_seconds=120, scale_warmup=15,
-             scale_divide="16 4 1", reload_rounds=10, disk_seconds=600, build_dir="",
+             scale_divide="16 4 1", reload_rounds=10, disk_seconds=600, alerts_seconds=60,
+             build_dir="",
              no_build=False, out="")
     counted = {"--idle": ("idle", "idle_seconds"), "--footprint": ("footprint",
                "footprint_seconds"), "--scale": ("scale", "scale_seconds"),
                "--soak": ("soak", "soak_minutes"), "--reload": ("reload", "reload_rounds"),
-               "--disk": ("disk", "disk_seconds")}
+               "--disk": ("disk", "disk_seconds"), "--alerts": ("alerts", "alerts_seconds")}
     valued = {"--reps": "reps", "--duration": "duration", "--conns": "conns",
               "--threads": "http_threads", "--build-dir": "build_dir", "--out": "out"}
     given = set()
@@ -171,7 +180,7 @@ def parse_args(argv):
         o["duration"] = o["duration"] if "duration" in given else 3
         o["conns"] = o["conns"] if "conns" in given else "1 32"
     for key in ("reps", "duration", "soak_minutes", "reload_rounds", "footprint_seconds",
-                "scale_seconds", "idle_seconds", "disk_seconds"):
+                "scale_seconds", "idle_seconds", "disk_seconds", "alerts_seconds"):
         v = str(o[key])
         if not re.fullmatch(r"[1-9][0-9]*", v):
             raise Usage(f"'{v}' is not a positive integer")
@@ -518,6 +527,20 @@ def run_disk(b):
         b.check_failures.append("disk: tools/bench/disk.py failed (its messages are above)")
 
 
+def run_alerts(b):
+    """What 50 rules add to the idle agent's CPU, from tools/bench/alerts.py, which writes its
+    section into the page (the report keeps it). It pins the two agents itself."""
+    say(f"alerts: no rules beside 50 rules, 5 windows of {b.alerts_seconds} s")
+    r = subprocess.run([sys.executable, os.path.join(HERE, "alerts.py"), "--agent-bin",
+                        b.agent_bin, "--micro-bin",
+                        os.path.join(b.build_dir, "bin", "kiwi-bench-micro"),
+                        "--seconds", str(b.alerts_seconds), "--work", b.work, "--results",
+                        os.path.join(b.results_dir, "alerts.jsonl"), "--doc", b.out],
+                       stdout=subprocess.DEVNULL)
+    if r.returncode:
+        b.check_failures.append("alerts: tools/bench/alerts.py failed (its messages are above)")
+
+
 def run_micro(b):
     """Catch2 BENCHMARKs of the parsers, the sample codec and the renderer (tools/bench/micro.cpp),
     built with the tests: the quick mode runs them with 3 samples, as a smoke test (figures from
@@ -573,15 +596,16 @@ def main(argv):
                            run_micro],
                  "full": [matrix.run, keepalive.run], "soak": [soak.run], "idle": [idle.run],
                  "reload": [reload.run], "footprint": [run_footprint], "scale": [run_scale],
-                 "keepalive": [keepalive.run], "disk": [run_disk],
+                 "keepalive": [keepalive.run], "disk": [run_disk], "alerts": [run_alerts],
                  "history-day": [history_day.run], "instructions": [instructions.run],
                  "all": [matrix.run, keepalive.run, idle.run, soak.run, reload.run, run_disk,
-                         run_footprint, run_scale, instructions.run, history_day.run]}
+                         run_footprint, run_scale, run_alerts, instructions.run,
+                         history_day.run]}
         for step in modes[b.mode]:
             step(b)
-        # --footprint, --scale and --disk alone: their program has put its section into the
-        # page in place; the page is not rendered again.
-        if b.mode not in ("footprint", "scale", "disk"):
+        # --footprint, --scale, --disk and --alerts alone: their program has put its section into
+        # the page in place; the page is not rendered again.
+        if b.mode not in ("footprint", "scale", "disk", "alerts"):
             report.write(b.results_dir, b.out)
             with open(b.out) as f:
                 sys.stdout.write(f.read())
