@@ -46,9 +46,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (Agent, Failure, Processes, Results, TreeMeter, free_ports,  # noqa: E402
-                      http_get, kiwi_config, loadavg, read_results, run_or_report, version_line,
-                      wait_until)
+from benchlib import (Agent, Failure, Processes, Results, TreeMeter, answers,  # noqa: E402
+                      free_ports, http_get, kiwi_config, loadavg, read_results, run_or_report,
+                      version_line, wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Alerts: 50 rules"
@@ -163,7 +163,7 @@ def run(args):
         for a in agents:
             a["agent"].start(15, require=True)
         for a in agents:
-            wait_until(f"agent {a['name']} answering", lambda a=a: _answers(a["port"]), 15,
+            wait_until(f"agent {a['name']} answering", lambda a=a: answers(a["port"]), 15,
                        procs)
         say(f"two agents on CPU {cpu}; warm-up {args.warmup:.0f} s, then {args.windows} windows "
             f"of {args.seconds:.0f} s, the rules going from one agent to the other (SIGHUP) "
@@ -242,13 +242,6 @@ def _poll(agents, seconds, procs):
             return
         if delay > 0:
             time.sleep(delay)
-
-
-def _answers(port):
-    try:
-        return http_get(f"http://127.0.0.1:{port}/api/health", timeout=2)[0] == 200
-    except OSError:
-        return False
 
 
 def _metrics(port):

@@ -287,6 +287,15 @@ def http_get(url, timeout=5.0, headers=None):
         return r.status, dict(r.headers), r.read()
 
 
+def answers(port, path="/api/health", timeout=2.0):
+    """Whether 127.0.0.1:`port` answers a GET of `path` with 200 (False while nothing listens, or
+    on an error status)."""
+    try:
+        return http_get(f"http://127.0.0.1:{port}{path}", timeout=timeout)[0] == 200
+    except (OSError, http.client.HTTPException):
+        return False
+
+
 def loopback_get(port, path, timeout=3.0, conn=None):
     """(status, body, seconds) of a GET of `path` on 127.0.0.1:`port`, whatever the status, over a
     new connection (or `conn`, kept open); OSError or http.client.HTTPException when nothing

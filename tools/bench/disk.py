@@ -39,7 +39,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (Agent, Failure, Processes, Results, free_ports, http_get,  # noqa: E402
+from benchlib import (Agent, Failure, Processes, Results, answers, free_ports,  # noqa: E402
                       kiwi_config, loadavg, read_int_fields, read_results, run_or_report,
                       version_line, wait_until)
 
@@ -122,7 +122,7 @@ def run(args):
                                "version": version_line([binary])})
         for a in agents:
             wait_until(f"{a['case']} agent ({a['label']}) answering",
-                       lambda a=a: _answers(a["port"]), 15, procs)
+                       lambda a=a: answers(a["port"]), 15, procs)
         say(f"{len(agents)} agents running; warm-up {args.warmup:.0f} s")
         time.sleep(args.warmup)
         procs.check_alive()
@@ -147,13 +147,6 @@ def run(args):
         procs.stop_all()
         subprocess.run(["rm", "-rf", shm, work], check=False)
     return read_results(args.results)
-
-
-def _answers(port):
-    try:
-        return http_get(f"http://127.0.0.1:{port}/api/health", timeout=2)[0] == 200
-    except OSError:
-        return False
 
 
 def _written(pid):
