@@ -56,7 +56,7 @@ Usage: tools/bench/run.sh [MODE] [OPTIONS]
   --alerts [SECONDS]
                    what 50 [[alert]] rules add to the idle agent's CPU: tools/bench/alerts.py,
                    the same binary twice side by side on one CPU, with no rules and with the
-                   eight built-in rules plus tools/bench/alert-rules.toml, both polled once a
+                   built-in rules plus tools/bench/alert-rules.toml, both polled once a
                    second, 5 windows of SECONDS (default 60) after 30 s of warm-up; then the
                    rule engine's micro-benchmark (kiwi-bench-micro "alerts*"); its section goes
                    into the page (about 5 x SECONDS + 60 s)

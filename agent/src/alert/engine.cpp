@@ -61,9 +61,13 @@ struct AlertEngine::Instance {
 struct AlertEngine::Rule {
   AlertRule spec;
   Severity severity = Severity::warning;
-  std::string summary;  // the template (the default one when the rule has none)
-  bool exact = false;   // metric has no `*`: looked up by name
+  std::vector<TemplatePiece> summary;  // parsed once (the default one when the rule has none)
+  bool exact = false;                  // metric has no `*`: compared, not matched
   std::map<std::string, Instance> instances;  // by sensor + '\x1f' + series
+  // The series of the tick whose report and name the rule matches, as (report, metric) indexes,
+  // found when the tick's layout changes (layout_); `stale` until found once.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> candidates;
+  bool stale = true;
 };
 
 AlertEngine::AlertEngine(Store& store, Logger& log)
@@ -86,7 +90,9 @@ void AlertEngine::configure(const std::vector<AlertRule>& rules,
     auto rule = std::make_unique<Rule>();
     rule->spec = spec;
     rule->severity = severity_of(spec.severity);
-    rule->summary = spec.summary.empty() ? default_summary(spec) : spec.summary;
+    auto parsed = parse_template(spec.summary.empty() ? default_summary(spec) : spec.summary);
+    if (auto* pieces = std::get_if<std::vector<TemplatePiece>>(&parsed))
+      rule->summary = std::move(*pieces);  // else the configuration refused it already
     rule->exact = spec.metric.find('*') == std::string::npos;
     // The running rule of that name keeps its instances; else what the store kept of it.
     for (auto& old : rules_)
@@ -141,8 +147,13 @@ std::string AlertEngine::render(std::string_view summary_template, const Alert& 
   auto parsed = parse_template(summary_template);
   auto* pieces = std::get_if<std::vector<TemplatePiece>>(&parsed);
   if (!pieces) return std::string(summary_template);  // checked when the config was read
+  return render(*pieces, a, message);
+}
+
+std::string AlertEngine::render(std::span<const TemplatePiece> pieces, const Alert& a,
+                                std::string_view message) {
   std::string out;
-  for (const TemplatePiece& p : *pieces) {
+  for (const TemplatePiece& p : pieces) {
     if (!p.placeholder) {
       out += p.text;
     } else if (p.text == "value") {
@@ -175,7 +186,29 @@ std::string AlertEngine::render(std::string_view summary_template, const Alert& 
 SampleResult AlertEngine::sample(const Snapshot& tick, MetricSink& sink) {
   std::lock_guard lock(mutex_);
   const std::int64_t now_ms = millis(tick.timestamp);
-  for (auto& rule : rules_) evaluate(*rule, tick, now_ms);
+  // The tick's layout: each report's name and its series' names, hashed. Sensors emit the same
+  // series in the same order tick after tick, so a rule finds its series by name once, and again
+  // only when the layout changes (a sensor added, a series new or gone): comparing every rule's
+  // name with every series' was most of a tick's cost at 50 rules (docs/benchmarks.md).
+  if (rules_.empty()) {  // every rule disabled: nothing to look at
+    if (changed_) publish();
+    changed_ = false;
+    return SampleResult::ok();
+  }
+  std::vector<std::uint64_t> layout;
+  layout.reserve(tick.sensors.size());
+  for (const SensorReport& r : tick.sensors) {
+    std::uint64_t h = std::hash<std::string_view>{}(r.name);
+    for (const MetricValue& m : r.metrics)
+      h = h * 1'000'003 ^ std::hash<std::string_view>{}(m.name);
+    layout.push_back(h);
+  }
+  const bool relayout = layout != layout_;
+  layout_ = std::move(layout);
+  for (auto& rule : rules_) {
+    if (relayout || rule->stale) find_candidates(*rule, tick);
+    evaluate(*rule, tick, now_ms);
+  }
   std::vector<Label> labels;
   std::vector<std::string> names;  // exported_<label> for a series label named like ours
   for (auto& rule : rules_)
@@ -194,6 +227,22 @@ SampleResult AlertEngine::sample(const Snapshot& tick, MetricSink& sink) {
   publish();  // values and summaries move every tick; the store's copy only on a change
   changed_ = false;
   return SampleResult::ok();
+}
+
+void AlertEngine::find_candidates(Rule& rule, const Snapshot& tick) {
+  const AlertRule& spec = rule.spec;
+  rule.candidates.clear();
+  rule.stale = false;
+  if (!spec.status.empty()) return;
+  for (std::uint32_t r = 0; r < tick.sensors.size(); ++r) {
+    const SensorReport& report = tick.sensors[r];
+    if (!spec.sensor.empty() && !glob_match(spec.sensor, report.name)) continue;
+    for (std::uint32_t i = 0; i < report.metrics.size(); ++i) {
+      const std::string& name = report.metrics[i].name;
+      if (rule.exact ? name == spec.metric : glob_match(spec.metric, name))
+        rule.candidates.emplace_back(r, i);
+    }
+  }
 }
 
 void AlertEngine::evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms) {
@@ -225,8 +274,11 @@ void AlertEngine::evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms
       step(rule, in, true, now_ms);
       continue;
     }
-    for (const MetricValue& m : report.metrics) {
-      if (rule.exact ? m.name != spec.metric : !glob_match(spec.metric, m.name)) continue;
+  }
+  for (auto [r, i] : rule.candidates) {
+    const SensorReport& report = tick.sensors[r];
+    const MetricValue& m = report.metrics[i];
+    {
       bool match = true;
       for (auto& [label, glob] : spec.labels) {
         auto it = std::find_if(m.labels.begin(), m.labels.end(),

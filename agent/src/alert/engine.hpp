@@ -29,6 +29,7 @@
 
 #include "base/log.hpp"
 #include "collect/self_report.hpp"
+#include "config/alert_rule.hpp"
 #include "config/config.hpp"
 #include "store/store.hpp"
 
@@ -59,11 +60,14 @@ class AlertEngine final : public SelfReport {
   // Pure pieces, for tests.
   static std::string render(std::string_view summary_template, const Alert& a,
                             std::string_view message);
+  static std::string render(std::span<const TemplatePiece> summary, const Alert& a,
+                            std::string_view message);
   static std::string format_value(double v);
 
  private:
   struct Rule;
   struct Instance;
+  void find_candidates(Rule& rule, const Snapshot& tick);
   void evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms);
   void step(Rule& rule, Instance& in, bool seen, std::int64_t now_ms);
   void transition(Rule& rule, Instance& in, AlertState to, std::int64_t now_ms);
@@ -74,6 +78,7 @@ class AlertEngine final : public SelfReport {
   mutable std::mutex mutex_;  // rules_: configure() vs sample()
   std::vector<std::unique_ptr<Rule>> rules_;
   std::map<std::string, std::vector<Alert>> restored_;  // by rule name, until its rule runs
+  std::vector<std::uint64_t> layout_;                   // the last tick's (sample())
   bool changed_ = false;  // a transition this tick: the store's copy is rewritten
   mutable std::mutex published_mutex_;
   std::shared_ptr<const std::vector<Alert>> published_;

@@ -315,3 +315,28 @@ TEST_CASE(
   at(602, 1);
   CHECK(b.state_of("clock_unsynchronised") == AlertState::resolved);
 }
+
+TEST_CASE("alerts: a series that appears later, or moves within its report, is found") {
+  Bench b;
+  b.engine->configure({rule("full", "storage_used_ratio", 0.9)}, {});
+  b.tick(0, {metric("storage_size_bytes", 1, {{"mount", "/"}})}, "storage");
+  CHECK(b.engine->alerts().empty());
+  b.tick(1,
+         {metric("storage_size_bytes", 1, {{"mount", "/"}}),
+          metric("storage_used_ratio", 0.95, {{"mount", "/"}})},
+         "storage");
+  CHECK(b.state_of("full") == AlertState::firing);
+  // Same layout of names, another value: still the same series.
+  b.tick(2,
+         {metric("storage_size_bytes", 1, {{"mount", "/"}}),
+          metric("storage_used_ratio", 0.5, {{"mount", "/"}})},
+         "storage");
+  CHECK(b.state_of("full") == AlertState::resolved);
+  // Moved to the front of its report.
+  b.tick(3,
+         {metric("storage_used_ratio", 0.97, {{"mount", "/"}}),
+          metric("storage_size_bytes", 1, {{"mount", "/"}})},
+         "storage");
+  CHECK(b.state_of("full") == AlertState::firing);
+  CHECK(b.events().size() == 3);
+}
