@@ -1,12 +1,13 @@
-# add_kiwi_plugin(<sensor|handler|output> <name> SOURCES <glue...> [LOGIC <pure...>] [LIBS <libs>])
+# add_kiwi_plugin(<sensor|handler|output|notifier> <name> SOURCES <glue...> [LOGIC <pure...>] [LIBS <libs>])
 #
 # The one way to build a kiwi-agent plugin, in this repository and outside it: the tree's
 # CMakeLists.txt includes this file, and the installed SDK's KiwiAgentConfig.cmake includes the
 # installed copy (find_package(KiwiAgent) then gives a plugin project the same function).
 #
 # The result is the module kiwi-<kind>-<name>.so, the file name the agent looks for when a
-# [[sensor]] or [[route]] says `plugin = "<name>"`, built into KIWI_PLUGIN_OUTPUT_DIR (the tree:
-# <build>/<libdir>/kiwi-agent, next to the agent; a plugin project: its build directory) and
+# [[sensor]], [[route]], [[remote_write]] or [[notify]] names the plugin `<name>`, built into
+# KIWI_PLUGIN_OUTPUT_DIR (the tree: <build>/<libdir>/kiwi-agent, next to the agent; a plugin
+# project: its build directory) and
 # installed into KIWI_PLUGIN_INSTALL_DIR under the install prefix (the tree: <libdir>/kiwi-agent;
 # a plugin project: the installed agent's plugin directory, and its prefix is the default prefix,
 # so `cmake --install` puts the plugin where the agent finds it by name).
@@ -33,8 +34,8 @@ set_property(GLOBAL PROPERTY KIWI_PLUGIN_TARGETS "")
 
 function(add_kiwi_plugin kind name)
   cmake_parse_arguments(P "" "" "SOURCES;LOGIC;LIBS" ${ARGN})
-  if(NOT kind MATCHES "^(sensor|handler|output)$")
-    message(FATAL_ERROR "add_kiwi_plugin(${kind} ${name}): the kind is 'sensor', 'handler' or 'output'")
+  if(NOT kind MATCHES "^(sensor|handler|output|notifier)$")
+    message(FATAL_ERROR "add_kiwi_plugin(${kind} ${name}): the kind is 'sensor', 'handler', 'output' or 'notifier'")
   endif()
   if(NOT P_SOURCES)
     message(FATAL_ERROR "add_kiwi_plugin(${kind} ${name}): no SOURCES")

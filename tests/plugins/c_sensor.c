@@ -203,6 +203,8 @@ static const kiwi_plugin descriptor = {KIWI_ABI_MAJOR,
                                        NULL,
                                        destroy,
                                        NULL,
+                                       NULL,
+                                       NULL,
                                        NULL};
 
 KIWI_PLUGIN_EXPORT const kiwi_plugin *kiwi_plugin_v1(void) {

@@ -91,6 +91,8 @@ static const plugin_1_7 descriptor = {{KIWI_ABI_MAJOR,
                                        NULL,
                                        destroy,
                                        NULL,
+                                       NULL,
+                                       NULL,
                                        NULL},
                                       NULL,
                                       S("unknown to this agent")};

@@ -31,7 +31,8 @@ static_assert(static_cast<std::uint32_t>(LogLevel::error) == KIWI_LOG_ERROR &&
               static_cast<std::uint32_t>(LogLevel::debug) == KIWI_LOG_DEBUG);
 static_assert(static_cast<std::uint32_t>(PluginKind::sensor) == KIWI_KIND_SENSOR &&
               static_cast<std::uint32_t>(PluginKind::handler) == KIWI_KIND_HANDLER &&
-              static_cast<std::uint32_t>(PluginKind::output) == KIWI_KIND_OUTPUT);
+              static_cast<std::uint32_t>(PluginKind::output) == KIWI_KIND_OUTPUT &&
+              static_cast<std::uint32_t>(PluginKind::notifier) == KIWI_KIND_NOTIFIER);
 
 // The agent's logger for one instance.
 class HostLogger final : public Logger {
@@ -68,6 +69,8 @@ struct Functions {
   decltype(kiwi_plugin::destroy) destroy = nullptr;
   decltype(kiwi_plugin::output_create) output_create = nullptr;
   decltype(kiwi_plugin::output_write) output_write = nullptr;
+  decltype(kiwi_plugin::notifier_create) notifier_create = nullptr;
+  decltype(kiwi_plugin::notifier_send) notifier_send = nullptr;
 };
 
 // The descriptor of a plugin, built once, on the first call to kiwi_plugin_v1() (at load).
@@ -101,6 +104,8 @@ struct Descriptor {
     plugin.destroy = fn.destroy;
     plugin.output_create = fn.output_create;
     plugin.output_write = fn.output_write;
+    plugin.notifier_create = fn.notifier_create;
+    plugin.notifier_send = fn.notifier_send;
   }
   Descriptor(const Descriptor&) = delete;
   Descriptor& operator=(const Descriptor&) = delete;

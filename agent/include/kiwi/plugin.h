@@ -61,8 +61,9 @@ typedef struct kiwi_str {
 
 /* ---- What a plugin declares ------------------------------------------------------------------ */
 
-/* KIWI_KIND_OUTPUT: since ABI 1.1 (an output plugin sends history somewhere: remote write). */
-enum { KIWI_KIND_SENSOR = 1, KIWI_KIND_HANDLER = 2, KIWI_KIND_OUTPUT = 3 };
+/* KIWI_KIND_OUTPUT: since ABI 1.1 (an output plugin sends history somewhere: remote write).
+ * KIWI_KIND_NOTIFIER: since ABI 1.6 (a notifier sends alerts somewhere: Alertmanager, ntfy). */
+enum { KIWI_KIND_SENSOR = 1, KIWI_KIND_HANDLER = 2, KIWI_KIND_OUTPUT = 3, KIWI_KIND_NOTIFIER = 4 };
 
 /* Option types. The agent parses the TOML value, checks its type and range and fills in the
  * default, so a plugin reads its options without validation of its own.
@@ -378,18 +379,67 @@ typedef struct kiwi_output_batch {
   int64_t newest_ms;
 } kiwi_output_batch;
 
-/* output_write's verdict. OK: the receiver took it (2xx), the cursor moves past the batch.
- * RETRY: not now (no connection, timeout, 5xx, 429): the agent backs off and sends the same
- * samples again. DROP: the receiver refuses these samples for good (another 4xx): the agent logs
- * the reason, counts the batch and moves past it. */
+/* output_write's verdict (and notifier_send's, since ABI 1.6). OK: the receiver took it (2xx),
+ * the cursor moves past the batch. RETRY: not now (no connection, timeout, 5xx, 429): the agent
+ * backs off and sends the same samples again. DROP: the receiver refuses these samples for good
+ * (another 4xx): the agent logs the reason, counts the batch and moves past it. */
 enum { KIWI_OUTPUT_OK = 0, KIWI_OUTPUT_RETRY = 1, KIWI_OUTPUT_DROP = 2 };
 
-/* Where output_write says why (RETRY, DROP; or a note for OK); copied; the last call wins. */
+/* Where output_write (and notifier_send) says why (RETRY, DROP; or a note for OK); copied; the
+ * last call wins. */
 typedef struct kiwi_output_result {
   uint32_t size;
   void *ctx;
   void (*reason)(void *ctx, kiwi_str text);
 } kiwi_output_result;
+
+/* ---- Notifiers (since ABI 1.6) --------------------------------------------------------------
+ * A notifier plugin is transport only: the agent evaluates the [[alert]] rules, keeps the queue of
+ * alert transitions in its database, and decides what to send and when (each transition in order,
+ * reminders while an alert fires, retries with backoff); the plugin formats one notification for
+ * its receiver, sends it, and says whether it went through, as an output does (KIWI_OUTPUT_*). */
+
+/* Handed to notifier_create; valid during that call only, except `host`. */
+typedef struct kiwi_notifier_context {
+  uint32_t size;
+  kiwi_str instance_name; /* the [[notify]] name, unique in the config */
+  const kiwi_option_value *options;
+  size_t option_count;
+  const kiwi_host *host;  /* valid until destroy returns */
+  kiwi_str host_name;     /* gethostname(), for an `instance` label */
+  kiwi_str agent_version; /* "0.3.0" */
+} kiwi_notifier_context;
+
+/* One alert instance (a rule and the labels of the series it matched): a transition to firing or
+ * to resolved, or, in a reminder (kiwi_notification.repeat), an instance firing now. */
+typedef struct kiwi_alert_notice {
+  uint32_t size;
+  kiwi_str name;            /* the rule's name: Prometheus's `alertname` */
+  const kiwi_label *labels; /* the matched series' labels, sorted by name (a status rule: none) */
+  size_t label_count;
+  kiwi_str sensor;   /* the report the series came from: the [[sensor]] name, or "agent" */
+  uint32_t severity; /* KIWI_SEVERITY_* (with the alerts, below) */
+  uint32_t firing;   /* 1: firing; 0: resolved */
+  kiwi_str summary;  /* the rule's summary, rendered with this instance's labels and value */
+  double value;      /* the latest value the rule looked at; NaN: none (stale) */
+  double threshold;  /* what it was compared with; NaN: none (a status rule) */
+  double starts_at;  /* unix seconds the condition began to hold */
+  /* Resolved: unix seconds it resolved. Firing: until when the receiver may hold it as firing
+   * without hearing from the agent again (Alertmanager's endsAt); 0: the agent names none. */
+  double ends_at;
+  uint64_t sequence; /* the transition's number in the agent's event log; 0 in a reminder */
+} kiwi_alert_notice;
+
+/* What notifier_send sends; valid during the call only. */
+typedef struct kiwi_notification {
+  uint32_t size;
+  const kiwi_alert_notice *alerts; /* rows of alert_size bytes, oldest transition first */
+  size_t alert_count;
+  uint32_t alert_size;
+  uint32_t repeat;    /* 1: a reminder of what fires now, not a change */
+  kiwi_str host;      /* the agent's host name (an `instance` label) */
+  kiwi_str agent_url; /* where the agent's dashboard is, as configured ("" when unknown) */
+} kiwi_notification;
 
 /* ---- The agent's data a handler may read ------------------------------------------------------
  * Read-only views the agent builds; each is acquired with a ticket and released with it, and
@@ -671,7 +721,7 @@ typedef struct kiwi_plugin {
   uint32_t abi_major;   /* KIWI_ABI_MAJOR */
   uint32_t abi_minor;   /* KIWI_ABI_MINOR */
   uint32_t size;        /* sizeof(kiwi_plugin) */
-  uint32_t kind;        /* KIWI_KIND_SENSOR, KIWI_KIND_HANDLER or KIWI_KIND_OUTPUT (1.1) */
+  uint32_t kind;        /* KIWI_KIND_SENSOR, _HANDLER, _OUTPUT (1.1) or _NOTIFIER (1.6) */
   kiwi_str name;        /* default lookup name: "cpu" -> kiwi-sensor-cpu.so */
   kiwi_str description; /* one line */
   const kiwi_option_spec *options;
@@ -710,6 +760,22 @@ typedef struct kiwi_plugin {
   void *(*output_create)(const kiwi_output_context *ctx, const kiwi_refusal *refusal);
   uint32_t (*output_write)(void *instance, const kiwi_output_batch *batch,
                            const kiwi_output_result *result);
+
+  /* Notifiers (since ABI 1.6; a plugin of another kind leaves them NULL). create: once per
+   * [[notify]] entry, on the agent's main thread (at start and at each reload that builds it
+   * anew); returns the instance, or NULL after refusal->refuse(). send: from the notifier's own
+   * thread, at most one call at a time per instance (possibly from another thread after a
+   * reload); sends `notification` and returns KIWI_OUTPUT_OK (the receiver took it: 2xx),
+   * KIWI_OUTPUT_RETRY (not now: no connection, a timeout, 5xx, 429; the agent sends the same
+   * notification again after a backoff) or KIWI_OUTPUT_DROP (refused for good: another 4xx; the
+   * agent logs the reason, counts it and goes on with the next), with the reason given to
+   * result->reason (no credential in it: the agent logs it and shows it in /api/health). It may
+   * block (a network call) but should return within its own timeout: a reload or stop waits for
+   * the call in progress. The same transition may be sent again after a RETRY, or after a
+   * restart that came before the agent recorded an OK. */
+  void *(*notifier_create)(const kiwi_notifier_context *ctx, const kiwi_refusal *refusal);
+  uint32_t (*notifier_send)(void *instance, const kiwi_notification *notification,
+                            const kiwi_output_result *result);
 } kiwi_plugin;
 
 /* The one symbol a plugin exports. */

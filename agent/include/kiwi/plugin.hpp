@@ -22,10 +22,22 @@
 
 namespace kiwi {
 
-enum class PluginKind : std::uint32_t { sensor = 1, handler = 2, output = 3 };
+// output: ABI 1.1; notifier: ABI 1.6. The name is the kind's in a plugin's file name:
+// kiwi-<kind>-<name>.so.
+enum class PluginKind : std::uint32_t { sensor = 1, handler = 2, output = 3, notifier = 4 };
 
 inline std::string_view to_string(PluginKind kind) {
-  return kind == PluginKind::sensor ? "sensor" : kind == PluginKind::handler ? "handler" : "output";
+  switch (kind) {
+    case PluginKind::sensor:
+      return "sensor";
+    case PluginKind::handler:
+      return "handler";
+    case PluginKind::output:
+      return "output";
+    case PluginKind::notifier:
+      return "notifier";
+  }
+  return "unknown";
 }
 
 // Option types a plugin may declare. The host parses the TOML value, checks its type and fills in

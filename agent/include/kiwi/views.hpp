@@ -1,9 +1,10 @@
 // kiwi-agent plugin SDK: the C views of kiwi/plugin.h and the C++ values they stand for, both
 // directions side by side. The agent builds the views of its data (snapshot, counters, history,
-// series names, alert instances) and of a plugin's options, and reads back the option and metric
-// tables and the history queries a plugin hands it; the SDK's glue (kiwi/abi.hpp,
-// kiwi/handler_abi.hpp) does the opposite. Both use this one file, so a member added to the model
-// and to the ABI is written here once for each direction, next to each other.
+// series names, alert instances), of a plugin's options and of the notifications it hands a
+// notifier, and reads back the option and metric tables and the history queries a plugin hands it;
+// the SDK's glue (kiwi/abi.hpp, kiwi/handler_abi.hpp) does the opposite. Both use this one file, so
+// a member added to the model and to the ABI is written here once for each direction, next to
+// each other.
 //
 // C++ -> C: a *View holds what its C rows point into (or, where said, points into the value it
 //   was made from, which must outlive it); not copyable, as the rows point into it.
@@ -41,6 +42,12 @@ static_assert(static_cast<std::uint32_t>(AlertState::inactive) == KIWI_ALERT_INA
 static_assert(static_cast<std::uint32_t>(Severity::info) == KIWI_SEVERITY_INFO &&
               static_cast<std::uint32_t>(Severity::warning) == KIWI_SEVERITY_WARNING &&
               static_cast<std::uint32_t>(Severity::critical) == KIWI_SEVERITY_CRITICAL);
+
+// A severity code as the other side wrote it; one this SDK does not know (a later minor's) reads
+// as a warning, the rules' default.
+inline Severity severity_from(std::uint32_t code) {
+  return code <= KIWI_SEVERITY_CRITICAL ? static_cast<Severity>(code) : Severity::warning;
+}
 
 // ---- Strings and rows ----------------------------------------------------------------------
 
@@ -584,8 +591,7 @@ inline std::vector<Alert> alerts_from(const kiwi_alert_list& c) {
     x.series = std::string(view(a.series));
     x.state =
         a.state <= KIWI_ALERT_RESOLVED ? static_cast<AlertState>(a.state) : AlertState::inactive;
-    x.severity = a.severity <= KIWI_SEVERITY_CRITICAL ? static_cast<Severity>(a.severity)
-                                                      : Severity::warning;
+    x.severity = severity_from(a.severity);
     x.summary = std::string(view(a.summary));
     x.value = a.value;
     x.threshold = a.threshold;
@@ -698,6 +704,80 @@ inline HistoryResult history_from(const kiwi_history_result& c) {
     if (c.timestamp_count) out.values.assign(s.values, s.values + c.timestamp_count);
   }
   return h;
+}
+
+// ---- A notification: Notification <-> kiwi_notification (ABI 1.6) -----------------------------
+
+// The C view of a notification; points into `n`, which must outlive it.
+struct NotificationView {
+  explicit NotificationView(const Notification& n) {
+    std::size_t n_labels = 0;
+    for (const auto& a : n.alerts) n_labels += a.labels.size();
+    labels.reserve(n_labels);
+    alerts.reserve(n.alerts.size());
+    for (const auto& a : n.alerts) {
+      kiwi_alert_notice& row = alerts.emplace_back();
+      row.size = sizeof row;
+      row.name = str(a.name);
+      row.labels = push_labels(labels, a.labels);
+      row.label_count = a.labels.size();
+      row.sensor = str(a.sensor);
+      row.severity = static_cast<std::uint32_t>(a.severity);
+      row.firing = a.firing ? 1 : 0;
+      row.summary = str(a.summary);
+      row.value = a.value;
+      row.threshold = a.threshold;
+      row.starts_at = a.starts_at;
+      row.ends_at = a.ends_at;
+      row.sequence = a.sequence;
+    }
+    c.size = sizeof c;
+    c.alerts = alerts.data();
+    c.alert_count = alerts.size();
+    c.alert_size = sizeof(kiwi_alert_notice);
+    c.repeat = n.repeat ? 1 : 0;
+    c.host = str(n.host);
+    c.agent_url = str(n.agent_url);
+  }
+  NotificationView(const NotificationView&) = delete;
+  NotificationView& operator=(const NotificationView&) = delete;
+
+  std::vector<kiwi_label> labels;
+  std::vector<kiwi_alert_notice> alerts;
+  kiwi_notification c{};
+};
+
+// The notification of a view, copied (the view goes when the call returns). The notification and
+// its rows came with ABI 1.6 and are read whole; rows are stepped through by `alert_size` (a later
+// agent's may be larger). Throws std::invalid_argument for a view smaller than 1.6's.
+inline Notification notification_from(const kiwi_notification& c) {
+  if (c.size < sizeof(kiwi_notification) ||
+      (c.alert_count && c.alert_size < sizeof(kiwi_alert_notice)))
+    throw std::invalid_argument("notification of " + std::to_string(c.size) +
+                                " bytes with alert rows of " + std::to_string(c.alert_size) +
+                                ", ABI 1.6 has " + std::to_string(sizeof(kiwi_notification)) +
+                                " and " + std::to_string(sizeof(kiwi_alert_notice)));
+  Notification n;
+  n.repeat = c.repeat != 0;
+  n.host = std::string(view(c.host));
+  n.agent_url = std::string(view(c.agent_url));
+  n.alerts.reserve(c.alert_count);
+  for (std::size_t i = 0; i < c.alert_count; ++i) {
+    const auto& a = row_at(c.alerts, c.alert_size, i);
+    AlertNotice& out = n.alerts.emplace_back();
+    out.name = std::string(view(a.name));
+    out.labels = labels_from(a.labels, a.label_count);
+    out.sensor = std::string(view(a.sensor));
+    out.severity = severity_from(a.severity);
+    out.firing = a.firing != 0;
+    out.summary = std::string(view(a.summary));
+    out.value = a.value;
+    out.threshold = a.threshold;
+    out.starts_at = a.starts_at;
+    out.ends_at = a.ends_at;
+    out.sequence = a.sequence;
+  }
+  return n;
 }
 
 // ---- Series names: std::vector<std::string> <-> kiwi_str_list ----------------------------------

@@ -176,9 +176,9 @@ int describe_plugin(const Config& cfg, const std::string& name, StderrLogger& lo
   entry.plugin = name;
   entry.plugin_pos = {"--describe-plugin"};
   std::vector<std::string> errors;
-  // A path names one file, of whichever kind it is; a name may be a sensor or a handler.
+  // A path names one file, of whichever kind it is; a name may be of any kind.
   std::vector<std::optional<PluginKind>> kinds = {PluginKind::sensor, PluginKind::handler,
-                                                  PluginKind::output};
+                                                  PluginKind::output, PluginKind::notifier};
   if (name.find('/') != std::string::npos) kinds = {std::nullopt};
   for (auto kind : kinds) {
     try {

@@ -16,6 +16,35 @@ std::string str(kiwi_str s) {
   return std::string(from_c(s));
 }
 
+// Where an output's write or a notifier's send says why, and its verdict as a WriteResult.
+struct CResult {
+  CResult() {
+    c.size = sizeof c;
+    c.ctx = &reason;
+    c.reason = [](void* ctx, kiwi_str text) {
+      *static_cast<std::string*>(ctx) = std::string(from_c(text));
+    };
+  }
+  CResult(const CResult&) = delete;
+  CResult& operator=(const CResult&) = delete;
+  // `status` as `call` ("write", "send") returned it; a code this agent does not know is a retry.
+  WriteResult verdict(std::uint32_t status, std::string_view call) {
+    switch (status) {
+      case KIWI_OUTPUT_OK:
+        return WriteResult::ok(std::move(reason));
+      case KIWI_OUTPUT_DROP:
+        return WriteResult::drop(reason.empty() ? "dropped without a reason" : std::move(reason));
+      case KIWI_OUTPUT_RETRY:
+        return WriteResult::retry(reason.empty() ? "failed without a reason" : std::move(reason));
+      default:
+        return WriteResult::retry(std::string(call) + " returned unknown status " +
+                                  std::to_string(status));
+    }
+  }
+  std::string reason;
+  kiwi_output_result c{};
+};
+
 }  // namespace
 
 void check_rates(const std::vector<MetricSpec>& table) {
@@ -60,18 +89,27 @@ Descriptor::Descriptor(const kiwi_plugin* p) : c(p) {
                              std::to_string(KIWI_ABI_MAJOR) +
                              ".x; rebuild the plugin against this agent's SDK");
   // Every member of ABI 1.0 must be there (it ends with destroy); a newer minor version may add
-  // more after them, and an output (1.1) needs its two.
+  // more after them, an output (1.1) needs its two, and a notifier (1.6) its two.
   constexpr std::size_t v1_0 = offsetof(kiwi_plugin, destroy) + sizeof(kiwi_plugin::destroy);
   if (p->size < v1_0)
     throw std::runtime_error("descriptor of " + std::to_string(p->size) + " bytes, ABI 1.0 has " +
                              std::to_string(v1_0));
-  if (p->kind != KIWI_KIND_SENSOR && p->kind != KIWI_KIND_HANDLER && p->kind != KIWI_KIND_OUTPUT)
-    throw std::runtime_error("unknown plugin kind " + std::to_string(p->kind));
+  if (p->kind != KIWI_KIND_SENSOR && p->kind != KIWI_KIND_HANDLER && p->kind != KIWI_KIND_OUTPUT &&
+      p->kind != KIWI_KIND_NOTIFIER)
+    throw std::runtime_error("unknown plugin kind " + std::to_string(p->kind) +
+                             (p->abi_minor > KIWI_ABI_MINOR
+                                  ? " (the plugin is built for ABI 1." +
+                                        std::to_string(p->abi_minor) + ": it needs a newer agent)"
+                                  : ""));
   const bool sensor = p->kind == KIWI_KIND_SENSOR;
   if (p->kind == KIWI_KIND_OUTPUT) {
     if (!KIWI_HAS_MEMBER(p, kiwi_plugin, output_write) || !p->output_create || !p->output_write)
       throw std::runtime_error(
           "an output descriptor without its create and write functions (ABI 1.1)");
+  } else if (p->kind == KIWI_KIND_NOTIFIER) {
+    if (!KIWI_HAS_MEMBER(p, kiwi_plugin, notifier_send) || !p->notifier_create || !p->notifier_send)
+      throw std::runtime_error(
+          "a notifier descriptor without its create and send functions (ABI 1.6)");
   } else if (sensor ? !p->sensor_create || !p->sensor_sample
                     : !p->handler_create || !p->handler_handle) {
     throw std::runtime_error(std::string("a ") + (sensor ? "sensor" : "handler") +
@@ -255,24 +293,37 @@ WriteResult COutput::write(const OutputBatch& batch) {
   c.sample_count = batch.sample_count;
   c.oldest_ms = batch.oldest_ms;
   c.newest_ms = batch.newest_ms;
-  std::string reason;
-  kiwi_output_result result{};
-  result.size = sizeof result;
-  result.ctx = &reason;
-  result.reason = [](void* ctx, kiwi_str text) {
-    *static_cast<std::string*>(ctx) = std::string(from_c(text));
-  };
-  const std::uint32_t status = plugin_.output_write(instance_, &c, &result);
-  switch (status) {
-    case KIWI_OUTPUT_OK:
-      return WriteResult::ok(std::move(reason));
-    case KIWI_OUTPUT_DROP:
-      return WriteResult::drop(reason.empty() ? "dropped without a reason" : std::move(reason));
-    case KIWI_OUTPUT_RETRY:
-      return WriteResult::retry(reason.empty() ? "failed without a reason" : std::move(reason));
-    default:
-      return WriteResult::retry("write returned unknown status " + std::to_string(status));
-  }
+  CResult result;
+  return result.verdict(plugin_.output_write(instance_, &c, &result.c), "write");
+}
+
+CNotifier::CNotifier(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
+                     std::string_view instance_name, std::string_view host_name,
+                     std::string_view agent_version, const Options& options, Logger& log)
+    : plugin_(plugin), host_(log, std::move(code)), options_(options) {
+  kiwi_notifier_context ctx{};
+  ctx.size = sizeof ctx;
+  ctx.instance_name = to_c(instance_name);
+  ctx.options = options_.values.data();
+  ctx.option_count = options_.values.size();
+  ctx.host = &host_.host;
+  ctx.host_name = to_c(host_name);
+  ctx.agent_version = to_c(agent_version);
+  CRefusal refusal;
+  instance_ = plugin_.notifier_create(&ctx, &refusal.c);
+  if (!instance_)
+    throw std::runtime_error(refusal.message.empty() ? "create failed without a reason"
+                                                     : refusal.message);
+}
+
+CNotifier::~CNotifier() {
+  if (instance_) plugin_.destroy(instance_);
+}
+
+WriteResult CNotifier::send(const Notification& notification) {
+  const abi::NotificationView view(notification);
+  CResult result;
+  return result.verdict(plugin_.notifier_send(instance_, &view.c, &result.c), "send");
 }
 
 }  // namespace kiwi::agent

@@ -1,6 +1,7 @@
 // The host's side of the C plugin ABI (kiwi/plugin.h): checking a descriptor, the C views of
-// options and of the logger it hands to a plugin, and the adapter that makes a C sensor a
-// kiwi::Sensor for the collector. The handler adapter is in c_handler.hpp.
+// options and of the logger it hands to a plugin, and the adapters that make a C sensor a
+// kiwi::Sensor for the collector, a C output a kiwi::Output and a C notifier a kiwi::Notifier. The
+// handler adapter is in c_handler.hpp.
 //
 // Everything the host passes in is built here and lives in the adapter next to the instance, so
 // it outlives every call the plugin may make. The C views themselves, and their reading back, are
@@ -9,6 +10,7 @@
 
 #include <kiwi/plugin.h>
 
+#include <kiwi/notifier.hpp>
 #include <kiwi/output.hpp>
 #include <kiwi/plugin.hpp>
 #include <kiwi/sensor.hpp>
@@ -107,6 +109,24 @@ class COutput final : public Output {
           std::string_view agent_version, const Options& options, Logger& log);
   ~COutput() override;
   WriteResult write(const OutputBatch& batch) override;
+
+ private:
+  const kiwi_plugin& plugin_;
+  CHost host_;
+  COptions options_;
+  void* instance_ = nullptr;
+};
+
+// A notifier instance of a C-ABI plugin, as the agent's notify runners see notifiers. Its
+// destructor calls the plugin's destroy().
+class CNotifier final : public Notifier {
+ public:
+  // Calls notifier_create; throws std::runtime_error with the plugin's refusal.
+  CNotifier(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
+            std::string_view instance_name, std::string_view host_name,
+            std::string_view agent_version, const Options& options, Logger& log);
+  ~CNotifier() override;
+  WriteResult send(const Notification& notification) override;
 
  private:
   const kiwi_plugin& plugin_;

@@ -431,6 +431,32 @@ PluginInstance<Output> PluginLoader::create_output(const PluginEntry& entry,
   return inst;
 }
 
+PluginInstance<Notifier> PluginLoader::create_notifier(const PluginEntry& entry,
+                                                       std::string_view host_name,
+                                                       std::string_view agent_version) {
+  PluginInstance<Notifier> inst;
+  inst.library = open(PluginKind::notifier, entry);
+  if (entry.options_flat) {
+    // The agent's keys beside the plugin's in the entry's table: "notify.<key>".
+    std::vector<std::string_view> host_keys;
+    for (auto& row : host_entry("notify").rows)
+      if (!row.plugin_options) host_keys.push_back(row.spec.key);
+    inst.options = options_of(*inst.library, entry, "notify.", host_keys);
+  } else {
+    inst.options = options_of(*inst.library, entry, "notify");
+  }
+  inst.log = std::make_unique<PrefixLogger>(log_, "notify " + entry.name);
+  try {
+    inst.object =
+        std::make_unique<CNotifier>(*inst.library->descriptor->c, inst.library, entry.name,
+                                    host_name, agent_version, inst.options, *inst.log);
+  } catch (const std::exception& e) {
+    throw PluginError(entry.pos.str() + ": " + inst.library->file + ": notify '" + entry.name +
+                      "' refused to start: " + e.what());
+  }
+  return inst;
+}
+
 std::string describe_plugin(const LoadedLibrary& lib) {
   std::ostringstream out;
   out << lib.info->name << " (" << to_string(lib.info->kind) << " plugin, ABI " << lib.abi_major

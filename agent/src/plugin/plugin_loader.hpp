@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 #include <kiwi/handler.hpp>
+#include <kiwi/notifier.hpp>
 #include <kiwi/output.hpp>
 #include <kiwi/sensor.hpp>
 #include <map>
@@ -110,9 +111,9 @@ class PluginLoader {
   // The loader of `cfg`: its plugin_dir (and where it was set), then the built-in one.
   PluginLoader(const Config& cfg, Logger& log, std::shared_ptr<LibraryCache> cache = {});
 
-  // "cpu" -> <plugin_dir>/kiwi-sensor-cpu.so, or <builtin_dir>/kiwi-sensor-cpu.so when only that
-  // exists; a file name ("kiwi-sensor-cpu.so") is looked up the same way; anything with a '/' is
-  // a path (relative ones to the working directory).
+  // "cpu" -> <plugin_dir>/kiwi-sensor-cpu.so (kiwi-<kind>-<name>.so), or
+  // <builtin_dir>/kiwi-sensor-cpu.so when only that exists; a file name ("kiwi-sensor-cpu.so") is
+  // looked up the same way; anything with a '/' is a path (relative ones to the working directory).
   std::string resolve(PluginKind kind, const std::string& plugin) const;
   // Opens and checks ABI version, descriptor and kind. A file still as it was when a live
   // library in the cache was loaded from it gives that library; a file replaced or rewritten
@@ -128,6 +129,11 @@ class PluginLoader {
   // the agent's (config/schema.hpp).
   PluginInstance<Output> create_output(const PluginEntry& entry, std::string_view host_name,
                                        std::string_view agent_version);
+  // A [[notify]] entry's plugin, its `kind` (looked up as kiwi-notifier-<kind>.so): its options
+  // are `options = {...}`, or (options_flat, [[notify]]'s own shape) its table's keys other than
+  // the agent's (config/schema.hpp), named "notify.<key>" in errors.
+  PluginInstance<Notifier> create_notifier(const PluginEntry& entry, std::string_view host_name,
+                                           std::string_view agent_version);
 
   std::shared_ptr<LibraryCache> cache() const { return cache_; }
 

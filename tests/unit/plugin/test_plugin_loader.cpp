@@ -846,3 +846,166 @@ TEST_CASE(
         "\"future_lux\": unit code 40 is not a known unit (bytes, seconds, celsius, hertz, ratio, "
         "count, bytes_per_second, per_second, volts, amperes, watts, rpm or none)");
 }
+
+namespace {
+std::string whole_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+kiwi::Notification two_alerts() {
+  kiwi::Notification n;
+  kiwi::AlertNotice hot;
+  hot.name = "soc_hot";
+  hot.labels = {{"type", "cpu"}, {"zone", "soc"}};
+  hot.sensor = "thermal";
+  hot.severity = kiwi::Severity::critical;
+  hot.summary = "soc at 85.5";
+  hot.value = 85.5;
+  hot.threshold = 80;
+  hot.starts_at = 1700000000.25;
+  hot.ends_at = 1700000300;
+  hot.sequence = 7;
+  kiwi::AlertNotice gone = hot;
+  gone.name = "fs_full";
+  gone.labels = {};
+  gone.sensor = "storage";
+  gone.severity = kiwi::Severity::info;
+  gone.firing = false;
+  gone.summary = "";
+  gone.value = std::nan("");
+  gone.threshold = std::nan("");
+  gone.sequence = 8;
+  n.alerts = {hot, gone};
+  n.host = "kiwipi";
+  n.agent_url = "http://kiwipi:8095/";
+  return n;
+}
+}  // namespace
+
+TEST_CASE("C ABI: a notifier written in C is sent every member of a notification, and answers") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  kiwi_test::TempDir dir;
+  const std::string file = (dir.path / "sent.txt").string();
+  auto inst = loader.create_notifier(
+      entry(kTestPlugins + "/test-c_notifier.so", "[options]\nfile = \"" + file + "\"\n"), "kiwipi",
+      "0.3.0");
+  CHECK(inst.library->info->kind == kiwi::PluginKind::notifier);
+  CHECK(inst.library->abi_minor == KIWI_ABI_MINOR);
+  REQUIRE_FALSE(log.lines.empty());
+  CHECK(log.lines.front() == "notify s: notifier s on kiwipi, agent 0.3.0");
+  const kiwi::WriteResult r = inst.object->send(two_alerts());
+  CHECK(r.status == kiwi::WriteStatus::ok);
+  CHECK(r.reason.empty());
+  CHECK(log.lines.back() == "notify s: sent");
+  CHECK(whole_file(file) ==
+        "notification repeat=0 host=kiwipi url=http://kiwipi:8095/ alerts=2\n"
+        "soc_hot sensor=thermal severity=2 firing=1 summary=soc at 85.5 value=85.5 threshold=80 "
+        "starts=1700000000.250 ends=1700000300.000 sequence=7 labels=type=cpu,zone=soc\n"
+        "fs_full sensor=storage severity=0 firing=0 summary= value=nan threshold=nan "
+        "starts=1700000000.250 ends=1700000300.000 sequence=8 labels=\n");
+
+  for (auto [answer, status] :
+       {std::pair{"retry", kiwi::WriteStatus::retry}, std::pair{"drop", kiwi::WriteStatus::drop}}) {
+    auto other = loader.create_notifier(
+        entry(kTestPlugins + "/test-c_notifier.so",
+              "[options]\nfile = \"" + file + "\"\nanswer = \"" + answer + "\"\n"),
+        "kiwipi", "0.3.0");
+    const kiwi::WriteResult verdict = other.object->send(two_alerts());
+    CHECK(verdict.status == status);
+    CHECK(verdict.reason == "answering as the answer option says");
+  }
+  CHECK_THROWS_WITH(loader.create_notifier(entry(kTestPlugins + "/test-c_notifier.so"), "h", "0"),
+                    "kiwi.toml:3:10: " + kTestPlugins +
+                        "/test-c_notifier.so: notify 's' refused to start: file is required");
+}
+
+TEST_CASE("loader: a [[notify]]'s options are checked in either shape, named as written") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  auto notifier_error = [&](const std::string& toml) -> std::string {
+    const Config cfg =
+        load_config_text("[[notify]]\nkind = \"" + kTestPlugins + "/test-c_notifier.so\"\n" + toml,
+                         "kiwi.toml", "/x");
+    try {
+      loader.create_notifier(cfg.notifiers.at(0), "h", "0");
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // Flat: the plugin's keys beside the agent's, as [[notify]] writes them.
+  CHECK(notifier_error("file = \"/tmp/x\"\nrepeat_interval = \"1h\"\n").empty());
+  CHECK(notifier_error("file = \"/tmp/x\"\nanswer = \"maybe\"\n") ==
+        "kiwi.toml:4:10: notify.answer: expected one of \"ok\", \"retry\" or \"drop\", not "
+        "\"maybe\"");
+  CHECK(notifier_error("file = \"/tmp/x\"\nurl = 1\n") ==
+        "kiwi.toml:4:1: notify.url: unknown option for plugin c_notifier; accepted: file, "
+        "answer, kind, name, alerts, min_severity, repeat_interval");
+  // Nested: options = {...}.
+  CHECK(notifier_error("options = { file = \"/tmp/x\" }\n").empty());
+  CHECK(notifier_error("options = { url = 1 }\n") ==
+        "kiwi.toml:3:13: notify.options.url: unknown option for plugin c_notifier; accepted: "
+        "file, answer");
+}
+
+TEST_CASE("loader: a notifier is looked up as kiwi-notifier-<name>.so, and kinds are not mixed") {
+  NullLogger log;
+  PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  CHECK(loader.resolve(kiwi::PluginKind::notifier, "ntfy") == KIWI_PLUGIN_DIR
+        "/kiwi-notifier-ntfy.so");
+  CHECK_THROWS_WITH(loader.create_notifier(entry(KIWI_PLUGIN_DIR "/kiwi-sensor-cpu.so"), "h", "0"),
+                    Catch::Contains("is a sensor plugin, not a notifier plugin"));
+  CHECK_THAT(error_of(loader, entry(kTestPlugins + "/test-c_notifier.so")),
+             Catch::Contains("is a notifier plugin, not a sensor plugin"));
+}
+
+TEST_CASE(
+    "C ABI: a notifier needs ABI 1.6's descriptor, and older descriptors of other kinds load") {
+  kiwi_plugin p{};
+  p.abi_major = KIWI_ABI_MAJOR;
+  p.abi_minor = KIWI_ABI_MINOR;
+  p.kind = KIWI_KIND_NOTIFIER;
+  p.name = {"n", 1};
+  p.destroy = [](void*) {};
+  p.notifier_create = [](const kiwi_notifier_context*, const kiwi_refusal*) -> void* {
+    return nullptr;
+  };
+  p.notifier_send = [](void*, const kiwi_notification*, const kiwi_output_result*) {
+    return std::uint32_t{KIWI_OUTPUT_OK};
+  };
+  p.size = sizeof p;
+  CHECK(Descriptor(&p).info.kind == kiwi::PluginKind::notifier);
+  // A descriptor that ends where ABI 1.5's did has no notifier functions to call.
+  p.size = offsetof(kiwi_plugin, notifier_create);
+  CHECK_THROWS_WITH(Descriptor(&p),
+                    "a notifier descriptor without its create and send functions (ABI 1.6)");
+  p.size = sizeof p;
+  p.notifier_send = nullptr;
+  CHECK_THROWS_WITH(Descriptor(&p),
+                    "a notifier descriptor without its create and send functions (ABI 1.6)");
+  // An output of ABI 1.1 to 1.5 (its descriptor ends at output_write) loads as before.
+  kiwi_plugin o{};
+  o.abi_major = KIWI_ABI_MAJOR;
+  o.abi_minor = 5;
+  o.kind = KIWI_KIND_OUTPUT;
+  o.name = {"o", 1};
+  o.destroy = [](void*) {};
+  o.output_create = [](const kiwi_output_context*, const kiwi_refusal*) -> void* {
+    return nullptr;
+  };
+  o.output_write = [](void*, const kiwi_output_batch*, const kiwi_output_result*) {
+    return std::uint32_t{KIWI_OUTPUT_OK};
+  };
+  o.size = offsetof(kiwi_plugin, notifier_create);
+  CHECK(Descriptor(&o).info.kind == kiwi::PluginKind::output);
+  // A kind of a later minor version: refused, saying so.
+  o.kind = 5;
+  o.abi_minor = KIWI_ABI_MINOR + 1;
+  CHECK_THROWS_WITH(Descriptor(&o), "unknown plugin kind 5 (the plugin is built for ABI 1." +
+                                        std::to_string(KIWI_ABI_MINOR + 1) +
+                                        ": it needs a newer agent)");
+}

@@ -638,3 +638,110 @@ TEST_CASE("views: option values of every type cross whole") {
   CHECK(back.get_size("cap") == (1ull << 40));
   CHECK(back.get_table("headers") == values[7].table);
 }
+
+namespace {
+
+void check_same(const AlertNotice& a, const AlertNotice& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.labels == b.labels);
+  CHECK(a.sensor == b.sensor);
+  CHECK(a.severity == b.severity);
+  CHECK(a.firing == b.firing);
+  CHECK(a.summary == b.summary);
+  CHECK(same_value(a.value, b.value));
+  CHECK(same_value(a.threshold, b.threshold));
+  CHECK(a.starts_at == b.starts_at);
+  CHECK(a.ends_at == b.ends_at);
+  CHECK(a.sequence == b.sequence);
+}
+
+Notification full_notification() {
+  Notification n;
+  AlertNotice hot;
+  hot.name = "soc_hot";
+  hot.labels = {{"zone", "soc"}, {"type", "cpu-thermal"}};
+  hot.sensor = "thermal";
+  hot.severity = Severity::critical;
+  hot.firing = true;
+  hot.summary = "soc at 85.2 °C";
+  hot.value = 85.2;
+  hot.threshold = 80;
+  hot.starts_at = 1700000000.25;
+  hot.ends_at = 1700000300;
+  hot.sequence = 41;
+  AlertNotice failing;
+  failing.name = "sensor_failing";
+  failing.sensor = "storage";
+  failing.severity = Severity::info;
+  failing.firing = false;
+  failing.value = std::numeric_limits<double>::quiet_NaN();
+  failing.threshold = std::numeric_limits<double>::quiet_NaN();
+  failing.starts_at = 1700000000;
+  failing.ends_at = 1700000125;
+  failing.sequence = 42;
+  n.alerts = {hot, failing};
+  n.repeat = true;
+  n.host = "kiwipi";
+  n.agent_url = "http://kiwipi:8095/";
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("views: a notification made a C view and read back is the same notification") {
+  const Notification original = full_notification();
+  const abi::NotificationView view(original);
+  CHECK(view.c.size == sizeof(kiwi_notification));
+  CHECK(view.c.alert_size == sizeof(kiwi_alert_notice));
+  CHECK(view.c.alerts[0].severity == KIWI_SEVERITY_CRITICAL);
+  CHECK(view.c.alerts[1].severity == KIWI_SEVERITY_INFO);
+  CHECK(view.c.alerts[0].label_count == 2);
+  CHECK(view.c.alerts[1].label_count == 0);
+  const Notification back = abi::notification_from(view.c);
+  CHECK(back.repeat == original.repeat);
+  CHECK(back.host == original.host);
+  CHECK(back.agent_url == original.agent_url);
+  REQUIRE(back.alerts.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) check_same(back.alerts[i], original.alerts[i]);
+
+  const Notification empty_back = abi::notification_from(abi::NotificationView(Notification{}).c);
+  CHECK(empty_back.alerts.empty());
+  CHECK(empty_back.host.empty());
+  CHECK_FALSE(empty_back.repeat);
+}
+
+TEST_CASE("views: a notification of a later minor version, with larger rows, reads whole") {
+  const Notification original = full_notification();
+  const abi::NotificationView view(original);
+  // An agent of a later minor version writes larger rows (members at their end): stepped through
+  // by alert_size, each row's known members read, a later severity read as a warning.
+  auto rows =
+      resized_rows(view.alerts.data(), view.alerts.size(), sizeof(kiwi_alert_notice) + 24, true);
+  reinterpret_cast<kiwi_alert_notice*>(rows.data() + sizeof(kiwi_alert_notice) + 24)->severity = 7;
+  kiwi_notification c = view.c;
+  c.alerts = reinterpret_cast<const kiwi_alert_notice*>(rows.data());
+  c.alert_size = sizeof(kiwi_alert_notice) + 24;
+  c.size = sizeof(kiwi_notification) + 16;
+  const Notification back = abi::notification_from(c);
+  REQUIRE(back.alerts.size() == 2);
+  check_same(back.alerts[0], original.alerts[0]);
+  CHECK(back.alerts[1].name == "sensor_failing");
+  CHECK(back.alerts[1].severity == Severity::warning);
+  CHECK(back.alerts[1].ends_at == 1700000125);
+  CHECK(abi::severity_from(KIWI_SEVERITY_CRITICAL) == Severity::critical);
+}
+
+TEST_CASE("views: a notification smaller than ABI 1.6's is refused, not read past its end") {
+  const Notification original = full_notification();  // the view points into it
+  const abi::NotificationView view(original);
+  kiwi_notification c = view.c;
+  c.size = offsetof(kiwi_notification, agent_url);
+  CHECK_THROWS_AS(abi::notification_from(c), std::invalid_argument);
+  c = view.c;
+  c.alert_size = offsetof(kiwi_alert_notice, sequence);
+  CHECK_THROWS_WITH(
+      abi::notification_from(c),
+      Catch::Contains("alert rows of " + std::to_string(offsetof(kiwi_alert_notice, sequence))));
+  c.alert_count = 0;  // no rows: their size does not matter
+  CHECK_NOTHROW(abi::notification_from(c));
+}
