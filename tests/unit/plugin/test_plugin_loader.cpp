@@ -957,6 +957,12 @@ TEST_CASE("loader: a notifier is looked up as kiwi-notifier-<name>.so, and kinds
   PluginLoader loader(KIWI_PLUGIN_DIR, log);
   CHECK(loader.resolve(kiwi::PluginKind::notifier, "ntfy") == KIWI_PLUGIN_DIR
         "/kiwi-notifier-ntfy.so");
+  for (auto name : {"alertmanager", "webhook", "ntfy"}) {
+    INFO(name);
+    auto lib = loader.open(kiwi::PluginKind::notifier, entry(name));
+    CHECK(lib->info->kind == kiwi::PluginKind::notifier);
+    CHECK(lib->info->name == name);
+  }
   CHECK_THROWS_WITH(loader.create_notifier(entry(KIWI_PLUGIN_DIR "/kiwi-sensor-cpu.so"), "h", "0"),
                     Catch::Contains("is a sensor plugin, not a notifier plugin"));
   CHECK_THAT(error_of(loader, entry(kTestPlugins + "/test-c_notifier.so")),
