@@ -105,18 +105,4 @@ std::string uncompress_snappy(std::string_view compressed) {
   return out;
 }
 
-kiwi::WriteResult verdict(long status, std::string_view body) {
-  std::string why = "HTTP " + std::to_string(status);
-  std::string text(body.substr(0, 256));
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
-    text.pop_back();
-  for (auto& c : text)
-    if (c == '\n' || c == '\r') c = ' ';
-  if (!text.empty()) why += ": " + text;
-  if (status >= 200 && status < 300) return kiwi::WriteResult::ok();
-  if (status == 429 || status >= 500) return kiwi::WriteResult::retry(why);
-  if (status >= 400) return kiwi::WriteResult::drop(why);
-  return kiwi::WriteResult::retry(why + " (unexpected status)");
-}
-
 }  // namespace kiwi_remote_write

@@ -1,6 +1,6 @@
 // Prometheus remote write 1.0, the pure parts: the protobuf WriteRequest (hand-encoded: four
-// small messages, no generated code), snappy block compression, the series' labels, and how an
-// HTTP answer becomes ok / retry / drop. The HTTP call itself is in plugin.cpp.
+// small messages, no generated code), snappy block compression and the series' labels. The HTTP
+// call is in plugin.cpp, and how an answer becomes ok / retry / drop in plugins/common.
 #pragma once
 
 #include <kiwi/output.hpp>
@@ -34,9 +34,5 @@ std::string encode_write_request(const std::vector<TimeSeries>& series);
 // Snappy block format (not the framed one), as remote write requires.
 std::string compress_snappy(std::string_view raw);
 std::string uncompress_snappy(std::string_view compressed);  // for tests; throws on bad input
-
-// An HTTP status as the output's verdict: 2xx ok; 429 and 5xx retry; other 4xx drop (as
-// Prometheus does); anything else retry. `body` is the receiver's reason (first 256 bytes).
-kiwi::WriteResult verdict(long status, std::string_view body);
 
 }  // namespace kiwi_remote_write

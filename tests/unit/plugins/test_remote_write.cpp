@@ -160,15 +160,3 @@ TEST_CASE("remote_write: an external label with an empty value is left out") {
   for (auto& s : series)
     for (auto& l : s.labels) CHECK(l.first != "instance");
 }
-
-TEST_CASE("remote_write: HTTP answers as ok, retry (429, 5xx) and drop (other 4xx)") {
-  CHECK(verdict(200, "").status == kiwi::WriteStatus::ok);
-  CHECK(verdict(204, "").status == kiwi::WriteStatus::ok);
-  CHECK(verdict(429, "slow down").status == kiwi::WriteStatus::retry);
-  CHECK(verdict(503, "").status == kiwi::WriteStatus::retry);
-  const auto bad = verdict(400, "out of order sample\n");
-  CHECK(bad.status == kiwi::WriteStatus::drop);
-  CHECK(bad.reason == "HTTP 400: out of order sample");
-  CHECK(verdict(404, "").status == kiwi::WriteStatus::drop);
-  CHECK(verdict(302, "").status == kiwi::WriteStatus::retry);
-}
