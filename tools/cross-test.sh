@@ -42,6 +42,8 @@
 #   install:                      runs the installed tree's agent directly (cmake --install);
 #                                 the layout is the same for every architecture (tools/test.sh)
 #   integration:prometheus:       a real Prometheus server scraping two agents
+#   integration:alertmanager:     a real Alertmanager the notifier sends to (the other notifier
+#                                 tests, on test receivers, run)
 #   promtool, Prometheus scrape   the two integration tests that run promtool check metrics
 #                                 (Prometheus' tools are not installed for a cross build; the
 #                                 golden tests run promtool only where it is installed)
@@ -84,7 +86,7 @@ trap 'rm -f "$log" "$sid_file"' EXIT
 run_suite() {
   (cd "$build" && exec setsid --wait sh -c 'echo $$ >"$0" && exec "$@"' "$sid_file" \
     ctest --output-on-failure -j 2 --timeout 300 -R '^(unit|integration):' \
-    -E '^integration:prometheus:|promtool|Prometheus scrape') | tee "$log"
+    -E '^integration:prometheus:|^integration:alertmanager:|promtool|Prometheus scrape') | tee "$log"
 }
 # "PID ARGS" of each process still running (not a zombie) in the suite's session.
 suite_processes() {

@@ -27,8 +27,9 @@ check_tools=(curl jq)
 # What tools/test.sh runs besides the build: Catch2 (unit and integration tests), sqlite3, curl,
 # gzip, wrk and taskset (util-linux) for the quick benchmark (tools/bench/run.sh), mount/umount
 # for the tests that fill a small tmpfs, prometheus and promtool for the scrape and exposition
-# tests, clang-format (14) for the formatting check of the sources, systemd for systemd-analyze
-# (the install test verifies the unit and rates its hardening), clang (14) for the SDK test, which
+# tests, prometheus-alertmanager (0.25) for the alertmanager notifier's test, clang-format (14)
+# for the formatting check of the sources, systemd for systemd-analyze (the install test verifies
+# the unit and rates its hardening), clang (14) for the SDK test, which
 # builds an example plugin with another compiler than the agent's. A minimal Debian 12
 # (mmdebstrap, a container image) has none of them but gzip and util-linux; tools/fresh-check.sh
 # runs the tests on one. clang-14 and libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes)
@@ -39,8 +40,8 @@ check_tools=(curl jq)
 # chromium come from tools/setup-web.sh. openssl makes the TLS tests' certificates, and
 # libmicrohttpd12 (Debian's libmicrohttpd with GnuTLS, which the agent loads for [http.tls]; the
 # package Recommends it) serves them.
-test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus clang-format systemd clang
-  clang-14 libclang-rt-14-dev python3 openssl libmicrohttpd12 cgit git)
+test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus prometheus-alertmanager
+  clang-format systemd clang clang-14 libclang-rt-14-dev python3 openssl libmicrohttpd12 cgit git)
 
 # The fleet benchmark (tools/bench/fleet.py, standard-library Python): node_exporter is the
 # agent it compares against, Prometheus 2.42 scrapes both sides, curl makes loopback traffic for

@@ -1,6 +1,8 @@
-// A tiny remote write receiver on loopback for the tests: one thread, one connection at a time
-// (curl keeps its connection alive), answers each request with the status the script gives, and
-// keeps what it was sent, decoded (snappy, then the protobuf WriteRequest read field by field).
+// A tiny HTTP receiver on loopback for the tests of what the agent and its plugins push (remote
+// write, notifications, Alertmanager's webhooks): a thread per connection (curl and Go keep theirs
+// alive), answers each request with the status the script gives, and keeps what it was sent: the
+// request line, headers and body, and a remote write body decoded (snappy, then the protobuf
+// WriteRequest read field by field).
 #pragma once
 
 #include <arpa/inet.h>
@@ -29,8 +31,15 @@ struct ReceivedSeries {
 
 struct ReceivedRequest {
   int status = 0;                              // what the receiver answered (0: nothing, it hung)
+  std::string method;                          // "POST"
+  std::string target;                          // "/api/v1/write"
   std::map<std::string, std::string> headers;  // names lower-cased
-  std::vector<ReceivedSeries> series;
+  std::string body;                            // as sent
+  std::vector<ReceivedSeries> series;          // a remote write body, decoded (else none)
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
 };
 
 namespace wire {
@@ -102,11 +111,14 @@ class Receiver {
   ~Receiver() {
     stop_ = true;
     thread_.join();
+    for (auto& t : connections_) t.join();
     for (int fd : held_) ::close(fd);
     ::close(listen_fd_);
   }
   int port() const { return port_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/api/v1/write"; }
+  // http://127.0.0.1:<port>
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return base() + "/api/v1/write"; }
   std::vector<ReceivedRequest> requests() const {
     std::lock_guard lock(mutex_);
     return requests_;
@@ -125,11 +137,14 @@ class Receiver {
     while (readable(listen_fd_)) {
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
-      if (!serve(fd)) {
+      connections_.emplace_back([this, fd] {
+        if (serve(fd)) {
+          ::close(fd);
+          return;
+        }
+        std::lock_guard lock(mutex_);
         held_.push_back(fd);  // hung on purpose: kept open, unanswered
-        continue;
-      }
-      ::close(fd);
+      });
     }
   }
   // Serves requests on one connection until it closes; false if it was left hanging.
@@ -147,6 +162,10 @@ class Receiver {
       ReceivedRequest req;
       std::string head = buf.substr(0, head_end);
       std::size_t at = head.find("\r\n");
+      const std::string request_line = head.substr(0, at);
+      req.method = request_line.substr(0, request_line.find(' '));
+      req.target = request_line.substr(req.method.size() + 1);
+      req.target = req.target.substr(0, req.target.find(' '));
       while (at != std::string::npos && at < head.size()) {
         const std::size_t next = head.find("\r\n", at + 2);
         const std::string line =
@@ -176,8 +195,10 @@ class Receiver {
         std::lock_guard lock(mutex_);
         status = status_of_(static_cast<int>(requests_.size()));
       }
+      req.body = body;
       try {
-        req.series = wire::decode(kiwi_remote_write::uncompress_snappy(body));
+        if (req.header("content-encoding") == "snappy")
+          req.series = wire::decode(kiwi_remote_write::uncompress_snappy(body));
       } catch (const std::exception&) {
         req.series.clear();
       }
@@ -200,6 +221,7 @@ class Receiver {
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
+  std::vector<std::thread> connections_;  // the accepting thread's alone
   std::vector<int> held_;
   mutable std::mutex mutex_;
   std::vector<ReceivedRequest> requests_;
