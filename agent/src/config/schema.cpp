@@ -571,9 +571,10 @@ constexpr HostOption kRemoteWrite[] = {
 };
 
 constexpr HostOption kNotify[] = {
-    {.spec = {"kind", OptionType::string, "",
-              "\"alertmanager\", \"webhook\", \"ntfy\" (<plugin_dir>/kiwi-notify-<kind>.so), or a "
-              "path to a notifier plugin's .so"},
+    {.spec =
+         {"kind", OptionType::string, "",
+          "\"alertmanager\", \"webhook\", \"ntfy\" (<plugin_dir>/kiwi-notifier-<kind>.so), or a "
+          "path to a notifier plugin's .so"},
      .field = host_field<&PluginEntry::plugin>(),
      .text = HostText::non_empty,
      .missing = "missing; e.g. kind = \"ntfy\" (or \"alertmanager\", \"webhook\")"},
