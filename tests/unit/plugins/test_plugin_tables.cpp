@@ -210,3 +210,31 @@ TEST_CASE("plugins: each plugin's README shows its options as its option table d
     }
   }
 }
+
+TEST_CASE("plugins: each notifier's sample.toml and README example are a [[notify]] it takes") {
+  struct NullLogger final : kiwi::Logger {
+    void log(kiwi::LogLevel, std::string_view) override {}
+  } log;
+  kiwi::agent::PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  for (const std::string name : {"alertmanager", "webhook", "ntfy"}) {
+    const std::string readme = read_text(fixture("../../plugins/" + name + "/README.md"));
+    const auto from = readme.find("```toml\n");
+    REQUIRE(from != std::string::npos);
+    const auto to = readme.find("```", from + 8);
+    const std::pair<std::string, std::string> examples[] = {
+        {"sample.toml", read_text(fixture("../../plugins/" + name + "/sample.toml"))},
+        {"README.md", readme.substr(from + 8, to - from - 8)}};
+    for (const auto& [where, toml] : examples) {
+      INFO(name << "/" << where);
+      const kiwi::agent::Config cfg = kiwi::agent::load_config_text(toml, where, "/x");
+      REQUIRE(cfg.notifiers.size() == 1);
+      CHECK(cfg.notifiers[0].plugin == name);
+      const auto notifier = loader.create_notifier(cfg.notifiers[0], "kiwipi", "0.3.0");
+      // Every option with its default, but the url each must be given.
+      std::vector<kiwi::OptionSpec> shown;
+      for (const auto& o : notifier.library->info->options)
+        if (o.key != "url") shown.push_back(o);
+      CHECK(kiwi_sensor_test::keys_missing_from(toml, shown).empty());
+    }
+  }
+}
