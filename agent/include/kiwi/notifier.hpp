@@ -77,20 +77,9 @@ void* create_notifier(const kiwi_notifier_context* c, const kiwi_refusal* refusa
 
 inline std::uint32_t send_notification(void* instance, const kiwi_notification* notification,
                                        const kiwi_output_result* result) noexcept {
-  auto reason = [&](std::string_view text) {
-    if (!text.empty()) result->reason(result->ctx, str(text));
-  };
-  try {
-    WriteResult r =
-        static_cast<NotifierBox*>(instance)->notifier->send(notification_from(*notification));
-    reason(r.reason);
-    return static_cast<std::uint32_t>(r.status);
-  } catch (const std::exception& e) {
-    reason(e.what());
-  } catch (...) {
-    reason("an exception that is not a std::exception");
-  }
-  return KIWI_OUTPUT_RETRY;
+  return answer(result, [&] {
+    return static_cast<NotifierBox*>(instance)->notifier->send(notification_from(*notification));
+  });
 }
 
 inline void destroy_notifier(void* instance) noexcept {

@@ -128,13 +128,15 @@ inline OutputBatch batch_from(const kiwi_output_batch& c) {
   return b;
 }
 
-inline std::uint32_t write_output(void* instance, const kiwi_output_batch* batch,
-                                  const kiwi_output_result* result) noexcept {
+// Calls `send` (an output's write, a notifier's send: a WriteResult) and answers as the C ABI
+// does: its status, its reason to result->reason; an exception is a retry with its what().
+template <class Send>
+std::uint32_t answer(const kiwi_output_result* result, Send&& send) noexcept {
   auto reason = [&](std::string_view text) {
     if (!text.empty()) result->reason(result->ctx, str(text));
   };
   try {
-    WriteResult r = static_cast<OutputBox*>(instance)->output->write(batch_from(*batch));
+    WriteResult r = send();
     reason(r.reason);
     return static_cast<std::uint32_t>(r.status);
   } catch (const std::exception& e) {
@@ -143,6 +145,12 @@ inline std::uint32_t write_output(void* instance, const kiwi_output_batch* batch
     reason("an exception that is not a std::exception");
   }
   return KIWI_OUTPUT_RETRY;
+}
+
+inline std::uint32_t write_output(void* instance, const kiwi_output_batch* batch,
+                                  const kiwi_output_result* result) noexcept {
+  return answer(
+      result, [&] { return static_cast<OutputBox*>(instance)->output->write(batch_from(*batch)); });
 }
 
 inline void destroy_output(void* instance) noexcept {

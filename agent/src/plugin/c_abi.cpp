@@ -172,6 +172,34 @@ CRefusal::CRefusal() {
   };
 }
 
+void* CRefusal::created(void* instance) const {
+  if (!instance)
+    throw std::runtime_error(message.empty() ? "create failed without a reason" : message);
+  return instance;
+}
+
+namespace {
+
+// Creates an instance of a plugin that pushes (an output, a notifier: their contexts have the
+// same members) with `create`; throws std::runtime_error with its refusal.
+template <class Context, class Create>
+void* create_pusher(Create create, const CHost& host, const COptions& options,
+                    std::string_view instance_name, std::string_view host_name,
+                    std::string_view agent_version) {
+  Context ctx{};
+  ctx.size = sizeof ctx;
+  ctx.instance_name = to_c(instance_name);
+  ctx.options = options.values.data();
+  ctx.option_count = options.values.size();
+  ctx.host = &host.host;
+  ctx.host_name = to_c(host_name);
+  ctx.agent_version = to_c(agent_version);
+  CRefusal refusal;
+  return refusal.created(create(&ctx, &refusal.c));
+}
+
+}  // namespace
+
 CSensor::CSensor(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
                  std::string_view instance_name, std::string_view procfs, std::string_view sysfs,
                  const Options& options, Logger& log)
@@ -185,10 +213,7 @@ CSensor::CSensor(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
   ctx.option_count = options_.values.size();
   ctx.host = &host_.host;
   CRefusal refusal;
-  instance_ = plugin_.sensor_create(&ctx, &refusal.c);
-  if (!instance_)
-    throw std::runtime_error(refusal.message.empty() ? "create failed without a reason"
-                                                     : refusal.message);
+  instance_ = refusal.created(plugin_.sensor_create(&ctx, &refusal.c));
 }
 
 CSensor::~CSensor() {
@@ -245,19 +270,8 @@ COutput::COutput(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
                  std::string_view instance_name, std::string_view host_name,
                  std::string_view agent_version, const Options& options, Logger& log)
     : plugin_(plugin), host_(log, std::move(code)), options_(options) {
-  kiwi_output_context ctx{};
-  ctx.size = sizeof ctx;
-  ctx.instance_name = to_c(instance_name);
-  ctx.options = options_.values.data();
-  ctx.option_count = options_.values.size();
-  ctx.host = &host_.host;
-  ctx.host_name = to_c(host_name);
-  ctx.agent_version = to_c(agent_version);
-  CRefusal refusal;
-  instance_ = plugin_.output_create(&ctx, &refusal.c);
-  if (!instance_)
-    throw std::runtime_error(refusal.message.empty() ? "create failed without a reason"
-                                                     : refusal.message);
+  instance_ = create_pusher<kiwi_output_context>(plugin_.output_create, host_, options_,
+                                                 instance_name, host_name, agent_version);
 }
 
 COutput::~COutput() {
@@ -301,19 +315,8 @@ CNotifier::CNotifier(const kiwi_plugin& plugin, std::shared_ptr<const void> code
                      std::string_view instance_name, std::string_view host_name,
                      std::string_view agent_version, const Options& options, Logger& log)
     : plugin_(plugin), host_(log, std::move(code)), options_(options) {
-  kiwi_notifier_context ctx{};
-  ctx.size = sizeof ctx;
-  ctx.instance_name = to_c(instance_name);
-  ctx.options = options_.values.data();
-  ctx.option_count = options_.values.size();
-  ctx.host = &host_.host;
-  ctx.host_name = to_c(host_name);
-  ctx.agent_version = to_c(agent_version);
-  CRefusal refusal;
-  instance_ = plugin_.notifier_create(&ctx, &refusal.c);
-  if (!instance_)
-    throw std::runtime_error(refusal.message.empty() ? "create failed without a reason"
-                                                     : refusal.message);
+  instance_ = create_pusher<kiwi_notifier_context>(plugin_.notifier_create, host_, options_,
+                                                   instance_name, host_name, agent_version);
 }
 
 CNotifier::~CNotifier() {

@@ -76,6 +76,8 @@ using COptions = abi::OptionValuesView;
 // A C refusal that keeps the message.
 struct CRefusal {
   CRefusal();
+  // What a create function returned; throws std::runtime_error with the message when it is null.
+  void* created(void* instance) const;
   std::string message;
   kiwi_refusal c{};
 };

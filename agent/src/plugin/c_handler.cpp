@@ -157,10 +157,7 @@ CHandler::CHandler(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
   ctx.data = data_->c();
   ctx.agent_version = to_c(agent_version);
   CRefusal refusal;
-  instance_ = plugin_.handler_create(&ctx, &refusal.c);
-  if (!instance_)
-    throw std::runtime_error(refusal.message.empty() ? "create failed without a reason"
-                                                     : refusal.message);
+  instance_ = refusal.created(plugin_.handler_create(&ctx, &refusal.c));
   if (plugin_.handler_methods) {
     const std::string_view m = from_c(plugin_.handler_methods(instance_));
     if (!m.empty()) methods_ = std::string(m);

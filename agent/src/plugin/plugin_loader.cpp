@@ -406,55 +406,45 @@ PluginInstance<Handler> PluginLoader::create_handler(const PluginEntry& entry,
   return inst;
 }
 
-PluginInstance<Output> PluginLoader::create_output(const PluginEntry& entry,
+template <class Object, class CObject>
+PluginInstance<Object> PluginLoader::create_pusher(PluginKind kind, const std::string& table,
+                                                   const PluginEntry& entry,
                                                    std::string_view host_name,
                                                    std::string_view agent_version) {
-  PluginInstance<Output> inst;
-  inst.library = open(PluginKind::output, entry);
+  PluginInstance<Object> inst;
+  inst.library = open(kind, entry);
   if (entry.options_flat) {
-    // The agent's keys beside the plugin's in the entry's table: "remote_write.<key>".
+    // The agent's keys beside the plugin's in the entry's table: "<table>.<key>".
     std::vector<std::string_view> host_keys;
-    for (auto& row : host_entry("remote_write").rows)
+    for (auto& row : host_entry(table).rows)
       if (!row.plugin_options) host_keys.push_back(row.spec.key);
-    inst.options = options_of(*inst.library, entry, "remote_write.", host_keys);
+    inst.options = options_of(*inst.library, entry, table + ".", host_keys);
   } else {
-    inst.options = options_of(*inst.library, entry, "remote_write");
+    inst.options = options_of(*inst.library, entry, table);
   }
-  inst.log = std::make_unique<PrefixLogger>(log_, "remote_write " + entry.name);
+  inst.log = std::make_unique<PrefixLogger>(log_, table + " " + entry.name);
   try {
-    inst.object = std::make_unique<COutput>(*inst.library->descriptor->c, inst.library, entry.name,
+    inst.object = std::make_unique<CObject>(*inst.library->descriptor->c, inst.library, entry.name,
                                             host_name, agent_version, inst.options, *inst.log);
   } catch (const std::exception& e) {
-    throw PluginError(entry.pos.str() + ": " + inst.library->file + ": remote_write '" +
+    throw PluginError(entry.pos.str() + ": " + inst.library->file + ": " + table + " '" +
                       entry.name + "' refused to start: " + e.what());
   }
   return inst;
 }
 
+PluginInstance<Output> PluginLoader::create_output(const PluginEntry& entry,
+                                                   std::string_view host_name,
+                                                   std::string_view agent_version) {
+  return create_pusher<Output, COutput>(PluginKind::output, "remote_write", entry, host_name,
+                                        agent_version);
+}
+
 PluginInstance<Notifier> PluginLoader::create_notifier(const PluginEntry& entry,
                                                        std::string_view host_name,
                                                        std::string_view agent_version) {
-  PluginInstance<Notifier> inst;
-  inst.library = open(PluginKind::notifier, entry);
-  if (entry.options_flat) {
-    // The agent's keys beside the plugin's in the entry's table: "notify.<key>".
-    std::vector<std::string_view> host_keys;
-    for (auto& row : host_entry("notify").rows)
-      if (!row.plugin_options) host_keys.push_back(row.spec.key);
-    inst.options = options_of(*inst.library, entry, "notify.", host_keys);
-  } else {
-    inst.options = options_of(*inst.library, entry, "notify");
-  }
-  inst.log = std::make_unique<PrefixLogger>(log_, "notify " + entry.name);
-  try {
-    inst.object =
-        std::make_unique<CNotifier>(*inst.library->descriptor->c, inst.library, entry.name,
-                                    host_name, agent_version, inst.options, *inst.log);
-  } catch (const std::exception& e) {
-    throw PluginError(entry.pos.str() + ": " + inst.library->file + ": notify '" + entry.name +
-                      "' refused to start: " + e.what());
-  }
-  return inst;
+  return create_pusher<Notifier, CNotifier>(PluginKind::notifier, "notify", entry, host_name,
+                                            agent_version);
 }
 
 std::string describe_plugin(const LoadedLibrary& lib) {

@@ -138,6 +138,14 @@ class PluginLoader {
   std::shared_ptr<LibraryCache> cache() const { return cache_; }
 
  private:
+  // An output's or a notifier's instance (`CObject`: COutput, CNotifier) for an entry of the
+  // agent's `table` ("remote_write", "notify"), its options in either shape, named
+  // "<table>.options.<key>" or, flat, "<table>.<key>".
+  template <class Object, class CObject>
+  PluginInstance<Object> create_pusher(PluginKind kind, const std::string& table,
+                                       const PluginEntry& entry, std::string_view host_name,
+                                       std::string_view agent_version);
+
   std::string plugin_dir_;
   SourcePos plugin_dir_pos_;
   std::string builtin_dir_;  // "" when it is plugin_dir_
