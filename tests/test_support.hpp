@@ -1,8 +1,12 @@
 // Helpers shared by the unit and integration tests: a logger that keeps its lines, a scratch
-// directory, facts read straight from a SQLite file, and a really full filesystem (a tiny tmpfs).
+// directory, a free loopback port, facts read straight from a SQLite file, and a really full
+// filesystem (a tiny tmpfs).
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 
 #include <unistd.h>
 #include <catch2/catch.hpp>
@@ -72,6 +76,22 @@ struct TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 };
+
+// A loopback port that was free a moment ago (the kernel's choice for a socket bound to port 0).
+inline int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("no free port");
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
 
 // A scratch SQLite file: `path()` is kiwi.db in a fresh directory `dir`, removed with the object.
 struct TempDb {

@@ -6,7 +6,6 @@
 #include <rapidjson/document.h>
 #include <signal.h>
 
-#include <optional>
 #include <sstream>
 #include <string>
 
@@ -16,11 +15,7 @@ namespace kiwi_test {
 
 inline constexpr const char* kAlertmanagerBin = "/usr/bin/prometheus-alertmanager";
 
-struct Alertmanager {
-  TempDir dir;
-  int port = free_port();
-  Process process;  // dies with the test process (process.hpp)
-
+struct Alertmanager : TestServer {
   // Starts it on `config` (alertmanager.yml's text) and waits until it is ready. A missing binary
   // fails the test: tools/setup.sh --test installs it.
   explicit Alertmanager(const std::string& config) {
@@ -30,36 +25,22 @@ struct Alertmanager {
     write_text(dir.path / "alertmanager.yml", config);
     start();
   }
-  Alertmanager(const Alertmanager&) = delete;
-  Alertmanager& operator=(const Alertmanager&) = delete;
-  ~Alertmanager() {
-    if (!process.started()) return;
-    try {
-      process.stop(SIGTERM, std::chrono::seconds(20));
-    } catch (...) {
-    }
-  }
 
-  // Starts it and waits until /-/ready answers; another listener that took the port first makes
-  // it exit at once, and it is started again on another port (three tries).
+  // Starts it and waits until /-/ready answers (start_server: another port when the chosen one
+  // was taken, a minute for a slow start).
   void start() {
-    for (int attempt = 1;; ++attempt) {
-      process =
-          Process({kAlertmanagerBin, "--config.file=" + (dir.path / "alertmanager.yml").string(),
-                   "--storage.path=" + (dir.path / "data").string(),
-                   "--web.listen-address=127.0.0.1:" + std::to_string(port),
-                   "--cluster.listen-address=", "--log.level=debug"},
-                  {dir.path / "out", dir.path / "err", {}});
-      std::optional<int> exited;
-      if (eventually([&] { return (exited = process.poll()) || ready(); },
-                     std::chrono::seconds(60)) &&
-          !exited)
-        return;
-      INFO("Alertmanager on 127.0.0.1:" << port << " (attempt " << attempt
-                                        << "), its log ends: " << log_tail());
-      if (!exited || attempt == 3) FAIL("Alertmanager did not get ready");
-      port = free_port();
-    }
+    start_server(
+        "Alertmanager", process, port,
+        [&](int p) {
+          return std::vector<std::string>{
+              kAlertmanagerBin,
+              "--config.file=" + (dir.path / "alertmanager.yml").string(),
+              "--storage.path=" + (dir.path / "data").string(),
+              "--web.listen-address=127.0.0.1:" + std::to_string(p),
+              "--cluster.listen-address=",
+              "--log.level=debug"};
+        },
+        dir.path / "out", dir.path / "err", [&] { return ready(); }, [&] { return log_tail(); });
   }
   bool ready() {
     try {

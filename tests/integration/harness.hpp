@@ -222,22 +222,6 @@ class HttpClient {
   Clock::time_point last_sent_{};
 };
 
-// A loopback port that was free a moment ago (the kernel's choice for a socket bound to port 0).
-inline int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    throw std::runtime_error("no free port");
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // What Agent waits for before its constructor (or start()) returns.
 enum class Ready {
   started,       // nothing: the process runs (the test waits for what it needs itself)
@@ -459,6 +443,48 @@ bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seco
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return pred();
+}
+
+// A server of the test's (Prometheus, Alertmanager): its own temporary directory, a loopback port,
+// its process, stopped (SIGTERM, 20 s) when the object goes; the process dies with the test's
+// in any case (process.hpp).
+struct TestServer {
+  TempDir dir;
+  int port = free_port();
+  Process process;
+
+  TestServer() = default;
+  TestServer(const TestServer&) = delete;
+  TestServer& operator=(const TestServer&) = delete;
+  ~TestServer() {
+    if (!process.started()) return;
+    try {
+      process.stop(SIGTERM, std::chrono::seconds(20));
+    } catch (...) {
+    }
+  }
+};
+
+// Starts a server of the test's (Prometheus, Alertmanager) on a loopback port and waits until
+// `ready()`: `argv_for(port)` is its command line, `out` and `err` its output. The port is free
+// when chosen, but another test's listener may take it first: the server then exits at once, and
+// is started again on another port (three tries). A slow start (a loaded machine, sanitizer
+// builds beside it) gets a minute; one that never gets ready fails with `log_tail()`.
+template <class Argv, class Ready, class LogTail>
+void start_server(const std::string& what, Process& process, int& port, Argv argv_for,
+                  const fs::path& out, const fs::path& err, Ready ready, LogTail log_tail) {
+  for (int attempt = 1;; ++attempt) {
+    process = Process(argv_for(port), {out, err, {}});
+    std::optional<int> exited;
+    if (eventually([&] { return (exited = process.poll()) || ready(); },
+                   std::chrono::seconds(60)) &&
+        !exited)
+      return;
+    INFO(what << " on 127.0.0.1:" << port << " (attempt " << attempt
+              << "), its log ends: " << log_tail());
+    if (!exited || attempt == 3) FAIL(what << " did not get ready");
+    port = free_port();
+  }
 }
 
 }  // namespace kiwi_test

@@ -46,51 +46,33 @@ inline std::string url_encode(std::string_view s) {
   return out;
 }
 
-struct Prometheus {
-  TempDir dir;
-  int port = free_port();
+struct Prometheus : TestServer {
   std::vector<std::string> flags;
-  Process process;  // dies with the test process, like the agent (process.hpp)
-
   // Starts it on `config` (prometheus.yml's text) with `extra` flags, and waits until it is ready.
   explicit Prometheus(const std::string& config, std::vector<std::string> extra = {})
       : flags(std::move(extra)) {
     write_text(dir.path / "prometheus.yml", config);
     start();
   }
-  Prometheus(const Prometheus&) = delete;
-  Prometheus& operator=(const Prometheus&) = delete;
-  ~Prometheus() {
-    if (!process.started()) return;
-    try {
-      process.stop(SIGTERM, std::chrono::seconds(20));
-    } catch (...) {
-    }
-  }
 
-  // Starts it and waits until it is ready. The port is free when chosen, but another test's
-  // listener may take it before Prometheus binds it: Prometheus then exits at once, and is started
-  // again on another port (three tries). A slow start (a loaded machine, sanitizer builds beside
-  // it) gets a minute; one that never gets ready fails with the end of its log.
+  // Starts it and waits until it is ready (start_server: another port when the chosen one was
+  // taken, a minute for a slow start).
   void start() {
-    for (int attempt = 1;; ++attempt) {
-      std::vector<std::string> argv = {"/usr/bin/prometheus",
-                                       "--config.file=" + (dir.path / "prometheus.yml").string(),
-                                       "--storage.tsdb.path=" + (dir.path / "data").string(),
-                                       "--web.listen-address=127.0.0.1:" + std::to_string(port)};
-      argv.insert(argv.end(), flags.begin(), flags.end());
-      process = Process(argv, {dir.path / "out", dir.path / "err", {}});
-      std::optional<int> exited;
-      if (eventually([&] { return (exited = process.poll()) || ready(); },
-                     std::chrono::seconds(60)) &&
-          !exited)
-        return;
-      const std::string log = read_text(dir.path / "err");
-      INFO("Prometheus on 127.0.0.1:" << port << " (attempt " << attempt << "), its log ends: "
-                                      << log.substr(log.size() > 2000 ? log.size() - 2000 : 0));
-      if (!exited || attempt == 3) FAIL("Prometheus did not get ready");
-      port = free_port();
-    }
+    start_server(
+        "Prometheus", process, port,
+        [&](int p) {
+          std::vector<std::string> argv = {
+              "/usr/bin/prometheus", "--config.file=" + (dir.path / "prometheus.yml").string(),
+              "--storage.tsdb.path=" + (dir.path / "data").string(),
+              "--web.listen-address=127.0.0.1:" + std::to_string(p)};
+          argv.insert(argv.end(), flags.begin(), flags.end());
+          return argv;
+        },
+        dir.path / "out", dir.path / "err", [&] { return ready(); },
+        [&] {
+          const std::string log = read_text(dir.path / "err");
+          return log.substr(log.size() > 2000 ? log.size() - 2000 : 0);
+        });
   }
   void stop() { process.stop(SIGTERM, std::chrono::seconds(20)); }
   bool ready() {

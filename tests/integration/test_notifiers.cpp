@@ -12,6 +12,7 @@
 
 #include "alertmanager.hpp"
 #include "harness.hpp"
+#include "notice_support.hpp"
 #include "options_support.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "receiver.hpp"
@@ -51,18 +52,11 @@ double now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// notice_support.hpp's soc_hot, begun at `starts_at` and vouched for ten minutes.
 kiwi::AlertNotice soc_hot(double starts_at) {
-  kiwi::AlertNotice a;
-  a.name = "soc_hot";
-  a.labels = {{"zone", "soc"}};
-  a.sensor = "thermal";
-  a.severity = kiwi::Severity::warning;
-  a.summary = "soc at 85.2 °C";
-  a.value = 85.2;
-  a.threshold = 80;
+  kiwi::AlertNotice a = kiwi_notice_test::soc_hot();
   a.starts_at = starts_at;
   a.ends_at = starts_at + 600;
-  a.sequence = 1;
   return a;
 }
 
@@ -74,13 +68,7 @@ kiwi::AlertNotice resolved(kiwi::AlertNotice a, double at) {
   return a;
 }
 
-kiwi::Notification notification(std::vector<kiwi::AlertNotice> alerts) {
-  kiwi::Notification n;
-  n.alerts = std::move(alerts);
-  n.host = "kiwipi";
-  n.agent_url = "http://kiwipi:8095/";
-  return n;
-}
+using kiwi_notice_test::notification;
 
 rapidjson::Document json(const std::string& text) {
   rapidjson::Document d;

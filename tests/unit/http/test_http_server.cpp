@@ -22,6 +22,7 @@
 #include "http/http_server.hpp"
 #include "http/response_cache.hpp"
 #include "http/router.hpp"
+#include "test_support.hpp"
 
 using namespace kiwi;
 using namespace kiwi::agent;
@@ -228,19 +229,6 @@ HttpSettings loopback(int threads = 1) {
 std::shared_ptr<const Router> make_router(std::vector<Route> routes,
                                           const std::shared_ptr<const Router>& previous = nullptr) {
   return std::make_shared<const Router>(std::move(routes), previous.get());
-}
-
-// A loopback port free a moment ago (for moves to a port of our choosing).
-std::uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 std::uint64_t count_of(const std::vector<HttpRequestCount>& counts, const std::string& route,
@@ -491,7 +479,7 @@ TEST_CASE("http: a bind move to a new port answers there and refuses on the old 
   CHECK(kept.get("/a").status == 200);
 
   auto s = loopback();
-  s.bind.port = free_port();
+  s.bind.port = static_cast<std::uint16_t>(kiwi_test::free_port());
   server.reconfigure(s, router);
   CHECK(server.port() == s.bind.port);
   CHECK(server.settings().bind.port == s.bind.port);

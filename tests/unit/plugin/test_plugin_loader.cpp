@@ -19,6 +19,7 @@
 #include "collect/collector.hpp"
 #include "config/options.hpp"
 #include "emulator.hpp"
+#include "notice_support.hpp"
 #include "options_support.hpp"
 #include "plugin/metric_check.hpp"
 #include "plugin/plugin_loader.hpp"
@@ -855,34 +856,6 @@ std::string whole_file(const std::string& path) {
   return text.str();
 }
 
-kiwi::Notification two_alerts() {
-  kiwi::Notification n;
-  kiwi::AlertNotice hot;
-  hot.name = "soc_hot";
-  hot.labels = {{"type", "cpu"}, {"zone", "soc"}};
-  hot.sensor = "thermal";
-  hot.severity = kiwi::Severity::critical;
-  hot.summary = "soc at 85.5";
-  hot.value = 85.5;
-  hot.threshold = 80;
-  hot.starts_at = 1700000000.25;
-  hot.ends_at = 1700000300;
-  hot.sequence = 7;
-  kiwi::AlertNotice gone = hot;
-  gone.name = "fs_full";
-  gone.labels = {};
-  gone.sensor = "storage";
-  gone.severity = kiwi::Severity::info;
-  gone.firing = false;
-  gone.summary = "";
-  gone.value = std::nan("");
-  gone.threshold = std::nan("");
-  gone.sequence = 8;
-  n.alerts = {hot, gone};
-  n.host = "kiwipi";
-  n.agent_url = "http://kiwipi:8095/";
-  return n;
-}
 }  // namespace
 
 TEST_CASE("C ABI: a notifier written in C is sent every member of a notification, and answers") {
@@ -897,16 +870,20 @@ TEST_CASE("C ABI: a notifier written in C is sent every member of a notification
   CHECK(inst.library->abi_minor == KIWI_ABI_MINOR);
   REQUIRE_FALSE(log.lines.empty());
   CHECK(log.lines.front() == "notify s: notifier s on kiwipi, agent 0.3.0");
-  const kiwi::WriteResult r = inst.object->send(two_alerts());
+  kiwi::Notification two = kiwi_notice_test::notification(
+      {kiwi_notice_test::soc_hot(), kiwi_notice_test::sensor_failing_resolved()});
+  two.alerts[0].labels = {{"type", "cpu"}, {"zone", "soc"}};
+  const kiwi::WriteResult r = inst.object->send(two);
   CHECK(r.status == kiwi::WriteStatus::ok);
   CHECK(r.reason.empty());
   CHECK(log.lines.back() == "notify s: sent");
   CHECK(whole_file(file) ==
         "notification repeat=0 host=kiwipi url=http://kiwipi:8095/ alerts=2\n"
-        "soc_hot sensor=thermal severity=2 firing=1 summary=soc at 85.5 value=85.5 threshold=80 "
-        "starts=1700000000.250 ends=1700000300.000 sequence=7 labels=type=cpu,zone=soc\n"
-        "fs_full sensor=storage severity=0 firing=0 summary= value=nan threshold=nan "
-        "starts=1700000000.250 ends=1700000300.000 sequence=8 labels=\n");
+        "soc_hot sensor=thermal severity=1 firing=1 summary=soc at 85.2 °C value=85.2 "
+        "threshold=80 starts=1700000000.250 ends=1700000300.000 sequence=7 "
+        "labels=type=cpu,zone=soc\n"
+        "sensor_failing sensor=storage severity=2 firing=0 summary= value=nan threshold=nan "
+        "starts=1700000000.000 ends=1700000125.000 sequence=8 labels=\n");
 
   for (auto [answer, status] :
        {std::pair{"retry", kiwi::WriteStatus::retry}, std::pair{"drop", kiwi::WriteStatus::drop}}) {
@@ -914,7 +891,7 @@ TEST_CASE("C ABI: a notifier written in C is sent every member of a notification
         entry(kTestPlugins + "/test-c_notifier.so",
               "[options]\nfile = \"" + file + "\"\nanswer = \"" + answer + "\"\n"),
         "kiwipi", "0.3.0");
-    const kiwi::WriteResult verdict = other.object->send(two_alerts());
+    const kiwi::WriteResult verdict = other.object->send(two);
     CHECK(verdict.status == status);
     CHECK(verdict.reason == "answering as the answer option says");
   }

@@ -1,11 +1,6 @@
 // plugins/common/http_post: the options every pushing plugin shares, read through the agent's own
 // option reader; credentials from files and kept out of every reason; a receiver's answer as ok,
 // retry or drop. The POSTs themselves go to real receivers in tests/integration.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <fstream>
 
@@ -40,19 +35,6 @@ std::string refusal(const std::string& toml) {
     return e.what();
   }
   return "";
-}
-
-// A loopback port nothing listens on (bound, then closed).
-int closed_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 }  // namespace
@@ -140,12 +122,12 @@ TEST_CASE("http: answers as ok (2xx), retry (429, 5xx, others) and drop (other 4
 TEST_CASE("http: no connection is a retry that names the origin, not the credentials") {
   kiwi_test::TempDir dir;
   std::ofstream(dir.path / "pass") << "s3cret\n";
-  Target t =
-      target_from(options("url = \"http://user:urlpass@127.0.0.1:" + std::to_string(closed_port()) +
-                          "/hook/s3cret?k=v\"\nbasic_auth = { username = \"kiwi\", "
-                          "password_file = \"" +
-                          (dir.path / "pass").string() + "\" }\n"),
-                  "", "bearer_token_file");
+  Target t = target_from(
+      options("url = \"http://user:urlpass@127.0.0.1:" + std::to_string(kiwi_test::free_port()) +
+              "/hook/s3cret?k=v\"\nbasic_auth = { username = \"kiwi\", "
+              "password_file = \"" +
+              (dir.path / "pass").string() + "\" }\n"),
+      "", "bearer_token_file");
   t.timeout = std::chrono::seconds(2);
   Client client(t, "kiwi-agent/test");
   const kiwi::WriteResult r = client.post("{}", std::vector<std::string>{"Content-Type: x/y"});

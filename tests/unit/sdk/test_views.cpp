@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "notice_support.hpp"
+
 using namespace kiwi;
 
 namespace {
@@ -656,33 +658,10 @@ void check_same(const AlertNotice& a, const AlertNotice& b) {
 }
 
 Notification full_notification() {
-  Notification n;
-  AlertNotice hot;
-  hot.name = "soc_hot";
-  hot.labels = {{"zone", "soc"}, {"type", "cpu-thermal"}};
-  hot.sensor = "thermal";
-  hot.severity = Severity::critical;
-  hot.firing = true;
-  hot.summary = "soc at 85.2 °C";
-  hot.value = 85.2;
-  hot.threshold = 80;
-  hot.starts_at = 1700000000.25;
-  hot.ends_at = 1700000300;
-  hot.sequence = 41;
-  AlertNotice failing;
-  failing.name = "sensor_failing";
-  failing.sensor = "storage";
-  failing.severity = Severity::info;
-  failing.firing = false;
-  failing.value = std::numeric_limits<double>::quiet_NaN();
-  failing.threshold = std::numeric_limits<double>::quiet_NaN();
-  failing.starts_at = 1700000000;
-  failing.ends_at = 1700000125;
-  failing.sequence = 42;
-  n.alerts = {hot, failing};
+  Notification n = kiwi_notice_test::notification(
+      {kiwi_notice_test::soc_hot(), kiwi_notice_test::sensor_failing_resolved()});
+  n.alerts[0].labels = {{"zone", "soc"}, {"type", "cpu-thermal"}};
   n.repeat = true;
-  n.host = "kiwipi";
-  n.agent_url = "http://kiwipi:8095/";
   return n;
 }
 
@@ -693,8 +672,8 @@ TEST_CASE("views: a notification made a C view and read back is the same notific
   const abi::NotificationView view(original);
   CHECK(view.c.size == sizeof(kiwi_notification));
   CHECK(view.c.alert_size == sizeof(kiwi_alert_notice));
-  CHECK(view.c.alerts[0].severity == KIWI_SEVERITY_CRITICAL);
-  CHECK(view.c.alerts[1].severity == KIWI_SEVERITY_INFO);
+  CHECK(view.c.alerts[0].severity == KIWI_SEVERITY_WARNING);
+  CHECK(view.c.alerts[1].severity == KIWI_SEVERITY_CRITICAL);
   CHECK(view.c.alerts[0].label_count == 2);
   CHECK(view.c.alerts[1].label_count == 0);
   const Notification back = abi::notification_from(view.c);
@@ -728,7 +707,7 @@ TEST_CASE("views: a notification of a later minor version, with larger rows, rea
   CHECK(back.alerts[1].name == "sensor_failing");
   CHECK(back.alerts[1].severity == Severity::warning);
   CHECK(back.alerts[1].ends_at == 1700000125);
-  CHECK(abi::severity_from(KIWI_SEVERITY_CRITICAL) == Severity::critical);
+  CHECK(abi::severity_from(KIWI_SEVERITY_INFO) == Severity::info);
 }
 
 TEST_CASE("views: a notification smaller than ABI 1.6's is refused, not read past its end") {
