@@ -28,6 +28,7 @@
 #include "config/schema.hpp"
 #include "http/http_server.hpp"
 #include "http/router.hpp"
+#include "output/notify.hpp"
 #include "output/output.hpp"
 #include "plugin/metric_check.hpp"
 #include "plugin/plugin_loader.hpp"
@@ -88,6 +89,27 @@ std::vector<OutputSpec> load_outputs(const Config& cfg, PluginLoader& loader) {
     spec.max_samples = e.max_samples;
     spec.instance = loader.create_output(e, host_name(), KIWI_VERSION);
     spec.plugin = std::string(spec.instance.library->info->name);
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+// [[notify]] entries, their plugins created (options checked) but not yet run: a NotifyRunner
+// needs the store and the running agent's address.
+std::vector<NotifierSpec> load_notifiers(const Config& cfg, PluginLoader& loader) {
+  std::vector<NotifierSpec> specs;
+  for (auto& e : cfg.notifiers) {
+    NotifierSpec spec;
+    spec.name = e.name;
+    spec.kind = e.plugin;
+    spec.alerts = e.alerts;
+    spec.min_severity = e.min_severity == "critical"  ? Severity::critical
+                        : e.min_severity == "warning" ? Severity::warning
+                                                      : Severity::info;
+    spec.instance = loader.create_notifier(e, host_name(), KIWI_VERSION);
+    spec.kind = std::string(spec.instance.library->info->name);
+    spec.repeat_interval = e.repeat_interval.value_or(default_repeat_interval(spec.kind));
+    spec.host = host_name();
     specs.push_back(std::move(spec));
   }
   return specs;
@@ -158,8 +180,10 @@ int check_config(const Config& cfg, StderrLogger& log) {
     auto sensors = load_sensors(cfg, loader);
     auto routes = load_routes(cfg, loader, data);
     auto outputs = load_outputs(cfg, loader);
+    auto notifiers = load_notifiers(cfg, loader);
     std::cout << cfg.source << ": ok (" << sensors.size() << " sensors, " << routes.size()
-              << " routes, " << outputs.size() << " remote_write, bind " << cfg.http.bind.str()
+              << " routes, " << outputs.size() << " remote_write, " << cfg.alert_rules.size()
+              << " alert rules, " << notifiers.size() << " notify, bind " << cfg.http.bind.str()
               << ")\n";
     return kExitOk;
   } catch (const ConfigError& e) {
@@ -390,6 +414,13 @@ class RunningAgent {
     data_.alert_list = [this] { return alerts_.alerts(); };
     data_.server = &*server_;
     pending_outputs_ = runners(std::move(outputs));
+    pending_notifiers_ = load_notifiers(cfg_, *loader_);
+    data_.notifier_status = [this] {
+      std::vector<NotifierStatus> out;
+      std::lock_guard lock(notifiers_mutex_);
+      for (auto& n : notifiers_) out.push_back(n->status());
+      return out;
+    };
     publish_plugins();
     data_.config_applied(cfg_.source, false);
   }
@@ -401,6 +432,7 @@ class RunningAgent {
     collector_->start();
     for (auto& o : pending_outputs_) o->start();
     data_.swap_outputs(std::move(pending_outputs_));
+    start_notifiers(std::move(pending_notifiers_));
     log_.info("listening on " + url() + " (" + std::to_string(sensor_count_) + " sensors, " +
               std::to_string(server_->router()->routes().size()) + " routes, " +
               std::to_string(server_->threads()) +
@@ -448,6 +480,7 @@ class RunningAgent {
     // Outputs first: each waits at most for its write in progress (its timeout); their cursors
     // then reach the file with the collector's last commit.
     for (auto& o : data_.swap_outputs({})) o->stop();
+    stop_notifiers();
     collector_->stop();
     return collector_->abandoned();
   }
@@ -466,6 +499,42 @@ class RunningAgent {
             [this] { service_.watchdog(); },
             service_.watchdog_every(),
             cfg.agent.procfs};
+  }
+
+  // The notifiers of `specs` run, on this agent's address (for links in notifications). Their
+  // libraries are listed in /api/plugins.
+  void start_notifiers(std::vector<NotifierSpec> specs) {
+    std::vector<std::unique_ptr<NotifyRunner>> next;
+    notifier_libraries_.clear();
+    for (auto& spec : specs) {
+      notifier_libraries_[spec.name] = spec.instance.library;
+      spec.agent_url = url();
+      auto* log = spec.instance.log.get();
+      next.push_back(std::make_unique<NotifyRunner>(
+          std::move(spec), store_, [this] { return alerts_.alerts(); },
+          [this] { forget_notified(); }, *log, real_clock()));
+    }
+    for (auto& n : next) n->start();
+    std::lock_guard lock(notifiers_mutex_);
+    notifiers_ = std::move(next);
+  }
+  // Taken out under the lock and stopped outside it: a runner's thread may be waiting for the
+  // lock in forget_notified().
+  void stop_notifiers() {
+    std::vector<std::unique_ptr<NotifyRunner>> old;
+    {
+      std::lock_guard lock(notifiers_mutex_);
+      old.swap(notifiers_);
+    }
+    for (auto& n : old) n->stop();
+  }
+  // Transitions every notifier has are forgotten (none: the store's cap bounds the log).
+  void forget_notified() {
+    std::lock_guard lock(notifiers_mutex_);
+    if (notifiers_.empty()) return;
+    std::uint64_t through = UINT64_MAX;
+    for (auto& n : notifiers_) through = std::min(through, n->acked());
+    store_.forget_alert_events(through);
   }
 
   std::vector<std::unique_ptr<OutputRunner>> runners(std::vector<OutputSpec> specs) {
@@ -500,6 +569,20 @@ class RunningAgent {
                       lib->abi_minor,
                       {},
                       lib});
+    }
+    {
+      std::lock_guard lock(notifiers_mutex_);
+      for (auto& n : notifiers_) {
+        auto& lib = notifier_libraries_.at(n->name());
+        list.push_back({n->name(),
+                        PluginKind::notifier,
+                        std::string(lib->info->name),
+                        lib->file,
+                        lib->abi_major,
+                        lib->abi_minor,
+                        {},
+                        lib});
+      }
     }
     for (auto& e : cfg_.outputs) {
       auto& lib = output_libraries_.at(e.name);
@@ -583,6 +666,13 @@ class RunningAgent {
     // Outputs are made anew (a running one keeps no state but its cursor, which is in the
     // store): every entry of `next`, created here, started once nothing else can fail.
     auto outputs = load_outputs(next, loader);
+    auto notifiers = load_notifiers(next, loader);
+    for (auto& e : next.notifiers) changes.push_back("notify " + e.name + " (re)started");
+    for (auto& e : cfg_.notifiers) {
+      bool kept = false;
+      for (auto& n : next.notifiers) kept |= n.name == e.name;
+      if (!kept) changes.push_back("notify " + e.name + " removed");
+    }
     for (auto& e : next.outputs) changes.push_back("remote_write " + e.name + " (re)started");
     for (auto& e : cfg_.outputs) {
       bool kept = false;
@@ -606,6 +696,10 @@ class RunningAgent {
     auto next_runners = runners(std::move(outputs));
     for (auto& o : next_runners) o->start();
     data_.swap_outputs(std::move(next_runners));
+    // Notifiers as outputs: the old ones finish their send in progress first; the new ones read
+    // their cursors from the store.
+    stop_notifiers();
+    start_notifiers(std::move(notifiers));
     // The verdict below is logged at the more verbose of the two levels, so it is always seen.
     const LogLevel level = next.agent.log_level;
     if (level > cfg_.agent.log_level) log_.set_level(level);
@@ -642,6 +736,10 @@ class RunningAgent {
   std::map<std::string, std::shared_ptr<LoadedLibrary>> sensor_libraries_;  // by sensor name
   std::map<std::string, std::shared_ptr<LoadedLibrary>> output_libraries_;  // by output name
   std::vector<std::unique_ptr<OutputRunner>> pending_outputs_;  // made by load(), run by start()
+  std::vector<NotifierSpec> pending_notifiers_;                 // made by load(), run by start()
+  std::mutex notifiers_mutex_;  // notifiers_: swapped by reload, read by their threads and HTTP
+  std::vector<std::unique_ptr<NotifyRunner>> notifiers_;
+  std::map<std::string, std::shared_ptr<LoadedLibrary>> notifier_libraries_;  // by notify name
   std::size_t sensor_count_ = 0;
   std::optional<Collector> collector_;
   std::optional<HttpServer> server_;
