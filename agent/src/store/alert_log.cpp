@@ -235,7 +235,12 @@ void AlertLog::write(sql::Connection& db, const Batch& b) {
   }
   if (b.forget_through > 0) {
     sql::Statement del;
-    if (del.prepare(db, "DELETE FROM alert_events WHERE seq <= ?1", false) != sql::kOk ||
+    // The newest row stays: its number is where the next agent on this file continues, so a
+    // notifier's cursor never points past a new transition.
+    if (del.prepare(db,
+                    "DELETE FROM alert_events WHERE seq <= ?1 AND seq < (SELECT max(seq) FROM "
+                    "alert_events)",
+                    false) != sql::kOk ||
         del.execute(static_cast<std::int64_t>(b.forget_through)) != sql::kDone)
       throw db.error("cannot prune alert events");
   }

@@ -440,3 +440,23 @@ TEST_CASE("store: a version-3 file's whole-minute rows read as group 0, then giv
         "1");
   check_paths_agree(store, t0, t0 + 5 * 3'600'000, keys);
 }
+
+TEST_CASE("store: transitions are numbered on from the last one, even once every one was sent") {
+  TempDb db;
+  std::uint64_t last = 0;
+  {
+    Store store(db.path());
+    kiwi::AlertNotice n;
+    n.name = "hot";
+    store.log_alert_event(n);
+    last = store.log_alert_event(n);
+    store.flush(0, 0);
+    store.forget_alert_events(last);  // every notifier has them
+    store.flush(0, 0);
+  }
+  Store store(db.path());
+  CHECK(store.alert_events_after(0, 10).size() <= 1);
+  kiwi::AlertNotice n;
+  n.name = "cold";
+  CHECK(store.log_alert_event(n) == last + 1);
+}
