@@ -18,7 +18,9 @@
 #include <catch2/catch.hpp>
 #include <regex>
 
+#include "alertmanager.hpp"
 #include "checks.hpp"
+#include "receiver.hpp"
 
 using namespace kiwi_test;
 using namespace std::chrono_literals;
@@ -367,4 +369,127 @@ TEST_CASE(
   b.expect_resolved("history_write_failing", 30s);
   CHECK(count(b.log(), "alert firing: history_write_failing (") == 1);
   CHECK(b.agent->stop() == 0);
+}
+
+// ---- Notifications, end to end: rules on the board, [[notify]] entries, real receivers ----------
+
+namespace {
+
+// The requests `r` took whose body holds all of `parts`.
+std::size_t received(const Receiver& r, std::initializer_list<std::string> parts) {
+  std::size_t n = 0;
+  for (auto& req : r.requests()) {
+    bool all = true;
+    for (auto& p : parts) all &= req.body.find(p) != std::string::npos;
+    n += all;
+  }
+  return n;
+}
+
+// The agent's notifier `name` as /api/health shows it.
+std::string notifier_state(HttpClient& c, const std::string& name) {
+  auto d = parse_json(c.get("/api/health").body);
+  if (!d.HasMember("notifiers")) return "";
+  for (auto& n : d["notifiers"].GetArray())
+    if (n["name"].GetString() == name) return n["state"].GetString();
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("notify: a restart keeps what fires and sends nothing twice, to a webhook and to ntfy") {
+  Receiver hook([](int) { return 200; }), phone([](int) { return 200; });
+  Board b("[[notify]]\nkind = \"webhook\"\nurl = \"" + hook.base() +
+          "/hook\"\n[[notify]]\nkind = \"ntfy\"\nurl = \"" + phone.base() +
+          "/barn\"\nmin_severity = \"critical\"\n");
+  rewrite(b.file(kThrottled), "50005\n");  // under-voltage (critical) and throttled (warning)
+  b.expect_firing("under_voltage");
+  b.expect_firing("throttled");
+  REQUIRE(eventually([&] {
+    return received(hook, {"\"alertname\":\"under_voltage\"", "\"status\":\"firing\""}) == 1 &&
+           received(hook, {"\"alertname\":\"throttled\""}) == 1;
+  }));
+  // ntfy: the critical one only, with its headers.
+  REQUIRE(eventually([&] { return phone.requests().size() == 1; }));
+  const auto push = phone.requests()[0];
+  CHECK(push.target == "/barn");
+  CHECK_THAT(push.header("title"), Catch::StartsWith("[FIRING] under_voltage on "));
+  CHECK(push.header("priority") == "5");
+  CHECK_THAT(push.body, Catch::Contains("under-voltage"));
+
+  CHECK(b.agent->stop() == 0);
+  b.agent->start(Ready::first_sample);
+  b.client.emplace(b.agent->port());
+  const auto seq = sequence_of(*b.client);
+  REQUIRE(eventually([&] { return sequence_of(*b.client) > seq + 10; }));  // 2 s of ticks
+  CHECK(b.firing("under_voltage"));
+  CHECK(received(hook, {"\"alertname\":\"under_voltage\""}) == 1);  // not sent again
+  CHECK(phone.requests().size() == 1);
+
+  rewrite(b.file(kThrottled), "50000\n");
+  b.expect_resolved("under_voltage");
+  REQUIRE(eventually([&] {
+    return received(hook, {"\"alertname\":\"under_voltage\"", "\"status\":\"resolved\""}) == 1 &&
+           phone.requests().size() == 2;
+  }));
+  CHECK_THAT(phone.requests()[1].header("title"), Catch::StartsWith("[RESOLVED] under_voltage"));
+}
+
+TEST_CASE(
+    "notify: a real Alertmanager gets each firing and resolve, and stopped for 60 s and started "
+    "again, it loses nothing",
+    "[slow]") {
+  Receiver hook([](int) { return 200; });
+  Alertmanager am(
+      "route:\n  receiver: hook\n  group_by: ['alertname']\n  group_wait: 0s\n"
+      "  group_interval: 1s\n  repeat_interval: 1h\n"
+      "receivers:\n- name: hook\n  webhook_configs:\n  - url: '" +
+      hook.base() + "/hook'\n    send_resolved: true\n");
+  Board b("[[notify]]\nkind = \"alertmanager\"\nname = \"am\"\nurl = \"" + am.url() + "\"\n");
+  auto listed = [&](const std::string& name) {
+    auto d = am.api("/api/v2/alerts");
+    if (!d.IsArray()) return false;
+    for (auto& a : d.GetArray())
+      if (a["labels"]["alertname"].GetString() == name) return true;
+    return false;
+  };
+  rewrite(b.file(kThrottled), "50001\n");
+  b.expect_firing("under_voltage");
+  REQUIRE(eventually([&] { return listed("under_voltage"); }, 15s));
+  REQUIRE(eventually(
+      [&] {
+        return received(hook, {"\"alertname\":\"under_voltage\"", "\"status\":\"firing\""}) >= 1;
+      },
+      15s));
+
+  // Down: what happens meanwhile waits in the agent's queue, in order.
+  am.process.stop(SIGTERM, std::chrono::seconds(20));
+  const auto down_at = std::chrono::steady_clock::now();
+  rewrite(b.file(kThrottled), "50000\n");
+  b.expect_resolved("under_voltage");
+  rewrite(b.file(kTemp), "108000\n");  // past 110 - 5
+  b.expect_firing("soc_hot");
+  REQUIRE(eventually([&] { return notifier_state(*b.client, "am") == "retrying"; }, 20s));
+  auto health = parse_json(b.client->get("/api/health").body);
+  CHECK(health["status"].GetString() == std::string("degraded"));
+  // The outage is the point: the agent retries (1 s doubling to 30 s) throughout.
+  std::this_thread::sleep_until(down_at + std::chrono::seconds(60));
+  CHECK(notifier_state(*b.client, "am") == "retrying");
+
+  am.start();
+  // Both transitions reach it once it is back (the backoff is at most 30 s).
+  REQUIRE(eventually([&] { return listed("soc_hot"); }, 45s));
+  REQUIRE(eventually(
+      [&] {
+        return received(hook, {"\"alertname\":\"soc_hot\"", "\"status\":\"firing\""}) >= 1;
+      },
+      15s));
+  REQUIRE(eventually(
+      [&] {
+        const std::string log = read_text(am.dir.path / "err");
+        return log.find("under_voltage") != std::string::npos &&
+               log.find("[resolved]") != std::string::npos;
+      },
+      15s));
+  REQUIRE(eventually([&] { return notifier_state(*b.client, "am") == "idle"; }, 15s));
 }
