@@ -64,14 +64,17 @@ struct AlertEngine::Rule {
   std::vector<TemplatePiece> summary;  // parsed once (the default one when the rule has none)
   bool exact = false;                  // metric has no `*`: compared, not matched
   std::map<std::string, Instance> instances;  // by sensor + '\x1f' + series
-  // The series of the tick whose report and name the rule matches, as (report, metric) indexes,
-  // found when the tick's layout changes (layout_); `stale` until found once.
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> candidates;
+  // The series of the tick whose report and name the rule matches: (report, metric) indexes and
+  // the instance key, found when the tick's layout changes (layout_); `stale` until found once.
+  struct Candidate {
+    std::uint32_t report, metric;
+    std::string key;  // the sensor, '\x1f', the series' key (its labels as the layout was found)
+  };
+  std::vector<Candidate> candidates;
   bool stale = true;
 };
 
-AlertEngine::AlertEngine(Store& store, Logger& log)
-    : store_(store), log_(log), published_(std::make_shared<const std::vector<Alert>>()) {
+AlertEngine::AlertEngine(Store& store, Logger& log) : store_(store), log_(log) {
   for (Alert& a : store_.alert_states()) restored_[a.name].push_back(std::move(a));
 }
 
@@ -186,12 +189,12 @@ std::string AlertEngine::render(std::span<const TemplatePiece> pieces, const Ale
 SampleResult AlertEngine::sample(const Snapshot& tick, MetricSink& sink) {
   std::lock_guard lock(mutex_);
   const std::int64_t now_ms = millis(tick.timestamp);
-  // The tick's layout: each report's name and its series' names, hashed. Sensors emit the same
-  // series in the same order tick after tick, so a rule finds its series by name once, and again
-  // only when the layout changes (a sensor added, a series new or gone): comparing every rule's
-  // name with every series' was most of a tick's cost at 50 rules (docs/benchmarks.md).
+  // The tick's layout: each report's name and its series' names and labels, hashed. Sensors emit
+  // the same series in the same order tick after tick, so a rule finds its series by name once, and
+  // again only when the layout changes (a sensor added, a series new or gone): comparing every
+  // rule's name with every series' was most of a tick's cost at 50 rules (docs/benchmarks.md).
   if (rules_.empty()) {  // every rule disabled: nothing to look at
-    if (changed_) publish();
+    if (changed_) store_.set_alert_states(list());
     changed_ = false;
     return SampleResult::ok();
   }
@@ -199,8 +202,12 @@ SampleResult AlertEngine::sample(const Snapshot& tick, MetricSink& sink) {
   layout.reserve(tick.sensors.size());
   for (const SensorReport& r : tick.sensors) {
     std::uint64_t h = std::hash<std::string_view>{}(r.name);
-    for (const MetricValue& m : r.metrics)
+    for (const MetricValue& m : r.metrics) {
       h = h * 1'000'003 ^ std::hash<std::string_view>{}(m.name);
+      for (auto& [k, v] : m.labels)
+        h = (h * 1'000'003 ^ std::hash<std::string_view>{}(k)) * 31 ^
+            std::hash<std::string_view>{}(v);
+    }
     layout.push_back(h);
   }
   const bool relayout = layout != layout_;
@@ -224,7 +231,7 @@ SampleResult AlertEngine::sample(const Snapshot& tick, MetricSink& sink) {
         labels.push_back({names[i], in.alert.labels[i].second});
       sink.emit(kAlertFiring, labels, 1.0);
     }
-  publish();  // values and summaries move every tick; the store's copy only on a change
+  if (changed_) store_.set_alert_states(list());  // the store's copy: on a change only
   changed_ = false;
   return SampleResult::ok();
 }
@@ -240,7 +247,7 @@ void AlertEngine::find_candidates(Rule& rule, const Snapshot& tick) {
     for (std::uint32_t i = 0; i < report.metrics.size(); ++i) {
       const std::string& name = report.metrics[i].name;
       if (rule.exact ? name == spec.metric : glob_match(spec.metric, name))
-        rule.candidates.emplace_back(r, i);
+        rule.candidates.push_back({r, i, report.name + '\x1f' + series_key(report.metrics[i])});
     }
   }
 }
@@ -275,9 +282,9 @@ void AlertEngine::evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms
       continue;
     }
   }
-  for (auto [r, i] : rule.candidates) {
-    const SensorReport& report = tick.sensors[r];
-    const MetricValue& m = report.metrics[i];
+  for (const Rule::Candidate& c : rule.candidates) {
+    const SensorReport& report = tick.sensors[c.report];
+    const MetricValue& m = report.metrics[c.metric];
     {
       bool match = true;
       for (auto& [label, glob] : spec.labels) {
@@ -300,14 +307,14 @@ void AlertEngine::evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms
       const bool holds_now = !std::isnan(m.value) && !std::isnan(threshold) &&
                              (spec.above ? m.value > threshold : m.value < threshold);
       if (!spec.rate && !holds_now && rule.instances.empty()) continue;
-      std::string series = series_key(m);
-      std::string key = report.name + '\x1f' + series;
-      if (!spec.rate && !holds_now && !rule.instances.contains(key)) continue;
-      Instance& in = rule.instances[std::move(key)];
+      const std::string& key = c.key;  // the layout (labels included) is the one it was made on
+      auto found = rule.instances.find(key);
+      if (!spec.rate && !holds_now && found == rule.instances.end()) continue;
+      Instance& in = found != rule.instances.end() ? found->second : rule.instances[key];
       if (in.alert.name.empty() || in.alert.labels.empty() != m.labels.empty()) {
         in.alert.name = spec.name;
         in.alert.sensor = report.name;
-        in.alert.series = std::move(series);
+        in.alert.series = key.substr(report.name.size() + 1);
         in.alert.labels = m.labels;
         std::sort(in.alert.labels.begin(), in.alert.labels.end());
         in.alert.severity = rule.severity;
@@ -394,8 +401,6 @@ void AlertEngine::step(Rule& rule, Instance& in, bool seen, std::int64_t now_ms)
         transition(rule, in, AlertState::resolved, now_ms);
       break;
   }
-  if (in.alert.state != AlertState::inactive)
-    in.alert.summary = render(rule.summary, in.alert, in.message);
 }
 
 void AlertEngine::transition(Rule& rule, Instance& in, AlertState to, std::int64_t now_ms) {
@@ -416,24 +421,25 @@ void AlertEngine::transition(Rule& rule, Instance& in, AlertState to, std::int64
                           in.alert.active_at, firing ? 0.0 : now});
 }
 
-void AlertEngine::publish() {
+// Under mutex_. Summaries are rendered here, for whoever asks, not at every tick.
+std::vector<Alert> AlertEngine::list() const {
   std::vector<Alert> out;
   for (auto& rule : rules_)
     for (auto& [key, in] : rule->instances)
-      if (in.alert.state != AlertState::inactive) out.push_back(in.alert);
+      if (in.alert.state != AlertState::inactive) {
+        out.push_back(in.alert);
+        out.back().summary = render(rule->summary, in.alert, in.message);
+      }
   std::sort(out.begin(), out.end(), [](const Alert& a, const Alert& b) {
     const int x = state_order(a.state), y = state_order(b.state);
     return std::tie(x, a.name, a.labels, a.sensor) < std::tie(y, b.name, b.labels, b.sensor);
   });
-  if (changed_) store_.set_alert_states(out);
-  auto next = std::make_shared<const std::vector<Alert>>(std::move(out));
-  std::lock_guard lock(published_mutex_);
-  published_ = std::move(next);
+  return out;
 }
 
 std::vector<Alert> AlertEngine::alerts() const {
-  std::lock_guard lock(published_mutex_);
-  return *published_;
+  std::lock_guard lock(mutex_);
+  return list();
 }
 
 }  // namespace kiwi::agent

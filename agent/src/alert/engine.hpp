@@ -71,17 +71,15 @@ class AlertEngine final : public SelfReport {
   void evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms);
   void step(Rule& rule, Instance& in, bool seen, std::int64_t now_ms);
   void transition(Rule& rule, Instance& in, AlertState to, std::int64_t now_ms);
-  void publish();
+  std::vector<Alert> list() const;
 
   Store& store_;
   Logger& log_;
-  mutable std::mutex mutex_;  // rules_: configure() vs sample()
+  mutable std::mutex mutex_;  // rules_: configure() vs sample() vs alerts()
   std::vector<std::unique_ptr<Rule>> rules_;
   std::map<std::string, std::vector<Alert>> restored_;  // by rule name, until its rule runs
   std::vector<std::uint64_t> layout_;                   // the last tick's (sample())
   bool changed_ = false;  // a transition this tick: the store's copy is rewritten
-  mutable std::mutex published_mutex_;
-  std::shared_ptr<const std::vector<Alert>> published_;
 };
 
 }  // namespace kiwi::agent
