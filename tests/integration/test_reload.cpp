@@ -628,3 +628,30 @@ TEST_CASE("kiwi-agent --reload signals the agent running on that config, found b
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("sets no collector.snapshot_path"));
 }
+
+TEST_CASE(
+    "reload: alert rules apply, a rule that stays keeps its firing instance, a disabled one "
+    "resolves") {
+  const std::string rules =
+      "[[sensor]]\nplugin = \"memory\"\n"
+      "[[alert]]\nname = \"busy\"\nmetric = \"memory_used_ratio\"\nabove = 0.0\n"
+      "[[alert]]\nname = \"roomy\"\nmetric = \"memory_total_bytes\"\nabove = 1.0\n";
+  Agent agent(rules);
+  HttpClient c(agent.port());
+  auto firing = [&](const std::string& name) {
+    return c.get("/metrics").body.find("kiwi_alert_firing{alertname=\"" + name + "\"") !=
+           std::string::npos;
+  };
+  REQUIRE(eventually([&] { return firing("busy") && firing("roomy"); }, 5s));
+  CHECK(count_of(agent.stderr_text(), "alert firing: busy") == 1);
+  agent.write_config(rules + "[alerts]\ndisable = [\"roomy\"]\n");
+  CHECK_THAT(agent.reload(), Catch::Contains("alert rules changed (11 rules, 1 disabled)"));
+  CHECK(eventually([&] { return !firing("roomy"); }, 5s));
+  CHECK(firing("busy"));
+  CHECK(count_of(agent.stderr_text(), "alert firing: busy") == 1);  // kept, not fired again
+  // A rule that does not load leaves the running ones as they are.
+  agent.write_config(rules + "[[alert]]\nname = \"bad\"\nmetric = \"x\"\nabove = 1\nbelow = 2\n");
+  CHECK_THAT(agent.reload(), Catch::Contains("error: reload failed") &&
+                                 Catch::Contains("alert.below: give above or below, not both"));
+  CHECK(firing("busy"));
+}
