@@ -274,7 +274,7 @@ def render(rows):
            f"{m.get('kernel')}; load average before: {run.get('loadavg_before', '?')}, after: "
            f"{run.get('loadavg_after', '?')}",
            f"- the same binary twice side by side (A and B), both pinned to CPU "
-           f"{m.get('pinned_cpu')}, both on the built-in configuration (twelve sensors at 1 s) "
+           f"{m.get('pinned_cpu')}, both on the built-in configuration (its default sensors) "
            "and polled alike once a second (GET /metrics and GET /api/current with curl); "
            "**no rules**: `[alerts] disable` names every built-in rule; "
            f"**{rules}**: the built-in rules and those of `tools/bench/alert-rules.toml` "
