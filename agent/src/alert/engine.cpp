@@ -270,6 +270,7 @@ void AlertEngine::evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms
       if (in.alert.name.empty()) {
         in.alert.name = spec.name;
         in.alert.sensor = in.alert.series = report.name;
+        in.alert.labels = {{"sensor", report.name}};  // one series per sensor in /metrics
         in.alert.severity = rule.severity;
       }
       in.holds = flag;

@@ -185,6 +185,8 @@ TEST_CASE("alerts: a status rule fires for a sensor failing for its `for`, with 
   b.tick(60, {}, "disk", SensorState::error);
   REQUIRE(b.state_of("sensor_failing") == AlertState::firing);
   CHECK(b.engine->alerts()[0].summary == "sensor disk failed: cannot read /sys/x");
+  CHECK(b.last.lines == std::vector<std::string>{"alert_firing alertname=sensor_failing "
+                                                 "severity=warning sensor=disk 1.000000"});
   b.tick(61, {}, "disk", SensorState::ok);
   CHECK(b.state_of("sensor_failing") == AlertState::resolved);
 }
