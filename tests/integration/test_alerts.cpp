@@ -7,7 +7,8 @@
 // threshold must not flap; a restart must keep a firing alert firing, with its start, unannounced.
 //
 // Ticks are 200 ms, not 1 s. The built-in rules whose `for` or `keep_firing_for` is a minute or
-// more (soc_hot 30 s, filesystem_full, memory_low 1 m, oom_kill 5 m, history_write_failing 1 m)
+// more (soc_hot 30 s, filesystem_full, memory_low, sensor_failing 1 m, oom_kill 5 m,
+// history_write_failing 1 m)
 // would make each case minutes long: the test's config replaces them (a user rule of a built-in
 // rule's name replaces it) by copies with the same metric, labels, threshold and hysteresis and a
 // shorter `for` / `keep_firing_for` (kShortened). The thresholds are the built-in ones.
@@ -70,6 +71,13 @@ above = 0.0
 keep_firing_for = "1s"
 severity = "warning"
 summary = "the kernel killed a process for lack of memory (OOM) in the last 5 minutes"
+
+[[alert]]
+name = "sensor_failing"
+status = "failing"
+for = "1s"
+severity = "warning"
+summary = "sensor {{sensor}} has failed for a minute: {{message}}"
 
 [[alert]]
 name = "history_write_failing"
@@ -288,6 +296,23 @@ TEST_CASE(
   b.expect_resolved("oom_kill");  // the counter no longer grows
   CHECK(count(b.log(), "alert firing: oom_kill (") == 1);
   CHECK(b.agent->stop() == 0);
+}
+
+TEST_CASE(
+    "alerts: a sensor failing fires sensor_failing with its message, and it resolves once "
+    "the sensor reads again") {
+  Board b;
+  const fs::path meminfo = b.file("proc/meminfo");
+  const std::string good = read_text(meminfo);
+  CHECK_FALSE(b.firing("sensor_failing"));
+  rewrite(meminfo, "this is not a meminfo\n");
+  b.expect_firing("sensor_failing");
+  CHECK(count(b.metrics(),
+              "kiwi_alert_firing{alertname=\"sensor_failing\",severity=\"warning\",sensor="
+              "\"memory\"} 1") == 1);
+  CHECK_THAT(b.client->get("/api/alerts").body, Catch::Contains("sensor memory has failed"));
+  rewrite(meminfo, good);
+  b.expect_resolved("sensor_failing");
 }
 
 TEST_CASE(
