@@ -288,10 +288,11 @@ void AlertEngine::evaluate(Rule& rule, const Snapshot& tick, std::int64_t now_ms
     const MetricValue& m = report.metrics[c.metric];
     {
       bool match = true;
-      for (auto& [label, glob] : spec.labels) {
+      for (auto& matcher : spec.labels) {  // not a structured binding: clang 14 (the fuzz
+                                           // build) refuses one captured by a lambda
         auto it = std::find_if(m.labels.begin(), m.labels.end(),
-                               [&](auto& l) { return l.first == label; });
-        match &= it != m.labels.end() && glob_match(glob, it->second);
+                               [&](auto& l) { return l.first == matcher.first; });
+        match &= it != m.labels.end() && glob_match(matcher.second, it->second);
       }
       if (!match) continue;
       double threshold = spec.above ? *spec.above : *spec.below;
