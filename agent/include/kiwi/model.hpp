@@ -143,6 +143,14 @@ inline std::string_view to_string(Severity s) {
   return s == Severity::info ? "info" : s == Severity::warning ? "warning" : "critical";
 }
 
+// Its inverse, for the configuration's words (a rule's severity, a notifier's min_severity, which
+// the configuration has checked): "info", "critical", anything else a warning.
+inline Severity severity_named(std::string_view word) {
+  return word == "info"       ? Severity::info
+         : word == "critical" ? Severity::critical
+                              : Severity::warning;
+}
+
 // One instance of a rule: the rule and the labels of the series (or sensor) it matched. What
 // /api/alerts lists (every instance not inactive) and the dashboard shows.
 struct Alert {

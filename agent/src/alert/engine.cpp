@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "config/alert_rule.hpp"
+#include "store/catalog.hpp"
 
 namespace kiwi::agent {
 
@@ -22,19 +23,11 @@ constexpr MetricSpec kAlertFiring{
     "severity; /api/alerts has the details)"};
 constexpr MetricSpec kRows[] = {kAlertFiring};
 
-Severity severity_of(const std::string& s) {
-  return s == "info" ? Severity::info : s == "critical" ? Severity::critical : Severity::warning;
-}
-
-// `name{a="b",c="d"}`, as the history's keys read.
+// `name{a="b",c="d"}`: the history's key of the series (its label text escaped as the store's).
 std::string series_key(const MetricValue& m) {
-  std::string out = m.name;
-  if (m.labels.empty()) return out;
-  out += '{';
-  for (std::size_t i = 0; i < m.labels.size(); ++i) {
-    if (i) out += ',';
-    out += m.labels[i].first + "=\"" + m.labels[i].second + "\"";
-  }
+  if (m.labels.empty()) return m.name;
+  std::string out = m.name + '{';
+  append_canonical_labels(out, m.labels);
   return out + '}';
 }
 
@@ -92,7 +85,7 @@ void AlertEngine::configure(const std::vector<AlertRule>& rules,
     if (std::find(disabled.begin(), disabled.end(), spec.name) != disabled.end()) continue;
     auto rule = std::make_unique<Rule>();
     rule->spec = spec;
-    rule->severity = severity_of(spec.severity);
+    rule->severity = severity_named(spec.severity);
     auto parsed = parse_template(spec.summary.empty() ? default_summary(spec) : spec.summary);
     if (auto* pieces = std::get_if<std::vector<TemplatePiece>>(&parsed))
       rule->summary = std::move(*pieces);  // else the configuration refused it already

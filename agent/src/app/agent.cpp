@@ -103,9 +103,7 @@ std::vector<NotifierSpec> load_notifiers(const Config& cfg, PluginLoader& loader
     spec.name = e.name;
     spec.kind = e.plugin;
     spec.alerts = e.alerts;
-    spec.min_severity = e.min_severity == "critical"  ? Severity::critical
-                        : e.min_severity == "warning" ? Severity::warning
-                                                      : Severity::info;
+    spec.min_severity = severity_named(e.min_severity);
     spec.instance = loader.create_notifier(e, host_name(), KIWI_VERSION);
     spec.kind = std::string(spec.instance.library->info->name);
     spec.repeat_interval = e.repeat_interval.value_or(default_repeat_interval(spec.kind));
