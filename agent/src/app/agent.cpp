@@ -487,6 +487,8 @@ class RunningAgent {
   CollectorSettings collector_settings(const Config& cfg) const {
     return {cfg.collector.interval,
             cfg.collector.retention,
+            cfg.collector.minute_retention,
+            cfg.collector.hour_retention,
             cfg.collector.stale_after,
             cfg.collector.commit_interval,
             static_cast<std::size_t>(cfg.collector.max_series_per_sensor),

@@ -175,7 +175,7 @@ void Collector::stop() {
     if (s.job) jobs.push_back(std::move(s.job));
   abandoned_ += pool_.shut_down(std::move(jobs));
   const std::int64_t now_ms = schedule_.last_stamp() == INT64_MIN ? 0 : schedule_.last_stamp();
-  store_cadence_.finish(now_ms, settings_.retention, kStopRetryDelay, clock_);
+  store_cadence_.finish(now_ms, settings_, kStopRetryDelay, clock_);
 }
 
 void Collector::run() {

@@ -36,7 +36,9 @@ inline Millis sensor_timeout(Millis timeout, std::int64_t every_ticks, Millis in
 // each default.
 struct CollectorSettings {
   Millis interval = schema_defaults().collector.interval;
-  Millis retention = schema_defaults().collector.retention;
+  Millis retention = schema_defaults().collector.retention;  // raw samples
+  Millis minute_retention = schema_defaults().collector.minute_retention;
+  Millis hour_retention = schema_defaults().collector.hour_retention;
   Millis stale_after = schema_defaults().collector.stale_after;
   Millis commit_interval = schema_defaults().collector.commit_interval;  // history reaches disk
   // Distinct series one sensor may have stored per run; values of further new ones are refused.

@@ -32,7 +32,7 @@ void StoreCadence::append(std::int64_t ts_ms, const std::vector<const MetricValu
   // The store's check of the file it opened found damage: flush now, which moves the file aside,
   // rather than serving from it until the next commit.
   if (ts_ms - last_flush_ms_ >= settings.commit_interval.count() || store_.damage_found())
-    flush(ts_ms, settings.retention);
+    flush(ts_ms, settings);
 }
 
 // A damaged history file moved aside and replaced (at open or by a commit): logged once each.
@@ -43,14 +43,16 @@ void StoreCadence::log_recovery() {
   log_.error("history store: " + store_.recovery_note());
 }
 
-bool StoreCadence::flush(std::int64_t now_ms, Millis retention) {
+bool StoreCadence::flush(std::int64_t now_ms, const CollectorSettings& settings) {
   last_flush_ms_ = now_ms;
   bool ok = true;
   try {
     // Small prune steps, in proportion to the ticks flushed: a backlog drains, no flush is long.
     const bool prune = now_ms - last_prune_ms_ >= kPruneEveryMs;
-    store_.flush(now_ms - retention.count(),
-                 prune ? kPruneRowsPerTick * std::max(1, ticks_since_prune_) : 0);
+    const Store::Cutoffs cutoffs{now_ms - settings.retention.count(),
+                                 now_ms - settings.minute_retention.count(),
+                                 now_ms - settings.hour_retention.count()};
+    store_.flush(cutoffs, prune ? kPruneRowsPerTick * std::max(1, ticks_since_prune_) : 0);
     if (prune) {
       last_prune_ms_ = now_ms;
       ticks_since_prune_ = 0;
@@ -77,14 +79,15 @@ bool StoreCadence::flush(std::int64_t now_ms, Millis retention) {
   return ok;
 }
 
-void StoreCadence::finish(std::int64_t now_ms, Millis retention, Millis retry_after, Clock& clock) {
+void StoreCadence::finish(std::int64_t now_ms, const CollectorSettings& settings,
+                          Millis retry_after, Clock& clock) {
   store_.close_current_minute();
   // What is queued reaches the disk before the process exits (pruning as of the latest sample).
   // A store that is failing (a full disk) gets one more try a moment later; what it still
   // refuses is lost with the process, and the log says how much.
-  if (flush(now_ms, retention)) return;
+  if (flush(now_ms, settings)) return;
   clock.sleep_for(retry_after);
-  if (flush(now_ms, retention)) return;
+  if (flush(now_ms, settings)) return;
   log_.error("history store: " + std::to_string(store_.pending_rows()) +
              " samples not written at exit (lost): " + last_error());
 }

@@ -26,12 +26,13 @@ class StoreCadence {
   // Appends the readings of the tick stamped `ts_ms`, and commits when one is due.
   void append(std::int64_t ts_ms, const std::vector<const MetricValue*>& values,
               const CollectorSettings& settings);
-  // Commits what is queued, pruning what is older than `retention` when a minute has passed;
-  // false: the store failed (logged, counted).
-  bool flush(std::int64_t now_ms, Millis retention);
+  // Commits what is queued, pruning each tier's rows older than its retention in `settings` when
+  // a minute has passed; false: the store failed (logged, counted).
+  bool flush(std::int64_t now_ms, const CollectorSettings& settings);
   // At stop: closes the current minute and commits what is queued; a failed commit is tried again
   // `retry_after` later (on `clock`), then what is lost is logged.
-  void finish(std::int64_t now_ms, Millis retention, Millis retry_after, Clock& clock);
+  void finish(std::int64_t now_ms, const CollectorSettings& settings, Millis retry_after,
+              Clock& clock);
   // The latest failure's message (any thread).
   std::string last_error() const;
 

@@ -495,6 +495,19 @@ void finish(Config& cfg) {
                       in_quotes(format_duration(c.retention)) +
                           " is shorter than collector.interval (" + format_duration(c.interval) +
                           "); keep at least one interval of history");
+  // Each tier keeps at least as long as the finer one before it, so a query finds every time in
+  // one of them: a shorter value is raised to it (with a warning when a file set it so).
+  auto at_least = [&](Millis& v, Millis floor, const char* key, const char* floor_key) {
+    if (v >= floor) return;
+    const SourcePos at = cfg.where(std::string("collector.") + key);
+    if (!at.file.empty() && at.file != kBuiltIn)
+      cfg.warnings.push_back(at.str() + ": collector." + key + ": " +
+                             in_quotes(format_duration(v)) + " is shorter than collector." +
+                             floor_key + "; kept " + format_duration(floor) + " instead");
+    v = floor;
+  };
+  at_least(c.minute_retention, c.retention, "minute_retention", "retention");
+  at_least(c.hour_retention, c.minute_retention, "hour_retention", "minute_retention");
   cfg.agent.plugin_dir_pos = cfg.where("agent.plugin_dir");
   std::map<std::string, SourcePos> names;
   for (auto& s : cfg.sensors) {

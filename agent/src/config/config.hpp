@@ -156,8 +156,10 @@ struct Config {
   } http;
   struct Collector {
     Millis interval{0};
-    Millis retention{0};
-    Millis stale_after{0};  // 0 until read: then 3 x interval unless set
+    Millis retention{0};         // raw samples
+    Millis minute_retention{0};  // minute summaries
+    Millis hour_retention{0};    // hour summaries
+    Millis stale_after{0};       // 0 until read: then 3 x interval unless set
     Millis commit_interval{0};
     std::int64_t max_series_per_sensor = 0;
     std::string snapshot_path;  // empty: no snapshot file

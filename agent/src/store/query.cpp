@@ -17,6 +17,7 @@ namespace kiwi::agent {
 namespace {
 constexpr std::int64_t kRollupMs = Store::kRollupMs;
 constexpr std::int64_t kHourMs = Store::kHourMs;
+constexpr std::int64_t kDayMs = Store::kDayMs;
 constexpr std::uint32_t kGroupSeries = Store::kGroupSeries;
 constexpr std::size_t kNarrowSeries = Store::kNarrowSeries;
 
@@ -173,24 +174,32 @@ HistoryResult Buckets::result(std::size_t limit, const SeriesCatalog& catalog) {
   return out;
 }
 
-// The hour rows of one hour, for a few series: its minute map, and per series the five values of
-// each minute it has.
-struct HourRows {
-  explicit HourRows(std::size_t series) : five(series * 300), has(series * 60) {}
-  std::int64_t hour = INT64_MIN;
-  bool folded = false;                                          // the hour has hour rows
-  std::vector<std::pair<std::uint32_t, std::int64_t>> minutes;  // m, first-sample offset
-  std::vector<double> five;                                     // [series * 300 + m * 5 + k]
-  std::vector<char> has;                                        // [series * 60 + m]
+// The rows of one folded unit (schema.hpp) for the wanted series: an hour's (its minute map and
+// a row per series of 60 minutes) or a day's (its hour map and a row per series of 24 hours).
+struct Folded {
+  Folded(std::int64_t unit_ms, std::int64_t part_ms) : unit(unit_ms), part(part_ms) {}
+  const std::int64_t unit, part;  // ms: the unit, and each of its parts (minute or hour)
+  std::int64_t start = INT64_MIN;
+  bool folded = false;                                        // the unit has rows
+  std::vector<std::pair<std::uint32_t, std::int64_t>> parts;  // part, first-sample offset
+  std::vector<std::pair<std::uint32_t, std::string>> rows;    // series id, its row (unpacked)
 };
+
+// The tiers, finest first: what a span of time that a tier does not cover is filled from.
+enum class Tier { raw, minutes, hours };
 
 // One window [since_ms, until_ms] at step_ms (0: the latest `limit` samples), as run_query() says.
 // Without a step: the latest `limit` rows, read newest first and kept in that order until the
 // end. With a step: every row of the window, oldest first, folded into buckets as it streams.
-// With a step of a minute or more, a minute is read from its rollup when all of its samples lie
-// in the window, and from its samples otherwise: a minute begun before `since`, a minute whose
-// rollup was lost (kill -9), and the minute being summarised now, whose stored rollup (if the
-// agent restarted inside it) is only part of it.
+// Each span of time is read from one tier: the coarsest the step allows (hour summaries for a
+// step of whole hours or a day and more, minute summaries for a step of a minute or more, raw
+// ticks otherwise), and a coarser one where a finer tier no longer reaches (pruned by its
+// retention); a finer one where the coarse one has no summary (the hour or day in progress, one
+// not folded). A summary is read when all of its samples lie in the window, and its span from the
+// finer tiers otherwise: a minute or hour begun before `since`, one whose summary was lost (kill
+// -9), and the minute being summarised now, whose stored rollup (if the agent restarted inside
+// it) is only part of it. `raw_from_` is where the next span starts: every tier reads on from it,
+// so no time is read twice.
 class Window {
  public:
   Window(const QuerySources& src, const HistoryQuery& q, std::int64_t since_ms,
@@ -207,14 +216,13 @@ class Window {
 
  private:
   void read_latest();
-  void read_rollups();
-  void read_minutes_wide(std::int64_t lo, std::int64_t hi_key);
-  void read_minutes_narrow(const std::vector<std::uint32_t>& ids, std::int64_t lo, std::int64_t hi,
-                           std::int64_t hi_key);
-  void read_hour_rows(HourRows& h, std::int64_t hour, const std::vector<std::uint32_t>& ids);
-  void take_hour(const HourRows& h, const std::vector<std::uint32_t>& ids, std::int64_t cursor,
-                 std::int64_t hi);
-  bool take_minute(std::int64_t minute, std::int64_t first_ts);
+  void read_tiers();
+  void read_days(std::int64_t hi);
+  void read_minutes(std::int64_t hi);
+  void read_minutes_unfolded(std::int64_t lo, std::int64_t hi_key);
+  bool read_folded(Folded& f, FoldedStatements& st, std::int64_t start);
+  void take_folded(const Folded& f, Tier tier, std::int64_t cursor, std::int64_t hi);
+  bool take_span(std::int64_t start, std::int64_t length, std::int64_t first_ts, Tier finer);
   void scan(std::int64_t from, std::int64_t to);
   // Calls fn(unpacked data) for the row at `key` of `st`, if there is one that unpacks.
   template <class Fn>
@@ -224,6 +232,8 @@ class Window {
       if (auto blob = sample_codec::unpack(rows.blob(0), buf_)) fn(*blob);
     if (rows.failed()) throw conn_->db().error("cannot read history");
   }
+  // The first ts of `st` (a `next` statement) in [lo, hi], INT64_MAX if none.
+  std::int64_t next_at(sql::Statement& st, std::int64_t lo, std::int64_t hi);
   void merge_queued();
 
   const QuerySources& src_;
@@ -231,12 +241,13 @@ class Window {
   const std::int64_t since_ms_, until_ms_, step_ms_;
   const SeriesTable::View catalog_;
   Buckets buckets_;
+  std::vector<std::uint32_t> ids_;  // the wanted series
   // A connection of the pool while the window is read. An error drops it with the exception.
   std::unique_ptr<ReadConnection> conn_;
   std::string buf_;                                                 // rows unpacked by row_at()
   std::vector<std::pair<std::int64_t, std::string>> newest_first_;  // without a step
-  std::int64_t raw_from_ = INT64_MIN;       // samples from here on are not in a rollup read
-  std::int64_t covered_until_ = INT64_MIN;  // rows before this are in the rollups already read
+  std::int64_t raw_from_ = INT64_MIN;       // time from here on is not read yet
+  std::int64_t covered_until_ = INT64_MIN;  // rows before this are in the summaries already read
 };
 
 HistoryResult Window::run() {
@@ -245,7 +256,7 @@ HistoryResult Window::run() {
     read_latest();
   } else {
     raw_from_ = since_ms_;
-    if (step_ms_ >= kRollupMs) read_rollups();
+    read_tiers();
     scan(raw_from_, until_ms_);
   }
   src_.pool.give_back(std::move(conn_));
@@ -270,69 +281,183 @@ void Window::scan(std::int64_t from, std::int64_t to) {
              });
 }
 
-// A minute that has a rollup (its group 0 row), first sample at first_ts: false if it is read
-// from its samples instead (it has samples before the window).
-bool Window::take_minute(std::int64_t minute, std::int64_t first_ts) {
+std::int64_t Window::next_at(sql::Statement& st, std::int64_t lo, std::int64_t hi) {
+  if (hi < lo) return INT64_MAX;
+  auto rows = st.query(lo, hi);
+  if (rows.next()) return rows.int64(0);
+  if (rows.failed()) throw conn_->db().error("cannot read history");
+  return INT64_MAX;
+}
+
+// Where each tier starts (its oldest row), then the spans each one reads (the class comment).
+void Window::read_tiers() {
+  const std::vector<char>& wanted = buckets_.wanted();
+  for (std::uint32_t id = 1; id < wanted.size(); ++id)
+    if (wanted[id]) ids_.push_back(id);
+  if (ids_.empty()) return;
+  std::int64_t raw_start = INT64_MAX, minute_start = INT64_MAX;
+  {
+    auto rows = conn_->bounds().query();
+    if (!rows.next()) throw conn_->db().error("cannot read history");
+    for (int c : {0, 1})
+      if (!rows.null(c)) raw_start = std::min(raw_start, rows.int64(c));
+    if (!rows.null(2)) minute_start = std::min(minute_start, floor_to(rows.int64(2), kRollupMs));
+    if (!rows.null(3)) minute_start = std::min(minute_start, floor_to(rows.int64(3), kHourMs));
+  }
+  const bool hour_steps = step_ms_ >= kHourMs && (step_ms_ % kHourMs == 0 || step_ms_ >= kDayMs);
+  read_days(hour_steps ? until_ms_ : std::min(until_ms_, minus_saturating(minute_start, 1)));
+  const std::int64_t open = src_.open_minute.load(std::memory_order_acquire);
+  const std::int64_t hi = open == INT64_MAX ? until_ms_ : std::min(until_ms_, open - 1);
+  read_minutes(step_ms_ >= kRollupMs ? hi : std::min(hi, minus_saturating(raw_start, 1)));
+}
+
+// A span [start, start + length) summarised in one row, first sample at first_ts: false if it is
+// read from the finer tiers instead (it has samples before the window). The time before it not
+// read yet is read from the finer tiers first.
+bool Window::take_span(std::int64_t start, std::int64_t length, std::int64_t first_ts, Tier finer) {
   if (first_ts < since_ms_) return false;
-  if (minute > raw_from_) scan(raw_from_, minute - 1);
-  raw_from_ = covered_until_ = minute + kRollupMs;
+  if (start > raw_from_) {
+    if (finer == Tier::minutes) read_minutes(start - 1);
+    if (start > raw_from_) scan(raw_from_, start - 1);
+  }
+  raw_from_ = covered_until_ = start + length;
   return true;
 }
 
-void Window::read_rollups() {
-  const std::int64_t open = src_.open_minute.load(std::memory_order_acquire);
-  // Minutes starting in [lo, hi] are read from their rollup; their rows are keyed up to hi_key.
-  const std::int64_t lo = minus_saturating(since_ms_, kRollupMs - 1);
-  const std::int64_t hi = open == INT64_MAX ? until_ms_ : std::min(until_ms_, open - 1);
+// Unpacked rows of the unit at `start`: its map, and the wanted series' rows (by key when few,
+// else one range). False when the unit has no map row (not folded).
+bool Window::read_folded(Folded& f, FoldedStatements& st, std::int64_t start) {
+  if (f.start == start) return f.folded;
+  f.start = start;
+  f.folded = false;
+  f.parts.clear();
+  f.rows.clear();
+  row_at(st.at, start, [&](std::string_view blob) {
+    sample_codec::decode(blob, [&](std::uint32_t p, double v) {
+      f.parts.emplace_back(p, static_cast<std::int64_t>(v));
+    });
+    f.folded = true;
+  });
+  if (!f.folded) return false;
+  if (ids_.size() <= kNarrowSeries) {
+    for (auto id : ids_)
+      row_at(st.at, start + id,
+             [&](std::string_view blob) { f.rows.emplace_back(id, std::string(blob)); });
+    return true;
+  }
+  const std::vector<char>& wanted = buckets_.wanted();
+  auto rows = st.range.query(start + 1, start + f.unit - 1);
+  std::string buf;
+  while (rows.next()) {
+    const auto id = static_cast<std::uint64_t>(rows.int64(0) - start);
+    if (id >= wanted.size() || !wanted[id]) continue;
+    if (auto blob = sample_codec::unpack(rows.blob(1), buf))
+      f.rows.emplace_back(static_cast<std::uint32_t>(id), std::string(*blob));
+  }
+  if (rows.failed()) throw conn_->db().error("cannot read history");
+  return true;
+}
+
+// The parts of a folded unit from `cursor` to `hi` (each part's start), from its rows.
+void Window::take_folded(const Folded& f, Tier finer, std::int64_t cursor, std::int64_t hi) {
+  const auto count = static_cast<std::size_t>(f.unit / f.part);
+  std::vector<std::ptrdiff_t> bucket(count, -1);
+  for (auto& [p, offset] : f.parts) {
+    const std::int64_t at = f.start + static_cast<std::int64_t>(p) * f.part;
+    if (p >= count || at < cursor || at > hi) continue;
+    const std::int64_t first_ts = at + offset;
+    if (!take_span(at, f.part, first_ts, finer)) continue;
+    bucket[p] =
+        static_cast<std::ptrdiff_t>(buckets_.bucket_of(floor_to(first_ts, step_ms_), first_ts));
+  }
+  for (auto& [id, blob] : f.rows) {
+    double parts[4] = {};
+    try {
+      sample_codec::decode(blob, [&](std::uint32_t key, double v) {
+        const std::uint32_t p = key / 5, k = key % 5;
+        if (p >= count || bucket[p] < 0) return;
+        if (k < 4) return void(parts[k] = v);
+        buckets_.add_parts(static_cast<std::size_t>(bucket[p]), id, parts, v);
+      });
+    } catch (const StoreError&) {
+      // a row that does not decode: that series is missing from the unit
+    }
+  }
+}
+
+// Hours (their summaries in day rows) that start at raw_from_ or later and end by `hi`.
+void Window::read_days(std::int64_t hi) {
+  hi = minus_saturating(hi, kHourMs - 1);  // the last hour starting here ends by hi
+  Folded day(kDayMs, kHourMs);
+  for (std::int64_t cursor = raw_from_; cursor <= hi;) {
+    const std::int64_t next = next_at(conn_->days().next, floor_to(cursor, kDayMs), hi);
+    if (next == INT64_MAX) break;
+    const std::int64_t d = floor_to(next, kDayMs);
+    if (read_folded(day, conn_->days(), d)) take_folded(day, Tier::minutes, cursor, hi);
+    if (d > INT64_MAX - kDayMs) break;
+    cursor = std::max(cursor, d + kDayMs);
+  }
+}
+
+// Minutes starting from raw_from_ (less up to a minute: one begun before `since` whose first
+// sample is in the window) to `hi`: of a folded hour from its hour rows, of another from its
+// minute rows.
+void Window::read_minutes(std::int64_t hi) {
+  const std::int64_t lo = minus_saturating(raw_from_, kRollupMs - 1);
   const std::int64_t hi_key = hi > INT64_MAX - kRollupMs ? INT64_MAX
                               : hi < INT64_MIN + kRollupMs
                                   ? hi
                                   : floor_to(hi, kRollupMs) + kRollupMs - 1;
-  const std::vector<char>& wanted = buckets_.wanted();
-  std::vector<std::uint32_t> ids;  // wanted, if few
-  for (std::uint32_t id = 1; id < wanted.size() && ids.size() <= kNarrowSeries; ++id)
-    if (wanted[id]) ids.push_back(id);
-  if (ids.size() > kNarrowSeries || hi < lo)
-    read_minutes_wide(lo, hi_key);
-  else
-    read_minutes_narrow(ids, lo, hi, hi_key);
+  Folded hour(kHourMs, kRollupMs);
+  for (std::int64_t cursor = lo; cursor <= hi;) {
+    const std::int64_t h =
+        floor_to(std::min(next_at(conn_->hours().next, floor_to(cursor, kHourMs), hi_key),
+                          next_at(conn_->rollup_next(), cursor, hi_key)),
+                 kHourMs);
+    if (h > hi) break;  // none (INT64_MAX floors to a later hour than any hi)
+    const std::int64_t from = std::max(cursor, h);
+    if (read_folded(hour, conn_->hours(), h))
+      take_folded(hour, Tier::raw, from, hi);
+    else
+      read_minutes_unfolded(from, std::min(hi_key, h + kHourMs - 1));
+    if (h > INT64_MAX - kHourMs) break;
+    cursor = h + kHourMs;
+  }
 }
 
-// Every row of every minute, group 0 first.
-void Window::read_minutes_wide(std::int64_t lo, std::int64_t hi_key) {
+// Minutes with keys in [lo, hi_key] of an hour without hour rows, from their minute rows: group 0
+// (the minute's first-sample offset; a minute without it is not a rollup) and the groups of the
+// wanted series, by key when few, else every row.
+void Window::read_minutes_unfolded(std::int64_t lo, std::int64_t hi_key) {
   std::int64_t taken = INT64_MIN, taken_first = 0;
-  auto rows = conn_->rollups().query(lo, hi_key);
-  std::string buf;
-  while (rows.next()) {
-    auto blob = sample_codec::unpack(rows.blob(1), buf);
-    if (!blob) continue;  // a damaged row reads as missing
-    const std::int64_t key = rows.int64(0);
+  auto take = [&](std::int64_t key, std::string_view blob) {
     const std::int64_t minute = floor_to(key, kRollupMs);
-    if (minute < lo) continue;
+    if (minute < lo) return false;
     if (key == minute) {
-      const std::int64_t first_ts = minute + first_sample_offset(*blob);
-      if (!take_minute(minute, first_ts)) continue;
+      const std::int64_t first_ts = minute + first_sample_offset(blob);
+      if (!take_span(minute, kRollupMs, first_ts, Tier::raw)) return false;
       taken = minute, taken_first = first_ts;
     } else if (minute != taken) {
-      continue;  // a minute without a group 0 row is not a rollup
+      return false;  // a minute without a group 0 row is not a rollup
     }
-    buckets_.add_rollup(taken_first, *blob);
+    buckets_.add_rollup(taken_first, blob);
+    return true;
+  };
+  if (ids_.size() > kNarrowSeries) {
+    auto rows = conn_->rollups().query(lo, hi_key);
+    std::string buf;
+    while (rows.next())
+      if (auto blob = sample_codec::unpack(rows.blob(1), buf))  // a damaged row reads as missing
+        take(rows.int64(0), *blob);
+    if (rows.failed()) throw conn_->db().error("cannot read history");
+    return;
   }
-  if (rows.failed()) throw conn_->db().error("cannot read history");
-}
-
-// A few series: closed hours from their hour rows (the minute map, then a row per series), other
-// minutes from group 0 and the groups of those series; each row by its key, so the cost does not
-// grow with the series in the file.
-void Window::read_minutes_narrow(const std::vector<std::uint32_t>& ids, std::int64_t lo,
-                                 std::int64_t hi, std::int64_t hi_key) {
   std::vector<std::uint32_t> groups;
-  for (auto id : ids)
+  for (auto id : ids_)
     if (id / kGroupSeries && (groups.empty() || groups.back() != id / kGroupSeries))
       groups.push_back(id / kGroupSeries);
-  HourRows hour_rows(ids.size());
-  for (std::int64_t cursor = lo; cursor <= hi;) {
-    std::int64_t minute;
+  for (std::int64_t cursor = lo; cursor <= hi_key;) {
+    std::int64_t key;
     std::string row;  // group 0 of this minute, unpacked
     bool have_row = false;
     {
@@ -341,69 +466,16 @@ void Window::read_minutes_narrow(const std::vector<std::uint32_t>& ids, std::int
         if (rows.failed()) throw conn_->db().error("cannot read history");
         break;
       }
-      const std::int64_t key = rows.int64(0);
-      minute = floor_to(key, kRollupMs);
-      if (key == minute && minute >= lo)
-        if (auto blob = sample_codec::unpack(rows.blob(1), buf_))
-          row.assign(*blob), have_row = true;
+      key = rows.int64(0);
+      if (auto blob = sample_codec::unpack(rows.blob(1), buf_)) row.assign(*blob), have_row = true;
     }
-    if (minute < lo) {
-      cursor = minute + kRollupMs;
-      continue;
-    }
-    const std::int64_t hour = floor_to(minute, kHourMs);
-    if (hour != hour_rows.hour) read_hour_rows(hour_rows, hour, ids);
-    if (hour_rows.folded) {
-      take_hour(hour_rows, ids, cursor, hi);
-      if (hour > INT64_MAX - kHourMs) break;
-      cursor = hour + kHourMs;
-      continue;
-    }
+    const std::int64_t minute = floor_to(key, kRollupMs);
+    if (minute > INT64_MAX - kRollupMs) break;
     cursor = minute + kRollupMs;
-    if (!have_row) continue;  // no group 0 row: not a rollup
-    const std::int64_t first_ts = minute + first_sample_offset(row);
-    if (!take_minute(minute, first_ts)) continue;
-    buckets_.add_rollup(first_ts, row);
+    if (key != minute || !have_row || !take(key, row)) continue;
     for (auto g : groups)
       row_at(conn_->rollup_at(), minute + g,
-             [&](std::string_view blob) { buckets_.add_rollup(first_ts, blob); });
-  }
-}
-
-void Window::read_hour_rows(HourRows& h, std::int64_t hour, const std::vector<std::uint32_t>& ids) {
-  h.hour = hour;
-  h.folded = false;
-  h.minutes.clear();
-  row_at(conn_->hour_at(), hour, [&](std::string_view blob) {
-    sample_codec::decode(blob, [&](std::uint32_t m, double v) {
-      h.minutes.emplace_back(m, static_cast<std::int64_t>(v));
-    });
-    h.folded = true;
-  });
-  if (!h.folded) return;
-  std::fill(h.has.begin(), h.has.end(), 0);
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    row_at(conn_->hour_at(), hour + ids[i], [&](std::string_view blob) {
-      sample_codec::decode(blob, [&](std::uint32_t key5, double v) {
-        if (key5 >= 300) return;
-        h.five[i * 300 + key5] = v;
-        if (key5 % 5 == 4) h.has[i * 60 + key5 / 5] = 1;
-      });
-    });
-}
-
-// The minutes of a folded hour from `cursor` to `hi`, from its hour rows.
-void Window::take_hour(const HourRows& h, const std::vector<std::uint32_t>& ids,
-                       std::int64_t cursor, std::int64_t hi) {
-  for (auto& [m, offset] : h.minutes) {
-    const std::int64_t at = h.hour + static_cast<std::int64_t>(m) * kRollupMs;
-    if (m >= 60 || at < cursor || at > hi) continue;
-    const std::int64_t first_ts = at + offset;
-    if (!take_minute(at, first_ts)) continue;
-    const std::size_t bucket = buckets_.bucket_of(floor_to(first_ts, step_ms_), first_ts);
-    for (std::size_t i = 0; i < ids.size(); ++i)
-      if (h.has[i * 60 + m])
-        buckets_.add_parts(bucket, ids[i], &h.five[i * 300 + m * 5], h.five[i * 300 + m * 5 + 4]);
+             [&](std::string_view blob) { take(minute + g, blob); });
   }
 }
 
@@ -478,11 +550,10 @@ HistoryResult run_query(const QuerySources& src, const HistoryQuery& q) {
     {
       auto rows = conn->bounds().query();
       if (!rows.next()) throw conn->db().error("cannot read history");  // conn dropped
-      for (int c : {0, 1, 2})
-        if (!rows.null(c)) {
-          const std::int64_t v = rows.int64(c);  // a rollup key is minute + group
-          oldest = std::min<std::int64_t>(oldest, c == 2 ? floor_to(v, kRollupMs) : v);
-        }
+      // Keys of summaries are their start + a group or series id.
+      constexpr std::int64_t kUnit[] = {1, 1, kRollupMs, kHourMs, kDayMs};
+      for (int c : {0, 1, 2, 3, 4})
+        if (!rows.null(c)) oldest = std::min(oldest, floor_to(rows.int64(c), kUnit[c]));
     }
     src.pool.give_back(std::move(conn));
   }

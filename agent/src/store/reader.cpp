@@ -6,6 +6,18 @@
 
 namespace kiwi::agent {
 
+int FoldedStatements::prepare(sql::Connection& db, const char* table) {
+  const std::string t = table;
+  int rc = at.prepare(db, ("SELECT data FROM " + t + " WHERE ts = ?1").c_str());
+  if (rc == sql::kOk)
+    rc = range.prepare(
+        db, ("SELECT ts, data FROM " + t + " WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts").c_str());
+  if (rc == sql::kOk)
+    rc = next.prepare(
+        db, ("SELECT ts FROM " + t + " WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts LIMIT 1").c_str());
+  return rc;
+}
+
 ReadConnection::ReadConnection(const std::string& path) {
   int rc = db_.open(path, sql::Access::read_only, history_vfs());
   if (rc == sql::kOk) {
@@ -21,12 +33,15 @@ ReadConnection::ReadConnection(const std::string& path) {
                               "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts "
                               "LIMIT 1");
   if (rc == sql::kOk) rc = rollup_at_.prepare(db_, "SELECT data FROM rollups WHERE ts = ?1");
-  if (rc == sql::kOk) rc = hour_at_.prepare(db_, "SELECT data FROM hours WHERE ts = ?1");
+  if (rc == sql::kOk) rc = hours_.prepare(db_, "hours");
+  if (rc == sql::kOk) rc = days_.prepare(db_, "days");
   if (rc == sql::kOk)
     rc = bounds_.prepare(db_,
                          "SELECT (SELECT ts FROM samples ORDER BY ts LIMIT 1), "
                          "(SELECT ts FROM blocks ORDER BY ts LIMIT 1), "
-                         "(SELECT ts FROM rollups ORDER BY ts LIMIT 1)");
+                         "(SELECT ts FROM rollups ORDER BY ts LIMIT 1), "
+                         "(SELECT ts FROM hours ORDER BY ts LIMIT 1), "
+                         "(SELECT ts FROM days ORDER BY ts LIMIT 1)");
   if (rc == sql::kOk)
     rc = count_after_.prepare(db_,
                               "SELECT (SELECT coalesce(sum(ticks), 0) FROM blocks WHERE ts > ?1), "

@@ -17,6 +17,14 @@
 
 namespace kiwi::agent {
 
+// The statements of a table of rows keyed unit + series id (hours, days; schema.hpp).
+struct FoldedStatements {
+  sql::Statement at;     // the row at ts = ?1 (data)
+  sql::Statement range;  // rows with ?1 <= ts <= ?2 (ts, data), oldest first
+  sql::Statement next;   // the first row's ts with ?1 <= ts <= ?2
+  int prepare(sql::Connection& db, const char* table);
+};
+
 // A read-only connection (SQLITE_OPEN_READONLY): any write through it fails.
 class ReadConnection {
  public:
@@ -30,8 +38,10 @@ class ReadConnection {
   // The first rollup row with ?1 <= ts <= ?2 (ts, data), and the row at ts = ?1 (data).
   sql::Statement& rollup_next() { return rollup_next_; }
   sql::Statement& rollup_at() { return rollup_at_; }
-  sql::Statement& hour_at() { return hour_at_; }  // the hour row at ts = ?1 (data)
-  // One row: the oldest tick row ts, the oldest block ts, the oldest rollup ts (each NULL if none).
+  FoldedStatements& hours() { return hours_; }
+  FoldedStatements& days() { return days_; }
+  // One row: the oldest tick row ts, the oldest block ts, the oldest rollup ts, the oldest hour
+  // row ts, the oldest day row ts (each NULL if none).
   sql::Statement& bounds() { return bounds_; }
   // One row, of what has ts > ?1: ticks in blocks, the newest block's last tick, tick rows, the
   // newest tick row (NULL if none).
@@ -43,7 +53,8 @@ class ReadConnection {
   sql::Statement rollups_;
   sql::Statement rollup_next_;
   sql::Statement rollup_at_;
-  sql::Statement hour_at_;
+  FoldedStatements hours_;
+  FoldedStatements days_;
   sql::Statement bounds_;
   sql::Statement count_after_;
 };

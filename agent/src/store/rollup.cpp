@@ -191,4 +191,81 @@ void Writer::fold_hour(std::int64_t hour) {
   put(hour, minutes);
 }
 
+// The day rows of `day` (rollup.hpp), from its hour rows: each folded hour's minutes summarised
+// per series into one hour (mean weighted by count, min, max, the last minute's last, the count).
+// An hour without hour rows is missing from them, as its minutes are from the hour rows.
+void Writer::fold_day(std::int64_t day) {
+  constexpr std::int64_t kHour = Store::kHourMs;
+  const std::int64_t end = day + Store::kDayMs - 1;
+  step_range(file_.delete_day, day, end, "cannot write day rows");
+  struct HourStats {
+    double sum = 0, min = 0, max = 0, last = 0, n = 0;
+    int last_minute = -1;
+  };
+  std::vector<std::pair<std::uint32_t, double>> hours;              // h -> first-sample offset
+  std::vector<std::vector<std::pair<std::uint32_t, double>>> rows;  // by series id
+  std::vector<HourStats> stats;                                     // by series id, this hour
+  std::string buf;
+  for (std::uint32_t h = 0; h < 24; ++h) {
+    const std::int64_t hour = day + h * kHour;
+    bool folded = false;
+    std::int64_t first = INT64_MAX;
+    std::fill(stats.begin(), stats.end(), HourStats{});
+    auto found = file_.hours_range.query(hour, hour + kHour - 1);
+    while (found.next()) {
+      const auto id = static_cast<std::uint32_t>(found.int64(0) - hour);
+      auto blob = sample_codec::unpack(found.blob(1), buf);
+      if (!blob) continue;  // a damaged row: the hour without that series
+      try {
+        if (id == 0) {  // the minute map: m -> offset of its first sample
+          sample_codec::decode(*blob, [&](std::uint32_t m, double offset) {
+            first = std::min(first, static_cast<std::int64_t>(m) * Store::kRollupMs +
+                                        static_cast<std::int64_t>(offset));
+          });
+          folded = true;
+          continue;
+        }
+        if (stats.size() <= id) stats.resize(id + 1);
+        HourStats& s = stats[id];
+        double parts[4] = {};
+        sample_codec::decode(*blob, [&](std::uint32_t key5, double v) {
+          const std::uint32_t m = key5 / 5, k = key5 % 5;
+          if (m >= 60) return;
+          if (k < 4) return void(parts[k] = v);
+          s.min = s.n ? std::min(s.min, parts[1]) : parts[1];
+          s.max = s.n ? std::max(s.max, parts[2]) : parts[2];
+          s.sum += parts[0] * v;
+          s.n += v;
+          if (static_cast<int>(m) > s.last_minute) s.last = parts[3], s.last_minute = m;
+        });
+      } catch (const StoreError&) {
+        stats[id] = HourStats{};  // a row that does not decode: the hour without that series
+      }
+    }
+    if (found.failed()) fail("cannot read hour rows");
+    if (!folded || first == INT64_MAX) continue;
+    hours.emplace_back(h, static_cast<double>(first));
+    if (rows.size() < stats.size()) rows.resize(stats.size());
+    for (std::uint32_t id = 1; id < stats.size(); ++id) {
+      const HourStats& s = stats[id];
+      if (!(s.n > 0)) continue;
+      rows[id].insert(rows[id].end(), {{h * 5 + 0, s.sum / s.n},
+                                       {h * 5 + 1, s.min},
+                                       {h * 5 + 2, s.max},
+                                       {h * 5 + 3, s.last},
+                                       {h * 5 + 4, s.n}});
+    }
+  }
+  if (hours.empty()) return;
+  auto put = [&](std::int64_t ts, std::vector<std::pair<std::uint32_t, double>>& values) {
+    std::string blob;
+    sample_codec::encode(blob, values);
+    blob = sample_codec::pack_if_smaller(std::move(blob));
+    if (file_.insert_day.execute(ts, sql::Blob{blob}) != sql::kDone) fail("cannot write day rows");
+  };
+  for (std::uint32_t id = 1; id < rows.size(); ++id)
+    if (!rows[id].empty()) put(day + id, rows[id]);
+  put(day, hours);
+}
+
 }  // namespace kiwi::agent

@@ -24,12 +24,17 @@ namespace {
 // holds the first-sample offset), and per-series hour rows (table hours) folded from them when the
 // hour is over. A file of version 1-3 gets the hours table and is marked 4; its whole-minute rows
 // are read as group 0 (keyed minute + 0) until retention prunes them.
-constexpr int kSchemaVersion = 4;
+// 5: tiers with retentions of their own: hour rows (the minute summaries) are kept for
+// minute_retention (30 days), past the raw ticks, and day rows (table days: the hour summaries)
+// for hour_retention (a year). A file of version 4 gets the days table, its days are folded by
+// the first commit, and it is marked 5: an agent of version 4 would prune its hour rows at its
+// one retention.
+constexpr int kSchemaVersion = 5;
 
 // Tables an agent creates (any version); sqlite_* are SQLite's own (autoindexes).
 bool our_table(std::string_view name) {
   return name == "series" || name == "samples" || name == "blocks" || name == "rollups" ||
-         name == "hours" || name == "output_cursors" || name == "alert_state" ||
+         name == "hours" || name == "days" || name == "output_cursors" || name == "alert_state" ||
          name == "alert_events" || name.starts_with("sqlite_");
 }
 
@@ -197,6 +202,8 @@ void create_or_migrate(sql::Connection& db, const Identity& id) {
   // Hour rows are new in version 4 (a file of version 1-3 gets the table and the mark: an older
   // agent would rewrite a minute without refolding its hour).
   db.exec("CREATE TABLE IF NOT EXISTS hours(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
+  // Day rows are new in version 5.
+  db.exec("CREATE TABLE IF NOT EXISTS days(ts INTEGER PRIMARY KEY, data BLOB NOT NULL)");
   if (id.version != kSchemaVersion || id.app == 0) db.exec(mark.c_str());
   // Added in 0.4 without a version change: a file of either version gets it, and agents that
   // do not know it leave it alone. A no-op (no write) when it exists.

@@ -3,8 +3,8 @@
 // and moves a damaged file aside (recovery). The layers above prepare their statements on the
 // connection opened here.
 //
-// Schema (PRAGMA application_id = Store::kApplicationId, PRAGMA user_version = 4; a file of version
-// 1 to 3 is taken over, its rows still read):
+// Schema (PRAGMA application_id = Store::kApplicationId, PRAGMA user_version = 5; a file of version
+// 1 to 4 is taken over, its rows still read):
 //   series(id INTEGER PRIMARY KEY, name, labels, unit, kind, UNIQUE(name, labels))
 //   blocks(ts INTEGER PRIMARY KEY   -- unix milliseconds of the block's first tick
 //          , last INTEGER           -- of its last tick (last - ts < kMaxBlockSpanMs)
@@ -21,9 +21,20 @@
 //   hours(ts INTEGER PRIMARY KEY    -- start of an hour + series id
 //           , data BLOB)            -- that series' minute rows of the hour (minute * 5 + k);
 //                                   -- id 0: the hour's minute map (minute -> first-sample offset)
+//   days(ts INTEGER PRIMARY KEY     -- start of a day (UTC) + series id
+//          , data BLOB)             -- that series' hour summaries of the day (hour * 5 + k: mean,
+//                                   -- min, max, last, count, folded from its hour rows); id 0:
+//                                   -- the day's hour map (hour -> first-sample offset)
 //   output_cursors(name TEXT PRIMARY KEY  -- [[remote_write]] name
 //           , acked_ms INTEGER)     -- newest sample ts the receiver acknowledged
 //   (created if missing in a file of any version: older agents ignore it)
+// Tiers, each pruned at its own retention ([collector] retention, minute_retention,
+// hour_retention): raw ticks (blocks; 24 h), minute summaries (hour rows; 30 days; minute rows
+// only until their hour is folded, pruned with the ticks) and hour summaries (day rows; a year),
+// folded from the hour rows when a minute of another day is written (fold_day()), in that commit.
+// A query reads each span of time from one tier (query.cpp, class Window): hour summaries for a
+// step of whole hours, minute summaries for a step of a minute or more, and a coarser tier where
+// a finer one has been pruned, a finer one where a coarse summary is not made yet.
 // Queries with a step of a minute or more read the rollups: a 24 h chart reads 1,440 minutes, not
 // 86,400 ticks. Their buckets are made of whole minutes (raw samples fill the rest of the window).
 // A minute's summary always folds every sample of that minute, also across a restart inside it
@@ -33,8 +44,8 @@
 // disagree. A query of at most kNarrowSeries series reads hours that have hour rows from those
 // (a row per series, and the minute map) and other minutes by key (group 0 and the wanted
 // groups): a day of one series is ~24 + 2 x 60 lookups whatever the number of series. Wider
-// queries read every minute row, as before. An hour of a version-3 file's whole-minute rows is
-// not folded (it ages out in a day).
+// queries read a folded hour's rows as one range, other minutes' every row. An hour of a
+// version-3 file's whole-minute rows is not folded (it ages out in a day).
 // Flash wear sets the layout. append() keeps ticks in memory and flush() commits them every few
 // seconds (a crash loses at most that; queries see the queued ticks too) as one block row: the
 // ticks of a commit compress together about 3.4-fold (each repeats the series ids and most

@@ -27,7 +27,7 @@ class Store::Impl {
 
   void open_file();                      // opens path as the writer's: set up, load (StoreError)
   void recover(const std::string& why);  // moves path aside, opens a new file (StoreError)
-  void commit(std::int64_t cutoff_ms, int prune_rows);  // flush() once (StoreError)
+  void commit(const Cutoffs& cutoffs, int prune_rows);  // flush() once (StoreError)
   // The verdict of the quick_check started at open ("ok" or what it found), once it is in
   // (waiting for it with `wait`); nullopt while it runs or when none was started. Writer thread.
   std::optional<std::string> check_verdict(bool wait);
@@ -129,11 +129,11 @@ std::optional<std::string> Store::Impl::check_verdict(bool wait) {
   return verdict;
 }
 
-void Store::Impl::commit(std::int64_t cutoff_ms, int prune_rows) {
+void Store::Impl::commit(const Cutoffs& cutoffs, int prune_rows) {
   if (!writer.is_open()) open_file();  // a recovery could not create the new file: again now
   if (const auto v = check_verdict(true); v && *v != "ok")
     throw Malformed(path + ": quick_check: " + *v);  // before anything is written to it
-  writer.commit(cutoff_ms, prune_rows);
+  writer.commit(cutoffs, prune_rows);
 }
 
 Store::Store(std::string path) : impl_(std::make_unique<Impl>(std::move(path))) {
@@ -154,12 +154,12 @@ void Store::append(std::int64_t ts_ms, const std::vector<const MetricValue*>& me
   impl_->writer.append(ts_ms, metrics);
 }
 
-void Store::flush(std::int64_t cutoff_ms, int prune_rows) {
+void Store::flush(const Cutoffs& cutoffs, int prune_rows) {
   try {
-    impl_->commit(cutoff_ms, prune_rows);
+    impl_->commit(cutoffs, prune_rows);
   } catch (const Malformed& e) {
     impl_->recover(e.what());  // throws when it cannot (or may not) start a new file
-    impl_->commit(cutoff_ms, prune_rows);
+    impl_->commit(cutoffs, prune_rows);
   }
 }
 

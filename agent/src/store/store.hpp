@@ -52,12 +52,25 @@ class Store {
 
   // Writer side (one thread). Queues one tick, visible to queries at once; no disk I/O.
   void append(std::int64_t ts_ms, const std::vector<const MetricValue*>& metrics);
+  // What each tier keeps (unix ms): rows of raw ticks, minute summaries and hour summaries older
+  // than these are pruned.
+  struct Cutoffs {
+    std::int64_t raw = INT64_MIN;
+    std::int64_t minutes = INT64_MIN;
+    std::int64_t hours = INT64_MIN;
+  };
   // Commits the queued ticks (as one block; and new series) in one transaction, then deletes at
-  // most `prune_rows` blocks whose every tick is older than `cutoff_ms` (and as many tick rows of
-  // an older agent's file). On failure (disk full, I/O error) nothing queued
-  // is lost: it stays queued, up to kMaxPendingRows, for the next flush. Throws StoreError.
-  // A malformed file is moved aside and the commit retried once on a new one.
-  void flush(std::int64_t cutoff_ms, int prune_rows);
+  // most `prune_rows` blocks whose every tick is older than `cutoffs.raw` (and as many tick rows
+  // of an older agent's file), the minute summaries of whole hours before `cutoffs.minutes` and
+  // the hour summaries of whole days before `cutoffs.hours` (a step of each). On failure (disk
+  // full, I/O error) nothing queued is lost: it stays queued, up to kMaxPendingRows, for the next
+  // flush. Throws StoreError. A malformed file is moved aside and the commit retried once on a
+  // new one.
+  void flush(const Cutoffs& cutoffs, int prune_rows);
+  // Every tier cut at `cutoff_ms`.
+  void flush(std::int64_t cutoff_ms, int prune_rows) {
+    flush(Cutoffs{cutoff_ms, cutoff_ms, cutoff_ms}, prune_rows);
+  }
   // The quick_check started at open has finished and found the file damaged: the next flush()
   // moves it aside (the collector flushes at once, so that is within a tick of start-up).
   // Writer thread.
@@ -76,6 +89,7 @@ class Store {
   static constexpr std::size_t kMaxPendingRows = 3600;  // an hour at 1 Hz, then the oldest go
   static constexpr std::int64_t kRollupMs = 60'000;
   static constexpr std::int64_t kHourMs = 3'600'000;
+  static constexpr std::int64_t kDayMs = 86'400'000;
   static constexpr std::uint32_t kGroupSeries = 64;  // series per rollup row (ids / 64 = group)
   // A query of at most this many series reads closed hours from the per-series hour rows.
   static constexpr std::size_t kNarrowSeries = 16;

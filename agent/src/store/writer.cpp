@@ -24,7 +24,11 @@ void Writer::prepare() {
   prepare(file_.rollup_next,
           "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts LIMIT 1");
   prepare(file_.rollup_at, "SELECT data FROM rollups WHERE ts = ?1");
-  prepare(file_.oldest_hour, "SELECT ts FROM hours ORDER BY ts LIMIT 1");
+  prepare(file_.hours_range, "SELECT ts, data FROM hours WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts");
+  prepare(file_.insert_day, "INSERT OR REPLACE INTO days(ts, data) VALUES(?1, ?2)");
+  prepare(file_.delete_day, "DELETE FROM days WHERE ts BETWEEN ?1 AND ?2");
+  prepare(file_.prune_days,
+          "DELETE FROM days WHERE ts IN (SELECT ts FROM days WHERE ts < ?1 ORDER BY ts LIMIT ?2)");
   if (file_.ticks.prepare(file_.db) != sql::kOk) fail("cannot prepare statement");
   prepare(file_.prune_rollups,
           "DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts "
@@ -44,8 +48,27 @@ void Writer::prepare() {
   rollup_hour_ = INT64_MIN;
   if (m.prepare(file_.db, "SELECT max(ts) FROM rollups", false) != sql::kOk)
     fail("cannot read rollups");
-  auto rows = m.query();
-  if (rows.next() && !rows.null(0)) rollup_hour_ = floor_to(rows.int64(0), Store::kHourMs);
+  {
+    auto rows = m.query();
+    if (rows.next() && !rows.null(0)) rollup_hour_ = floor_to(rows.int64(0), Store::kHourMs);
+    if (rows.failed()) fail("cannot read rollups");
+  }
+  // A file without hour summaries but with minute summaries of days before the newest one (an
+  // agent before them wrote it): those days are folded by the first commit.
+  unfolded_days_.clear();
+  sql::Statement edges;
+  if (edges.prepare(file_.db,
+                    "SELECT (SELECT min(ts) FROM hours), (SELECT max(ts) FROM hours), "
+                    "EXISTS(SELECT 1 FROM days)",
+                    false) != sql::kOk)
+    fail("cannot read hour rows");
+  auto rows = edges.query();
+  if (rows.next() && !rows.null(0) && rows.int64(2) == 0) {
+    const std::int64_t last = floor_to(rows.int64(1), Store::kDayMs);
+    for (std::int64_t d = floor_to(rows.int64(0), Store::kDayMs); d < last; d += Store::kDayMs)
+      unfolded_days_.push_back(d);
+  }
+  if (rows.failed()) fail("cannot read hour rows");
 }
 
 void Writer::fail(const std::string& what) const {
@@ -68,7 +91,7 @@ void Writer::append(std::int64_t ts_ms, const std::vector<const MetricValue*>& m
   queue_.push(ts_ms, std::move(blob), Store::kMaxPendingRows);  // bounded memory
 }
 
-void Writer::commit(std::int64_t cutoff_ms, int prune_rows) {
+void Writer::commit(const Store::Cutoffs& cutoffs, int prune_rows) {
   // Copied: queries keep seeing them until they are committed.
   const std::vector<TickQueue::Row> rows = queue_.copy();
   const SeriesTable::View catalog = series_.view();
@@ -90,8 +113,9 @@ void Writer::commit(std::int64_t cutoff_ms, int prune_rows) {
         fail("cannot add series " + s.key);
     }
     write_ticks(rows);
+    for (std::int64_t day : unfolded_days_) fold_day(day);
     hour = write_minutes();
-    if (prune_rows > 0) prune(cutoff_ms, prune_rows);
+    if (prune_rows > 0) prune(cutoffs, prune_rows);
     file_.db.exec("COMMIT");
   } catch (...) {
     const int code = file_.db.errcode();
@@ -106,6 +130,7 @@ void Writer::commit(std::int64_t cutoff_ms, int prune_rows) {
     }
   }
   alerts_.committed(std::move(alerts));
+  unfolded_days_.clear();
   series_committed_ = catalog->size();
   pending_rollups_.clear();
   rollup_hour_ = hour;
@@ -130,12 +155,14 @@ void Writer::write_ticks(const std::vector<TickQueue::Row>& rows) {
 std::int64_t Writer::write_minutes() {
   std::int64_t hour = rollup_hour_;
   // A minute replaces every row it had (a rewrite after a restart inside it, or after the
-  // clock went back), and opens its hour again: that hour's rows go, and it is folded anew
-  // when a minute of another hour is written. Both deletes find nothing in the usual case (a
-  // new minute of the open hour) and then write nothing.
+  // clock went back), and opens its hour and its day again: their rows go, and they are folded
+  // anew when a minute of another hour (day) is written. The deletes find nothing in the usual
+  // case (a new minute of the open hour) and then write nothing.
   for (auto& pm : pending_rollups_) {
     const std::int64_t h = floor_to(pm.minute, Store::kHourMs);
+    const std::int64_t d = floor_to(pm.minute, Store::kDayMs);
     step_range(file_.delete_hour, h, h + Store::kHourMs - 1, "cannot write rollups");
+    step_range(file_.delete_day, d, d + Store::kDayMs - 1, "cannot write rollups");
     step_range(file_.delete_minute, pm.minute, pm.minute + Store::kRollupMs - 1,
                "cannot write rollups");
     for (std::size_t g = 0; g < pm.groups.size(); ++g) {
@@ -147,7 +174,10 @@ std::int64_t Writer::write_minutes() {
     }
     // The hour of the minute before is over (or the clock went back out of it): fold it. Also
     // an hour the agent left when it stopped, on the first minute after a restart.
-    if (hour != INT64_MIN && h != hour) fold_hour(hour);
+    if (hour != INT64_MIN && h != hour) {
+      fold_hour(hour);
+      if (floor_to(hour, Store::kDayMs) != d) fold_day(floor_to(hour, Store::kDayMs));
+    }
     hour = h;
   }
   return hour;
@@ -157,32 +187,29 @@ void Writer::step_range(sql::Statement& st, std::int64_t a, std::int64_t b, cons
   if (st.execute(a, b) != sql::kDone) fail(what);
 }
 
-int Writer::prune(std::int64_t cutoff_ms, int max_rows) {
+int Writer::prune(const Store::Cutoffs& cutoffs, int max_rows) {
   int deleted = 0;
-  // Blocks hold a tick or more, so max_rows of them are at least max_rows ticks. Rollups go at
-  // 1/60 of that pace per group (a minute is a row per kGroupSeries series). Hour rows go a whole
-  // hour at a time (series + 1 rows, the table's left edge) once their hour starts before the
-  // cutoff; the minutes of it that are left are then read from their minute rows. Minute rows of
-  // an hour that still has hour rows stay (with more hours behind than a commit prunes): the two
-  // would disagree.
+  // Each tier goes at its own cutoff, from the left edge of its table. Blocks hold a tick or
+  // more, so max_rows of them are at least max_rows ticks. Minute rows go at 1/60 of that pace per
+  // group (a minute is a row per kGroupSeries series): queries read a folded hour from its hour
+  // rows, so they outlive the raw ticks only in an hour that was not folded. Hour rows go a whole
+  // hour at a time (series + 1 rows) once their hour has ended before the minutes' cutoff, day
+  // rows a whole day at a time once it has ended before the hours' cutoff.
   const int groups = static_cast<int>(series_.size() / Store::kGroupSeries + 1);
-  const int hour_rows = static_cast<int>(series_.size() + 1);
+  const int series_rows = static_cast<int>(series_.size() + 1);
   auto run = [&](sql::Statement& st, std::int64_t cut, int rows) {
     if (st.execute(cut, rows) != sql::kDone) fail("cannot prune old samples");
     deleted += file_.db.changes();
   };
-  run(file_.prune, cutoff_ms, max_rows);
-  run(file_.prune_rows, cutoff_ms, max_rows);
-  run(file_.prune_hours,
-      cutoff_ms == INT64_MIN ? cutoff_ms : floor_to(cutoff_ms - 1, Store::kHourMs) + Store::kHourMs,
-      hour_rows);
-  std::int64_t cut = cutoff_ms;
-  {
-    auto rows = file_.oldest_hour.query();
-    if (rows.next()) cut = std::min(cut, floor_to(rows.int64(0), Store::kHourMs));
-    if (rows.failed()) fail("cannot prune old samples");
-  }
-  run(file_.prune_rollups, cut, (max_rows / 60 + 1) * groups);
+  // Whole `span`s that end by `cut` (a tier keeps up to one span longer than its retention).
+  auto whole = [](std::int64_t cut, std::int64_t span) {
+    return cut < INT64_MIN + span ? INT64_MIN : floor_to(cut, span);
+  };
+  run(file_.prune, cutoffs.raw, max_rows);
+  run(file_.prune_rows, cutoffs.raw, max_rows);
+  run(file_.prune_rollups, cutoffs.raw, (max_rows / 60 + 1) * groups);
+  run(file_.prune_hours, whole(cutoffs.minutes, Store::kHourMs), series_rows);
+  run(file_.prune_days, whole(cutoffs.hours, Store::kDayMs), series_rows);
   return deleted;
 }
 

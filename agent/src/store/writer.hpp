@@ -16,6 +16,7 @@
 #include "store/queue.hpp"
 #include "store/series_table.hpp"
 #include "store/sqlite.hpp"
+#include "store/store.hpp"
 #include "store/ticks.hpp"
 
 namespace kiwi::agent {
@@ -34,7 +35,10 @@ struct WriterFile {
   sql::Statement delete_hour;    // hour rows with ?1 <= ts <= ?2
   sql::Statement insert_hour;
   sql::Statement prune_hours;  // hour rows before ?1, at most ?2
-  sql::Statement oldest_hour;  // the first hour row's ts
+  sql::Statement hours_range;  // hour rows with ?1 <= ts <= ?2 (ts, data), oldest first
+  sql::Statement insert_day;
+  sql::Statement delete_day;   // day rows with ?1 <= ts <= ?2
+  sql::Statement prune_days;   // day rows before ?1, at most ?2
   sql::Statement rollup_next;  // as ReadConnection's, on the writer
   sql::Statement rollup_at;
   sql::Statement insert_cursor;
@@ -68,13 +72,13 @@ class Writer {
   void append(std::int64_t ts_ms, const std::vector<const MetricValue*>& metrics);
   void close_current_minute();
   // Store::flush() once, on an open file: StoreError, or Malformed when SQLite finds it so.
-  void commit(std::int64_t cutoff_ms, int prune_rows);
+  void commit(const Store::Cutoffs& cutoffs, int prune_rows);
 
  private:
   // writer.cpp
   void write_ticks(const std::vector<TickQueue::Row>& rows);
   std::int64_t write_minutes();  // returns the hour of the newest minute written
-  int prune(std::int64_t cutoff_ms, int max_rows);
+  int prune(const Store::Cutoffs& cutoffs, int max_rows);
   // Runs the writer's statement `st` (?1 = a, ?2 = b) that returns no rows; StoreError `what`.
   void step_range(sql::Statement& st, std::int64_t a, std::int64_t b, const char* what);
   [[noreturn]] void fail(const std::string& what) const;
@@ -85,6 +89,7 @@ class Writer {
                      const std::vector<std::pair<std::uint32_t, double>>& values);
   void close_minute();
   void fold_hour(std::int64_t hour);  // inside commit()'s transaction (StoreError)
+  void fold_day(std::int64_t day);    // the same, from the day's hour rows
 
   TickQueue& queue_;
   SeriesTable& series_;
@@ -103,6 +108,9 @@ class Writer {
   // The hour of the newest minute row written (INT64_MIN: none): when a minute of another hour
   // is written, this one is folded into hour rows (fold_hour()).
   std::int64_t rollup_hour_ = INT64_MIN;
+  // Days that have minute summaries (hour rows) but no hour summaries yet, in a file an agent
+  // before them wrote: folded by the next commit (their newest day is folded when the day ends).
+  std::vector<std::int64_t> unfolded_days_;
 
   // The minute being summarised: series id -> running summary.
   struct MinuteStats {

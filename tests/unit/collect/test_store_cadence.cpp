@@ -34,7 +34,7 @@ TEST_CASE("store cadence: a commit every commit_interval of stamps, and one at s
   // At stop: committed at once; the clock would only be waited on for a second try.
   FakeClock clock;
   const auto t0 = clock.steady_now();
-  cadence.finish(12'000, settings.retention, 500ms, clock);
+  cadence.finish(12'000, settings, 500ms, clock);
   CHECK(store.pending_rows() == 0);
   CHECK(clock.steady_now() == t0);
   CHECK(stats.store_errors == 0);

@@ -261,15 +261,21 @@ TEST_CASE("store: a query of a few series (hour rows) answers as the query of ev
             ("SELECT count(*) FROM hours WHERE ts = " + std::to_string(t0 + 3'600'000)).c_str()) ==
         "1");
     check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
-    // Retention: an hour's rows go when the hour starts before the cutoff; the minutes left of
-    // it are read from their minute rows.
-    // A commit prunes one hour's rows: with two behind, the minute rows of the second stay.
+    // Retention: an hour's rows go once the hour has ended by the cutoff (one hour a commit);
+    // the hour the cutoff falls in keeps them.
     store.flush(t0 + 3'600'000 + 1'800'000, 1000);
     check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
     store.flush(t0 + 3'600'000 + 1'800'000, 1000);
-    CHECK(kiwi_test::sqlite_value(db.path(), ("SELECT count(*) FROM hours WHERE ts < " +
-                                              std::to_string(t0 + 2 * 3'600'000))
-                                                 .c_str()) == "0");
+    CHECK(
+        kiwi_test::sqlite_value(
+            db.path(),
+            ("SELECT count(*) FROM hours WHERE ts < " + std::to_string(t0 + 3'600'000)).c_str()) ==
+        "0");
+    CHECK(
+        kiwi_test::sqlite_value(
+            db.path(),
+            ("SELECT count(*) FROM hours WHERE ts = " + std::to_string(t0 + 3'600'000)).c_str()) ==
+        "1");
     check_paths_agree(store, t0, t0 + 6 * 3'600'000, keys);
   }
   Store store(db.path());

@@ -222,7 +222,7 @@ TEST_CASE("store: a version-1 database is taken over: its rows still read, new t
     CHECK(r.series[1].values[1] == 0);
   }
   // Marked version 4, so an older agent refuses the file instead of missing the new ticks.
-  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "4");
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "5");
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM samples") == "1");  // as it was
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT ticks FROM blocks WHERE ts = 2000") == "1");
   const char* first_byte = "SELECT hex(substr(data, 1, 1)) FROM blocks WHERE ts = 2000";
@@ -326,7 +326,7 @@ TEST_CASE("store: a version-2 database's tick rows are read beside the blocks, t
     append(store, t * 1000, {metric("x", t, "")}, false);
     if (t % 10 == 9) store.flush(0, 0);
   }
-  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "4");
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "5");
   CHECK(kiwi_test::rows_on_disk(db.path()) == 120);
   // The latest 5 run from the blocks; 8 around 60 s cross from the rows to the blocks.
   kiwi::HistoryQuery q;
@@ -419,7 +419,7 @@ TEST_CASE("store: a version-3 file's whole-minute rows read as group 0, then giv
     sqlite3_close(h);
   }
   Store store(db.path());
-  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "4");
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "5");
   const auto after = answers(store);
   for (std::size_t i = 0; i < keys.size(); ++i) {
     INFO("series " << keys[i]);
