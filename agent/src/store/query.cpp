@@ -28,8 +28,10 @@ struct Column {
   std::vector<std::uint32_t> n;  // values seen in the bucket
 };
 
-// `v` stands for `weight` samples (a minute rollup's mean, min, max or last, or one sample).
-void accumulate(Column& c, std::size_t bucket, double v, Aggregate agg, std::uint32_t weight = 1) {
+// `v` stands for `weight` samples (a minute rollup's mean, min, max or last, or one sample); a sum
+// of `count` samples is v with weight 1 and count n.
+void accumulate(Column& c, std::size_t bucket, double v, Aggregate agg, std::uint32_t weight = 1,
+                std::uint32_t count = 0) {
   if (c.value.size() <= bucket) {
     c.value.resize(bucket + 1, 0);
     c.n.resize(bucket + 1, 0);
@@ -44,7 +46,7 @@ void accumulate(Column& c, std::size_t bucket, double v, Aggregate agg, std::uin
     acc = std::max(acc, v);
   else
     acc = std::min(acc, v);
-  n += weight;
+  n += count ? count : weight;
 }
 
 // wanted[id]: whether the series of that id (1..catalog.size()) matches a pattern of the query
@@ -100,13 +102,19 @@ class Buckets {
     });
   }
 
-  // One series' minute (mean, min, max, last; count) into `bucket`.
-  void add_parts(std::size_t bucket, std::uint32_t id, const double* parts, double count) {
+  // One series' minute or hour (mean, min, max, last; count) into `bucket`. `sum`: parts[0] is
+  // the sum of the values, not their mean (an hour summary: exact, as the minutes add up).
+  void add_parts(std::size_t bucket, std::uint32_t id, const double* parts, double count,
+                 bool sum = false) {
     const double chosen = parts[aggregate_ == Aggregate::mean  ? 0
                                 : aggregate_ == Aggregate::min ? 1
                                 : aggregate_ == Aggregate::max ? 2
                                                                : 3];
-    accumulate(column(id), bucket, chosen, aggregate_, static_cast<std::uint32_t>(count));
+    const auto n = static_cast<std::uint32_t>(count);
+    if (sum && aggregate_ == Aggregate::mean)
+      accumulate(column(id), bucket, chosen, aggregate_, 1, n);
+    else
+      accumulate(column(id), bucket, chosen, aggregate_, n);
   }
 
   // A minute row (unpacked) whose first sample is at `first_ts`: the five values of each series
@@ -308,7 +316,8 @@ void Window::read_tiers() {
   read_days(hour_steps ? until_ms_ : std::min(until_ms_, minus_saturating(minute_start, 1)));
   const std::int64_t open = src_.open_minute.load(std::memory_order_acquire);
   const std::int64_t hi = open == INT64_MAX ? until_ms_ : std::min(until_ms_, open - 1);
-  read_minutes(step_ms_ >= kRollupMs ? hi : std::min(hi, minus_saturating(raw_start, 1)));
+  // With a finer step, only minutes that end before the ticks begin (the rest is read raw).
+  read_minutes(step_ms_ >= kRollupMs ? hi : std::min(hi, minus_saturating(raw_start, kRollupMs)));
 }
 
 // A span [start, start + length) summarised in one row, first sample at first_ts: false if it is
@@ -361,6 +370,7 @@ bool Window::read_folded(Folded& f, FoldedStatements& st, std::int64_t start) {
 // The parts of a folded unit from `cursor` to `hi` (each part's start), from its rows.
 void Window::take_folded(const Folded& f, Tier finer, std::int64_t cursor, std::int64_t hi) {
   const auto count = static_cast<std::size_t>(f.unit / f.part);
+  const bool sums = f.unit == kDayMs;  // day rows hold each hour's sum (schema.hpp)
   std::vector<std::ptrdiff_t> bucket(count, -1);
   for (auto& [p, offset] : f.parts) {
     const std::int64_t at = f.start + static_cast<std::int64_t>(p) * f.part;
@@ -377,7 +387,7 @@ void Window::take_folded(const Folded& f, Tier finer, std::int64_t cursor, std::
         const std::uint32_t p = key / 5, k = key % 5;
         if (p >= count || bucket[p] < 0) return;
         if (k < 4) return void(parts[k] = v);
-        buckets_.add_parts(static_cast<std::size_t>(bucket[p]), id, parts, v);
+        buckets_.add_parts(static_cast<std::size_t>(bucket[p]), id, parts, v, sums);
       });
     } catch (const StoreError&) {
       // a row that does not decode: that series is missing from the unit

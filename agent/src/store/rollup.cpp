@@ -192,7 +192,9 @@ void Writer::fold_hour(std::int64_t hour) {
 }
 
 // The day rows of `day` (rollup.hpp), from its hour rows: each folded hour's minutes summarised
-// per series into one hour (mean weighted by count, min, max, the last minute's last, the count).
+// per series into one hour (the sum of its values, as a query adds up the minutes' means times
+// their counts, in the same order: an hour's bucket reads the same from either; min, max, the last
+// minute's last, the count).
 // An hour without hour rows is missing from them, as its minutes are from the hour rows.
 void Writer::fold_day(std::int64_t day) {
   constexpr std::int64_t kHour = Store::kHourMs;
@@ -249,7 +251,7 @@ void Writer::fold_day(std::int64_t day) {
     for (std::uint32_t id = 1; id < stats.size(); ++id) {
       const HourStats& s = stats[id];
       if (!(s.n > 0)) continue;
-      rows[id].insert(rows[id].end(), {{h * 5 + 0, s.sum / s.n},
+      rows[id].insert(rows[id].end(), {{h * 5 + 0, s.sum},
                                        {h * 5 + 1, s.min},
                                        {h * 5 + 2, s.max},
                                        {h * 5 + 3, s.last},
@@ -259,7 +261,7 @@ void Writer::fold_day(std::int64_t day) {
   if (hours.empty()) return;
   auto put = [&](std::int64_t ts, std::vector<std::pair<std::uint32_t, double>>& values) {
     std::string blob;
-    sample_codec::encode(blob, values);
+    sample_codec::encode(blob, values, true);  // sums as the minutes add up, bit for bit
     blob = sample_codec::pack_if_smaller(std::move(blob));
     if (file_.insert_day.execute(ts, sql::Blob{blob}) != sql::kDone) fail("cannot write day rows");
   };

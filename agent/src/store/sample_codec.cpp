@@ -53,7 +53,7 @@ bool put_exact_decimal(std::string& out, std::uint64_t head, double v) {
 }
 }  // namespace
 
-void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& values) {
+void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& values, bool exact) {
   std::sort(values.begin(), values.end());
   out.push_back(kFormat2);
   std::uint32_t prev = 0;
@@ -72,7 +72,8 @@ void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& val
         put_varint(out, zigzag(i));
       }
     } else if (put_exact_decimal(out, head, v)) {
-    } else if (std::isfinite(v) && std::fabs(v) < 3.0e38) {
+    } else if (std::isfinite(v) && std::fabs(v) < 3.0e38 &&
+               (!exact || served_float(static_cast<float>(v)) == v)) {
       const float f = static_cast<float>(v);
       if (!put_short_decimal(out, head, served_float(f))) {
         put_varint(out, head | 1);

@@ -19,7 +19,9 @@ namespace kiwi::agent {
 inline constexpr std::int64_t kMaxBlockSpanMs = 300'000;
 
 namespace sample_codec {
-void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& values);  // sorts
+// Sorts `values`. `exact`: every value reads back bit for bit (float64 where float32 would round).
+void encode(std::string& out, std::vector<std::pair<std::uint32_t, double>>& values,
+            bool exact = false);
 
 // A stored row's envelope: kDeflated, varint(size of the data), the data deflated (raw). pack()
 // always wraps; pack_if_smaller() only when that is smaller (a rollup blob of two series is not).

@@ -22,8 +22,9 @@
 //           , data BLOB)            -- that series' minute rows of the hour (minute * 5 + k);
 //                                   -- id 0: the hour's minute map (minute -> first-sample offset)
 //   days(ts INTEGER PRIMARY KEY     -- start of a day (UTC) + series id
-//          , data BLOB)             -- that series' hour summaries of the day (hour * 5 + k: mean,
-//                                   -- min, max, last, count, folded from its hour rows); id 0:
+//          , data BLOB)             -- that series' hour summaries of the day (hour * 5 + k: sum,
+//                                   -- min, max, last, count, folded from its hour rows; the sum
+//                                   -- exact, float64 where float32 would round); id 0:
 //                                   -- the day's hour map (hour -> first-sample offset)
 //   output_cursors(name TEXT PRIMARY KEY  -- [[remote_write]] name
 //           , acked_ms INTEGER)     -- newest sample ts the receiver acknowledged
