@@ -395,6 +395,37 @@ TEST_CASE("agent: SIGTERM writes every queued sample before exiting") {
   CHECK(rows_on_disk(agent.db_path()) >= seq);
 }
 
+TEST_CASE("agent: kiwi_agent_disk_written_bytes_total is write_bytes of its own /proc/PID/io") {
+  // The agent reads <agent.procfs>/self/io (here the real /proc): its own process's counter. A
+  // kernel without CONFIG_TASK_IO_ACCOUNTING has no such file, and the series is absent.
+  if (!fs::exists("/proc/self/io")) skip_test("this kernel has no /proc/self/io");
+  Agent agent("", "commit_interval = \"1s\"");
+  HttpClient c(agent.port());
+  const std::string io_path = "/proc/" + std::to_string(agent.pid()) + "/io";
+  auto write_bytes = [&] {
+    const std::string io = read_text(io_path);
+    const auto at = io.find("\nwrite_bytes: ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(io.substr(at + 14));
+  };
+  auto reported = [&] {
+    const std::string m = c.get("/metrics").body;
+    const std::string name = "\nkiwi_agent_disk_written_bytes_total ";
+    const auto at = m.find(name);
+    REQUIRE(at != std::string::npos);
+    return std::stod(m.substr(at + name.size()));
+  };
+  REQUIRE(eventually([&] { return sequence_of(c) >= 3; }));
+  // A sample taken before the kernel's figure is read shows at most that figure; a sample taken
+  // after it at least that (on a disk the agent's commits raise it; on tmpfs both stay 0).
+  const double first = reported();
+  const double kernel = write_bytes();
+  CHECK(first <= kernel);
+  const auto seq = sequence_of(c);
+  REQUIRE(eventually([&] { return sequence_of(c) >= seq + 2; }));
+  CHECK(reported() >= kernel);
+}
+
 TEST_CASE("agent: a full disk makes health fail with the reason, serving and sampling go on",
           "[slow]") {
   TempDir tmp;

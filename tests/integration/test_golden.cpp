@@ -32,10 +32,11 @@ constexpr std::string_view kSensorPrefixes[] = {
     "kiwi_cpu_",    "kiwi_thermal_",  "kiwi_memory_",    "kiwi_storage_",   "kiwi_network_",
     "kiwi_diskio_", "kiwi_pressure_", "kiwi_vm_",        "kiwi_boot_time_", "kiwi_devfreq_",
     "kiwi_power_",  "kiwi_cpufreq_",  "kiwi_processes_", "kiwi_hwmon_",     "kiwi_clock_"};
-// Per-sensor self-metrics whose values are deterministic on a fixture.
-constexpr std::string_view kExactSelfMetrics[] = {"kiwi_sensor_success", "kiwi_sensor_errors_total",
-                                                  "kiwi_sensor_invalid_metrics_total",
-                                                  "kiwi_snapshot_file_write_errors_total"};
+// Self-metrics whose values are deterministic on a fixture: per sensor, and the bytes written,
+// which the agent reads from the board's proc/self/io (vm has one).
+constexpr std::string_view kExactSelfMetrics[] = {
+    "kiwi_sensor_success", "kiwi_sensor_errors_total", "kiwi_sensor_invalid_metrics_total",
+    "kiwi_snapshot_file_write_errors_total", "kiwi_agent_disk_written_bytes_total"};
 
 // What the golden files keep of a metric of the agent's own report, by its /metrics family
 // (kiwi_<name>), in /metrics and in /api/current alike: the HTTP counters are left out (they

@@ -730,7 +730,7 @@ class RunningAgent {
   Store store_;
   SnapshotHolder holder_;
   AgentData data_;
-  Telemetry telemetry_{data_};        // the collector's own report: outlives the collector
+  Telemetry telemetry_{data_, cfg_.agent.procfs};  // the collector's own report: outlives it
   AlertEngine alerts_{store_, log_};  // the alert rules' report: outlives the collector
   std::unique_ptr<PluginLoader> loader_;
   std::map<std::string, std::shared_ptr<LoadedLibrary>> sensor_libraries_;  // by sensor name

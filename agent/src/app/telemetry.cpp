@@ -9,7 +9,8 @@ namespace kiwi::agent {
 namespace {
 
 using enum MetricKind;
-constexpr Unit kNone = Unit::none, kSeconds = Unit::seconds, kCount = Unit::count;
+constexpr Unit kNone = Unit::none, kSeconds = Unit::seconds, kCount = Unit::count,
+               kBytes = Unit::bytes;
 
 // The rows, in the order /metrics shows their families. The names are API (kiwi_ + name in
 // /metrics, the name in /api/current and the history).
@@ -47,6 +48,10 @@ constexpr MetricSpec kStoreRecovered{
     "store_recovered", kNone, gauge, "",
     "1 if a damaged history file was moved aside and replaced since start (/api/health says "
     "where it went)"};
+constexpr MetricSpec kDiskWritten{
+    "agent_disk_written_bytes_total", kBytes, counter, "",
+    "bytes the agent caused to be written to block devices (write_bytes of /proc/self/io; absent "
+    "where the kernel does not count them)"};
 constexpr MetricSpec kSnapshotFileErrors{
     "snapshot_file_write_errors_total", kCount, counter, "",
     "writes of the snapshot file (collector.snapshot_path) that failed"};
@@ -110,6 +115,7 @@ constexpr MetricSpec kRows[] = {kBuildInfo,
                                 kStoreErrors,
                                 kStorePending,
                                 kStoreRecovered,
+                                kDiskWritten,
                                 kSnapshotFileErrors,
                                 kConfigGeneration,
                                 kReloadSuccessful,
@@ -139,6 +145,17 @@ double num(std::uint64_t v) {
 
 }  // namespace
 
+std::optional<std::uint64_t> parse_io_write_bytes(std::string_view io_text) {
+  for (std::string_view line : kiwi::Lines(io_text)) {
+    kiwi::Fields fields(line);
+    if (fields.next() == "write_bytes:") return kiwi::to_number<std::uint64_t>(fields.next());
+  }
+  return std::nullopt;
+}
+
+Telemetry::Telemetry(const AgentData& data, const std::string& procfs)
+    : data_(data), self_io_(kiwi::join_path(procfs, "self/io")) {}
+
 std::span<const MetricSpec> Telemetry::rows() {
   return kRows;
 }
@@ -160,6 +177,8 @@ SampleResult Telemetry::sample(const Snapshot& tick, MetricSink& sink) {
   sink.emit(kStoreErrors, num(s.store_write_errors));
   sink.emit(kStorePending, num(s.store_samples_pending));
   sink.emit(kStoreRecovered, s.store_recovered.empty() ? 0 : 1);
+  if (auto io = self_io_.read_if_readable())
+    if (auto written = parse_io_write_bytes(*io)) sink.emit(kDiskWritten, num(*written));
   sink.emit(kSnapshotFileErrors, num(s.snapshot_file_errors));
   sink.emit(kConfigGeneration, num(s.config.generation));
   sink.emit(kReloadSuccessful, s.config.reload_status == "failed" ? 0 : 1);

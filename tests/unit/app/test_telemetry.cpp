@@ -2,6 +2,7 @@
 // is, rendered by /metrics as today's self-metrics, and listed in docs/api.md.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -9,10 +10,15 @@
 #include "app/telemetry.hpp"
 #include "metrics_render.hpp"
 #include "plugin/metric_check.hpp"
+#include "test_support.hpp"
 
 using namespace kiwi::agent;
+namespace fs = std::filesystem;
 
 namespace {
+
+// A board tree without proc/self/io: no bytes-written series.
+constexpr const char* kProcfs = KIWI_FIXTURES_DIR "/rk3588/proc";
 
 // A tick's sensor reports, as the collector hands them to the agent's report.
 kiwi::Snapshot tick() {
@@ -33,9 +39,11 @@ kiwi::Snapshot tick() {
   return s;
 }
 
-// The agent's report of `snap`, read through the metric check as the collector reads it.
-SampleCall read_report(const AgentData& data, const kiwi::Snapshot& snap) {
-  Telemetry telemetry(data);
+// The agent's report of `snap`, read through the metric check as the collector reads it, with
+// `procfs` as agent.procfs.
+SampleCall read_report(const AgentData& data, const kiwi::Snapshot& snap,
+                       const std::string& procfs = kProcfs) {
+  Telemetry telemetry(data, procfs);
   return call_checked([&](kiwi::MetricSink& sink) { return telemetry.sample(snap, sink); },
                       nullptr);
 }
@@ -115,6 +123,43 @@ TEST_CASE(
         families.end())
       rows.push_back("kiwi_" + std::string(row.name));
   CHECK(families == rows);
+}
+
+TEST_CASE(
+    "telemetry: the agent's bytes written are write_bytes of <procfs>/self/io, absent when "
+    "that cannot be read") {
+  SnapshotHolder holder;
+  AgentData data(holder, nullptr);
+  // The vm board's proc/self/io is a kiwi-agent's own, read on a VM (tests/fixtures/vm/README.md):
+  // write_bytes 1036288, where wchar (880813) counts what it handed to write() and
+  // cancelled_write_bytes what it truncated before writeback.
+  const SampleCall c = read_report(data, tick(), KIWI_FIXTURES_DIR "/vm/proc");
+  INFO(c.message << c.dropped_note);
+  CHECK(c.dropped == 0);
+  CHECK(value_of(c, "agent_disk_written_bytes_total") == 1036288);
+
+  // No such file (a kernel without CONFIG_TASK_IO_ACCOUNTING), a file whose read() fails (a
+  // hardened /proc: here a directory, EISDIR), a file without the line: the report is ok and
+  // holds every other series, only this one is left out.
+  kiwi_test::TempDir tmp;
+  fs::create_directories(tmp.path / "unreadable/self/io");
+  fs::create_directories(tmp.path / "no_line/self");
+  std::ofstream(tmp.path / "no_line/self/io") << "rchar: 1863930\nwchar: 880813\n";
+  for (const std::string& procfs : {std::string(kProcfs), (tmp.path / "unreadable").string(),
+                                    (tmp.path / "no_line").string()}) {
+    INFO(procfs);
+    const SampleCall r = read_report(data, tick(), procfs);
+    CHECK(r.state == kiwi::SensorState::ok);
+    CHECK(value_of(r, "collector_ticks_total") == 0);
+    for (auto& m : r.metrics) CHECK(m.name != "agent_disk_written_bytes_total");
+  }
+
+  CHECK(parse_io_write_bytes("read_bytes: 0\nwrite_bytes: 4096\n") == 4096u);
+  CHECK(parse_io_write_bytes("write_bytes: 18446744073709551615") == 18446744073709551615u);
+  CHECK_FALSE(parse_io_write_bytes("cancelled_write_bytes: 16384\n"));
+  CHECK_FALSE(parse_io_write_bytes("write_bytes: -1\n"));
+  CHECK_FALSE(parse_io_write_bytes("write_bytes:\n"));
+  CHECK_FALSE(parse_io_write_bytes(""));
 }
 
 TEST_CASE("telemetry: docs/api.md lists every self-metric with its labels and type") {
