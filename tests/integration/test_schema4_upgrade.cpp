@@ -27,7 +27,8 @@ const fs::path kFixture = fs::path(KIWI_FIXTURES_DIR) / "schema4";
 // fixture's last tick). A retention option added later (a rollup tier's) is set here too, to its
 // longest: this is the test's one place for them.
 constexpr int kLongestRetentionDays = 366;
-const std::string kRetentions = "retention = \"366d\"\n";
+const std::string kRetentions =
+    "retention = \"366d\"\nminute_retention = \"3660d\"\nhour_retention = \"3660d\"\n";
 
 // gunzip `from` into `to` (the fixture is kiwi.db compressed: 1 KiB pages, a quarter empty).
 void gunzip(const fs::path& from, const fs::path& to) {
