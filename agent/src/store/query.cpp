@@ -218,6 +218,7 @@ class Window {
         until_ms_(until_ms),
         step_ms_(step_ms),
         catalog_(src.series.view()),
+        board_(src.board.view()),  // before the file is read (minute_board.hpp)
         buckets_(q, step_ms, *catalog_) {}
 
   HistoryResult run();
@@ -228,6 +229,8 @@ class Window {
   void read_days(std::int64_t hi);
   void read_minutes(std::int64_t hi);
   void read_minutes_unfolded(std::int64_t lo, std::int64_t hi_key);
+  bool read_minutes_in_memory(std::int64_t hour, std::int64_t lo, std::int64_t hi_key);
+  bool take_minute_row(std::int64_t key, std::string_view blob);
   bool read_folded(Folded& f, FoldedStatements& st, std::int64_t start);
   void take_folded(const Folded& f, Tier tier, std::int64_t cursor, std::int64_t hi);
   bool take_span(std::int64_t start, std::int64_t length, std::int64_t first_ts, Tier finer);
@@ -248,8 +251,10 @@ class Window {
   const HistoryQuery& q_;
   const std::int64_t since_ms_, until_ms_, step_ms_;
   const SeriesTable::View catalog_;
+  const MinuteBoard::View board_;  // the minutes not in the file yet
   Buckets buckets_;
-  std::vector<std::uint32_t> ids_;  // the wanted series
+  std::vector<std::uint32_t> ids_;                           // the wanted series
+  std::int64_t taken_minute_ = INT64_MIN, taken_first_ = 0;  // of take_minute_row()
   // A connection of the pool while the window is read. An error drops it with the exception.
   std::unique_ptr<ReadConnection> conn_;
   std::string buf_;                                                 // rows unpacked by row_at()
@@ -310,6 +315,8 @@ void Window::read_tiers() {
     for (int c : {0, 1})
       if (!rows.null(c)) raw_start = std::min(raw_start, rows.int64(c));
     if (!rows.null(2)) minute_start = std::min(minute_start, floor_to(rows.int64(2), kRollupMs));
+    src_.queue.for_each(
+        [&](std::int64_t ts, const std::string&) { raw_start = std::min(raw_start, ts); });
     if (!rows.null(3)) minute_start = std::min(minute_start, floor_to(rows.int64(3), kHourMs));
   }
   const bool hour_steps = step_ms_ >= kHourMs && (step_ms_ % kHourMs == 0 || step_ms_ >= kDayMs);
@@ -395,6 +402,38 @@ void Window::take_folded(const Folded& f, Tier finer, std::int64_t cursor, std::
   }
 }
 
+// A minute's row of group key - minute (unpacked), if its minute is read from it: group 0 first
+// (the minute's first-sample offset; a minute without it is not a rollup), then the others.
+bool Window::take_minute_row(std::int64_t key, std::string_view blob) {
+  const std::int64_t minute = floor_to(key, kRollupMs);
+  if (key == minute) {
+    const std::int64_t first_ts = minute + first_sample_offset(blob);
+    if (!take_span(minute, kRollupMs, first_ts, Tier::raw)) return false;
+    taken_minute_ = minute, taken_first_ = first_ts;
+  } else if (minute != taken_minute_) {
+    return false;
+  }
+  buckets_.add_rollup(taken_first_, blob);
+  return true;
+}
+
+// The minutes of `hour` in [lo, hi_key] from the writer's memory, if it has that hour.
+bool Window::read_minutes_in_memory(std::int64_t hour, std::int64_t lo, std::int64_t hi_key) {
+  auto it = std::lower_bound(board_->begin(), board_->end(), hour,
+                             [](const MinuteRows& m, std::int64_t t) { return m.minute < t; });
+  if (it == board_->end() || it->minute >= hour + kHourMs) return false;
+  std::string buf;
+  for (; it != board_->end() && it->minute <= hi_key && it->minute < hour + kHourMs; ++it) {
+    if (it->minute < lo || it->groups.empty()) continue;
+    for (std::size_t g = 0; g < it->groups.size(); ++g) {
+      if (it->groups[g].empty()) continue;
+      auto blob = sample_codec::unpack(it->groups[g], buf);
+      if (!blob || !take_minute_row(it->minute + static_cast<std::int64_t>(g), *blob)) break;
+    }
+  }
+  return true;
+}
+
 // Hours (their summaries in day rows) that start at raw_from_ or later and end by `hi`.
 void Window::read_days(std::int64_t hi) {
   hi = minus_saturating(hi, kHourMs - 1);  // the last hour starting here ends by hi
@@ -420,16 +459,23 @@ void Window::read_minutes(std::int64_t hi) {
                                   : floor_to(hi, kRollupMs) + kRollupMs - 1;
   Folded hour(kHourMs, kRollupMs);
   for (std::int64_t cursor = lo; cursor <= hi;) {
+    auto in_memory =
+        std::lower_bound(board_->begin(), board_->end(), cursor,
+                         [](const MinuteRows& m, std::int64_t t) { return m.minute < t; });
     const std::int64_t h =
-        floor_to(std::min(next_at(conn_->hours().next, floor_to(cursor, kHourMs), hi_key),
-                          next_at(conn_->rollup_next(), cursor, hi_key)),
+        floor_to(std::min({next_at(conn_->hours().next, floor_to(cursor, kHourMs), hi_key),
+                           next_at(conn_->rollup_next(), cursor, hi_key),
+                           in_memory == board_->end() ? INT64_MAX : in_memory->minute}),
                  kHourMs);
     if (h > hi) break;  // none (INT64_MAX floors to a later hour than any hi)
     const std::int64_t from = std::max(cursor, h);
-    if (read_folded(hour, conn_->hours(), h))
+    const std::int64_t to = std::min(hi_key, h + kHourMs - 1);
+    if (read_minutes_in_memory(h, from, to)) {
+    } else if (read_folded(hour, conn_->hours(), h)) {
       take_folded(hour, Tier::raw, from, hi);
-    else
-      read_minutes_unfolded(from, std::min(hi_key, h + kHourMs - 1));
+    } else {
+      read_minutes_unfolded(from, to);
+    }
     if (h > INT64_MAX - kHourMs) break;
     cursor = h + kHourMs;
   }
@@ -439,19 +485,8 @@ void Window::read_minutes(std::int64_t hi) {
 // (the minute's first-sample offset; a minute without it is not a rollup) and the groups of the
 // wanted series, by key when few, else every row.
 void Window::read_minutes_unfolded(std::int64_t lo, std::int64_t hi_key) {
-  std::int64_t taken = INT64_MIN, taken_first = 0;
   auto take = [&](std::int64_t key, std::string_view blob) {
-    const std::int64_t minute = floor_to(key, kRollupMs);
-    if (minute < lo) return false;
-    if (key == minute) {
-      const std::int64_t first_ts = minute + first_sample_offset(blob);
-      if (!take_span(minute, kRollupMs, first_ts, Tier::raw)) return false;
-      taken = minute, taken_first = first_ts;
-    } else if (minute != taken) {
-      return false;  // a minute without a group 0 row is not a rollup
-    }
-    buckets_.add_rollup(taken_first, blob);
-    return true;
+    return floor_to(key, kRollupMs) >= lo && take_minute_row(key, blob);
   };
   if (ids_.size() > kNarrowSeries) {
     auto rows = conn_->rollups().query(lo, hi_key);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <kiwi/model.hpp>
 
+#include "store/minute_board.hpp"
 #include "store/queue.hpp"
 #include "store/reader.hpp"
 #include "store/series_table.hpp"
@@ -15,11 +16,13 @@ namespace kiwi::agent {
 
 // What a query reads. `open_minute`: the minute summarised in memory now (INT64_MAX: none); a
 // stored rollup row of it is partial (written before a restart), so its samples are read instead.
+// `board`: the closed minutes not in the file yet.
 struct QuerySources {
   ReadPool& pool;
   const TickQueue& queue;
   const SeriesTable& series;
   const std::atomic<std::int64_t>& open_minute;
+  const MinuteBoard& board;
 };
 
 // Store::query() (store.hpp). Throws StoreError.

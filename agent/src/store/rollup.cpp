@@ -1,4 +1,5 @@
-// The writer's minute summaries and their folding into hour rows (the layout: rollup.hpp).
+// The writer's minute summaries, kept in memory for the hour in progress, and their folding into
+// hour rows and day rows (the layout: rollup.hpp, schema.hpp).
 #include "store/rollup.hpp"
 
 #include <algorithm>
@@ -25,12 +26,12 @@ std::int64_t first_sample_offset(std::string_view blob) {
   }
 }
 
-void Writer::add_to_minute(std::int64_t ts_ms,
-                           const std::vector<std::pair<std::uint32_t, double>>& values) {
-  minute_first_ = std::min(minute_first_, ts_ms);
+void Writer::MinuteFold::add(std::int64_t ts_ms,
+                             const std::vector<std::pair<std::uint32_t, double>>& values) {
+  first = std::min(first, ts_ms);
   for (auto& [id, v] : values) {
-    if (minute_.size() <= id) minute_.resize(id + 1);
-    MinuteStats& m = minute_[id];
+    if (stats.size() <= id) stats.resize(id + 1);
+    Stats& m = stats[id];
     m.min = m.n ? std::min(m.min, v) : v;
     m.max = m.n ? std::max(m.max, v) : v;
     m.sum += v;
@@ -39,70 +40,22 @@ void Writer::add_to_minute(std::int64_t ts_ms,
   }
 }
 
-// A minute starts being summarised in memory. Its summary must cover every sample of that minute,
-// including those it already has: written before a restart inside the minute (the collector
-// closes the minute and flushes at stop, then the next run starts with no minute state), before
-// a kill -9 (up to the last commit), or before close_current_minute() in this process. So the
-// in-memory state is seeded by folding that minute's samples, from the file and from the queue,
-// and close_minute() then replaces any stored row of the minute with the complete one.
-// One code path for every case. The samples are folded rather than the stored row merged
-// (mean x count): the row is itself a summary of exactly these samples, folding them keeps sums
-// exact, and it also covers a minute whose row was never written (kill -9). Ids in sample rows
-// are the catalogue's ids (loaded from the same file at open, new series appended after them).
-// The usual case, a minute nobody wrote yet, costs one indexed probe that finds no row.
-void Writer::begin_minute(std::int64_t minute) {
-  minute_start_ = minute;
-  minute_first_ = INT64_MAX;
-  const std::int64_t end = minute + Store::kRollupMs;
-  const std::size_t known = series_.size();  // ids 1..known are in the catalogue
-  std::vector<std::pair<std::uint32_t, double>> values;
-  std::int64_t folded_until = INT64_MIN;
-  auto fold = [&](std::int64_t ts, std::string_view blob) {
-    values.clear();
-    try {
-      sample_codec::decode(blob, [&](std::uint32_t id, double v) {
-        if (id >= 1 && id <= known) values.emplace_back(id, v);
-      });
-    } catch (const StoreError&) {
-      return true;  // a damaged row: summarised without it, as queries read around it
-    }
-    add_to_minute(ts, values);
-    folded_until = ts;
-    return true;
-  };
-  if (file_.db.is_open()) {  // none: no file open now
-    try {
-      scan_ticks(file_.db, file_.ticks, minute, end - 1, false, fold);
-    } catch (const StoreError&) {
-      // The file's ticks are missed (the commit that follows will say what is wrong with it).
-    }
-  }
-  // Queued rows are newer than committed ones.
-  queue_.for_each([&](std::int64_t ts, const std::string& blob) {
-    if (ts >= minute && ts < end && ts > folded_until) fold(ts, blob);
-  });
-  open_minute_.store(minute, std::memory_order_release);
+void Writer::MinuteFold::reset(std::int64_t minute) {
+  start = minute;
+  first = INT64_MAX;
+  stats.assign(stats.size(), Stats{});
 }
 
-void Writer::close_current_minute() {
-  close_minute();
-  minute_start_ = INT64_MIN;  // the next append, even in this minute, begins it afresh
-  open_minute_.store(INT64_MAX, std::memory_order_release);
-}
-
-// A minute's rows (rollup.hpp), one per group, queued for the next commit.
-void Writer::close_minute() {
-  bool any = false;
-  for (auto& m : minute_) any = any || m.n;
-  if (!any) return;
+// A minute's rows (rollup.hpp), one per group.
+MinuteRows Writer::MinuteFold::rows() const {
   constexpr std::uint32_t kGroup = Store::kGroupSeries;
-  PendingMinute out{minute_start_, {}};
+  MinuteRows out{start, {}};
   std::vector<std::pair<std::uint32_t, double>> values;
-  values.emplace_back(0, static_cast<double>(minute_first_ - minute_start_));
-  for (std::uint32_t g = 0; g * kGroup < minute_.size(); ++g) {
-    const auto end = std::min<std::size_t>(minute_.size(), (g + 1) * kGroup);
+  values.emplace_back(0, static_cast<double>(first - start));
+  for (std::uint32_t g = 0; g * kGroup < stats.size(); ++g) {
+    const auto end = std::min<std::size_t>(stats.size(), (g + 1) * kGroup);
     for (std::uint32_t id = g * kGroup; id < end; ++id) {
-      const MinuteStats& m = minute_[id];
+      const Stats& m = stats[id];
       if (!m.n) continue;
       values.insert(values.end(), {{id * 5 + 0, m.sum / m.n},
                                    {id * 5 + 1, m.min},
@@ -117,78 +70,167 @@ void Writer::close_minute() {
     out.groups.back() = sample_codec::pack_if_smaller(std::move(blob));
     values.clear();
   }
-  minute_.assign(minute_.size(), MinuteStats{});
-  pending_rollups_.push_back(std::move(out));
-  if (pending_rollups_.size() > Store::kMaxPendingRows / 60)
-    pending_rollups_.erase(pending_rollups_.begin());
+  return out;
 }
 
-// The hour rows of `hour` (rollup.hpp), from its minute rows.
-void Writer::fold_hour(std::int64_t hour) {
-  constexpr std::uint32_t kGroup = Store::kGroupSeries;
-  constexpr std::int64_t kMinute = Store::kRollupMs;
-  const std::int64_t end = hour + Store::kHourMs - 1;
-  auto clear_hour = [&] { step_range(file_.delete_hour, hour, end, "cannot write hour rows"); };
-  clear_hour();
-  std::vector<std::pair<std::uint32_t, double>> minutes;  // m -> first-sample offset
-  std::vector<std::vector<std::pair<std::uint32_t, double>>> rows(kGroup);
-  std::string buf;
-  bool ok = true;
-  // Decodes a minute row (already unpacked) of minute m, group g, into `rows`.
-  auto take = [&](std::uint32_t m, std::uint32_t g, std::string_view blob) {
+// Calls fn(ts, values) for each tick in [from, to]: from the file, then the queue (newer than
+// what is committed). A tick that does not decode is left out, as queries read around it. Ids in
+// tick rows are the catalogue's ids (loaded from the same file at open, new series appended
+// after them).
+void Writer::each_tick(std::int64_t from, std::int64_t to, const TickFn& fn) {
+  if (to < from) return;
+  const std::size_t known = series_.size();  // ids 1..known are in the catalogue
+  std::vector<std::pair<std::uint32_t, double>> values;
+  std::int64_t done_until = INT64_MIN;
+  auto add = [&](std::int64_t ts, std::string_view blob) {
+    values.clear();
     try {
-      sample_codec::decode(blob, [&](std::uint32_t key, double v) {
-        const std::uint32_t id = key / 5;
-        if (id == 0) return;
-        if (id / kGroup != g) return void(ok = false);
-        rows[id % kGroup].emplace_back(m * 5 + key % 5, v);
+      sample_codec::decode(blob, [&](std::uint32_t id, double v) {
+        if (id >= 1 && id <= known) values.emplace_back(id, v);
       });
     } catch (const StoreError&) {
-      ok = false;
+      return true;
     }
+    fn(ts, values);
+    done_until = ts;
+    return true;
   };
+  if (file_.db.is_open()) {  // none: no file open now
+    try {
+      scan_ticks(file_.db, file_.ticks, from, to, false, add);
+    } catch (const StoreError&) {
+      // The file's ticks are missed (the commit that follows will say what is wrong with it).
+    }
+  }
+  queue_.for_each([&](std::int64_t ts, const std::string& blob) {
+    if (ts >= from && ts <= to && ts > done_until) add(ts, blob);
+  });
+}
+
+// The minute summaries of the ticks in [from, to].
+std::vector<MinuteRows> Writer::summarise(std::int64_t from, std::int64_t to) {
+  std::vector<MinuteRows> out;
+  MinuteFold fold;
+  each_tick(from, to, [&](std::int64_t ts, const std::vector<std::pair<std::uint32_t, double>>& v) {
+    const std::int64_t minute = floor_to(ts, Store::kRollupMs);
+    if (minute != fold.start) {
+      if (!fold.empty()) out.push_back(fold.rows());
+      fold.reset(minute);
+    }
+    fold.add(ts, v);
+  });
+  if (!fold.empty()) out.push_back(fold.rows());
+  return out;
+}
+
+// A minute of another hour begins (the next hour, or one the clock went back or forward to): the
+// hour in progress is closed, to be written by the next commit; hours of the file left unfolded
+// (found at open) are summarised from their ticks for it too; and the minutes of the new hour
+// before `minute` that already have ticks (a restart or a kill inside the hour, the clock gone
+// back into it) are summarised from them, so its rows, written when it is over, are whole. The
+// usual case, a new hour nobody wrote yet, costs one indexed probe that finds no tick.
+void Writer::open_hour(std::int64_t hour, std::int64_t minute) {
+  auto close = [&](std::int64_t h, std::vector<MinuteRows> minutes) {
+    if (minutes.empty()) return;
+    std::erase_if(closed_hours_, [&](const auto& c) { return c.first == h; });
+    closed_hours_.emplace_back(h, std::move(minutes));
+  };
+  if (hour_ != INT64_MIN) close(hour_, std::move(hour_minutes_));
+  hour_minutes_.clear();
+  if (recover_from_ < hour) {
+    std::vector<MinuteRows> found = summarise(recover_from_, hour - 1);
+    for (std::size_t i = 0, j; i < found.size(); i = j) {
+      const std::int64_t h = floor_to(found[i].minute, Store::kHourMs);
+      std::vector<MinuteRows> minutes;
+      for (j = i; j < found.size() && floor_to(found[j].minute, Store::kHourMs) == h; ++j)
+        minutes.push_back(std::move(found[j]));
+      close(h, std::move(minutes));
+    }
+  }
+  recover_from_ = INT64_MAX;
+  hour_ = hour;
+  std::erase_if(closed_hours_, [&](const auto& c) { return c.first == hour; });
+  hour_minutes_ = summarise(hour, minute - 1);
+  publish();
+}
+
+// A minute starts being summarised in memory. Its summary must cover every sample of that minute,
+// including those it already has: written before a restart inside the minute (the collector
+// closes the minute and flushes at stop, then the next run starts with no minute state), before
+// a kill -9 (up to the last commit), or before close_current_minute() in this process. So the
+// in-memory state is seeded by folding that minute's samples, from the file and from the queue,
+// and close_minute() then replaces the closed summary of the minute, if there is one, with the
+// complete one. The usual case, a minute nobody wrote yet, costs one indexed probe.
+void Writer::begin_minute(std::int64_t minute) {
+  if (!hour_minutes_.empty() && hour_minutes_.back().minute == minute) hour_minutes_.pop_back();
+  minute_.reset(minute);
+  each_tick(minute, minute + Store::kRollupMs - 1,
+            [&](std::int64_t ts, const std::vector<std::pair<std::uint32_t, double>>& v) {
+              minute_.add(ts, v);
+            });
+  open_minute_.store(minute, std::memory_order_release);
+}
+
+void Writer::close_current_minute() {
+  close_minute();
+  minute_.start = INT64_MIN;  // the next append, even in this minute, begins it afresh
+  open_minute_.store(INT64_MAX, std::memory_order_release);
+}
+
+// The minute's summary joins its hour's (written with the hour's rows when the hour is over).
+void Writer::close_minute() {
+  if (minute_.empty()) return;
+  hour_minutes_.push_back(minute_.rows());
+  minute_.reset(INT64_MIN);
+  publish();
+}
+
+// What readers find in memory: the closed hours not committed yet, then the hour in progress.
+void Writer::publish() {
+  std::vector<MinuteRows> all;
+  for (auto& [h, minutes] : closed_hours_) all.insert(all.end(), minutes.begin(), minutes.end());
+  all.insert(all.end(), hour_minutes_.begin(), hour_minutes_.end());
+  std::sort(all.begin(), all.end(),
+            [](const MinuteRows& a, const MinuteRows& b) { return a.minute < b.minute; });
+  board_.publish(std::move(all));
+}
+
+// The hour rows of `hour` (rollup.hpp), from its minutes' summaries.
+void Writer::fold_hour(std::int64_t hour, const std::vector<MinuteRows>& minutes) {
+  constexpr std::int64_t kMinute = Store::kRollupMs;
+  step_range(file_.delete_hour, hour, hour + Store::kHourMs - 1, "cannot write hour rows");
+  std::vector<std::pair<std::uint32_t, double>> map;                // m -> first-sample offset
+  std::vector<std::vector<std::pair<std::uint32_t, double>>> rows;  // by series id
+  std::string buf;
+  for (auto& pm : minutes) {
+    if (pm.groups.empty() || pm.minute < hour || pm.minute >= hour + Store::kHourMs) continue;
+    const auto m = static_cast<std::uint32_t>((pm.minute - hour) / kMinute);
+    bool first = true;
+    for (std::size_t g = 0; g < pm.groups.size(); ++g) {
+      auto blob = sample_codec::unpack(pm.groups[g], buf);
+      if (!blob) continue;
+      sample_codec::decode(*blob, [&](std::uint32_t key, double v) {
+        const std::uint32_t id = key / 5;
+        if (id == 0) {
+          if (first) map.emplace_back(m, v), first = false;
+          return;
+        }
+        if (rows.size() <= id) rows.resize(id + 1);
+        rows[id].emplace_back(m * 5 + key % 5, v);
+      });
+    }
+  }
+  if (map.empty()) return;
   auto put = [&](std::int64_t ts, std::vector<std::pair<std::uint32_t, double>>& values) {
     std::string blob;
     sample_codec::encode(blob, values);
     blob = sample_codec::pack_if_smaller(std::move(blob));
     if (file_.insert_hour.execute(ts, sql::Blob{blob}) != sql::kDone)
       fail("cannot write hour rows");
-    values.clear();
   };
-  auto put_group = [&](std::uint32_t g) {
-    for (std::uint32_t i = 0; i < kGroup; ++i)
-      if (!rows[i].empty()) put(hour + g * kGroup + i, rows[i]);
-  };
-  // Group 0 of each minute: the minute map, and ids 1..63.
-  for (std::int64_t cursor = hour; ok && cursor <= end;) {
-    auto found = file_.rollup_next.query(cursor, end);
-    if (!found.next()) {
-      if (found.failed()) fail("cannot read rollups");
-      break;
-    }
-    const std::int64_t key = found.int64(0);
-    const std::int64_t minute = floor_to(key, kMinute);
-    const auto m = static_cast<std::uint32_t>((minute - hour) / kMinute);
-    if (key == minute)
-      if (auto blob = sample_codec::unpack(found.blob(1), buf)) {
-        minutes.emplace_back(m, static_cast<double>(first_sample_offset(*blob)));
-        take(m, 0, *blob);
-      }
-    cursor = minute + kMinute;
-  }
-  if (!ok || minutes.empty()) return clear_hour();
-  put_group(0);
-  for (std::uint32_t g = 1; ok && g * kGroup <= series_.size(); ++g) {
-    for (auto& [m, offset] : minutes) {
-      auto found = file_.rollup_at.query(hour + m * kMinute + g);
-      if (found.next())
-        if (auto blob = sample_codec::unpack(found.blob(0), buf)) take(m, g, *blob);
-      if (found.failed()) fail("cannot read rollups");
-    }
-    if (ok) put_group(g);
-  }
-  if (!ok) return clear_hour();
-  put(hour, minutes);
+  for (std::uint32_t id = 1; id < rows.size(); ++id)
+    if (!rows[id].empty()) put(hour + id, rows[id]);
+  put(hour, map);
 }
 
 // The day rows of `day` (rollup.hpp), from its hour rows: each folded hour's minutes summarised

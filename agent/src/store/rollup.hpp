@@ -1,7 +1,8 @@
-// The rows that summarise minutes and hours (schema.hpp), as their readers need them. The writer
-// makes them (Writer, rollup.cpp); the query side reads them (query.cpp).
+// The rows that summarise minutes, hours and days (schema.hpp), as their readers need them. The
+// writer makes them (Writer, rollup.cpp); the query side reads them (query.cpp).
 //
-// Minute rows: sample_codec pairs keyed id * 5 + k, k = 0 mean, 1 min, 2 max, 3 last, 4 count;
+// Minute rows (in memory, MinuteRows; in the rollups table of an older agent's file): sample_codec
+// pairs keyed id * 5 + k, k = 0 mean, 1 min, 2 max, 3 last, 4 count;
 // key 0 (no series has id 0) is the offset of the minute's first sample from its start, in ms
 // (agents before it ignore key 0, and a row without it reads as offset 0). One row per group of
 // Store::kGroupSeries ids (ids 64g .. 64g + 63), keyed minute + g; group 0 has key 0, so it is
@@ -11,11 +12,12 @@
 // Hour rows: for each series id > 0, sample_codec pairs keyed m * 5 + k (m the minute of the hour,
 // 0..59; k as in a minute row), at ts = hour + id; and at ts = hour + 0 ("series 0") the hour's
 // minute map: key m, value the offset of minute m's first sample, for every minute that has a
-// rollup (a group 0 row). Made from the minute rows only, so they say exactly what those say: a
-// minute without a group 0 row is missing from all of them, with the rows of its other groups (as
-// a query of the minute rows reads that minute from its samples). An hour of whole-minute rows of
-// a file of version 3 or before (ids beyond group 0 in a group 0 row), or one that does not
-// decode, is left unfolded: queries read it from its minute rows, as before.
+// rollup (a group 0 row). Made from the hour's minute rows only, so they say exactly what those
+// say.
+//
+// Day rows: the same shape one level up, at ts = day + id: keys h * 5 + k (h the hour of the day,
+// 0..23; k = 0 the sum of the hour's values, exact, then min, max, last, count), and at ts = day
+// the hour map (h -> offset of the hour's first sample).
 #pragma once
 
 #include <cstdint>

@@ -16,7 +16,9 @@
 //           , data BLOB)            -- per series of the group: mean, min, max, last and count of
 //                                   -- that minute; group 0 also (key 0) the offset of its first
 //                                   -- sample in ms, so it is there for every minute summarised;
-//                                   -- deflated when that is smaller. A version 1-3 file's rows
+//                                   -- deflated when that is smaller. Written by agents before
+//                                   -- version 5 (this one keeps them in memory, MinuteBoard),
+//                                   -- read as long as they last. A version 1-3 file's rows
 //                                   -- hold every series at ts = minute: they read as group 0
 //   hours(ts INTEGER PRIMARY KEY    -- start of an hour + series id
 //           , data BLOB)            -- that series' minute rows of the hour (minute * 5 + k);
@@ -30,28 +32,27 @@
 //           , acked_ms INTEGER)     -- newest sample ts the receiver acknowledged
 //   (created if missing in a file of any version: older agents ignore it)
 // Tiers, each pruned at its own retention ([collector] retention, minute_retention,
-// hour_retention): raw ticks (blocks; 24 h), minute summaries (hour rows; 30 days; minute rows
-// only until their hour is folded, pruned with the ticks) and hour summaries (day rows; a year),
-// folded from the hour rows when a minute of another day is written (fold_day()), in that commit.
-// A query reads each span of time from one tier (query.cpp, class Window): hour summaries for a
-// step of whole hours, minute summaries for a step of a minute or more, and a coarser tier where
-// a finer one has been pruned, a finer one where a coarse summary is not made yet.
-// Queries with a step of a minute or more read the rollups: a 24 h chart reads 1,440 minutes, not
-// 86,400 ticks. Their buckets are made of whole minutes (raw samples fill the rest of the window).
-// A minute's summary always folds every sample of that minute, also across a restart inside it
-// (begin_minute()). Hour rows are a second copy of the minute rows, made from them alone
-// (fold_hour()) when a minute of another hour is written, in that commit; writing a minute
-// deletes its hour's rows first (a rewrite after a restart, a clock gone back), so the two never
-// disagree. A query of at most kNarrowSeries series reads hours that have hour rows from those
-// (a row per series, and the minute map) and other minutes by key (group 0 and the wanted
-// groups): a day of one series is ~24 + 2 x 60 lookups whatever the number of series. Wider
-// queries read a folded hour's rows as one range, other minutes' every row. An hour of a
-// version-3 file's whole-minute rows is not folded (it ages out in a day).
+// hour_retention): raw ticks (blocks; 24 h), minute summaries (hour rows; 30 days) and hour
+// summaries (day rows; a year). A minute's summary is made in memory (every sample of the minute,
+// also across a restart inside it: begin_minute()) and kept there, with the hour's other minutes
+// (minute_board.hpp), until the hour is over; the commit after that writes the hour's rows
+// (fold_hour()), and when the hour was a day's last, that day's rows from its hour rows
+// (fold_day()). So a minute's summary is written once, in its hour's rows: minute rows of their
+// own cost as many bytes again. What is in memory is made again from the ticks, which are in the
+// file: at the first minute after a start (the hours left unfolded since the last hour rows, and
+// the minutes of the hour in progress), and when the clock goes back into an hour already folded
+// (its rows are written again, whole). A query reads each span of time from one tier (query.cpp,
+// class Window): hour summaries for a step of whole hours, minute summaries for a step of a minute
+// or more (a 24 h chart reads 1,440 minutes, not 86,400 ticks), and a coarser tier where a finer
+// one has been pruned, a finer one where a coarse summary is not made yet. A query of at most
+// kNarrowSeries series reads a folded hour's map and its series' rows by key: a day of one series
+// is ~24 + 24 lookups whatever the number of series; wider queries read an hour's rows as one
+// range. Minute rows of an older agent's file, and its whole-minute rows (version 3), are read
+// where no hour rows are.
 // Flash wear sets the layout. append() keeps ticks in memory and flush() commits them every few
 // seconds (a crash loses at most that; queries see the queued ticks too) as one block row: the
 // ticks of a commit compress together about 3.4-fold (each repeats the series ids and most
-// values of the one before), so a commit of 10 s at the default sensors is one row of ~0.8 kB
-// that fits one 1 KiB page, where a row per tick took four pages and their parent. Each page a
+// values of the one before). Each page a
 // commit touches is a WAL frame, and a checkpoint writes it again: bytes written per hour follow
 // pages touched per commit (docs/benchmarks.md, "Disk writes").
 // Whose file it is, and a damaged one. Before anything is written, the file is identified: ours

@@ -41,7 +41,8 @@ class Store::Impl {
   ReadPool pool;
   // The minute the writer summarises in memory now (INT64_MAX: none), for readers.
   std::atomic<std::int64_t> open_minute{INT64_MAX};
-  Writer writer{queue, series, cursors, alerts, open_minute};
+  MinuteBoard board;
+  Writer writer{queue, series, cursors, alerts, open_minute, board};
 
   // quick_check of the file opened, on a thread of its own (set_up_history()); the writer's.
   std::future<std::string> check;
@@ -186,7 +187,7 @@ std::size_t Store::pending_rows() const {
 }
 
 HistoryResult Store::query(const HistoryQuery& q) const {
-  return run_query({impl_->pool, impl_->queue, impl_->series, impl_->open_minute}, q);
+  return run_query({impl_->pool, impl_->queue, impl_->series, impl_->open_minute, impl_->board}, q);
 }
 
 Store::Catalog Store::series() const {

@@ -14,16 +14,11 @@ void Writer::prepare() {
   };
   prepare(file_.insert_block,
           "INSERT OR REPLACE INTO blocks(ts, last, ticks, data) VALUES(?1, ?2, ?3, ?4)");
-  prepare(file_.insert_rollup, "INSERT OR REPLACE INTO rollups(ts, data) VALUES(?1, ?2)");
-  prepare(file_.delete_minute, "DELETE FROM rollups WHERE ts BETWEEN ?1 AND ?2");
   prepare(file_.delete_hour, "DELETE FROM hours WHERE ts BETWEEN ?1 AND ?2");
   prepare(file_.insert_hour, "INSERT OR REPLACE INTO hours(ts, data) VALUES(?1, ?2)");
   prepare(
       file_.prune_hours,
       "DELETE FROM hours WHERE ts IN (SELECT ts FROM hours WHERE ts < ?1 ORDER BY ts LIMIT ?2)");
-  prepare(file_.rollup_next,
-          "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts LIMIT 1");
-  prepare(file_.rollup_at, "SELECT data FROM rollups WHERE ts = ?1");
   prepare(file_.hours_range, "SELECT ts, data FROM hours WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts");
   prepare(file_.insert_day, "INSERT OR REPLACE INTO days(ts, data) VALUES(?1, ?2)");
   prepare(file_.delete_day, "DELETE FROM days WHERE ts BETWEEN ?1 AND ?2");
@@ -43,15 +38,19 @@ void Writer::prepare() {
   prepare(file_.prune_rows,
           "DELETE FROM samples WHERE ts IN (SELECT ts FROM samples WHERE ts < ?1 ORDER BY ts "
           "LIMIT ?2)");
-  // The hour of the newest minute row: folded when a minute of a later hour is written.
+  // The hours after the newest hour row that have ticks were left unfolded (the agent stopped,
+  // or was killed, inside them): open_hour() folds them from their ticks, and picks the minutes
+  // of the hour it opens from them.
+  // Without hour rows, every tick is (a new file has none, an older agent's its day of them).
   sql::Statement m;
-  rollup_hour_ = INT64_MIN;
-  if (m.prepare(file_.db, "SELECT max(ts) FROM rollups", false) != sql::kOk)
-    fail("cannot read rollups");
+  recover_from_ = INT64_MIN;
+  if (m.prepare(file_.db, "SELECT max(ts) FROM hours", false) != sql::kOk)
+    fail("cannot read hour rows");
   {
     auto rows = m.query();
-    if (rows.next() && !rows.null(0)) rollup_hour_ = floor_to(rows.int64(0), Store::kHourMs);
-    if (rows.failed()) fail("cannot read rollups");
+    if (rows.next() && !rows.null(0))
+      recover_from_ = floor_to(rows.int64(0), Store::kHourMs) + Store::kHourMs;
+    if (rows.failed()) fail("cannot read hour rows");
   }
   // A file without hour summaries but with minute summaries of days before the newest one (an
   // agent before them wrote it): those days are folded by the first commit.
@@ -80,11 +79,13 @@ void Writer::append(std::int64_t ts_ms, const std::vector<const MetricValue*>& m
   series_.ids(metrics, values);
 
   const std::int64_t minute = floor_to(ts_ms, Store::kRollupMs);
-  if (minute != minute_start_) {
+  if (minute != minute_.start) {
     close_minute();
+    const std::int64_t hour = floor_to(minute, Store::kHourMs);
+    if (hour != hour_) open_hour(hour, minute);
     begin_minute(minute);
   }
-  add_to_minute(ts_ms, values);
+  minute_.add(ts_ms, values);
 
   std::string blob;
   sample_codec::encode(blob, values);
@@ -95,7 +96,6 @@ void Writer::commit(const Store::Cutoffs& cutoffs, int prune_rows) {
   // Copied: queries keep seeing them until they are committed.
   const std::vector<TickQueue::Row> rows = queue_.copy();
   const SeriesTable::View catalog = series_.view();
-  std::int64_t hour = rollup_hour_;  // of the newest minute row, as it will be after this commit
   file_.db.exec("BEGIN");
   // Taken once the transaction is open: a BEGIN that fails leaves them to the next commit.
   const Cursors::Map cursors = cursors_.take_dirty();
@@ -114,7 +114,7 @@ void Writer::commit(const Store::Cutoffs& cutoffs, int prune_rows) {
     }
     write_ticks(rows);
     for (std::int64_t day : unfolded_days_) fold_day(day);
-    hour = write_minutes();
+    write_hours();
     if (prune_rows > 0) prune(cutoffs, prune_rows);
     file_.db.exec("COMMIT");
   } catch (...) {
@@ -132,8 +132,10 @@ void Writer::commit(const Store::Cutoffs& cutoffs, int prune_rows) {
   alerts_.committed(std::move(alerts));
   unfolded_days_.clear();
   series_committed_ = catalog->size();
-  pending_rollups_.clear();
-  rollup_hour_ = hour;
+  if (!closed_hours_.empty()) {
+    closed_hours_.clear();
+    publish();
+  }
   queue_.drop_until(rows.empty() ? INT64_MIN : rows.back().first);
 }
 
@@ -152,35 +154,22 @@ void Writer::write_ticks(const std::vector<TickQueue::Row>& rows) {
   }
 }
 
-std::int64_t Writer::write_minutes() {
-  std::int64_t hour = rollup_hour_;
-  // A minute replaces every row it had (a rewrite after a restart inside it, or after the
-  // clock went back), and opens its hour and its day again: their rows go, and they are folded
-  // anew when a minute of another hour (day) is written. The deletes find nothing in the usual
-  // case (a new minute of the open hour) and then write nothing.
-  for (auto& pm : pending_rollups_) {
-    const std::int64_t h = floor_to(pm.minute, Store::kHourMs);
-    const std::int64_t d = floor_to(pm.minute, Store::kDayMs);
-    step_range(file_.delete_hour, h, h + Store::kHourMs - 1, "cannot write rollups");
-    step_range(file_.delete_day, d, d + Store::kDayMs - 1, "cannot write rollups");
-    step_range(file_.delete_minute, pm.minute, pm.minute + Store::kRollupMs - 1,
-               "cannot write rollups");
-    for (std::size_t g = 0; g < pm.groups.size(); ++g) {
-      const std::string& blob = pm.groups[g];
-      if (blob.empty()) continue;
-      if (file_.insert_rollup.execute(pm.minute + static_cast<std::int64_t>(g), sql::Blob{blob}) !=
-          sql::kDone)
-        fail("cannot write rollups");
-    }
-    // The hour of the minute before is over (or the clock went back out of it): fold it. Also
-    // an hour the agent left when it stopped, on the first minute after a restart.
-    if (hour != INT64_MIN && h != hour) {
-      fold_hour(hour);
-      if (floor_to(hour, Store::kDayMs) != d) fold_day(floor_to(hour, Store::kDayMs));
-    }
-    hour = h;
+// The hours closed since the last commit, as hour rows; then the day rows of each day they are
+// in, unless that is the day in progress (its rows go: it is folded when it is over). Usually
+// one hour, once an hour; several after a restart that found hours unfolded, or when the clock
+// went back into an hour already folded (its rows are made again, whole, from its ticks).
+void Writer::write_hours() {
+  std::vector<std::int64_t> days;
+  for (auto& [hour, minutes] : closed_hours_) {
+    fold_hour(hour, minutes);
+    const std::int64_t d = floor_to(hour, Store::kDayMs);
+    if (std::find(days.begin(), days.end(), d) == days.end()) days.push_back(d);
   }
-  return hour;
+  for (std::int64_t d : days)
+    if (hour_ == INT64_MIN || d != floor_to(hour_, Store::kDayMs))
+      fold_day(d);
+    else
+      step_range(file_.delete_day, d, d + Store::kDayMs - 1, "cannot write day rows");
 }
 
 void Writer::step_range(sql::Statement& st, std::int64_t a, std::int64_t b, const char* what) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <kiwi/model.hpp>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "store/alert_log.hpp"
 #include "store/cursors.hpp"
+#include "store/minute_board.hpp"
 #include "store/queue.hpp"
 #include "store/series_table.hpp"
 #include "store/sqlite.hpp"
@@ -29,18 +31,14 @@ struct WriterFile {
   sql::Statement prune;       // blocks wholly before ?1, at most ?2
   sql::Statement prune_rows;  // tick rows before ?1, at most ?2
   TickStatements ticks;       // begin_minute() reads a minute's ticks with them
-  sql::Statement insert_rollup;
   sql::Statement prune_rollups;
-  sql::Statement delete_minute;  // rollup rows with ?1 <= ts <= ?2
-  sql::Statement delete_hour;    // hour rows with ?1 <= ts <= ?2
+  sql::Statement delete_hour;  // hour rows with ?1 <= ts <= ?2
   sql::Statement insert_hour;
   sql::Statement prune_hours;  // hour rows before ?1, at most ?2
   sql::Statement hours_range;  // hour rows with ?1 <= ts <= ?2 (ts, data), oldest first
   sql::Statement insert_day;
-  sql::Statement delete_day;   // day rows with ?1 <= ts <= ?2
-  sql::Statement prune_days;   // day rows before ?1, at most ?2
-  sql::Statement rollup_next;  // as ReadConnection's, on the writer
-  sql::Statement rollup_at;
+  sql::Statement delete_day;  // day rows with ?1 <= ts <= ?2
+  sql::Statement prune_days;  // day rows before ?1, at most ?2
   sql::Statement insert_cursor;
 };
 
@@ -49,13 +47,15 @@ class Writer {
   // `open_minute` is the minute summarised in memory now (INT64_MAX: none), for readers: a
   // stored rollup row of that minute is partial (written before a restart), so queries read its
   // samples instead.
+  // `board`: the minute summaries not in the file yet, for readers (minute_board.hpp).
   Writer(TickQueue& queue, SeriesTable& series, Cursors& cursors, AlertLog& alerts,
-         std::atomic<std::int64_t>& open_minute)
+         std::atomic<std::int64_t>& open_minute, MinuteBoard& board)
       : queue_(queue),
         series_(series),
         cursors_(cursors),
         alerts_(alerts),
-        open_minute_(open_minute) {}
+        open_minute_(open_minute),
+        board_(board) {}
 
   // The file: `db` (set up by set_up_history()) becomes the writer's; prepare() readies its
   // statements and reads where the rollups stand (StoreError with SQLite's message).
@@ -77,49 +77,63 @@ class Writer {
  private:
   // writer.cpp
   void write_ticks(const std::vector<TickQueue::Row>& rows);
-  std::int64_t write_minutes();  // returns the hour of the newest minute written
+  void write_hours();
   int prune(const Store::Cutoffs& cutoffs, int max_rows);
   // Runs the writer's statement `st` (?1 = a, ?2 = b) that returns no rows; StoreError `what`.
   void step_range(sql::Statement& st, std::int64_t a, std::int64_t b, const char* what);
   [[noreturn]] void fail(const std::string& what) const;
 
   // rollup.cpp
+  void open_hour(std::int64_t hour, std::int64_t minute);
   void begin_minute(std::int64_t minute);
-  void add_to_minute(std::int64_t ts_ms,
-                     const std::vector<std::pair<std::uint32_t, double>>& values);
   void close_minute();
-  void fold_hour(std::int64_t hour);  // inside commit()'s transaction (StoreError)
-  void fold_day(std::int64_t day);    // the same, from the day's hour rows
+  void publish();
+  using TickFn =
+      std::function<void(std::int64_t, const std::vector<std::pair<std::uint32_t, double>>&)>;
+  void each_tick(std::int64_t from, std::int64_t to, const TickFn& fn);
+  // The minute summaries of the ticks in [from, to] in the file and the queue.
+  std::vector<MinuteRows> summarise(std::int64_t from, std::int64_t to);
+  // Inside commit()'s transaction (StoreError): an hour's rows from its minutes, a day's rows
+  // from its hour rows.
+  void fold_hour(std::int64_t hour, const std::vector<MinuteRows>& minutes);
+  void fold_day(std::int64_t day);
 
   TickQueue& queue_;
   SeriesTable& series_;
   Cursors& cursors_;
   AlertLog& alerts_;
   std::atomic<std::int64_t>& open_minute_;
+  MinuteBoard& board_;
   WriterFile file_;
   std::size_t series_committed_ = 0;  // series [0, series_committed_) are in the file
 
-  // Closed minutes not yet committed: one blob per group (empty: none).
-  struct PendingMinute {
-    std::int64_t minute;
-    std::vector<std::string> groups;
-  };
-  std::vector<PendingMinute> pending_rollups_;
-  // The hour of the newest minute row written (INT64_MIN: none): when a minute of another hour
-  // is written, this one is folded into hour rows (fold_hour()).
-  std::int64_t rollup_hour_ = INT64_MIN;
+  // The hour in progress (INT64_MIN: none yet) and its closed minutes; hours closed since the
+  // last commit, which writes their hour rows; and the first hour of the file that may have
+  // ticks but no hour rows (an hour the agent left unfolded when it stopped; INT64_MIN: any;
+  // INT64_MAX: none), folded from its ticks when the first minute begins.
+  std::int64_t hour_ = INT64_MIN;
+  std::vector<MinuteRows> hour_minutes_;
+  std::vector<std::pair<std::int64_t, std::vector<MinuteRows>>> closed_hours_;
+  std::int64_t recover_from_ = INT64_MAX;
   // Days that have minute summaries (hour rows) but no hour summaries yet, in a file an agent
   // before them wrote: folded by the next commit (their newest day is folded when the day ends).
   std::vector<std::int64_t> unfolded_days_;
 
-  // The minute being summarised: series id -> running summary.
-  struct MinuteStats {
-    double sum = 0, min = 0, max = 0, last = 0;
-    std::uint32_t n = 0;
+  // A minute being summarised: series id -> running summary.
+  struct MinuteFold {
+    struct Stats {
+      double sum = 0, min = 0, max = 0, last = 0;
+      std::uint32_t n = 0;
+    };
+    std::int64_t start = INT64_MIN;
+    std::int64_t first = INT64_MAX;  // ts of the minute's first sample
+    std::vector<Stats> stats;        // index = series id
+    void add(std::int64_t ts_ms, const std::vector<std::pair<std::uint32_t, double>>& values);
+    bool empty() const { return first == INT64_MAX; }
+    MinuteRows rows() const;  // the summary (rollup.hpp)
+    void reset(std::int64_t minute);
   };
-  std::int64_t minute_start_ = INT64_MIN;
-  std::int64_t minute_first_ = INT64_MAX;  // ts of the minute's first sample
-  std::vector<MinuteStats> minute_;        // index = series id
+  MinuteFold minute_;
 };
 
 }  // namespace kiwi::agent

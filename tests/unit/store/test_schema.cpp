@@ -363,7 +363,7 @@ TEST_CASE("store: a version-3 file's whole-minute rows read as group 0, then giv
     for (auto& key : keys) {
       kiwi::HistoryQuery q;
       q.since = t0 / 1000.0;
-      q.until = t0 / 1000.0 + 3 * 3600;
+      q.until = t0 / 1000.0 + 3 * 3600 - 1;
       q.step = 86.4;
       q.limit = 1000;
       q.patterns = {key};
@@ -378,31 +378,38 @@ TEST_CASE("store: a version-3 file's whole-minute rows read as group 0, then giv
   };
   {
     Store store(db.path());
-    fill(store, t0, t0 + 2 * 3'600'000 + 600'000);
+    fill(store, t0, t0 + 3 * 3'600'000 + 60'000);  // three hours folded, a minute open
     store.close_current_minute();
     store.flush(0, 0);
     before = answers(store);
   }
   {
-    // What an agent of schema 3 wrote: one row of every series per minute, no hour rows.
+    // What an agent of schema 3 wrote: one row of every series per minute (from the hour rows
+    // of this one), no hour rows.
     sqlite3* h;
     REQUIRE(sqlite3_open(db.path().c_str(), &h) == SQLITE_OK);
     std::map<std::int64_t, std::vector<std::pair<std::uint32_t, double>>> whole;
     sqlite3_stmt* st;
-    sqlite3_prepare_v2(h, "SELECT ts, data FROM rollups", -1, &st, nullptr);
+    sqlite3_prepare_v2(h, "SELECT ts, data FROM hours", -1, &st, nullptr);
     std::string buf;
     while (sqlite3_step(st) == SQLITE_ROW) {
       const std::int64_t ts = sqlite3_column_int64(st, 0);
+      const std::int64_t hour = ts - ts % 3'600'000;
+      const auto id = static_cast<std::uint32_t>(ts - hour);
       std::string_view stored(static_cast<const char*>(sqlite3_column_blob(st, 1)),
                               static_cast<std::size_t>(sqlite3_column_bytes(st, 1)));
       auto data = sample_codec::unpack(stored, buf);
       REQUIRE(data);
       sample_codec::decode(*data, [&](std::uint32_t key, double v) {
-        whole[ts - ts % 60'000].emplace_back(key, v);
+        if (id == 0)  // the minute map: minute -> first-sample offset (key 0 of its row)
+          whole[hour + key * 60'000].emplace_back(0, v);
+        else
+          whole[hour + key / 5 * 60'000].emplace_back(id * 5 + key % 5, v);
       });
     }
     sqlite3_finalize(st);
-    sqlite3_exec(h, "BEGIN; DELETE FROM rollups; DROP TABLE hours", nullptr, nullptr, nullptr);
+    sqlite3_exec(h, "BEGIN; DELETE FROM rollups; DROP TABLE hours; DROP TABLE days", nullptr,
+                 nullptr, nullptr);
     sqlite3_prepare_v2(h, "INSERT INTO rollups VALUES(?1, ?2)", -1, &st, nullptr);
     for (auto& [minute, values] : whole) {
       std::string blob;
@@ -428,16 +435,18 @@ TEST_CASE("store: a version-3 file's whole-minute rows read as group 0, then giv
     CHECK(same_values(after[i].series[0].values, before[i].series[0].values));
   }
   check_paths_agree(store, t0, t0 + 4 * 3'600'000, keys);
-  // The hour it took over in is left unfolded (its rows hold every series); the next is folded.
-  fill(store, t0 + 2 * 3'600'000 + 610'000, t0 + 3 * 3'600'000 + 300'000);
+  // The hours it took over are folded from their ticks when the next hour begins; the same
+  // answers from their hour rows.
+  fill(store, t0 + 3 * 3'600'000 + 70'000, t0 + 4 * 3'600'000 + 120'000);
   store.flush(0, 0);
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours WHERE ts % 3600000 = 0") ==
-        "0");
-  check_paths_agree(store, t0, t0 + 4 * 3'600'000, keys);
-  fill(store, t0 + 3 * 3'600'000 + 300'000, t0 + 4 * 3'600'000 + 120'000);
-  store.flush(0, 0);
-  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM hours WHERE ts % 3600000 = 0") ==
-        "1");
+        "4");
+  const auto folded = answers(store);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    INFO("series " << keys[i]);
+    CHECK(folded[i].timestamps == before[i].timestamps);
+    CHECK(same_values(folded[i].series[0].values, before[i].series[0].values));
+  }
   check_paths_agree(store, t0, t0 + 5 * 3'600'000, keys);
 }
 
