@@ -1,15 +1,17 @@
 #!/usr/bin/python3
 """Disk writes: what kiwi-agent writes to flash per hour, at steady state and on a young history.
 
-Runs the agent on its built-in configuration (the thirteen default sensors at 1 s, commit every
-10 s) twice side by side, each with its own data directory on a disk filesystem and the snapshot
-file on tmpfs (as /run when installed):
+Runs the agent on its built-in configuration (the default sensors at 1 s, its default
+commit_interval) twice side by side, each with its own data directory on a disk filesystem and the
+snapshot file on tmpfs (as /run when installed):
 
-  - steady: retention = "1m", so from the first minute on every prune (once a minute) removes
-    about what the minute added: the file has stopped growing and freed pages are reused, as
-    after 24 h at the default retention (a database that really holds 24 h differs only in the
-    depth of its b-trees: one more interior page per commit at most);
-  - young: the default 24 h retention on a new file (nothing pruned yet).
+  - steady: retention = "1m" (and, for an agent with tiers, minute_retention = "1m" and
+    hour_retention = "1h"), so from the first minute on every prune (once a minute) removes about
+    what the minute added (hour rows an hour after their hour, day rows a day after): the file has
+    stopped growing and freed pages are reused, as after a year at the default retentions (a
+    database that really holds a year differs only in the depth of its b-trees: one more interior
+    page per commit at most);
+  - young: the default retentions on a new file (nothing pruned yet).
 
 With --baseline BIN, that binary (another build, e.g. the commit before a storage change) runs the
 same two cases at the same time, so the two are compared in one window on one machine. After
@@ -32,6 +34,7 @@ Usage: tools/bench/disk.py [--seconds S] [--warmup S] [--agent-bin PATH] [--base
 import argparse
 import datetime
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -45,7 +48,9 @@ from benchlib import (Agent, Failure, Processes, Results, answers, free_ports,  
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Disk writes: steady state"
-CASES = (("steady", "1m"), ("young", "24h"))
+CASES = (("steady", "1m"), ("young", None))
+# The steady case's retention of each tier, for an agent that has them.
+STEADY_TIERS = {("collector", "minute_retention"): "1m", ("collector", "hour_retention"): "1h"}
 
 
 def say(msg):
@@ -68,6 +73,7 @@ def db_figures(path):
         out.update(rows=n, row_bytes=size)
         n, size = con.execute("SELECT count(*), avg(length(data)) FROM rollups").fetchone()
         out.update(rollups=n, rollup_bytes=size)
+        out.update(series=con.execute("SELECT count(*) FROM series").fetchone()[0])
         return out
     finally:
         con.close()
@@ -106,18 +112,24 @@ def run(args):
                 os.makedirs(d)
                 os.makedirs(snap, mode=0o755)
                 port = ports[i * len(CASES) + j]
-                text = kiwi_config(binary, {("agent", "data_dir"): os.path.join(d, "data"),
-                                            ("http", "bind"): f"127.0.0.1:{port}",
-                                            ("collector", "retention"): retention,
-                                            ("collector", "snapshot_path"):
-                                                os.path.join(snap, "current.json")})
+                changes = {("agent", "data_dir"): os.path.join(d, "data"),
+                           ("http", "bind"): f"127.0.0.1:{port}",
+                           ("collector", "snapshot_path"): os.path.join(snap, "current.json")}
+                default = default_settings(binary)
+                if retention:
+                    changes[("collector", "retention")] = retention
+                    changes.update({k: v for k, v in STEADY_TIERS.items() if k[1] in default})
+                text = kiwi_config(binary, changes)
                 cfg = os.path.join(d, "kiwi.toml")
                 with open(cfg, "w") as f:
                     f.write(text)
                 agent = Agent(procs, binary, cfg, "kiwi-agent", side=name, cwd=d, log_dir=snap)
                 agent.start(15, require=True)
                 agents.append({"label": label, "binary": binary, "case": case,
-                               "retention": retention, "proc": agent.proc, "port": port,
+                               "retention": retention or default["retention"],
+                               "proc": agent.proc, "port": port,
+                               "commit_s": seconds_of(default["commit_interval"]),
+                               "interval_s": seconds_of(default["interval"]),
                                "db": os.path.join(d, "data", "kiwi.db"),
                                "version": version_line([binary])})
         for a in agents:
@@ -136,6 +148,7 @@ def run(args):
         for a, w0, w1 in zip(agents, before, after):
             procs.stop(a["proc"])
             figures = db_figures(a["db"])
+            figures.update(commit_s=a["commit_s"], interval_s=a["interval_s"])
             value = {"label": a["label"], "case": a["case"], "retention": a["retention"],
                      "version": a["version"], "binary": a["binary"],
                      "write_bytes": w1 - w0, "seconds": elapsed,
@@ -147,6 +160,20 @@ def run(args):
         procs.stop_all()
         subprocess.run(["rm", "-rf", shm, work], check=False)
     return read_results(args.results)
+
+
+def default_settings(binary):
+    """The [collector] settings of the binary's built-in configuration, as written there."""
+    text = subprocess.run([binary, "--print-default-config"], capture_output=True, text=True,
+                          check=True).stdout
+    section = text.split("[collector]", 1)[1].split("\n[", 1)[0]
+    return dict(re.findall(r'^([a-z_]+) = "?([^"\n]*?)"?\s*(?:#.*)?$', section, re.M))
+
+
+def seconds_of(duration):
+    """ "10s", "1m", "500ms", "1h30m" in seconds."""
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+    return sum(float(n) * units[u] for n, u in re.findall(r"([0-9.]+)(ms|s|m|h|d)", duration))
 
 
 def _written(pid):
@@ -165,22 +192,30 @@ def render(rows):
            f"- machine: {m.get('cpus')} CPUs, Linux {m.get('kernel')}; data on "
            f"{m.get('filesystem')}; load average before: {run.get('loadavg_before', '?')}, after: "
            f"{run.get('loadavg_after', '?')}",
-           f"- {len(disks)} agents at once, each on the built-in configuration (thirteen sensors "
-           "at 1 s, commit every 10 s) with its own data directory, snapshot on tmpfs; "
-           f"write_bytes over {m.get('seconds', 0):.0f} s after {m.get('warmup', 0):.0f} s of "
-           "warm-up; steady = retention 1m (every minute's prune frees what the minute added, "
-           "as after 24 h), young = retention 24h on a new file", ""]
-    out += ["| build | history | disk writes | per commit | stored per commit | pages in file |",
-            "|---|---|---:|---:|---:|---:|"]
+           f"- {len(disks)} agents at once, each on its built-in configuration (the default "
+           "sensors at 1 s, its default commit_interval) with its own data directory, snapshot "
+           f"on tmpfs; write_bytes over {m.get('seconds', 0):.0f} s after "
+           f"{m.get('warmup', 0):.0f} s of warm-up; steady = every tier's retention at its "
+           "shortest (retention 1m; minute_retention 1m and hour_retention 1h where the agent "
+           "has tiers): each prune frees what was added, as after a year; young = the default "
+           "retentions on a new file",
+           "- per sample: the bytes written per value stored (write_bytes / (ticks x series in "
+           "the file))", ""]
+    out += ["| build | history | disk writes | commit every | per commit | per sample | "
+            "stored per commit | pages in file |",
+            "|---|---|---:|---:|---:|---:|---:|---:|"]
     for d in disks:
-        commits = d["seconds"] / 10
+        commit_s = d.get("commit_s") or 10
+        commits = d["seconds"] / commit_s
+        samples = d["seconds"] / (d.get("interval_s") or 1) * max(1, d.get("series") or 1)
         if d.get("blocks"):
             per_block = d["block_ticks"] / d["blocks"]
             stored = f"{d['block_bytes']:.0f} B (one block of {per_block:.1f} ticks)"
         else:
             stored = f"{d['row_bytes'] * 10:.0f} B (10 rows of {d['row_bytes']:.0f} B)"
         out.append(f"| {d['label']}: {d['version']} | {d['case']} | {d['mb_per_h']:.2f} MB/h | "
-                   f"{d['write_bytes'] / commits / 1024:.1f} KiB | {stored} | {d['pages']} |")
+                   f"{commit_s:g} s | {d['write_bytes'] / commits / 1024:.1f} KiB | "
+                   f"{d['write_bytes'] / samples:.2f} B | {stored} | {d['pages']} |")
     base = {d["case"]: d for d in disks if d["label"] == "baseline"}
     for d in disks:
         if d["label"] != "baseline" and d["case"] in base and base[d["case"]]["mb_per_h"] > 0:
