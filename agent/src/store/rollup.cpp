@@ -134,6 +134,8 @@ void Writer::open_hour(std::int64_t hour, std::int64_t minute) {
     if (minutes.empty()) return;
     std::erase_if(closed_hours_, [&](const auto& c) { return c.first == h; });
     closed_hours_.emplace_back(h, std::move(minutes));
+    // Bounded (a store failing for a day or more): the oldest hour goes first.
+    if (closed_hours_.size() > 24) closed_hours_.erase(closed_hours_.begin());
   };
   if (hour_ != INT64_MIN) close(hour_, std::move(hour_minutes_));
   hour_minutes_.clear();
