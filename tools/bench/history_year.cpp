@@ -1,0 +1,178 @@
+// A year of history (issue 39): fills a store as an agent with the default tiers would have kept
+// it, then times the dashboard's long views on it and says how big each tier is.
+//   build/bin/kiwi-bench-year DIR [--days D] [--series N] [--runs R]
+// DIR/kiwi.db is filled first if it does not exist (through Store::append() and flush() as the
+// collector calls them, so the rows are what an agent writes): D days (default 365) of N series
+// (default 196, what the default agent stores on this VM) ending now; the last 24 h at 1 Hz,
+// older days at one tick every 10 s (a tenth of the ticks: the minute and hour summaries are made
+// from them by the store as usual, each of 6 samples instead of 60), 60 ticks a commit (one a
+// minute at 1 Hz, the default commit_interval), every tier pruned at its
+// default retention as the fill goes (24 h raw, 30 days of minutes, a year of hours). The series
+// are a default agent's mix: half constant (sizes, limits), a fifth counters, the rest gauges
+// that wander with noise, at two decimals. The fill takes a few minutes; a second run reuses it.
+// Then each query, R times (default 9), the median and the slowest:
+//   one series, 1 y at 43,200 s (730 points, the dashboard's 1 y range) and 30 d at 3,600 s;
+//   the dashboard's set (12 names, 30 series), the same two windows, with band=... not asked here;
+//   every series, 30 d at 3,600 s.
+// Prints one line per query, then the file and each table's payload.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "store/store.hpp"
+
+using namespace kiwi::agent;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::int64_t kDay = 86'400'000;
+
+// The fill: D days ending at now_ms, as described at the top.
+void fill(const std::string& path, long days, long series, std::int64_t now_ms) {
+  Store store(path);
+  std::vector<kiwi::MetricValue> metrics;
+  for (long i = 0; i < series; ++i) {
+    const long k = i % 10;
+    const bool counter = k == 5 || k == 6;
+    metrics.push_back({"fill_" +
+                           std::string(k < 5     ? "constant"
+                                       : counter ? "counter"
+                                                 : "gauge") +
+                           "_" + std::to_string(i / 10),
+                       {{"index", std::to_string(i % 10)}},
+                       k < 5 ? static_cast<double>(i * 4096) : 0,
+                       counter ? "bytes" : "ratio",
+                       counter ? kiwi::MetricKind::counter : kiwi::MetricKind::gauge});
+  }
+  std::vector<const kiwi::MetricValue*> ptrs;
+  for (auto& m : metrics) ptrs.push_back(&m);
+  std::mt19937_64 rng(39);
+  std::uniform_real_distribution<double> noise(-0.5, 0.5);
+  const std::int64_t start = (now_ms - days * kDay) / 1000 * 1000;
+  std::int64_t last_commit = start;
+  for (std::int64_t ts = start; ts <= now_ms;) {
+    const bool recent = now_ms - ts <= kDay;
+    const std::int64_t every = recent ? 1000 : 10'000;
+    for (long i = 0; i < series; ++i) {
+      auto& m = metrics[static_cast<std::size_t>(i)];
+      const long k = i % 10;
+      if (k == 5 || k == 6)
+        m.value +=
+            std::floor((1000 + 4000 * (noise(rng) + 0.5)) * static_cast<double>(every) / 1000);
+      else if (k >= 7)
+        m.value = std::round(100 * (50 + 20 * std::sin(static_cast<double>(ts) / 3.6e6 + i) +
+                                    noise(rng))) /
+                  100;
+    }
+    store.append(ts, ptrs);
+    if (ts - last_commit >= 60 * every) {  // 60 ticks a commit, as at the default 60 s
+      last_commit = ts;
+      store.flush(Store::Cutoffs{ts - kDay, ts - 30 * kDay, ts - 365 * kDay}, 100'000);
+    }
+    ts += every;
+  }
+  store.close_current_minute();
+  store.flush(Store::Cutoffs{now_ms - kDay, now_ms - 30 * kDay, now_ms - 365 * kDay}, 100'000);
+}
+
+struct Timing {
+  double median_ms, max_ms;
+  std::size_t points, series;
+};
+
+Timing time_query(const Store& store, const kiwi::HistoryQuery& q, int runs) {
+  std::vector<double> ms;
+  Timing t{};
+  for (int r = 0; r < runs; ++r) {
+    const auto started = Clock::now();
+    const auto result = store.query(q);
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - started).count());
+    t.points = result.timestamps.size();
+    t.series = result.series.size();
+  }
+  std::sort(ms.begin(), ms.end());
+  t.median_ms = ms[ms.size() / 2];
+  t.max_ms = ms.back();
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') {
+    std::fprintf(stderr, "usage: kiwi-bench-year DIR [--days D] [--series N] [--runs R]\n");
+    return 2;
+  }
+  const std::filesystem::path dir = argv[1];
+  long days = 365, series = 196, runs = 9;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    const long v = std::strtol(argv[i + 1], nullptr, 10);
+    long* target = a == "--days"     ? &days
+                   : a == "--series" ? &series
+                   : a == "--runs"   ? &runs
+                                     : nullptr;
+    if (v <= 0 || !target) {
+      std::fprintf(stderr, "kiwi-bench-year: bad argument '%s %s'\n", argv[i], argv[i + 1]);
+      return 2;
+    }
+    *target = v;
+  }
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "kiwi.db").string();
+  try {
+    const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+    if (!std::filesystem::exists(path)) {
+      const auto started = Clock::now();
+      fill(path, days, series, now_ms);
+      std::printf("fill: %ld days x %ld series in %.0f s\n", days, series,
+                  std::chrono::duration<double>(Clock::now() - started).count());
+    }
+    Store store(path);
+    const double now = static_cast<double>(now_ms) / 1000;
+    struct Case {
+      const char* name;
+      double span_s, step_s;
+      std::vector<std::string> patterns;
+    };
+    const std::vector<std::string> one = {"fill_gauge_3{index=\"7\"}"};
+    const std::vector<std::string> dashboard = {
+        "fill_gauge_0",   "fill_gauge_1",   "fill_gauge_2",    "fill_counter_0",
+        "fill_counter_1", "fill_counter_2", "fill_constant_0", "fill_gauge_4",
+        "fill_gauge_5",   "fill_counter_4", "fill_counter_5",  "fill_gauge_6"};
+    const std::vector<Case> cases = {
+        {"one series, 1 y at 43200 s", 365 * 86400.0, 43200, one},
+        {"one series, 30 d at 3600 s", 30 * 86400.0, 3600, one},
+        {"dashboard (12 names), 1 y at 43200 s", 365 * 86400.0, 43200, dashboard},
+        {"dashboard (12 names), 30 d at 3600 s", 30 * 86400.0, 3600, dashboard},
+        {"dashboard (12 names), 7 d at 600 s", 7 * 86400.0, 600, dashboard},
+        {"every series, 30 d at 3600 s", 30 * 86400.0, 3600, {}},
+    };
+    for (auto& c : cases) {
+      kiwi::HistoryQuery q;
+      q.since = now - c.span_s;
+      q.until = now;
+      q.step = c.step_s;
+      q.limit = 100'000;
+      q.patterns = c.patterns;
+      const Timing t = time_query(store, q, static_cast<int>(runs));
+      std::printf("%-40s median %8.2f ms, slowest %8.2f ms (%zu points, %zu series)\n", c.name,
+                  t.median_ms, t.max_ms, t.points, t.series);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiwi-bench-year: %s\n", e.what());
+    return 1;
+  }
+  std::printf("file: %.1f MB (%s)\n", static_cast<double>(std::filesystem::file_size(path)) / 1e6,
+              path.c_str());
+  return 0;
+}
