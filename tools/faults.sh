@@ -17,6 +17,8 @@
 #   --doc FILE       write the table of the run into FILE (docs/reliability.md), with the date,
 #                    commit, machine and command
 #   --keep           keep the temp directories (logs, databases) for a look afterwards
+#   --year-db FILE   a kiwi.db holding a year of history (build/bin/kiwi-bench-year DIR makes
+#                    DIR/kiwi.db): the corrupt case also damages a page in its middle
 # The full run takes about 6 minutes. diskfull mounts a tmpfs, so it needs root (else skipped).
 # Exit status: 0 when every line passed, 1 when one failed (a defect still open), 2 when the
 # campaign could not run.

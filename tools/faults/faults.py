@@ -221,6 +221,7 @@ class Context:
         self.plugin_dir = os.path.abspath(args.plugin_dir)
         self.quick = args.quick
         self.keep = args.keep
+        self.year_db = os.path.abspath(args.year_db) if args.year_db else None
         self.base = tempfile.mkdtemp(prefix="kiwi-faults.")
         self.rows = []
         self.rss = []  # (case, before, peak, after) in KiB
@@ -244,7 +245,8 @@ def case_kill9(ctx):
     commit = 2.0 if ctx.quick else 10.0
     interval = 1.0
     work = ctx.dir("kill9")
-    agent = new_agent(ctx, work, "agent", commit_interval=None if not ctx.quick else "2s")
+    # An explicit interval (not the default, 60 s): a kill lands between commits of this run.
+    agent = new_agent(ctx, work, "agent", commit_interval=f"{commit:.0f}s")
     checks, lost, rows_lost, restart_failures = [], [], [], 0
     rng = random.Random(16)
     for i in range(n):
@@ -485,9 +487,20 @@ def corrupt_cases(ctx, base):
             f.write(random.Random(7).randbytes(max(0, size - 32)))
         return "kill -9 left -wal and -shm; -wal overwritten with random bytes after its header"
 
+    def year_page(data):
+        db = os.path.join(data, "kiwi.db")
+        shutil.copy(ctx.year_db, db)
+        pages = file_size(db) // 1024
+        with open(db, "r+b") as f:
+            f.seek(pages // 2 * 1024)
+            f.write(random.Random(12).randbytes(2048))
+        return (f"a year of history ({file_size(db) / 1e6:.0f} MB, kiwi-bench-year): "
+                f"dd if=/dev/urandom of=kiwi.db bs=1024 seek={pages // 2} count=2 conv=notrunc")
+
     # (name, prepare, expected outcome): "aside" = moved aside and a new history; "refuse" =
     # refused, the file byte-identical; "open" = opened as it is, commits work.
-    return [("corrupt page", page, "aside"), ("truncated file", truncated, "aside"),
+    year = [("corrupt page, a year of history", year_page, "aside")] if ctx.year_db else []
+    return year + [("corrupt page", page, "aside"), ("truncated file", truncated, "aside"),
             ("not SQLite", not_sqlite, "aside"), ("empty file", empty, "open"),
             ("foreign SQLite db", foreign, "refuse"), ("newer schema", newer, "refuse"),
             ("-shm without -wal", shm_no_wal, "open"), ("garbage -wal", garbage_wal, "open")]
@@ -525,6 +538,9 @@ def case_corrupt(ctx):
         hst, hbody, errors, seq0, seq1 = None, None, None, None, None
         if listened is not None:
             time.sleep(3)
+            if expect == "aside":  # quick_check reads every page: a year's file takes longer
+                wait_for(lambda: any(f.startswith("kiwi.db.corrupt-") for f in os.listdir(data)),
+                         30)
             try:
                 hst, hbody = health(agent)
                 errors = (hbody or {}).get("store_write_errors")
@@ -1290,6 +1306,8 @@ def main():
     ap.add_argument("--doc", help="write the table of the run into this Markdown file")
     ap.add_argument("--command", default=None, help="the command line to record in --doc")
     ap.add_argument("--keep", action="store_true", help="keep the temp directories")
+    ap.add_argument("--year-db", help="a kiwi.db holding a year of history (kiwi-bench-year): the "
+                    "corrupt case also damages a page in its middle")
     args = ap.parse_args()
     if not os.access(args.agent_bin, os.X_OK):
         print(f"faults: {args.agent_bin}: not an executable", file=sys.stderr)
