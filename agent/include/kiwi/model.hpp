@@ -38,7 +38,7 @@ struct SensorReport {
   SensorState state = SensorState::ok;
   std::string message;
   double timestamp = 0;                     // unix seconds of this sensor's last reading
-  double duration_seconds = 0;              // how long its last sample() took
+  double duration_seconds = 0;              // how long its last sample() took, whole µs
   std::uint64_t errors_total = 0;           // samples that threw since the agent started
   std::uint64_t invalid_metrics_total = 0;  // metrics the host dropped (kiwi/sensor.hpp rules)
   std::uint64_t series_refused_total = 0;   // values of series beyond the sensor's series limit

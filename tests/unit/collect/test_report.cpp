@@ -77,6 +77,18 @@ TEST_CASE(
   CHECK(log.count("sensor s: ") == 2);  // dropped again after a clean reading: logged again
 }
 
+TEST_CASE(
+    "report: a sample's duration is kept in whole microseconds, which the history stores "
+    "small") {
+  Lines log;
+  SeriesRegistry series(10);
+  ReportKeeper k("s", "test");
+  k.read(reading({"a"}, 1), 0.0012345678, 1000, series, log);
+  CHECK(k.fresh().duration_seconds == 0.001235);
+  k.read(reading({"a"}, 1), 2.0000004, 2000, series, log);
+  CHECK(k.fresh().duration_seconds == 2.0);
+}
+
 TEST_CASE("report: a time-out is an error report once, and the late reading is dropped, logged") {
   Lines log;
   ReportKeeper k("s", "test");
