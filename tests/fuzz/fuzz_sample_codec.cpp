@@ -1,7 +1,8 @@
 // The store's sample codec: decode() on any blob (a corrupt row) gives values or StoreError, and
 // unpack() / unpack_block() on any row give its data or refuse it (ticks that rise in time);
 // values taken from the input, encoded, decode to the same ids, every value finite or not as it
-// was, and a block of ticks made from them unpacks to the same ticks.
+// was, and a block of ticks made from them is stored by series (format 3) and unpacks to the very
+// same blobs. Any input is also read as a block of either layout (seeds of both in the corpus).
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -44,9 +45,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     KIWI_FUZZ_CHECK(back[i].first == sorted[i].first);
     KIWI_FUZZ_CHECK(std::isnan(back[i].second) == std::isnan(sorted[i].second));
   }
-  const std::vector<sample_codec::Tick> made{{0, blob}, {1000, blob}};
-  const std::string block = sample_codec::pack_block(0, made.data(), made.data() + 2);
+  // A block of three ticks (format 3): the values, every other one of them, and the values again
+  // with each id's neighbour's value, so series come and go and change kind between ticks.
+  auto some = values, swapped = values;
+  std::erase_if(some, [&](auto& e) { return (&e - values.data()) % 2 == 0; });
+  for (std::size_t i = 0; i + 1 < swapped.size(); i += 2)
+    std::swap(swapped[i].second, swapped[i + 1].second);
+  std::string blob2, blob3;
+  sample_codec::encode(blob2, some);
+  sample_codec::encode(blob3, swapped);
+  const std::vector<sample_codec::Tick> made{{0, blob}, {1000, blob2}, {2500, blob3}};
+  const std::string block = sample_codec::pack_block(0, made.data(), made.data() + 3);
   KIWI_FUZZ_CHECK(sample_codec::unpack_block(block, 0, buf, ticks));
-  KIWI_FUZZ_CHECK(ticks.size() == 2 && ticks[1].first == 1000 && ticks[1].second == blob);
+  KIWI_FUZZ_CHECK(ticks.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i)
+    KIWI_FUZZ_CHECK(ticks[i].first == made[i].first && ticks[i].second == made[i].second);
+  auto data = sample_codec::unpack(block, buf);
+  KIWI_FUZZ_CHECK(data && !data->empty() && data->front() == 3);  // every encode() blob fits
   return 0;
 }

@@ -282,3 +282,226 @@ TEST_CASE("store: sample encoding round-trips integers exactly and others to flo
   CHECK_THROWS_AS(sample_codec::decode(std::string_view("\x05", 1), [](auto, auto) {}),
                   kiwi::StoreError);
 }
+
+namespace {
+
+using BlockTicks = std::vector<std::pair<std::int64_t, std::string_view>>;
+
+// The block layout the agent wrote before format 3 (a copy of the old pack_block), as older
+// agents left it in the files.
+std::string pack_block_ticks_layout(std::int64_t block_ts,
+                                    const std::vector<sample_codec::Tick>& ticks) {
+  std::string raw;
+  std::int64_t prev = block_ts;
+  for (auto& [ts, blob] : ticks) {
+    sample_codec::put_varint(raw, static_cast<std::uint64_t>(ts - prev));
+    sample_codec::put_varint(raw, blob.size());
+    raw += blob;
+    prev = ts;
+  }
+  return sample_codec::pack_if_smaller(std::move(raw));
+}
+
+// The first byte of a block's data: 0 for the ticks layout, 3 for format 3.
+char block_layout(const std::string& block) {
+  std::string buf;
+  auto data = sample_codec::unpack(block, buf);
+  REQUIRE(data);
+  REQUIRE(!data->empty());
+  return data->front();
+}
+
+// Checks that `block` reads back to `ticks`: the same times, the very blobs, and so every value
+// bit for bit what decoding the tick's own blob gives (today's encode/decode round trip).
+void check_block_reads_back(const std::string& block,
+                            const std::vector<sample_codec::Tick>& ticks) {
+  std::string buf;
+  BlockTicks back;
+  REQUIRE(sample_codec::unpack_block(block, ticks.front().first, buf, back));
+  REQUIRE(back.size() == ticks.size());
+  for (std::size_t t = 0; t < ticks.size(); ++t) {
+    CHECK(back[t].first == ticks[t].first);
+    CHECK(back[t].second == ticks[t].second);
+    const Values want = decode(ticks[t].second), got = decode(back[t].second);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CHECK(got[i].first == want[i].first);
+      CHECK(same_bits(got[i].second, want[i].second));
+    }
+  }
+}
+
+// One value of series `id` at tick `t`, of every kind the agent meets: counters rising evenly or
+// not, counters in seconds (decimals), KiB sizes, gauges of 7 digits, durations in whole
+// microseconds, huge integers, and the edges (NaN, inf, -0.0, denormals, float32's limits).
+double value_of_kind(std::uint32_t id, int t, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  const double edges[] = {std::nan(""),
+                          -std::nan(""),
+                          INFINITY,
+                          -INFINITY,
+                          -0.0,
+                          0.0,
+                          5e-324,
+                          1e-300,
+                          1e300,
+                          3.4028234663852886e38,
+                          3.5e38,
+                          -1.17549435e-38,
+                          9007199254740993.0,
+                          -9007199254740992.0,
+                          18446744073709551616.0,
+                          9.2233720368547758e18,
+                          0.1,
+                          1e-10,
+                          123456789.123456789,
+                          2.5e-7};
+  switch (id % 12) {
+    case 0:
+      return 1000.0 * t + static_cast<double>(id);  // even counter
+    case 1:
+      return std::floor(1e6 * t + 1e5 * unit(rng));  // uneven counter
+    case 2:
+      return (123456700 + 37 * t + static_cast<int>(3 * unit(rng))) / 100.0;  // seconds
+    case 3:
+      return 1024.0 * std::floor(1e6 + 1e3 * unit(rng));  // KiB
+    case 4:
+      return 40 + 10 * unit(rng);  // temperature
+    case 5:
+      return std::round(1e6 * 0.002 * unit(rng)) / 1e6;  // a duration in µs
+    case 6:
+      return unit(rng) < 0.7 ? 0 : std::floor(100 * unit(rng));  // mostly idle
+    case 7:
+      return edges[rng() % std::size(edges)];
+    case 8:
+      return std::ldexp(unit(rng) - 0.5, static_cast<int>(rng() % 200) - 100);
+    case 9:
+      return static_cast<double>(static_cast<std::int64_t>(rng()));  // huge integers
+    case 10:
+      return std::round(unit(rng) * 1e4) / 1e4;  // a ratio
+    // Integers near 2^53 beside decimals of 4 places, or beside float32 values of 7 digits: no
+    // common scale fits in 64 bits.
+    default:
+      return t % 2 ? 9007199254740991.0 - t : id % 24 == 11 ? 0.0001 * (2 * t + 1) : 3.1234567 + t;
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "sample codec: a block is stored by series (format 3) and reads back to its very blobs, "
+    "bit for bit, for every kind of value and series coming and going") {
+  std::mt19937_64 rng(39);
+  for (int round = 0; round < 300; ++round) {
+    const int n = 1 + static_cast<int>(rng() % 70);
+    const std::uint32_t series = 1 + static_cast<std::uint32_t>(rng() % 60);
+    std::vector<std::uint32_t> ids;
+    for (std::uint32_t s = 0; s < series; ++s)
+      ids.push_back(s + 1 + (round % 5 == 0 ? static_cast<std::uint32_t>(rng() % 4000000000u) : 0));
+    std::vector<sample_codec::Tick> ticks;
+    std::int64_t ts = 1'764'460'800'000 + static_cast<std::int64_t>(rng() % 1000);
+    for (int t = 0; t < n; ++t) {
+      Values v;
+      for (auto id : ids) {
+        // Some series come and go mid-block; a few are in no tick but one.
+        if ((id % 7 == 3 && rng() % 3 == 0) || (id % 11 == 5 && t != n / 2)) continue;
+        v.emplace_back(id, value_of_kind(id, t, rng));
+      }
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end(), [](auto& a, auto& b) { return a.first == b.first; }),
+              v.end());
+      std::string blob;
+      sample_codec::encode(blob, v);
+      ticks.emplace_back(ts, std::move(blob));
+      ts += 1 + static_cast<std::int64_t>(rng() % 2000);
+    }
+    const std::string block =
+        sample_codec::pack_block(ticks.front().first, ticks.data(), ticks.data() + ticks.size());
+    INFO("round " << round << ", " << n << " ticks");
+    CHECK(block_layout(block) == 3);
+    check_block_reads_back(block, ticks);
+  }
+}
+
+TEST_CASE("sample codec: blocks written before format 3 still read back exactly") {
+  std::mt19937_64 rng(7);
+  std::vector<sample_codec::Tick> ticks;
+  for (int t = 0; t < 60; ++t) {
+    Values v;
+    for (std::uint32_t id = 1; id <= 40; ++id) v.emplace_back(id, value_of_kind(id, t, rng));
+    std::string blob;
+    sample_codec::encode(blob, v);
+    // Format 1 rows (schema version 1) in some ticks, as a store that was migrated holds.
+    ticks.emplace_back(60'000 + t * 1000, t % 3 ? blob : encode_format1(v));
+  }
+  const std::string old = pack_block_ticks_layout(60'000, ticks);
+  CHECK(block_layout(old) == 0);
+  check_block_reads_back(old, ticks);
+  // Blobs that are not all format 2 are still packed the old way, and read the same.
+  const std::string repacked = sample_codec::pack_block(60'000, ticks.data(), ticks.data() + 60);
+  CHECK(block_layout(repacked) == 0);
+  check_block_reads_back(repacked, ticks);
+}
+
+TEST_CASE("sample codec: format 3 takes fewer bytes than the ticks layout on agent-like ticks") {
+  std::mt19937_64 rng(3);
+  for (int n : {10, 60}) {
+    std::vector<sample_codec::Tick> ticks;
+    for (int t = 0; t < n; ++t) {
+      Values v;
+      for (std::uint32_t id = 1; id <= 196; ++id)
+        if (id % 12 != 7 && id % 12 != 8 && id % 12 != 9)
+          v.emplace_back(id, value_of_kind(id, t, rng));
+      std::string blob;
+      sample_codec::encode(blob, v);
+      ticks.emplace_back(t * 1000, std::move(blob));
+    }
+    const std::string old = pack_block_ticks_layout(0, ticks);
+    const std::string now = sample_codec::pack_block(0, ticks.data(), ticks.data() + n);
+    INFO(n << " ticks: " << old.size() << " bytes in the ticks layout, " << now.size()
+           << " in format 3");
+    CHECK(now.size() * 10 < old.size() * 9);
+  }
+}
+
+TEST_CASE(
+    "sample codec: a damaged format-3 block is refused or read as ticks, never misread into "
+    "a crash or a huge allocation") {
+  std::mt19937_64 rng(5);
+  std::vector<sample_codec::Tick> ticks;
+  for (int t = 0; t < 12; ++t) {
+    Values v;
+    for (std::uint32_t id = 1; id <= 24; ++id)
+      if (id % 5 != static_cast<std::uint32_t>(t % 5))
+        v.emplace_back(id, value_of_kind(id, t, rng));
+    std::string blob;
+    sample_codec::encode(blob, v);
+    ticks.emplace_back(1000 + t * 1000, std::move(blob));
+  }
+  std::string buf;
+  std::string data(*sample_codec::unpack(
+      sample_codec::pack_block(1000, ticks.data(), ticks.data() + ticks.size()), buf));
+  REQUIRE(data.front() == 3);
+  BlockTicks back;
+  REQUIRE(sample_codec::unpack_block(data, 1000, buf, back));  // a block stored not deflated
+  for (std::size_t cut = 0; cut < data.size(); ++cut)
+    CHECK_FALSE(sample_codec::unpack_block(data.substr(0, cut), 1000, buf, back));
+  CHECK_FALSE(sample_codec::unpack_block(data + '\0', 1000, buf, back));  // trailing bytes
+  for (std::size_t at = 0; at < data.size(); ++at)
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string flipped = data;
+      flipped[at] = static_cast<char>(flipped[at] ^ (1 << bit));
+      if (!sample_codec::unpack_block(flipped, 1000, buf, back)) continue;
+      for (std::size_t i = 1; i < back.size(); ++i) CHECK(back[i].first > back[i - 1].first);
+      for (auto& tick : back) CHECK_NOTHROW(sample_codec::decode(tick.second, [](auto, auto) {}));
+    }
+  // 2,000 series of 2,000 zeros: 6 kB that would read as 16 MB of blobs, past what a block of
+  // this format may hold (pack_block() writes such a block in the ticks layout): refused.
+  std::string huge(1, '\x03');
+  sample_codec::put_varint(huge, 2000);
+  for (int t = 0; t < 2000; ++t) huge.push_back(t == 0 ? 0 : 1);
+  sample_codec::put_varint(huge, 2000);
+  huge += std::string(2000, '\x01');
+  for (int s = 0; s < 2000; ++s) sample_codec::put_varint(huge, 2000 << 3 | 3);
+  CHECK_FALSE(sample_codec::unpack_block(huge, 0, buf, back));
+}
