@@ -1,8 +1,10 @@
 // The store's sample codec: decode() on any blob (a corrupt row) gives values or StoreError, and
 // unpack() / unpack_block() on any row give its data or refuse it (ticks that rise in time);
 // values taken from the input, encoded, decode to the same ids, every value finite or not as it
-// was, and a block of ticks made from them is stored by series (format 3) and unpacks to the very
-// same blobs. Any input is also read as a block of either layout (seeds of both in the corpus).
+// was, and a block of ticks made from them is stored by series (format 3) and unpacks to blobs of
+// the very same values, bit for bit. Any input is also read as a block of either layout (seeds of
+// both in the corpus).
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -58,9 +60,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string block = sample_codec::pack_block(0, made.data(), made.data() + 3);
   KIWI_FUZZ_CHECK(sample_codec::unpack_block(block, 0, buf, ticks));
   KIWI_FUZZ_CHECK(ticks.size() == 3);
-  for (std::size_t i = 0; i < 3; ++i)
-    KIWI_FUZZ_CHECK(ticks[i].first == made[i].first && ticks[i].second == made[i].second);
-  auto data = sample_codec::unpack(block, buf);
-  KIWI_FUZZ_CHECK(data && !data->empty() && data->front() == 3);  // every encode() blob fits
+  for (std::size_t i = 0; i < 3; ++i) {
+    KIWI_FUZZ_CHECK(ticks[i].first == made[i].first);
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> want, got;
+    const auto bits = [](auto& out) {
+      return [&out](std::uint32_t id, double v) {
+        out.emplace_back(id, std::bit_cast<std::uint64_t>(v));
+      };
+    };
+    sample_codec::decode(made[i].second, bits(want));
+    sample_codec::decode(ticks[i].second, bits(got));
+    KIWI_FUZZ_CHECK(got == want);  // bit for bit, NaN payloads too
+  }
+  auto stored = sample_codec::unpack(block, buf);
+  KIWI_FUZZ_CHECK(stored && !stored->empty() && stored->front() == 3);  // every encode() blob fits
   return 0;
 }

@@ -119,13 +119,12 @@ std::optional<std::string_view> unpack(std::string_view stored, std::string& buf
 namespace {
 // Block format 3 (see sample_codec.hpp): the ticks' format-2 blobs laid out by series.
 constexpr char kBlockColumns = 0x03;
-constexpr std::uint8_t kFloatDecimal = 6;  // a tag-1 float32 stored as a decimal, see below
-constexpr std::uint8_t kAbsent = 7;        // the series has no value in this tick
+constexpr std::uint8_t kDecimal = 6;  // a float32 that is a short decimal (varint_value())
+constexpr std::uint8_t kAbsent = 7;   // the series has no value in this tick
 constexpr int kMaxScale = 9;
 constexpr int kPayloadColumn = 15;
 constexpr std::int64_t kPow10Int[] = {1,      10,      100,      1000,      10000,
                                       100000, 1000000, 10000000, 100000000, 1000000000};
-constexpr double kPow10Double[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
 constexpr std::int64_t kExactDoubleLimit = std::int64_t(1) << 53;
 // Series x ticks a block in this format may hold (196 x 60 on the default sensors), so a damaged
 // one cannot make the reader write more than ~16 MiB; a bigger block is written in the old layout.
@@ -133,7 +132,7 @@ constexpr std::uint64_t kMaxBlockCells = 1u << 20;
 
 struct Cell {
   std::uint8_t tag = kAbsent;
-  std::int8_t places = 0;     // kFloatDecimal: the value is decimal / 10^places
+  std::int8_t places = 0;     // kDecimal: the value is decimal / 10^places
   std::uint64_t payload = 0;  // tags 0, 4, 5: the varint; 1: the float32's bits; 2: the double's
   std::int64_t decimal = 0;
 };
@@ -176,20 +175,25 @@ bool parse_format2(std::string_view blob, std::vector<std::pair<std::uint32_t, C
 }
 
 bool numeric(std::uint8_t tag) {
-  return tag == 0 || tag == 4 || tag == 5 || tag == kFloatDecimal;
+  return tag == 0 || tag == 4 || tag == 5 || tag == kDecimal;
 }
 
 // The decimal places a cell's value needs (its k), or -1 for a float32 that is no decimal of
-// up to kMaxScale places: the fewest k whose m / 10^k converts back to the very float.
+// up to kMaxScale places: the fewest k whose m / 10^k converts back to the very float, if
+// m / 10^k is also what the float is served as (the shortest decimal naming it).
 int float_places(std::uint32_t bits, std::int64_t& m) {
   float f;
   std::memcpy(&f, &bits, 4);
   if (!std::isfinite(f) || f == 0) return -1;  // 0 and -0 are tag 3 in encode()'s blobs
   for (int k = 0; k <= kMaxScale; ++k) {
-    const double scaled = static_cast<double>(f) * kPow10Double[k];
+    const double scaled = static_cast<double>(f) * kPow10[k];
     if (!(std::fabs(scaled) < 4.5e15)) return -1;
     m = std::llround(scaled);
-    if (static_cast<float>(static_cast<double>(m) / kPow10Double[k]) == f) return k;
+    const double decimal = static_cast<double>(m) / kPow10[k];
+    if (static_cast<float>(decimal) != f) continue;
+    // Read back as a decimal, it must be the very double served_float() gives.
+    const double served = served_float(f);
+    return std::memcmp(&decimal, &served, sizeof decimal) == 0 ? k : -1;
   }
   return -1;
 }
@@ -209,7 +213,7 @@ bool scaled_value(const Cell& c, int scale, std::int64_t& out) {
       m = unzigzag(c.payload >> 2);
       k = static_cast<int>(c.payload & 3) + 1;
       break;
-    default:  // kFloatDecimal
+    default:  // kDecimal
       m = c.decimal;
       k = c.places;
       break;
@@ -255,7 +259,7 @@ void put_column(std::string& out, std::vector<Cell>& cells) {
     if (c.tag == 1) {
       const int k = float_places(static_cast<std::uint32_t>(c.payload), c.decimal);
       if (k >= 0) {
-        c.tag = kFloatDecimal;
+        c.tag = kDecimal;
         c.places = static_cast<std::int8_t>(k);
         scale = std::max(scale, k);
       }
@@ -271,7 +275,7 @@ void put_column(std::string& out, std::vector<Cell>& cells) {
       if (!numeric(c.tag)) continue;
       // A float's mantissa must be an exact double for the reader to divide it.
       fits = fits && scaled_value(c, scale, m) &&
-             (c.tag != kFloatDecimal || (m > -kExactDoubleLimit && m < kExactDoubleLimit));
+             (c.tag != kDecimal || (m > -kExactDoubleLimit && m < kExactDoubleLimit));
       mantissas.push_back(m);
     }
     if (fits) break;
@@ -284,7 +288,7 @@ void put_column(std::string& out, std::vector<Cell>& cells) {
     }
     scale = 0;
     for (auto& c : cells) {
-      if (c.tag == kFloatDecimal) c.tag = 1;
+      if (c.tag == kDecimal) c.tag = 1;
       if (c.tag == 4) scale = std::max(scale, static_cast<int>(c.payload & 3) + 1);
     }
   }
@@ -311,8 +315,22 @@ std::string columns(std::int64_t block_ts, const Tick* first, const Tick* end) {
   const std::size_t n = static_cast<std::size_t>(end - first);
   std::vector<std::pair<std::uint32_t, Cell>> entries;
   std::vector<std::size_t> tick_end;
+  std::vector<std::pair<std::uint32_t, double>> values;
+  std::string again;
   for (const Tick* t = first; t != end; ++t) {
-    if (!parse_format2(t->second, entries)) return {};
+    std::string_view blob = t->second;
+    if (!blob.empty() && blob.front() == kDecodedValues) {  // ticks read out of a block
+      values.clear();
+      try {
+        decode(blob, [&](std::uint32_t id, double v) { values.emplace_back(id, v); });
+      } catch (const StoreError&) {
+        return {};
+      }
+      again.clear();
+      encode(again, values);
+      blob = again;
+    }
+    if (!parse_format2(blob, entries)) return {};
     tick_end.push_back(entries.size());
   }
   std::vector<std::uint32_t> ids;
@@ -374,19 +392,17 @@ inline bool divide_by_10(std::uint64_t& mag) {
   return true;
 }
 
-// The format-2 payload of a numeric cell of `tag` from its mantissa at `scale` (for
-// kFloatDecimal, the float32's bits); false if it is not one the encoder could have written.
+// The payload of a numeric cell of `tag` from its mantissa at `scale`, as varint_value() reads it;
+// false if it is not one the encoder could have written.
 bool cell_payload(std::uint8_t tag, std::uint64_t m, int scale, std::uint64_t& payload) {
   if (scale == kPayloadColumn) {
     payload = m;
-    return tag != kFloatDecimal;
+    return tag != kDecimal;
   }
-  if (tag == kFloatDecimal) {
-    const float f =
-        static_cast<float>(static_cast<double>(static_cast<std::int64_t>(m)) / kPow10Double[scale]);
-    std::uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    payload = bits;
+  if (tag == kDecimal) {  // m / 10^scale: the same double as the decimal at its own places
+    const auto i = static_cast<std::int64_t>(m);
+    if (i <= -kExactDoubleLimit || i >= kExactDoubleLimit) return false;
+    payload = zigzag(i) << 4 | static_cast<std::uint64_t>(scale);
     return true;
   }
   const bool negative = static_cast<std::int64_t>(m) < 0;
@@ -409,8 +425,8 @@ bool cell_payload(std::uint8_t tag, std::uint64_t m, int scale, std::uint64_t& p
   return true;
 }
 
-// Reads block format 3 (after its marker) into format-2 blobs in `out`, one per tick; false for
-// a damaged block. By series first (runs, then each numeric cell's format-2 payload), then the
+// Reads block format 3 (after its marker) into blobs of decoded values in `out`, one per tick;
+// false for a damaged block. By series first (runs, then each numeric cell's value), then the
 // blobs tick by tick.
 bool read_columns(std::string_view in, std::int64_t block_ts, std::string& out,
                   std::vector<std::pair<std::int64_t, std::string_view>>& ticks) {
@@ -475,12 +491,23 @@ bool read_columns(std::string_view in, std::int64_t block_ts, std::string& out,
         prev_delta = d;
         payloads.push_back(as_is ? z : prev);
       }
-      // The mantissas to payloads, run by run (one tag each).
+      // The mantissas to values (their bits), run by run (one tag each).
       std::uint64_t* cell = payloads.data() + col.payload;
       for (std::size_t r = col.run; r < runs.size(); ++r) {
-        if (!numeric(runs[r].tag)) continue;
-        for (std::uint32_t i = 0; i < runs[r].length; ++i, ++cell)
-          if (!cell_payload(runs[r].tag, *cell, col.scale, *cell)) return false;
+        const std::uint8_t tag = runs[r].tag;
+        if (!numeric(tag)) continue;
+        for (std::uint32_t i = 0; i < runs[r].length; ++i, ++cell) {
+          // An exact double divided by 10^scale: the same rational, so the same double, as the
+          // cell's own m / 10^k (or integer) that format 2 decodes; else through its payload.
+          const auto m = static_cast<std::int64_t>(*cell);
+          double value;
+          if (col.scale != kPayloadColumn && m > -kExactDoubleLimit && m < kExactDoubleLimit)
+            value = col.scale == 0 ? static_cast<double>(m)
+                                   : static_cast<double>(m) / kPow10[col.scale];
+          else if (!cell_payload(tag, *cell, col.scale, *cell) || !varint_value(tag, *cell, value))
+            return false;
+          *cell = std::bit_cast<std::uint64_t>(value);
+        }
       }
     }
     if (raw_bytes > in.size()) return false;
@@ -488,18 +515,13 @@ bool read_columns(std::string_view in, std::int64_t block_ts, std::string& out,
     in.remove_prefix(raw_bytes);
   }
   if (!in.empty()) return false;
-  // Written through a pointer into room for the longest: a tick's marker, and per cell a head of
-  // at most 5 bytes (a 32-bit id delta and the tag) and a payload of at most 10.
-  out.resize(static_cast<std::size_t>(n * (1 + series * 15)));
+  // The ticks as decoded values (kDecodedValues): 12 bytes a value.
+  std::size_t present = 0;
+  for (auto& r : runs) present += r.tag == kAbsent ? 0 : r.length;
+  out.resize(static_cast<std::size_t>(n) + present * 12);
   char* p = out.data();
-  const auto varint = [&p](std::uint64_t v) {
-    for (; v >= 0x80; v >>= 7) *p++ = static_cast<char>((v & 0x7f) | 0x80);
-    *p++ = static_cast<char>(v);
-  };
-  const std::uint64_t* payload = payloads.data();
   for (std::size_t t = 0; t < n; ++t) {
-    *p++ = kFormat2;
-    std::uint32_t prev_id = 0;
+    *p++ = kDecodedValues;
     for (auto& col : cols) {
       if (col.run_left == 0) {
         ++col.run;
@@ -509,51 +531,62 @@ bool read_columns(std::string_view in, std::int64_t block_ts, std::string& out,
       --col.run_left;
       const std::uint8_t tag = col.tag;
       if (tag == kAbsent) continue;
-      const std::uint64_t head = std::uint64_t(col.id - prev_id) << 3;
-      prev_id = col.id;
-      switch (tag) {
-        case 0:
-        case 4:
-        case 5:
-          varint(head | tag);
-          varint(payload[col.payload++]);
-          break;
-        case kFloatDecimal:
-          varint(head | 1);
-          std::memcpy(p, &payload[col.payload++], 4);
-          p += 4;
-          break;
-        case 1:
-        case 2:
-          varint(head | tag);
-          std::memcpy(p, col.raw, tag * 4u);
-          p += tag * 4;
-          col.raw += tag * 4;
-          break;
-        default:  // 3
-          varint(head | tag);
+      std::uint64_t bits = 0;  // 3: the value 0
+      if (numeric(tag)) {
+        bits = payloads[col.payload++];
+      } else if (tag == 1) {
+        float f;
+        std::memcpy(&f, col.raw, 4);
+        col.raw += 4;
+        bits = std::bit_cast<std::uint64_t>(served_float(f));
+      } else if (tag == 2) {
+        std::memcpy(&bits, col.raw, 8);
+        col.raw += 8;
       }
+      std::memcpy(p, &col.id, 4);
+      std::memcpy(p + 4, &bits, 8);
+      p += 12;
     }
     ends[t] = static_cast<std::size_t>(p - out.data());
   }
-  out.resize(static_cast<std::size_t>(p - out.data()));
   ticks.clear();
   for (std::size_t t = 0, begin = 0; t < n; begin = ends[t++])
     ticks.emplace_back(ts[t], std::string_view(out).substr(begin, ends[t] - begin));
   return true;
+}
+
+// Whether two blobs decode to the same ids and values, bit for bit.
+bool same_values(std::string_view a, std::string_view b) {
+  thread_local std::vector<std::pair<std::uint32_t, std::uint64_t>> values;
+  values.clear();
+  try {
+    decode(a, [](std::uint32_t id, double v) {
+      values.emplace_back(id, std::bit_cast<std::uint64_t>(v));
+    });
+    std::size_t i = 0;
+    bool same = true;
+    decode(b, [&](std::uint32_t id, double v) {
+      same =
+          same && i < values.size() && values[i] == std::pair(id, std::bit_cast<std::uint64_t>(v));
+      ++i;
+    });
+    return same && i == values.size();
+  } catch (const StoreError&) {
+    return false;
+  }
 }
 }  // namespace
 
 std::string pack_block(std::int64_t block_ts, const Tick* first, const Tick* end) {
   std::string cols = columns(block_ts, first, end);
   if (!cols.empty()) {
-    // Kept only when it reads back to the very blobs (it does for every blob encode() writes).
+    // Kept only when it reads back to the very values (it does for every blob encode() writes).
     std::string back;
     std::vector<std::pair<std::int64_t, std::string_view>> ticks;
     bool same = read_columns(std::string_view(cols).substr(1), block_ts, back, ticks) &&
                 ticks.size() == static_cast<std::size_t>(end - first);
     for (std::size_t i = 0; same && i < ticks.size(); ++i)
-      same = ticks[i].first == first[i].first && ticks[i].second == first[i].second;
+      same = ticks[i].first == first[i].first && same_values(ticks[i].second, first[i].second);
     if (same) return pack_if_smaller(std::move(cols));
   }
   std::string raw;

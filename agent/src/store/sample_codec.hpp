@@ -34,21 +34,24 @@ std::string pack_if_smaller(std::string data);
 std::optional<std::string_view> unpack(std::string_view stored, std::string& buf);
 
 // A block: a commit's ticks in time order, then pack_if_smaller(). Two layouts; unpack_block()
-// reads both, pack_block() writes the second whenever every blob is format 2 (encode()'s):
+// reads both, pack_block() writes the second whenever every blob is format 2 (encode()'s) or
+// decoded values (a block's ticks read back):
 //  - ticks (until format 3): each varint(ts - the previous tick's ts; 0 for the first, which is at
 //    the block's ts), varint(blob size), blob. Its first byte is 0.
 //  - format 3, by series: 0x03, varint(ticks), the ticks' ts deltas as above, varint(series),
 //    their ids (varint deltas), then per series its column: runs varint(length << 3 | tag) over
-//    the ticks (format 2's tags, 6 = a float32 that is a decimal of up to 9 places, 7 = no
-//    value in that tick); if it has cells of tags 0, 4, 5 or 6, varint(scale << 1 | order) and
-//    each such value times 10^scale as zigzag varints of its first (order 0) or second (order
-//    1) differences, whichever is shorter (a counter rising evenly is a run of zeros), or, for
-//    scale 15 (no common scale fits in 64 bits), the format-2 payloads as they are; then its
-//    float32 and double cells raw. Deflated, 60 ticks of the default agent take a quarter fewer
-//    bytes than the first layout (docs/benchmarks.md). It is read back into the very format-2
-//    blobs it was made from (pack_block() checks that before it keeps it).
-// unpack_block() gives the (ts, blob) pairs (views into `stored` or `buf`); false for a damaged
-// block, or one whose ticks do not rise in time.
+//    the ticks (format 2's tags; 6, a float32 whose served form is a decimal of up to 9 places;
+//    7, no value in that tick); if it has cells of tags 0, 4, 5 or 6, varint(scale << 1 |
+//    order) and each such value times 10^scale as zigzag varints of its first (order 0) or
+//    second (order 1) differences, whichever is shorter (a counter rising evenly is a run of
+//    zeros), or, for scale 15 (no common scale fits in 64 bits), the format-2 payloads as they
+//    are; then its float32 and double cells raw. Deflated, 60 ticks of the default agent take
+//    43 % fewer bytes than the first layout (docs/benchmarks.md). pack_block() keeps it only when
+//    it reads back to the very values it was made from.
+// unpack_block() gives the (ts, blob) pairs (views into `stored` or `buf`): the stored blobs of
+// the first layout, blobs of decoded values (kDecodedValues, sample_codec_impl.hpp) of format 3,
+// each value bit for bit what format 2 decodes to, read without a second decoding. False for a
+// damaged block, or one whose ticks do not rise in time.
 using Tick = std::pair<std::int64_t, std::string>;
 std::string pack_block(std::int64_t block_ts, const Tick* first, const Tick* end);
 bool unpack_block(std::string_view stored, std::int64_t block_ts, std::string& buf,

@@ -16,6 +16,9 @@
 //          (below) is exactly that quotient and short (load 0.99, 45.1 celsius), so a reader
 //          gets the very double format 1 gives.
 //   tag 5: zigzag varint of an integral value / 1024 (meminfo and statvfs sizes are whole KiB)
+// Decoded values (never stored): the byte kDecodedValues, then per entry the id (uint32) and the
+// value (double), little-endian, 12 bytes. unpack_block() gives a format-3 block's ticks so, each
+// value already what format 2 decodes it to: a query reads them without decoding them again.
 // Decoded values are what format 1 gives for the same input (rows shrink, a quarter on the
 // default sensors), except that decimals of up to 4 places are exact instead of float32.
 #pragma once
@@ -30,8 +33,9 @@
 
 namespace kiwi::agent::sample_codec {
 
+inline constexpr char kDecodedValues = 0x00;  // format 1 never starts so: its first head is >= 4
 inline constexpr char kFormat2 = 0x01;
-inline constexpr double kPow10[] = {1, 10, 100, 1000, 10000};
+inline constexpr double kPow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
 
 inline void put_varint(std::string& out, std::uint64_t v) {
   while (v >= 0x80) {
@@ -75,8 +79,43 @@ inline double served_float(float f) {
   throw StoreError("malformed sample blob");
 }
 
+// The value of an entry whose payload is a varint: tags 0, 4 and 5 of format 2, and 6, a decimal
+// of up to 9 places varint(zigzag(m) << 4 | k) = m / 10^k (format 3's columns only: a float32
+// whose served form is that decimal, the very double served_float() gives). False for another.
+inline bool varint_value(std::uint64_t tag, std::uint64_t z, double& value) {
+  switch (tag) {
+    case 0:
+      value = static_cast<double>(unzigzag(z));
+      return true;
+    case 4:
+      // m and 10^k are exact doubles and IEEE division rounds correctly: the nearest double to
+      // the decimal, the same one from_chars gives for its text.
+      value = static_cast<double>(unzigzag(z >> 2)) / kPow10[(z & 3) + 1];
+      return true;
+    case 5:
+      value = static_cast<double>(unzigzag(z)) * 1024;
+      return true;
+    case 6:
+      value = static_cast<double>(unzigzag(z >> 4)) / kPow10[z & 15];
+      return (z & 15) <= 9;
+    default:
+      return false;
+  }
+}
+
 template <class Fn>
 void decode(std::string_view blob, Fn&& fn) {
+  if (!blob.empty() && blob.front() == kDecodedValues) {
+    if ((blob.size() - 1) % 12 != 0) malformed();
+    for (const char* p = blob.data() + 1; p != blob.data() + blob.size(); p += 12) {
+      std::uint32_t id;
+      double value;
+      std::memcpy(&id, p, 4);
+      std::memcpy(&value, p + 4, 8);
+      fn(id, value);
+    }
+    return;
+  }
   const bool format2 = !blob.empty() && blob.front() == kFormat2;
   if (format2) blob.remove_prefix(1);
   const int tag_bits = format2 ? 3 : 2;
@@ -89,8 +128,10 @@ void decode(std::string_view blob, Fn&& fn) {
     double value;
     switch (head & tag_mask) {
       case 0:
+      case 4:
+      case 5:
         if (!get_varint(blob, z)) malformed();
-        value = static_cast<double>(unzigzag(z));
+        varint_value(head & tag_mask, z, value);
         break;
       case 1: {
         if (blob.size() < 4) malformed();
@@ -107,16 +148,6 @@ void decode(std::string_view blob, Fn&& fn) {
         break;
       case 3:
         value = 0;
-        break;
-      case 4:
-        if (!get_varint(blob, z)) malformed();
-        // m and 10^k are exact doubles and IEEE division rounds correctly: the nearest double to
-        // the decimal, the same one from_chars gives for its text.
-        value = static_cast<double>(unzigzag(z >> 2)) / kPow10[(z & 3) + 1];
-        break;
-      case 5:
-        if (!get_varint(blob, z)) malformed();
-        value = static_cast<double>(unzigzag(z)) * 1024;
         break;
       default:
         malformed();
