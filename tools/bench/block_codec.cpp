@@ -1,0 +1,136 @@
+// Bytes a stored raw tick takes, per block layout (issue 39: flash written <= 1.0 MB/h): reads
+// the ticks of a kiwi.db's blocks (made by running the agent; it is opened read-only), cuts them
+// into blocks of N ticks as a commit every N samples would, and packs each in the ticks layout
+// (every block before format 3) and with pack_block() (format 3, by series). Prints per N the
+// bytes per tick of each, and the microseconds per tick to pack each and to read each (unpack +
+// decode: what a history query does per stored tick), the old layout first.
+// Built with the tests: build/bin/kiwi-bench-block-codec path/to/kiwi.db [N ...] (default 10 60).
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "store/sample_codec.hpp"
+
+using namespace kiwi::agent;
+namespace codec = kiwi::agent::sample_codec;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::vector<codec::Tick> read_ticks(const char* path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    std::fprintf(stderr, "%s: %s\n", path, sqlite3_errmsg(db));
+    std::exit(1);
+  }
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT ts, data FROM blocks ORDER BY ts", -1, &st, nullptr) !=
+      SQLITE_OK) {
+    std::fprintf(stderr, "%s: %s\n", path, sqlite3_errmsg(db));
+    std::exit(1);
+  }
+  std::vector<codec::Tick> ticks;
+  std::string buf;
+  std::vector<std::pair<std::int64_t, std::string_view>> block;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const std::string_view data(static_cast<const char*>(sqlite3_column_blob(st, 1)),
+                                static_cast<std::size_t>(sqlite3_column_bytes(st, 1)));
+    if (!codec::unpack_block(data, sqlite3_column_int64(st, 0), buf, block)) continue;
+    for (auto& [ts, blob] : block) {
+      if (blob.empty() || blob.front() != codec::kDecodedValues) {
+        ticks.emplace_back(ts, std::string(blob));
+        continue;
+      }
+      // A format-3 block's ticks come as decoded values: encoded again (a float32 that is a
+      // decimal of up to 4 places comes back as that decimal, a byte or two less than the
+      // agent's tag-1 float: the figures of such a file flatter both layouts a little).
+      std::vector<std::pair<std::uint32_t, double>> values;
+      codec::decode(blob, [&](std::uint32_t id, double v) { values.emplace_back(id, v); });
+      std::string encoded;
+      codec::encode(encoded, values);
+      ticks.emplace_back(ts, std::move(encoded));
+    }
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return ticks;
+}
+
+// The layout of every block before format 3 (pack_block() until then).
+std::string pack_ticks_layout(const codec::Tick* first, const codec::Tick* end) {
+  std::string raw;
+  std::int64_t prev = first->first;
+  for (const codec::Tick* t = first; t != end; ++t) {
+    codec::put_varint(raw, static_cast<std::uint64_t>(t->first - prev));
+    codec::put_varint(raw, t->second.size());
+    raw += t->second;
+    prev = t->first;
+  }
+  return codec::pack_if_smaller(std::move(raw));
+}
+
+double micros(Clock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s kiwi.db [ticks per block ...]\n", argv[0]);
+    return 2;
+  }
+  const std::vector<codec::Tick> ticks = read_ticks(argv[1]);
+  std::size_t values = 0;
+  if (!ticks.empty()) codec::decode(ticks.back().second, [&](auto, auto) { ++values; });
+  std::printf("%zu ticks, %zu values in the last\n", ticks.size(), values);
+  std::vector<int> sizes;
+  for (int i = 2; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
+  if (sizes.empty()) sizes = {10, 60};
+  std::printf("%6s %7s %10s %10s %7s %8s %8s %8s %8s\n", "ticks", "blocks", "old B/tick",
+              "new B/tick", "new/old", "pack us", "new", "read us", "new");
+  for (int n : sizes) {
+    std::size_t blocks = 0, counted = 0, old_bytes = 0, new_bytes = 0;
+    Clock::duration old_pack_time{}, pack_time{}, old_read_time{}, read_time{};
+    std::string buf;
+    std::vector<std::pair<std::int64_t, std::string_view>> back;
+    double sum = 0;
+    for (std::size_t at = 0; at + static_cast<std::size_t>(n) <= ticks.size(); at += n) {
+      const codec::Tick* first = ticks.data() + at;
+      const auto t_old = Clock::now();
+      const std::string old_block = pack_ticks_layout(first, first + n);
+      const auto t_old_read = Clock::now();
+      codec::unpack_block(old_block, first->first, buf, back);
+      for (auto& tick : back) codec::decode(tick.second, [&](auto, double v) { sum += v; });
+      const auto t0 = Clock::now();
+      old_bytes += old_block.size();
+      old_pack_time += t_old_read - t_old;
+      old_read_time += t0 - t_old_read;
+      const std::string block = codec::pack_block(first->first, first, first + n);
+      const auto t1 = Clock::now();
+      if (!codec::unpack_block(block, first->first, buf, back)) {
+        std::fprintf(stderr, "block at %zu does not read back\n", at);
+        return 1;
+      }
+      for (auto& tick : back) codec::decode(tick.second, [&](auto, double v) { sum += v; });
+      read_time += Clock::now() - t1;
+      pack_time += t1 - t0;
+      new_bytes += block.size();
+      counted += static_cast<std::size_t>(n);
+      ++blocks;
+    }
+    if (counted == 0) continue;
+    const double c = static_cast<double>(counted);
+    std::printf("%6d %7zu %10.1f %10.1f %7.2f %8.1f %8.1f %8.1f %8.1f\n", n, blocks,
+                static_cast<double>(old_bytes) / c, static_cast<double>(new_bytes) / c,
+                static_cast<double>(new_bytes) / static_cast<double>(old_bytes),
+                micros(old_pack_time) / c, micros(pack_time) / c, micros(old_read_time) / c,
+                micros(read_time) / c);
+    if (sum == 0.125) std::puts("");  // the values are used: the decoding is not optimised away
+  }
+  return 0;
+}
