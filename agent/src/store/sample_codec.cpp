@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "base/compress.hpp"
 
@@ -333,17 +334,23 @@ std::string columns(std::int64_t block_ts, const Tick* first, const Tick* end) {
     if (!parse_format2(blob, entries)) return {};
     tick_end.push_back(entries.size());
   }
-  std::vector<std::uint32_t> ids;
-  ids.reserve(entries.size());
-  for (auto& e : entries) ids.push_back(e.first);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  // The union of the ticks' ids, merged tick by tick (each blob's ids rise; the ticks of a block
+  // mostly share them), and each entry to its series' row by walking both in order.
+  std::vector<std::uint32_t> ids, merged, tick_ids;
+  for (std::size_t t = 0, e = 0; t < n; ++t) {
+    tick_ids.clear();
+    for (; e < tick_end[t]; ++e) tick_ids.push_back(entries[e].first);
+    merged.clear();
+    std::set_union(ids.begin(), ids.end(), tick_ids.begin(), tick_ids.end(),
+                   std::back_inserter(merged));
+    ids.swap(merged);
+  }
   if (ids.size() * n > kMaxBlockCells) return {};
   std::vector<Cell> grid(ids.size() * n);  // series-major
   for (std::size_t t = 0, e = 0; t < n; ++t)
-    for (; e < tick_end[t]; ++e) {
-      const auto s = std::lower_bound(ids.begin(), ids.end(), entries[e].first) - ids.begin();
-      grid[static_cast<std::size_t>(s) * n + t] = entries[e].second;
+    for (std::size_t s = 0; e < tick_end[t]; ++e) {
+      while (ids[s] < entries[e].first) ++s;
+      grid[s * n + t] = entries[e].second;
     }
   std::string out(1, kBlockColumns);
   put_varint(out, n);
