@@ -245,6 +245,10 @@ struct HistoryQuery {
   std::vector<std::string> patterns;  // series names or keys, `*` globs; empty means all
   double step = 0;                    // > 0: buckets of `step` seconds, aligned to multiples of it
   Aggregate aggregate = Aggregate::mean;
+  // Since ABI 1.7: each series' lowest and highest sample of each bucket as well
+  // (HistorySeries::min, max), whatever the aggregate; without a step a point is one sample, its
+  // own min and max (/api/history takes `band` only with `step`).
+  bool band = false;
 };
 
 struct HistorySeries {
@@ -254,6 +258,10 @@ struct HistorySeries {
   std::string unit;
   MetricKind kind = MetricKind::gauge;
   std::vector<double> values;  // one per timestamp; NaN where the series has no value
+  // Only for a query with `band` (else empty): one per timestamp, the lowest and highest sample
+  // of the bucket; NaN where `values` is.
+  std::vector<double> min{};  // (initialised: rows written without them stay warning-free)
+  std::vector<double> max{};
 };
 
 struct HistoryResult {

@@ -26,6 +26,8 @@ struct Column {
   std::size_t series_index;      // into the catalog
   std::vector<double> value;     // sum (mean), or the running min/max/last
   std::vector<std::uint32_t> n;  // values seen in the bucket
+  // With a band: the lowest and highest sample seen in the bucket (low > high: none yet).
+  std::vector<double> low, high;
 };
 
 // `v` stands for `weight` samples (a minute rollup's mean, min, max or last, or one sample); a sum
@@ -47,6 +49,17 @@ void accumulate(Column& c, std::size_t bucket, double v, Aggregate agg, std::uin
   else
     acc = std::min(acc, v);
   n += count ? count : weight;
+}
+
+// With a band: the bucket's range widened to [low, high] (one sample: low = high = it; a rollup:
+// its own min and max, whatever the aggregate). A NaN widens nothing.
+void widen(Column& c, std::size_t bucket, double low, double high) {
+  if (c.low.size() <= bucket) {
+    c.low.resize(bucket + 1, HUGE_VAL);
+    c.high.resize(bucket + 1, -HUGE_VAL);
+  }
+  c.low[bucket] = std::min(c.low[bucket], low);
+  c.high[bucket] = std::max(c.high[bucket], high);
 }
 
 // wanted[id]: whether the series of that id (1..catalog.size()) matches a pattern of the query
@@ -75,6 +88,7 @@ class Buckets {
  public:
   Buckets(const HistoryQuery& q, std::int64_t step_ms, const SeriesCatalog& catalog)
       : aggregate_(q.aggregate),
+        band_(q.band),
         step_ms_(step_ms),
         wanted_(select_series(catalog, q)),
         column_of_(catalog.size() + 1, -1) {}
@@ -98,7 +112,9 @@ class Buckets {
     const std::size_t bucket = bucket_of(step_ms_ ? floor_to(ts, step_ms_) : ts, ts);
     sample_codec::decode(blob, [&](std::uint32_t id, double v) {
       if (id == 0 || id >= wanted_.size() || !wanted_[id]) return;
-      accumulate(column(id), bucket, v, aggregate_);
+      Column& c = column(id);
+      accumulate(c, bucket, v, aggregate_);
+      if (band_) widen(c, bucket, v, v);
     });
   }
 
@@ -111,10 +127,12 @@ class Buckets {
                                 : aggregate_ == Aggregate::max ? 2
                                                                : 3];
     const auto n = static_cast<std::uint32_t>(count);
+    Column& c = column(id);
     if (sum && aggregate_ == Aggregate::mean)
-      accumulate(column(id), bucket, chosen, aggregate_, 1, n);
+      accumulate(c, bucket, chosen, aggregate_, 1, n);
     else
-      accumulate(column(id), bucket, chosen, aggregate_, n);
+      accumulate(c, bucket, chosen, aggregate_, n);
+    if (band_) widen(c, bucket, parts[1], parts[2]);
   }
 
   // A minute row (unpacked) whose first sample is at `first_ts`: the five values of each series
@@ -137,12 +155,13 @@ class Buckets {
   Column& column(std::uint32_t id) {
     if (column_of_[id] < 0) {
       column_of_[id] = static_cast<int>(columns_.size());
-      columns_.push_back({id - 1, {}, {}});
+      columns_.push_back({id - 1, {}, {}, {}, {}});
     }
     return columns_[static_cast<std::size_t>(column_of_[id])];
   }
 
   const Aggregate aggregate_;
+  const bool band_;
   const std::int64_t step_ms_;
   const std::vector<char> wanted_;   // by series id
   std::vector<std::int64_t> start_;  // ms
@@ -165,7 +184,7 @@ HistoryResult Buckets::result(std::size_t limit, const SeriesCatalog& catalog) {
   for (auto& c : columns_) {
     c.value.resize(points, 0);
     c.n.resize(points, 0);
-    std::vector<double> values;
+    std::vector<double> values, low, high;
     values.reserve(points - skip);
     bool any = false;
     for (std::size_t i = skip; i < points; ++i) {
@@ -176,8 +195,20 @@ HistoryResult Buckets::result(std::size_t limit, const SeriesCatalog& catalog) {
       values.push_back(v);
     }
     if (!any) continue;  // only in points that `limit` cut off
+    if (band_) {
+      c.low.resize(points, HUGE_VAL);
+      c.high.resize(points, -HUGE_VAL);
+      low.reserve(points - skip);
+      high.reserve(points - skip);
+      for (std::size_t i = skip; i < points; ++i) {
+        const bool none = std::isnan(values[i - skip]) || c.low[i] > c.high[i];
+        low.push_back(none ? std::nan("") : c.low[i]);
+        high.push_back(none ? std::nan("") : c.high[i]);
+      }
+    }
     auto& s = catalog[c.series_index];
-    out.series.push_back({s.key, s.name, s.labels, s.unit, s.kind, std::move(values)});
+    out.series.push_back({s.key, s.name, s.labels, s.unit, s.kind, std::move(values),
+                          std::move(low), std::move(high)});
   }
   return out;
 }

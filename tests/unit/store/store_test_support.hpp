@@ -68,7 +68,8 @@ inline bool same_values(const std::vector<double>& a, const std::vector<double>&
 }
 
 // Every query of `keys` one at a time (the per-series path: hour rows, minute rows by key) gives
-// what the query of every series (every row of every minute) gives for that series.
+// what the query of every series (every row of every minute) gives for that series, band
+// included; and every aggregate's band is what the aggregates min and max give.
 inline void check_paths_agree(const Store& store, std::int64_t from_ms, std::int64_t to_ms,
                               const std::vector<std::string>& keys) {
   const double from = from_ms / 1000.0, to = to_ms / 1000.0;
@@ -79,7 +80,9 @@ inline void check_paths_agree(const Store& store, std::int64_t from_ms, std::int
       {from, to, 60},          {from, to, 86.4},           {from + 1830.5, to - 700, 300},
       {from, to, 3600},        {from + 7, to - 7, 60},     {from + 3599, from + 3 * 3600 + 61, 120},
       {from - 86400, to, 900}, {from + 5400, to + 100, 60}};
-  for (auto& w : windows)
+  for (auto& w : windows) {
+    // Each with its band; [1] and [2] are the answers of min and max.
+    std::vector<kiwi::HistoryResult> by_aggregate;
     for (auto agg : {kiwi::Aggregate::mean, kiwi::Aggregate::min, kiwi::Aggregate::max,
                      kiwi::Aggregate::last}) {
       kiwi::HistoryQuery q;
@@ -88,7 +91,8 @@ inline void check_paths_agree(const Store& store, std::int64_t from_ms, std::int
       q.step = w.step;
       q.aggregate = agg;
       q.limit = 1000;
-      const auto wide = store.query(q);
+      q.band = true;
+      const auto& wide = by_aggregate.emplace_back(store.query(q));
       REQUIRE(wide.series.size() > Store::kNarrowSeries);
       for (auto& key : keys) {
         q.patterns = {key};
@@ -99,10 +103,21 @@ inline void check_paths_agree(const Store& store, std::int64_t from_ms, std::int
         auto* a = find(wide, key);
         auto* b = find(narrow, key);
         REQUIRE((a == nullptr) == (b == nullptr));
-        if (a) CHECK(same_values(a->values, b->values));
+        if (!a) continue;
+        CHECK(same_values(a->values, b->values));
+        CHECK(same_values(a->min, b->min));
+        CHECK(same_values(a->max, b->max));
       }
-      q.patterns.clear();
     }
+    // The band is the bucket's lowest and highest sample whatever the aggregate: what min and
+    // max answer.
+    for (auto& r : by_aggregate)
+      for (auto& s : r.series) {
+        INFO("series " << s.key << ", since " << w.since << ", step " << w.step);
+        CHECK(same_values(s.min, find(by_aggregate[1], s.key)->values));
+        CHECK(same_values(s.max, find(by_aggregate[2], s.key)->values));
+      }
+  }
 }
 
 // 150 series (three groups of rollup rows); values vary with the tick and the series.

@@ -116,6 +116,43 @@ TEST_CASE("store: step folds samples into aligned buckets with mean, max, min or
   CHECK(latest.series.size() == 1);
 }
 
+TEST_CASE("store: a band holds each bucket's lowest and highest sample, whatever the aggregate") {
+  TempDb db;
+  Store store(db.path());
+  // a: 3 1 4 1 5 | 9 2 6 5 3; b only in the first bucket.
+  const double a[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
+  for (int i = 0; i < 10; ++i) {
+    std::vector<kiwi::MetricValue> ms = {metric("a", a[i], "")};
+    if (i < 5) ms.push_back(metric("b", 100 + i, ""));
+    append(store, 1'000'000 + i * 1000, ms, i % 3 == 0);  // some still queued
+  }
+  kiwi::HistoryQuery q;
+  q.since = 1000;
+  q.until = 1009;
+  q.step = 5;
+  q.limit = 100;
+  CHECK(store.query(q).series[0].min.empty());  // none unless asked for
+  q.band = true;
+  for (auto agg : {kiwi::Aggregate::mean, kiwi::Aggregate::last}) {
+    q.aggregate = agg;
+    auto r = store.query(q);
+    REQUIRE(r.series.size() == 2);
+    CHECK(r.series[0].values ==
+          (agg == kiwi::Aggregate::mean ? std::vector<double>{2.8, 5} : std::vector<double>{5, 3}));
+    CHECK(r.series[0].min == std::vector<double>{1, 2});
+    CHECK(r.series[0].max == std::vector<double>{5, 9});
+    CHECK(r.series[1].min[0] == 100);
+    CHECK(r.series[1].max[0] == 104);
+    CHECK(std::isnan(r.series[1].min[1]));  // null where the value is
+    CHECK(std::isnan(r.series[1].max[1]));
+  }
+  q.limit = 1;  // the points `limit` keeps, with their band
+  auto latest = store.query(q);
+  REQUIRE(latest.series.size() == 1);
+  CHECK(latest.series[0].min == std::vector<double>{2});
+  CHECK(latest.series[0].max == std::vector<double>{9});
+}
+
 TEST_CASE("store: steps of a minute or more read per-minute rollups, with the same answers") {
   TempDb db;
   Store store(db.path());
@@ -149,6 +186,23 @@ TEST_CASE("store: steps of a minute or more read per-minute rollups, with the sa
   auto two = store.query(q);
   CHECK(two.timestamps == std::vector<double>{1764475800, 1764475920});
   CHECK(two.series[1].values == std::vector<double>{59.5, 149.5});
+  // A band from the rollups' own min and max (the third minute from its samples), whatever the
+  // aggregate.
+  q.band = true;
+  q.aggregate = kiwi::Aggregate::last;
+  auto band = store.query(q);
+  CHECK(band.series[1].values == std::vector<double>{119, 179});
+  CHECK(band.series[1].min == std::vector<double>{0, 120});
+  CHECK(band.series[1].max == std::vector<double>{119, 179});
+  CHECK(band.series[0].min == std::vector<double>{0, 0});
+  CHECK(band.series[0].max == std::vector<double>{59, 59});
+  q.step = 60;
+  q.aggregate = kiwi::Aggregate::mean;
+  band = store.query(q);
+  CHECK(band.series[1].values == std::vector<double>{29.5, 89.5, 149.5});
+  CHECK(band.series[1].min == std::vector<double>{0, 60, 120});
+  CHECK(band.series[1].max == std::vector<double>{59, 119, 179});
+  q.band = false;
   // A minute summary costs no write of its own: the hour's rows are written when it is over.
   store.close_current_minute();
   store.flush(0, 0);

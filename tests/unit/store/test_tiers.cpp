@@ -58,8 +58,10 @@ Expected expected(std::int64_t from, std::int64_t to, std::int64_t step) {
 }
 
 kiwi::HistoryResult ask(const Store& store, std::int64_t from, std::int64_t to, std::int64_t step,
-                        kiwi::Aggregate agg, std::vector<std::string> patterns = {}) {
+                        kiwi::Aggregate agg, std::vector<std::string> patterns = {},
+                        bool band = false) {
   kiwi::HistoryQuery q;
+  q.band = band;
   q.since = static_cast<double>(from) / 1000;
   q.until = static_cast<double>(to - 1) / 1000;
   q.step = static_cast<double>(step) / 1000;
@@ -69,8 +71,8 @@ kiwi::HistoryResult ask(const Store& store, std::int64_t from, std::int64_t to, 
   return store.query(q);
 }
 
-// The query over [from, to) at `step` gives the samples' answer, for every aggregate, through
-// the few-series path ("a") and the every-series path (no pattern) alike.
+// The query over [from, to) at `step` gives the samples' answer, for every aggregate and the
+// band, through the few-series path ("a") and the every-series path (no pattern) alike.
 void check_answers(const Store& store, std::int64_t from, std::int64_t to, std::int64_t step) {
   const Expected e = expected(from, to, step);
   for (auto patterns : {std::vector<std::string>{"a"}, std::vector<std::string>{}}) {
@@ -88,6 +90,13 @@ void check_answers(const Store& store, std::int64_t from, std::int64_t to, std::
       REQUIRE(s->values.size() == want->size());
       for (std::size_t i = 0; i < want->size(); ++i)
         CHECK(s->values[i] == Approx((*want)[i]).margin(1e-9));
+    }
+    for (auto agg : {kiwi::Aggregate::mean, kiwi::Aggregate::last}) {  // any aggregate's band
+      auto r = ask(store, from, to, step, agg, patterns, true);
+      auto* s = find(r, "a");
+      REQUIRE(s);
+      CHECK(s->min == e.min);
+      CHECK(s->max == e.max);
     }
   }
 }
