@@ -106,3 +106,48 @@ TEST_CASE("c handler: a refusal stops start-up with exit 2, naming the file and 
                                     "/test-c_handler.so: handler for '/c/*' refused to start: "
                                     "greeting is empty; say something"));
 }
+
+TEST_CASE("c handler: a handler of ABI 1.6 reads history as it did, one of 1.7 its band too") {
+  Agent agent(c_routes() + "[[route]]\npath = \"/old/*\"\nhandler = \"" KIWI_TEST_PLUGIN_DIR
+                           "/test-c_handler_1_6.so\"\noptions = { greeting = \"old\" }\n");
+  HttpClient c(agent.port());
+  REQUIRE(eventually([&] { return sequence_of(c) >= 3; }));
+  // Both handlers list the answer of one query (a line per series: key, values, and the band
+  // when they read one); asked until both saw the same samples.
+  auto lines = [](const std::string& body) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    for (std::size_t end; (end = body.find('\n', at)) != std::string::npos; at = end + 1)
+      out.push_back(body.substr(at, end - at));
+    return out;
+  };
+  std::vector<std::string> now, old;
+  REQUIRE(eventually([&] {
+    const auto a = c.get("/c/history?series=memory_*&step=1&band=1");
+    const auto b = c.get("/old/history?series=memory_*&step=1&band=1");
+    REQUIRE(a.status == 200);
+    REQUIRE(b.status == 200);
+    now = lines(a.body);
+    old = lines(b.body);
+    return !now.empty() && now[0] == old[0] && now[0] != "timestamps=0";
+  }));
+  INFO("1.7:\n" << Catch::Detail::stringify(now) << "\n1.6:\n" << Catch::Detail::stringify(old));
+  REQUIRE(now.size() == old.size());
+  REQUIRE(now.size() >= 3);  // two series or more: the rows' size matters from the second on
+  for (std::size_t i = 1; i < now.size(); ++i) {
+    const auto band = now[i].find(" min ");
+    REQUIRE(band != std::string::npos);       // 1.7 asked for a band and reads it
+    CHECK(now[i].substr(0, band) == old[i]);  // 1.6: the same keys and values, no band
+    CHECK(old[i].find(" min ") == std::string::npos);
+    CHECK(old[i].starts_with("memory_"));
+  }
+  // /api/plugins says which ABI each was built for.
+  const auto p = parse_json(c.get("/api/plugins").body);
+  bool listed = false;
+  for (const auto& e : p["plugins"].GetArray())
+    if (e.HasMember("route") && e["route"].GetString() == std::string("/old/*")) {
+      listed = true;
+      CHECK(e["abi_minor"].GetUint() == 6);
+    }
+  CHECK(listed);
+}

@@ -3,7 +3,13 @@
  * parameter, a header (found case-insensitively) and the body, sets the status and headers, takes
  * the methods its options list, answers from static storage or from a malloc'd body the agent
  * frees through release(), fails on request, and refuses an empty greeting. The integration tests
- * check each through the real agent. Thread-safe: the instance is read-only after create. */
+ * check each through the real agent. Thread-safe: the instance is read-only after create.
+ *
+ * At .../history it lists a history query's answer (series=<one pattern>&step=S&band=1): a line
+ * per series, its key and values, and its min and max when it reads a band. Built with
+ * KIWI_TEST_ABI_1_6 (test-c_handler_1_6.so) it is a plugin of ABI 1.6 as such a plugin was
+ * built: its descriptor says 1.6, it steps through the rows by 1.6's size, knows no band, and
+ * leaves garbage where 1.7's `band` is (1.6's tail padding). */
 #include <kiwi/plugin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +111,120 @@ static void release(void *owner) {
   free(owner);
 }
 
+#ifdef KIWI_TEST_ABI_1_6
+#define C_HANDLER_NAME "c_handler_1_6"
+#define C_HANDLER_MINOR 6
+#else
+#define C_HANDLER_NAME "c_handler"
+#define C_HANDLER_MINOR KIWI_ABI_MINOR
+#endif
+
+/* A growing text; `failed` once out of memory. */
+typedef struct text {
+  char *data;
+  size_t size, capacity;
+  int failed;
+} text;
+
+static void add(text *t, const char *bytes, size_t n) {
+  if (t->failed) return;
+  if (t->size + n > t->capacity) {
+    size_t grown = (t->capacity + n) * 2;
+    char *more = realloc(t->data, grown);
+    if (!more) {
+      t->failed = 1;
+      return;
+    }
+    t->data = more;
+    t->capacity = grown;
+  }
+  if (n) memcpy(t->data + t->size, bytes, n);
+  t->size += n;
+}
+
+static void add_cstr(text *t, const char *s) {
+  add(t, s, strlen(s));
+}
+
+/* A space and a number (shortest round trip is not C99's: 17 digits), or " null" for NaN. */
+static void add_number(text *t, double v) {
+  char digits[40];
+  if (v != v)
+    snprintf(digits, sizeof digits, " null");
+  else
+    snprintf(digits, sizeof digits, " %.17g", v);
+  add_cstr(t, digits);
+}
+
+static int history(const handler *h, const kiwi_request *req, const kiwi_response *res) {
+  kiwi_history_query q;
+  const kiwi_history_result *r;
+  void *ticket = NULL;
+  kiwi_str pattern, step, band;
+  int has_pattern, has_step, has_band;
+  size_t i, j, row_size;
+  char digits[32] = {0};
+  text t = {NULL, 0, 0, 0};
+  kiwi_body body;
+  kiwi_str type = S("Content-Type"), plain = S("text/plain; charset=utf-8");
+  pattern = find(req->query, req->query_count, "series", 0, &has_pattern);
+  step = find(req->query, req->query_count, "step", 0, &has_step);
+  band = find(req->query, req->query_count, "band", 0, &has_band);
+  memset(&q, 0xee, sizeof q); /* what a 1.6 plugin's stack may hold in the padding */
+  q.size = sizeof q;
+  q.limit = 10000;
+  q.has_since = 0;
+  q.has_until = 0;
+  q.patterns = has_pattern ? &pattern : NULL;
+  q.pattern_count = has_pattern ? 1 : 0;
+  if (has_step && step.size < sizeof digits) memcpy(digits, step.data, step.size);
+  q.step = atof(digits);
+  q.aggregate = KIWI_AGGREGATE_MEAN;
+#ifdef KIWI_TEST_ABI_1_6
+  (void)band;
+  (void)has_band;
+  row_size = KIWI_HISTORY_SERIES_SIZE_1_0; /* its sizeof(kiwi_history_series) */
+#else
+  q.band = has_band && is(band, "1");
+#endif
+  r = h->data->history(h->data->ctx, &q, &ticket, NULL);
+  if (!r) return 1;
+#ifndef KIWI_TEST_ABI_1_6
+  row_size = KIWI_HAS_MEMBER(r, kiwi_history_result, series_size) ? r->series_size
+                                                                  : KIWI_HISTORY_SERIES_SIZE_1_0;
+#endif
+  snprintf(digits, sizeof digits, "timestamps=%lu\n", (unsigned long)r->timestamp_count);
+  add_cstr(&t, digits);
+  for (i = 0; i < r->series_count; ++i) {
+    const kiwi_history_series *s =
+        (const kiwi_history_series *)((const unsigned char *)r->series + i * row_size);
+    add(&t, s->key.data, s->key.size);
+    add_cstr(&t, " values");
+    for (j = 0; j < r->timestamp_count; ++j) add_number(&t, s->values[j]);
+#ifndef KIWI_TEST_ABI_1_6
+    if (row_size >= offsetof(kiwi_history_series, max) + sizeof s->max && s->min && s->max) {
+      add_cstr(&t, " min");
+      for (j = 0; j < r->timestamp_count; ++j) add_number(&t, s->min[j]);
+      add_cstr(&t, " max");
+      for (j = 0; j < r->timestamp_count; ++j) add_number(&t, s->max[j]);
+    }
+#endif
+    add_cstr(&t, "\n");
+  }
+  h->data->release(h->data->ctx, ticket);
+  if (t.failed) {
+    free(t.data);
+    return 1;
+  }
+  body.data = t.data;
+  body.size = t.size;
+  body.owner = t.data;
+  body.release = release;
+  res->header(res->ctx, type, plain);
+  res->body(res->ctx, body);
+  return 0;
+}
+
 static int handle(void *instance, const kiwi_request *req, const kiwi_response *res) {
   const handler *h = instance;
   static const char fixed[] = "static bytes from the plugin's image\n";
@@ -124,6 +244,11 @@ static int handle(void *instance, const kiwi_request *req, const kiwi_response *
   if (has_fail) {
     kiwi_str why = S("asked to fail");
     res->error(res->ctx, why);
+    return 1;
+  }
+  if (req->path.size >= 8 && memcmp(req->path.data + req->path.size - 8, "/history", 8) == 0) {
+    if (history(h, req, res) == 0) return 0;
+    res->error(res->ctx, (kiwi_str)S("history failed"));
     return 1;
   }
   if (req->path.size >= 7 && memcmp(req->path.data + req->path.size - 7, "/static", 7) == 0) {
@@ -197,10 +322,10 @@ static void destroy(void *instance) {
 /* Designated initializers: a member this plugin does not set (the sensor functions) is NULL. */
 static const kiwi_plugin descriptor = {
     .abi_major = KIWI_ABI_MAJOR,
-    .abi_minor = KIWI_ABI_MINOR,
+    .abi_minor = C_HANDLER_MINOR,
     .size = sizeof(kiwi_plugin),
     .kind = KIWI_KIND_HANDLER,
-    .name = S("c_handler"),
+    .name = S(C_HANDLER_NAME),
     .description = S("a route handler written in C against kiwi/plugin.h (test plugin)"),
     .options = options,
     .option_count = sizeof options / sizeof options[0],

@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define KIWI_ABI_MAJOR 1
-#define KIWI_ABI_MINOR 6
+#define KIWI_ABI_MINOR 7
 
 #define KIWI_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -660,7 +660,16 @@ typedef struct kiwi_history_query {
   size_t pattern_count;
   double step;        /* > 0: buckets of `step` seconds */
   uint32_t aggregate; /* KIWI_AGGREGATE_* */
+  /* Since ABI 1.7. Non-zero: each series' `min` and `max` as well (the lowest and highest sample
+   * of each bucket, whatever the aggregate; without a step a point is one sample, its own min
+   * and max). It lies where a query of 1.6 had its tail padding, so a 1.6 query's `size` covers
+   * it too: the agent reads it only from a plugin whose descriptor states ABI 1.7 or later. */
+  uint32_t band;
 } kiwi_history_query;
+
+/* The size of a kiwi_history_query in ABI 1.0 to 1.6 without its tail padding, before `band`: the
+ * least `size` the agent takes. */
+#define KIWI_HISTORY_QUERY_SIZE_1_0 offsetof(kiwi_history_query, band)
 
 typedef struct kiwi_history_series {
   kiwi_str key; /* `name` or `name{label="value",...}`, unique in a result */
@@ -670,14 +679,26 @@ typedef struct kiwi_history_series {
   uint32_t unit;
   uint32_t kind;
   const double *values; /* one per timestamp; NaN where the series has no value */
+  /* Since ABI 1.7: one per timestamp, each bucket's lowest and highest sample, NaN where `values`
+   * is; NULL unless the query asked for a band. Read only when the result's `series_size`
+   * covers them. */
+  const double *min;
+  const double *max;
 } kiwi_history_series;
+
+/* The size of a kiwi_history_series in ABI 1.0 to 1.6, before `min`: the rows an agent of those
+ * versions hands out, and the rows the agent hands a plugin built for them. */
+#define KIWI_HISTORY_SERIES_SIZE_1_0 offsetof(kiwi_history_series, min)
 
 typedef struct kiwi_history_result {
   uint32_t size;
   const double *timestamps; /* unix seconds, oldest first */
   size_t timestamp_count;
-  const kiwi_history_series *series;
+  const kiwi_history_series *series; /* rows of series_size bytes */
   size_t series_count;
+  /* Since ABI 1.7 (KIWI_HAS_MEMBER(result, kiwi_history_result, series_size)): the size of a row
+   * of `series`. An older agent's rows are KIWI_HISTORY_SERIES_SIZE_1_0 bytes. */
+  uint32_t series_size;
 } kiwi_history_result;
 
 typedef struct kiwi_str_list {
@@ -693,7 +714,8 @@ typedef struct kiwi_data {
   const kiwi_snapshot *(*snapshot)(void *ctx, void **ticket); /* never NULL */
   const kiwi_stats *(*stats)(void *ctx, void **ticket);       /* never NULL */
   /* Reads through a read-only store connection of the calling thread. NULL when the store
-   * cannot answer (I/O error, corrupt database): the reason went to error->refuse. */
+   * cannot answer (I/O error, corrupt database): the reason went to error->refuse. The rows of
+   * the result are of the ABI the plugin's descriptor states (1.0 to 1.6: without min and max). */
   const kiwi_history_result *(*history)(void *ctx, const kiwi_history_query *query, void **ticket,
                                         const kiwi_refusal *error);
   /* Names and keys of every series the store holds (to check `series` patterns). */

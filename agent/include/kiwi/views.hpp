@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -618,6 +619,7 @@ struct HistoryQueryView {
     c.pattern_count = patterns.size();
     c.step = q.step;
     c.aggregate = static_cast<std::uint32_t>(q.aggregate);
+    c.band = q.band;
   }
   HistoryQueryView(const HistoryQueryView&) = delete;
   HistoryQueryView& operator=(const HistoryQueryView&) = delete;
@@ -626,13 +628,16 @@ struct HistoryQueryView {
   kiwi_history_query c{};
 };
 
-// The query as the store takes it; throws std::invalid_argument for one this side cannot read
-// (none, a `size` smaller than ABI 1.0's, an unknown aggregate).
-inline HistoryQuery query_from(const kiwi_history_query* q) {
-  if (!q || q->size < sizeof(kiwi_history_query))
+// The query as the store takes it, from a plugin built for ABI 1.`plugin_minor`; throws
+// std::invalid_argument for one this side cannot read (none, a `size` smaller than ABI 1.0's, an
+// unknown aggregate). `band` is read only from a plugin of 1.7 or later: in a 1.6 query its place
+// is tail padding, which the query's `size` covers (kiwi/plugin.h).
+inline HistoryQuery query_from(const kiwi_history_query* q,
+                               std::uint32_t plugin_minor = KIWI_ABI_MINOR) {
+  if (!q || q->size < KIWI_HISTORY_QUERY_SIZE_1_0)
     throw std::invalid_argument("history query of " + std::to_string(q ? q->size : 0) +
                                 " bytes, ABI 1.0 has " +
-                                std::to_string(sizeof(kiwi_history_query)));
+                                std::to_string(KIWI_HISTORY_QUERY_SIZE_1_0));
   if (q->aggregate > KIWI_AGGREGATE_LAST)
     throw std::invalid_argument("history query with unknown aggregate " +
                                 std::to_string(q->aggregate));
@@ -645,15 +650,19 @@ inline HistoryQuery query_from(const kiwi_history_query* q) {
     out.patterns.emplace_back(view(q->patterns[i]));
   out.step = q->step;
   out.aggregate = static_cast<Aggregate>(q->aggregate);
+  out.band = plugin_minor >= 7 && KIWI_HAS_MEMBER(q, kiwi_history_query, band) && q->band;
   return out;
 }
 
 // ---- A history result: HistoryResult <-> kiwi_history_result -----------------------------------
 
-// The C view of a result, which it holds. Throws std::logic_error for a series without one value
-// per timestamp.
+// The C view of a result, which it holds, in rows of `series_size` bytes: this SDK's, or
+// KIWI_HISTORY_SERIES_SIZE_1_0 for a plugin built before 1.7 (which steps through the rows by
+// its own sizeof). Throws std::logic_error for a series without one value (or, with a band, one
+// min and max) per timestamp.
 struct HistoryView {
-  explicit HistoryView(HistoryResult r) : result(std::move(r)) {
+  explicit HistoryView(HistoryResult r, std::size_t series_size = sizeof(kiwi_history_series))
+      : result(std::move(r)) {
     std::size_t n = 0;
     for (const auto& s : result.series) n += s.labels.size();
     labels.reserve(n);
@@ -672,6 +681,15 @@ struct HistoryView {
                                std::to_string(s.values.size()) + " values for " +
                                std::to_string(result.timestamps.size()) + " timestamps");
       row.values = s.values.data();
+      if (!s.min.empty() || !s.max.empty()) {
+        if (s.min.size() != s.values.size() || s.max.size() != s.values.size())
+          throw std::logic_error("history series " + s.key + " has " +
+                                 std::to_string(s.min.size()) + " min and " +
+                                 std::to_string(s.max.size()) + " max for " +
+                                 std::to_string(s.values.size()) + " values");
+        row.min = s.min.data();
+        row.max = s.max.data();
+      }
       series.push_back(row);
     }
     c.size = sizeof c;
@@ -679,6 +697,13 @@ struct HistoryView {
     c.timestamp_count = result.timestamps.size();
     c.series = series.data();
     c.series_count = series.size();
+    c.series_size = static_cast<std::uint32_t>(series_size);
+    if (series_size < sizeof(kiwi_history_series)) {  // an older plugin's rows: each cut short
+      narrow.resize(series.size() * series_size);
+      for (std::size_t i = 0; i < series.size(); ++i)
+        std::memcpy(narrow.data() + i * series_size, &series[i], series_size);
+      c.series = reinterpret_cast<const kiwi_history_series*>(narrow.data());
+    }
   }
   HistoryView(const HistoryView&) = delete;
   HistoryView& operator=(const HistoryView&) = delete;
@@ -686,15 +711,22 @@ struct HistoryView {
   HistoryResult result;
   std::vector<kiwi_label> labels;
   std::vector<kiwi_history_series> series;
+  std::vector<unsigned char> narrow;  // rows of series_size bytes, when less than this SDK's
   kiwi_history_result c{};
 };
 
+// An agent before 1.7 has no band: its rows are KIWI_HISTORY_SERIES_SIZE_1_0 bytes, and `min`
+// and `max` stay empty.
 inline HistoryResult history_from(const kiwi_history_result& c) {
+  const std::size_t row_size = KIWI_HAS_MEMBER(&c, kiwi_history_result, series_size)
+                                   ? c.series_size
+                                   : KIWI_HISTORY_SERIES_SIZE_1_0;
+  const bool has_band = row_size >= offsetof(kiwi_history_series, max) + sizeof(c.series->max);
   HistoryResult h;
   h.timestamps.assign(c.timestamps, c.timestamps + c.timestamp_count);
   h.series.reserve(c.series_count);
   for (std::size_t i = 0; i < c.series_count; ++i) {
-    const auto& s = c.series[i];
+    const auto& s = row_at(c.series, row_size, i);
     HistorySeries& out = h.series.emplace_back();
     out.key = std::string(view(s.key));
     out.name = std::string(view(s.name));
@@ -702,6 +734,10 @@ inline HistoryResult history_from(const kiwi_history_result& c) {
     out.unit = std::string(to_string(static_cast<Unit>(s.unit)));
     out.kind = kind_from(s.kind);
     if (c.timestamp_count) out.values.assign(s.values, s.values + c.timestamp_count);
+    if (has_band && s.min && s.max && c.timestamp_count) {
+      out.min.assign(s.min, s.min + c.timestamp_count);
+      out.max.assign(s.max, s.max + c.timestamp_count);
+    }
   }
   return h;
 }

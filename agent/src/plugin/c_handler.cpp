@@ -40,18 +40,8 @@ CData::CData(const DataSource& data) : data_(data) {
     return out;
   };
   c_.history = [](void* ctx, const kiwi_history_query* query, void** ticket,
-                  const kiwi_refusal* error) -> const kiwi_history_result* {
-    *ticket = nullptr;  // release(NULL) does nothing
-    try {
-      auto view =
-          std::make_shared<const abi::HistoryView>(self(ctx).data_.history(abi::query_from(query)));
-      const kiwi_history_result* out = &view->c;
-      *ticket = ticket_for(std::move(view));
-      return out;
-    } catch (const std::exception& e) {  // StoreError, a query we cannot read, out of memory
-      if (error) error->refuse(error->ctx, to_c(e.what()));
-    }
-    return nullptr;
+                  const kiwi_refusal* error) {
+    return self(ctx).history(query, ticket, error, KIWI_ABI_MINOR);
   };
   c_.series_names = [](void* ctx, void** ticket) -> const kiwi_str_list* {
     auto view = std::make_shared<const abi::SeriesView>(self(ctx).data_.series_names());
@@ -66,6 +56,28 @@ CData::CData(const DataSource& data) : data_(data) {
     *ticket = ticket_for(std::move(view));
     return out;
   };
+  before_1_7_ = c_;
+  before_1_7_.history = [](void* ctx, const kiwi_history_query* query, void** ticket,
+                           const kiwi_refusal* error) {
+    return self(ctx).history(query, ticket, error, 6);
+  };
+}
+
+const kiwi_history_result* CData::history(const kiwi_history_query* query, void** ticket,
+                                          const kiwi_refusal* error,
+                                          std::uint32_t plugin_minor) const {
+  *ticket = nullptr;  // release(NULL) does nothing
+  try {
+    auto view = std::make_shared<const abi::HistoryView>(
+        data_.history(abi::query_from(query, plugin_minor)),
+        plugin_minor >= 7 ? sizeof(kiwi_history_series) : KIWI_HISTORY_SERIES_SIZE_1_0);
+    const kiwi_history_result* out = &view->c;
+    *ticket = ticket_for(std::move(view));
+    return out;
+  } catch (const std::exception& e) {  // StoreError, a query we cannot read, out of memory
+    if (error) error->refuse(error->ctx, to_c(e.what()));
+  }
+  return nullptr;
 }
 
 std::shared_ptr<const abi::SnapshotView> CData::snapshot_view() const {
@@ -154,7 +166,7 @@ CHandler::CHandler(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
   ctx.options = options_.values.data();
   ctx.option_count = options_.values.size();
   ctx.host = &host_.host;
-  ctx.data = data_->c();
+  ctx.data = data_->c(plugin.abi_minor);
   ctx.agent_version = to_c(agent_version);
   CRefusal refusal;
   instance_ = refusal.created(plugin_.handler_create(&ctx, &refusal.c));

@@ -25,7 +25,9 @@ namespace kiwi::agent {
 //                 and a shared_ptr copy, not a rebuild
 //   stats         a copy of the counters and its view, per call
 //   history       per call; NULL and error->refuse(message) when the store cannot answer, or
-//                 for a query this agent cannot read (too small a `size`, an unknown aggregate)
+//                 for a query this agent cannot read (too small a `size`, an unknown aggregate).
+//                 A plugin built before ABI 1.7 gets rows of its own size (1.6's), and its
+//                 query's tail padding is not read as `band`: it has its own kiwi_data
 //   series_names  per call
 //   alerts        per call (ABI 1.6): the instances not inactive, as DataSource::alerts() has them
 class CData {
@@ -38,13 +40,19 @@ class CData {
   // built once for all of them); it lives while any of them holds it.
   static std::shared_ptr<CData> of(const DataSource& data);
 
-  const kiwi_data* c() const { return &c_; }
+  // The kiwi_data for a plugin built for ABI 1.`plugin_minor`.
+  const kiwi_data* c(std::uint32_t plugin_minor = KIWI_ABI_MINOR) const {
+    return plugin_minor >= 7 ? &c_ : &before_1_7_;
+  }
 
  private:
   std::shared_ptr<const abi::SnapshotView> snapshot_view() const;
+  const kiwi_history_result* history(const kiwi_history_query* query, void** ticket,
+                                     const kiwi_refusal* error, std::uint32_t plugin_minor) const;
 
   const DataSource& data_;
   kiwi_data c_{};
+  kiwi_data before_1_7_{};  // c_ with history() for plugins of ABI 1.0 to 1.6
   mutable std::mutex mutex_;
   mutable std::shared_ptr<const abi::SnapshotView> last_;  // guarded by mutex_
 };

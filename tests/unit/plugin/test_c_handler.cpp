@@ -3,6 +3,7 @@
 // (c_handler.hpp) drive it through kiwi/plugin.h only.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <kiwi/handler.hpp>
 #include <mutex>
 #include <stdexcept>
@@ -364,9 +365,15 @@ TEST_CASE("C ABI data: snapshot, stats, history and series names cross the C ABI
   fake.agent_stats.config.reload_message = "bad key";
   fake.agent_stats.config.reloads_failed = 1;
   fake.result.timestamps = {1, 2, 3};
-  fake.result.series = {
-      {"temp{zone=\"a\"}", "temp", {{"zone", "a"}}, "celsius", MetricKind::gauge, {20, NAN, 21}},
-      {"rx_total", "rx_total", {}, "bytes", MetricKind::counter, {1, 2, 3}}};
+  fake.result.series = {{"temp{zone=\"a\"}",
+                         "temp",
+                         {{"zone", "a"}},
+                         "celsius",
+                         MetricKind::gauge,
+                         {20, NAN, 21},
+                         {19, NAN, 20.5},
+                         {22, NAN, 21.5}},
+                        {"rx_total", "rx_total", {}, "bytes", MetricKind::counter, {1, 2, 3}}};
   fake.names = {"temp{zone=\"a\"}", "rx_total"};
 
   const kiwi_plugin& plugin =
@@ -507,7 +514,9 @@ TEST_CASE("C ABI data: snapshot, stats, history and series names cross the C ABI
     q.patterns = {"temp*", "rx_total"};
     q.step = 10;
     q.aggregate = Aggregate::max;
+    q.band = true;
     HistoryResult r = data.history(q);
+    CHECK(fake.last_query.band);
     CHECK(fake.last_query.limit == 60);
     CHECK(fake.last_query.since == 100.5);
     CHECK_FALSE(fake.last_query.until);
@@ -520,6 +529,9 @@ TEST_CASE("C ABI data: snapshot, stats, history and series names cross the C ABI
     CHECK(r.series[0].labels[0].second == "a");
     CHECK(r.series[0].unit == "celsius");
     CHECK(std::isnan(r.series[0].values[1]));
+    CHECK(r.series[0].min.at(2) == 20.5);  // ABI 1.7's band
+    CHECK(r.series[0].max.at(0) == 22);
+    CHECK(r.series[1].min.empty());  // NULL: none
     CHECK(r.series[1].kind == MetricKind::counter);
     CHECK(r.series[1].values == std::vector<double>{1, 2, 3});
 
@@ -600,4 +612,46 @@ TEST_CASE("C ABI data: a handler loaded by an agent before ABI 1.6 reads no aler
   // Its `alerts` still works here: only the size keeps the SDK from calling it.
   old.size = offsetof(kiwi_data, alerts);
   CHECK(abi::HostData(&old).alerts().empty());
+}
+
+TEST_CASE("C ABI data: a handler built before ABI 1.7 gets rows of its size and asks no band") {
+  FakeData fake;
+  fake.result.timestamps = {1, 2};
+  fake.result.series = {{"a", "a", {}, "", MetricKind::gauge, {1, 2}, {0, 1}, {2, 3}},
+                        {"b", "b", {}, "bytes", MetricKind::gauge, {5, 6}, {4, 5}, {6, 7}}};
+  auto shared = CData::of(fake);
+  const kiwi_data* old = shared->c(6);
+  CHECK(old != shared->c());
+  // A 1.6 query: its size covers the tail padding where `band` now is, which holds garbage.
+  HistoryQuery q;
+  q.step = 60;
+  const abi::HistoryQueryView query(q);
+  kiwi_history_query c = query.c;
+  std::memset(reinterpret_cast<unsigned char*>(&c) + KIWI_HISTORY_QUERY_SIZE_1_0, 0xee,
+              sizeof c - KIWI_HISTORY_QUERY_SIZE_1_0);
+  void* ticket = nullptr;
+  const kiwi_history_result* r = old->history(old->ctx, &c, &ticket, nullptr);
+  REQUIRE(r);
+  CHECK(fake.last_query.step == 60);
+  CHECK_FALSE(fake.last_query.band);
+  // Rows of 1.6's size, as such a plugin steps through them (it knows no series_size).
+  REQUIRE(r->series_count == 2);
+  CHECK(r->series_size == KIWI_HISTORY_SERIES_SIZE_1_0);
+  const auto& second = abi::row_at(r->series, KIWI_HISTORY_SERIES_SIZE_1_0, 1);
+  CHECK(abi::view(second.key) == "b");
+  CHECK(second.values[1] == 6);
+  const HistoryResult back = abi::history_from(*r);  // what the C++ SDK of 1.7 makes of it
+  REQUIRE(back.series.size() == 2);
+  CHECK(back.series[1].values == std::vector<double>{5, 6});
+  CHECK(back.series[1].min.empty());
+  old->release(old->ctx, ticket);
+  // The same query from a plugin of 1.7, whose band is 0: no band asked, whole rows.
+  const kiwi_data* now = shared->c(KIWI_ABI_MINOR);
+  r = now->history(now->ctx, &query.c, &ticket, nullptr);
+  REQUIRE(r);
+  CHECK_FALSE(fake.last_query.band);
+  CHECK(r->series_size == sizeof(kiwi_history_series));
+  CHECK(abi::view(r->series[1].key) == "b");
+  CHECK(r->series[1].min[0] == 4);
+  now->release(now->ctx, ticket);
 }

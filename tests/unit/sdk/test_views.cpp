@@ -498,8 +498,12 @@ TEST_CASE("views: a history query made a C view and read back is the same query"
   q.patterns = {"cpu_*", "temp{zone=\"a\"}", ""};
   q.step = 60;
   q.aggregate = Aggregate::max;
+  q.band = true;
   const abi::HistoryQueryView view(q);
   HistoryQuery back = abi::query_from(&view.c);
+  CHECK(back.band);
+  // From a plugin of 1.6, `band` is tail padding (its `size` covers it): never read.
+  CHECK_FALSE(abi::query_from(&view.c, 6).band);
   CHECK(back.limit == q.limit);
   CHECK(back.since == q.since);
   CHECK_FALSE(back.until.has_value());
@@ -510,11 +514,13 @@ TEST_CASE("views: a history query made a C view and read back is the same query"
   q.since.reset();
   q.until = 0;  // a bound at 0 is a bound, not none
   q.aggregate = Aggregate::last;
+  q.band = false;
   const abi::HistoryQueryView other(q);
   back = abi::query_from(&other.c);
   CHECK_FALSE(back.since.has_value());
   CHECK(back.until == 0.0);
   CHECK(back.aggregate == Aggregate::last);
+  CHECK_FALSE(back.band);
 
   kiwi_history_query bad = view.c;
   bad.aggregate = KIWI_AGGREGATE_LAST + 1;
@@ -522,6 +528,9 @@ TEST_CASE("views: a history query made a C view and read back is the same query"
   bad = view.c;
   bad.size = offsetof(kiwi_history_query, aggregate);
   CHECK_THROWS_AS(abi::query_from(&bad), std::invalid_argument);
+  bad.size = KIWI_HISTORY_QUERY_SIZE_1_0;  // 1.6's, without its padding (e.g. on i386): no band
+  CHECK(abi::query_from(&bad).aggregate == Aggregate::max);
+  CHECK_FALSE(abi::query_from(&bad).band);
   CHECK_THROWS_AS(abi::query_from(nullptr), std::invalid_argument);
 }
 
@@ -555,6 +564,66 @@ TEST_CASE("views: a history result made a C view and read back is the same resul
 
   r.series[1].values.pop_back();  // the store promises one value per timestamp
   CHECK_THROWS_WITH(abi::HistoryView(r), "history series rx_total has 2 values for 3 timestamps");
+}
+
+TEST_CASE(
+    "views: a history result's band (ABI 1.7) crosses whole, an older side's rows have none") {
+  HistoryResult r;
+  r.timestamps = {1, 2};
+  r.series = {{"a", "a", {}, "ratio", MetricKind::gauge, {0.5, NAN}, {0.25, NAN}, {0.75, NAN}},
+              {"b{x=\"1\"}", "b", {{"x", "1"}}, "", MetricKind::gauge, {1, 2}, {0, 1}, {3, 4}}};
+  const abi::HistoryView view(r);
+  CHECK(view.c.series_size == sizeof(kiwi_history_series));
+  auto check_band = [&](const HistoryResult& back) {
+    REQUIRE(back.series.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      CHECK(same_value(back.series[i].min[0], r.series[i].min[0]));
+      CHECK(same_value(back.series[i].min[1], r.series[i].min[1]));
+      CHECK(same_value(back.series[i].max[0], r.series[i].max[0]));
+      CHECK(same_value(back.series[i].max[1], r.series[i].max[1]));
+    }
+  };
+  check_band(abi::history_from(view.c));
+
+  SECTION("rows of a newer minor, with members this SDK does not know") {
+    const std::size_t larger = sizeof(kiwi_history_series) + 16;
+    auto rows = resized_rows(view.series.data(), view.series.size(), larger, false);
+    kiwi_history_result c = view.c;
+    c.series = reinterpret_cast<const kiwi_history_series*>(rows.data());
+    c.series_size = static_cast<std::uint32_t>(larger);
+    const HistoryResult back = abi::history_from(c);
+    check_band(back);
+    CHECK(back.series[1].labels == r.series[1].labels);
+  }
+  SECTION("an agent of 1.6: a result without series_size, rows before min and max") {
+    auto rows =
+        resized_rows(view.series.data(), view.series.size(), KIWI_HISTORY_SERIES_SIZE_1_0, false);
+    kiwi_history_result c = view.c;
+    c.size = offsetof(kiwi_history_result, series_size);
+    c.series_size = 0xeeeeeeee;  // not read: the size does not cover it
+    c.series = reinterpret_cast<const kiwi_history_series*>(rows.data());
+    const HistoryResult back = abi::history_from(c);
+    REQUIRE(back.series.size() == 2);
+    CHECK(back.series[1].key == r.series[1].key);
+    CHECK(back.series[1].values == r.series[1].values);
+    CHECK(back.series[0].min.empty());
+    CHECK(back.series[1].max.empty());
+  }
+  SECTION("the rows the agent hands a plugin of 1.6: that size, whole up to it") {
+    const abi::HistoryView old(r, KIWI_HISTORY_SERIES_SIZE_1_0);
+    CHECK(old.c.series_size == KIWI_HISTORY_SERIES_SIZE_1_0);
+    const auto& second = abi::row_at(old.c.series, KIWI_HISTORY_SERIES_SIZE_1_0, 1);
+    CHECK(abi::view(second.key) == "b{x=\"1\"}");
+    CHECK(second.values[1] == 2);
+    const HistoryResult back = abi::history_from(old.c);
+    CHECK(back.series[1].values == r.series[1].values);
+    CHECK(back.series[1].min.empty());
+  }
+  SECTION("a band of another length than the values is refused") {
+    r.series[1].max.pop_back();
+    CHECK_THROWS_WITH(abi::HistoryView(r),
+                      "history series b{x=\"1\"} has 2 min and 1 max for 2 values");
+  }
 }
 
 TEST_CASE("views: series names made a C view and read back are the same names") {
