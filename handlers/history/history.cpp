@@ -1,4 +1,5 @@
-// /api/history: samples as columnar JSON, read through the agent's read-only store connections.
+// /api/history: samples as columnar JSON (or CSV), read through the agent's read-only store
+// connections.
 // A response is rendered once per query and sample (the server gzips it once, by body identity):
 // repeated requests for a window that cannot change until the next sample are served from a small
 // cache, found by the request's own query string before anything is parsed.
@@ -14,18 +15,20 @@ namespace {
 constexpr std::size_t kCacheEntries = 32;
 
 struct Rendered {
-  Rendered(std::string etag, bool closed, kiwi::Body body)
-      : etag(std::move(etag)), closed(closed), body(std::move(body)) {}
+  Rendered(std::string etag, bool closed, std::string_view content_type, kiwi::Body body)
+      : etag(std::move(etag)), closed(closed), content_type(content_type), body(std::move(body)) {}
   std::string etag;
   bool closed;  // the window ends before the latest sample: no later sample changes it
+  std::string_view content_type;  // static (kiwi_history::content_type)
   kiwi::Body body;
 };
 
 // A cache slot: one rendering under one key. A rendering has two keys: the request's query string
 // as sent, whole and undecoded (the fast path: no parsing, no series list; decoded parameters
 // joined again would make `series=a%26limit%3D1` and `series=a&limit=1` one key) and the
-// canonical query (what parse_query made of it, every value exact and whole, so equivalent
-// spellings share one rendering and different queries never do). An open window's keys end in
+// canonical query (what parse_query made of it, every value exact and whole, format and band
+// included, so equivalent spellings share one rendering and different queries or formats never
+// do). An open window's keys end in
 // the sample sequence; it is useless once a newer sample exists, and dropped then.
 struct Slot {
   std::string key;
@@ -75,15 +78,17 @@ class HistoryHandler final : public kiwi::InPlaceHandler {
         char etag[48];
         std::snprintf(etag, sizeof etag, "\"h%016llx\"",
                       static_cast<unsigned long long>(fnv1a(key)));
+        const kiwi::HistoryResult result = data_.history(pq.query);
         r = std::make_shared<const Rendered>(
-            etag, closed,
-            std::make_shared<const std::string>(
-                kiwi_history::render(data_.history(pq.query), pq.query)));
+            etag, closed, kiwi_history::content_type(pq.format),
+            std::make_shared<const std::string>(pq.format == kiwi_history::Format::csv
+                                                    ? kiwi_history::render_csv(result, pq.query)
+                                                    : kiwi_history::render(result, pq.query)));
         insert({std::move(key), sequence, r}, snap->sequence);
       }
       insert({std::move(raw), snap->sequence, r}, snap->sequence);  // raw keys name the sample
     }
-    out.set(200, "application/json",
+    out.set(200, r->content_type,
             {{"ETag", r->etag}, {"Cache-Control", r->closed ? "max-age=3600" : "no-cache"}},
             r->body);
   }

@@ -11,7 +11,8 @@
 namespace kiwi_history {
 
 namespace {
-constexpr std::string_view kAccepted[] = {"limit", "since", "until", "step", "agg", "series"};
+constexpr std::string_view kAccepted[] = {"limit", "since",  "until", "step",
+                                          "agg",   "series", "band",  "format"};
 
 // Rounded to `decimals` places, then printed in its shortest form (whole numbers without ".0");
 // NaN (no value) as null. |v| near DBL_MAX overflows when scaled: it has no fraction to round.
@@ -26,11 +27,14 @@ void number(std::string& out, double v, int decimals) {
     kiwi::append_json_shortest(out, r);
 }
 
-void numbers(std::string& out, const std::vector<double>& values, int decimals) {
+// `count` numbers (default: all of `values`); null past the end of `values` (a band that an
+// agent before ABI 1.7 does not answer).
+void numbers(std::string& out, const std::vector<double>& values, int decimals,
+             std::optional<std::size_t> count = {}) {
   out.push_back('[');
-  for (std::size_t i = 0; i < values.size(); ++i) {
+  for (std::size_t i = 0; i < count.value_or(values.size()); ++i) {
     if (i) out.push_back(',');
-    number(out, values[i], decimals);
+    number(out, i < values.size() ? values[i] : std::nan(""), decimals);
   }
   out.push_back(']');
 }
@@ -196,7 +200,8 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
   for (auto& p : req.query) {
     if (std::find(std::begin(kAccepted), std::end(kAccepted), p.name) == std::end(kAccepted))
       return ParamError{std::string(p.name),
-                        "unknown parameter; accepted: limit, since, until, step, agg, series"};
+                        "unknown parameter; accepted: limit, since, until, step, agg, series, "
+                        "band, format"};
     if (req.count(p.name) > 1) return ParamError{std::string(p.name), "given more than once"};
     if (p.value.empty())
       return ParamError{std::string(p.name), "is empty; give a value or leave the parameter out"};
@@ -231,6 +236,18 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
       }
     if (!found)
       return ParamError{"agg", quoted(*v) + " is not an aggregate; use mean, max, min or last"};
+  }
+  if (auto v = req.param("band")) {
+    if (q.step <= 0) return ParamError{"band", "only applies with step"};
+    if (*v != "true" && *v != "1" && *v != "false" && *v != "0")
+      return ParamError{"band", quoted(*v) + " is not a boolean; use true, 1, false or 0"};
+    q.band = *v == "true" || *v == "1";
+  }
+  if (auto v = req.param("format")) {
+    if (*v == "csv")
+      out.format = Format::csv;
+    else if (*v != "json")
+      return ParamError{"format", quoted(*v) + " is not a format; use json or csv"};
   }
 
   const bool windowed = q.since || q.step > 0;
@@ -297,7 +314,8 @@ std::variant<ParsedQuery, ParamError> parse_query(const kiwi::Request& req, doub
   };
   out.canonical = "l=" + std::to_string(q.limit) + "&s=" + exact(q.since) + "&u=" + exact(q.until) +
                   "&st=" + exact(q.step) + "&a=" + std::to_string(static_cast<int>(q.aggregate)) +
-                  "&p=";
+                  "&b=" + (q.band ? "1" : "0") +
+                  "&f=" + (out.format == Format::csv ? "csv" : "json") + "&p=";
   for (auto& p : q.patterns) out.canonical += std::to_string(p.size()) + ":" + p;
   return out;
 }
@@ -341,12 +359,74 @@ std::string render(const kiwi::HistoryResult& r, const kiwi::HistoryQuery& q) {
     }
     out += ",\"unit\":";
     kiwi::append_json_string(out, s.unit);
+    const int decimals = decimals_for_unit(s.unit);
     out += ",\"values\":";
-    numbers(out, s.values, decimals_for_unit(s.unit));
+    numbers(out, s.values, decimals);
+    if (q.band) {
+      out += ",\"min\":";
+      numbers(out, s.min, decimals, s.values.size());
+      out += ",\"max\":";
+      numbers(out, s.max, decimals, s.values.size());
+    }
     out += "}";
   }
   out += "}}";
   return out;
+}
+
+namespace {
+// A CSV field: as it is, or in double quotes with its quotes doubled when it holds a comma, a
+// quote or a line break (RFC 4180; a series key has quotes, a label value may have commas).
+void csv_field(std::string& out, std::string_view field) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) return void(out += field);
+  out.push_back('"');
+  for (char c : field) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+}
+
+// A value as render() writes it; nothing where JSON has null.
+void csv_number(std::string& out, double v, int decimals) {
+  if (std::isfinite(v)) number(out, v, decimals);
+}
+}  // namespace
+
+std::string render_csv(const kiwi::HistoryResult& r, const kiwi::HistoryQuery& q) {
+  struct Column {
+    const std::vector<double>* values;
+    int decimals;
+  };
+  std::vector<Column> columns;  // a band an agent before ABI 1.7 does not answer is empty
+  std::string out = "timestamp";
+  for (auto& s : r.series) {
+    const int decimals = decimals_for_unit(s.unit);
+    out.push_back(',');
+    csv_field(out, s.key);
+    columns.push_back({&s.values, decimals});
+    if (!q.band) continue;
+    for (auto [side, suffix] : {std::pair{&s.min, ":min"}, std::pair{&s.max, ":max"}}) {
+      out.push_back(',');
+      csv_field(out, s.key + suffix);
+      columns.push_back({side, decimals});
+    }
+  }
+  out += "\r\n";
+  out.reserve(out.size() + r.timestamps.size() * (14 + 10 * columns.size()));
+  for (std::size_t row = 0; row < r.timestamps.size(); ++row) {
+    number(out, r.timestamps[row], 3);
+    for (auto& c : columns) {
+      out.push_back(',');
+      if (row < c.values->size()) csv_number(out, (*c.values)[row], c.decimals);
+    }
+    out += "\r\n";
+  }
+  return out;
+}
+
+std::string_view content_type(Format format) {
+  return format == Format::csv ? "text/csv; charset=utf-8" : "application/json";
 }
 
 }  // namespace kiwi_history

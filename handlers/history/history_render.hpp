@@ -15,8 +15,12 @@ struct ParamError {
   std::string message;
 };
 
+// The body's format (`format=`): columnar JSON, or CSV (one row per timestamp).
+enum class Format { json, csv };
+
 struct ParsedQuery {
   kiwi::HistoryQuery query;
+  Format format = Format::json;
   std::string canonical;  // the parameters in one fixed order, for caching and the ETag
   bool relative = false;  // since or until was given relative to now: the URL names no fixed window
 };
@@ -55,7 +59,16 @@ std::variant<double, std::string> parse_time_param(std::string_view text, double
 int decimals_for_unit(std::string_view unit);
 
 // {"version":1,"count":N,["step":S,"agg":"mean",]"timestamps":[...],"series":{"<key>":{"name":..,
-//  "labels":{..},"unit":..,"values":[...]}}}  -- missing values are null.
+//  "labels":{..},"unit":..,"values":[...][,"min":[...],"max":[...]]}}}  -- missing values are
+// null; min and max with query.band.
 std::string render(const kiwi::HistoryResult& result, const kiwi::HistoryQuery& query);
+
+// RFC 4180 CSV, CRLF line ends: a header `timestamp,<key>[,<key>:min,<key>:max],...` (a field
+// with a comma, a quote or a line break in double quotes, its quotes doubled), then a row per
+// timestamp: unix seconds and each value as render() writes it, empty where it has none.
+std::string render_csv(const kiwi::HistoryResult& result, const kiwi::HistoryQuery& query);
+
+// The Content-Type of a body in `format`.
+std::string_view content_type(Format format);
 
 }  // namespace kiwi_history

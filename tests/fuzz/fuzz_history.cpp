@@ -1,6 +1,7 @@
-// /api/history's parameter parser and renderer: the input is a query string ("since=-300&
+// /api/history's parameter parser and renderers: the input is a query string ("since=-300&
 // limit=10", decoded as the server does), parsed against a fixed series list; a query that
-// parses is rendered on values that include the edge cases (1e308, NaN, -0, tiny fractions).
+// parses is rendered (JSON or CSV, with its band) on values that include the edge cases (1e308,
+// NaN, -0, tiny fractions).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -48,7 +49,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     s.labels = {{"mount", "mnt-\xff\xfe-\"quote"}};
     s.unit = unit;
     s.values.assign(values, values + n);
+    if (q.band) s.min = s.max = s.values;
     result.series.push_back(std::move(s));
+  }
+  if (pq->format == kiwi_history::Format::csv) {
+    const std::string csv = kiwi_history::render_csv(result, q);
+    // A header and a line per timestamp, each ended by CRLF; no line break inside a field.
+    std::size_t lines = 0;
+    for (std::size_t at = 0; (at = csv.find("\r\n", at)) != std::string::npos; at += 2) ++lines;
+    KIWI_FUZZ_CHECK(lines == result.timestamps.size() + 1);
+    KIWI_FUZZ_CHECK(csv.size() >= 2 && csv.ends_with("\r\n"));
+    return 0;
   }
   const std::string body = kiwi_history::render(result, q);
   KIWI_FUZZ_CHECK(!body.empty() && body.front() == '{' && body.back() == '}');

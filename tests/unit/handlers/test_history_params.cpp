@@ -1,5 +1,6 @@
 // Every /api/history parameter rule, on the pure parser.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <limits>
 
 #include "history_render.hpp"
@@ -172,7 +173,7 @@ TEST_CASE("history params: every bad parameter is a 400 naming it") {
   const Case cases[] = {
       {{{"lmit", "5"}},
        "lmit",
-       "unknown parameter; accepted: limit, since, until, step, agg, series"},
+       "unknown parameter; accepted: limit, since, until, step, agg, series, band, format"},
       {{{"limit", "abc"}}, "limit", "'abc' is not an integer; expected an integer from 1 to 86400"},
       {{{"limit", "0"}}, "limit", "0 is out of range; expected an integer from 1 to 86400"},
       {{{"limit", "86401"}}, "limit", "86401 is out of range; expected an integer from 1 to 86400"},
@@ -200,6 +201,15 @@ TEST_CASE("history params: every bad parameter is a 400 naming it") {
       {{{"step", "5"}, {"agg", "median"}},
        "agg",
        "'median' is not an aggregate; use mean, max, min or last"},
+      {{{"band", "true"}}, "band", "only applies with step"},
+      {{{"band", "0"}, {"since", "-60"}}, "band", "only applies with step"},
+      {{{"step", "60"}, {"band", "yes"}},
+       "band",
+       "'yes' is not a boolean; use true, 1, false or 0"},
+      {{{"step", "60"}, {"band", ""}}, "band", "is empty; give a value or leave the parameter out"},
+      {{{"format", "xml"}}, "format", "'xml' is not a format; use json or csv"},
+      {{{"format", "CSV"}}, "format", "'CSV' is not a format; use json or csv"},
+      {{{"format", "csv"}, {"format", "json"}}, "format", "given more than once"},
   };
   for (auto& c : cases) {
     auto e = bad(c.params);
@@ -207,6 +217,103 @@ TEST_CASE("history params: every bad parameter is a 400 naming it") {
     CHECK(e.parameter == c.parameter);
     CHECK(e.message == c.message);
   }
+}
+
+TEST_CASE("history params: band and format, each in the canonical query (never one rendering)") {
+  auto parsed = [](std::vector<std::pair<std::string, std::string>> params) {
+    return std::get<kiwi_history::ParsedQuery>(Query{std::move(params)}.run());
+  };
+  const auto plain = parsed({{"step", "60"}});
+  CHECK_FALSE(plain.query.band);
+  CHECK(plain.format == kiwi_history::Format::json);
+  for (auto word : {"true", "1"}) CHECK(parsed({{"step", "60"}, {"band", word}}).query.band);
+  for (auto word : {"false", "0"}) CHECK_FALSE(parsed({{"step", "60"}, {"band", word}}).query.band);
+  const auto csv = parsed({{"step", "60"}, {"format", "csv"}});
+  CHECK(csv.format == kiwi_history::Format::csv);
+  CHECK(parsed({{"format", "json"}}).format == kiwi_history::Format::json);
+  const auto band = parsed({{"step", "60"}, {"band", "1"}});
+  const auto both = parsed({{"step", "60"}, {"band", "true"}, {"format", "csv"}});
+  CHECK(parsed({{"step", "60"}, {"band", "false"}}).canonical == plain.canonical);
+  CHECK(parsed({{"step", "60"}, {"format", "json"}}).canonical == plain.canonical);
+  CHECK(parsed({{"band", "true"}, {"step", "60"}}).canonical == band.canonical);
+  const std::string keys[] = {plain.canonical, csv.canonical, band.canonical, both.canonical};
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t j = i + 1; j < 4; ++j) CHECK(keys[i] != keys[j]);
+  CHECK(kiwi_history::content_type(kiwi_history::Format::csv) == "text/csv; charset=utf-8");
+  CHECK(kiwi_history::content_type(kiwi_history::Format::json) == "application/json");
+}
+
+namespace {
+// Two buckets of a ratio and a key with quotes and a comma, each with its band; the second
+// series has no value in the second bucket.
+kiwi::HistoryResult banded() {
+  kiwi::HistoryResult r;
+  r.timestamps = {1764475800, 1764475860.5};
+  r.series.push_back({"cpu_usage_ratio",
+                      "cpu_usage_ratio",
+                      {},
+                      "ratio",
+                      kiwi::MetricKind::gauge,
+                      {0.123456, 0.5},
+                      {0.1, 0.25},
+                      {0.2, 0.75}});
+  r.series.push_back({"storage_used_ratio{mount=\"/mnt/a,b\"}",
+                      "storage_used_ratio",
+                      {{"mount", "/mnt/a,b"}},
+                      "bytes",
+                      kiwi::MetricKind::gauge,
+                      {1000.4, std::nan("")},
+                      {999, std::nan("")},
+                      {1002, std::nan("")}});
+  return r;
+}
+}  // namespace
+
+TEST_CASE("history render: with band, min and max beside values, null where values is") {
+  kiwi::HistoryQuery q;
+  q.step = 60;
+  q.band = true;
+  const std::string body = kiwi_history::render(banded(), q);
+  CHECK_THAT(body, Catch::Contains("\"unit\":\"ratio\",\"values\":[0.1235,0.5],\"min\":[0.1,0.25],"
+                                   "\"max\":[0.2,0.75]}"));
+  CHECK_THAT(body, Catch::Contains("\"values\":[1000,null],\"min\":[999,null],"
+                                   "\"max\":[1002,null]}"));
+  q.band = false;
+  CHECK_THAT(kiwi_history::render(banded(), q), !Catch::Contains("\"min\""));
+  // An agent before ABI 1.7 answers no band: all null, one per value.
+  kiwi::HistoryResult old = banded();
+  for (auto& s : old.series) s.min.clear(), s.max.clear();
+  q.band = true;
+  CHECK_THAT(kiwi_history::render(old, q),
+             Catch::Contains("\"values\":[0.1235,0.5],\"min\":[null,null],\"max\":[null,null]}"));
+}
+
+TEST_CASE("history render: CSV has a header of keys, quoted as RFC 4180 says, a row a timestamp") {
+  kiwi::HistoryQuery q;
+  q.step = 60;
+  CHECK(kiwi_history::render_csv(banded(), q) ==
+        "timestamp,cpu_usage_ratio,\"storage_used_ratio{mount=\"\"/mnt/a,b\"\"}\"\r\n"
+        "1764475800,0.1235,1000\r\n"
+        "1764475860.5,0.5,\r\n");
+  q.band = true;
+  CHECK(kiwi_history::render_csv(banded(), q) ==
+        "timestamp,cpu_usage_ratio,cpu_usage_ratio:min,cpu_usage_ratio:max,"
+        "\"storage_used_ratio{mount=\"\"/mnt/a,b\"\"}\",\"storage_used_ratio{mount=\"\"/mnt/"
+        "a,b\"\"}:min\","
+        "\"storage_used_ratio{mount=\"\"/mnt/a,b\"\"}:max\"\r\n"
+        "1764475800,0.1235,0.1,0.2,1000,999,1002\r\n"
+        "1764475860.5,0.5,0.25,0.75,,,\r\n");
+  CHECK(kiwi_history::render_csv({}, q) == "timestamp\r\n");
+  // A key with only quotes is quoted too (a label value without commas).
+  kiwi::HistoryResult one;
+  one.timestamps = {1};
+  one.series.push_back({"t{zone=\"soc\"}",
+                        "t",
+                        {{"zone", "soc"}},
+                        "celsius",
+                        kiwi::MetricKind::gauge,
+                        {std::numeric_limits<double>::infinity()}});
+  CHECK(kiwi_history::render_csv(one, {}) == "timestamp,\"t{zone=\"\"soc\"\"}\"\r\n1,\r\n");
 }
 
 TEST_CASE("history render: columns with units, nulls for gaps, values rounded for their unit") {
