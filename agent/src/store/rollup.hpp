@@ -17,7 +17,7 @@
 //
 // Day rows: the same shape one level up, at ts = day + id: keys h * 5 + k (h the hour of the day,
 // 0..23; k = 0 the sum of the hour's values, exact, then min, max, last, count), and at ts = day
-// the hour map (h -> offset of the hour's first sample).
+// the hour map (h -> offset of the hour's first sample). Not deflated (rollup.cpp, fold_day()).
 #pragma once
 
 #include <cstdint>
