@@ -531,11 +531,18 @@
   }
 
   // ---- history charts (uPlot) ----
-  // 2 min: every sample. 1 h and 24 h: the agent downsamples (`step`) to about 900 / 1,000 points.
+  // 2 min: every sample. Longer ranges: the agent downsamples (`step`) to 700-1,000 points, each
+  // the mean of its bucket; 7 d, 30 d and 1 y at steps its minute and hour summaries answer.
+  // `refresh`: seconds between requests for the newest buckets. `band`: a min-max band around
+  // each line (a bucket's lowest and highest sample), where a point stands for many samples.
+  const DAY = 86400;
   const RANGES = {
     '2m': { seconds: 120, step: 0, refresh: 0, text: 'the last 2 minutes' },
     '1h': { seconds: 3600, step: 4, refresh: 4, text: 'the last hour' },
-    '24h': { seconds: 86400, step: 86, refresh: 30, text: 'the last 24 hours' },
+    '24h': { seconds: DAY, step: 86, refresh: 30, band: true, text: 'the last 24 hours' },
+    '7d': { seconds: 7 * DAY, step: 600, refresh: 120, band: true, text: 'the last 7 days' },
+    '30d': { seconds: 30 * DAY, step: 3600, refresh: 300, band: true, text: 'the last 30 days' },
+    '1y': { seconds: 365 * DAY, step: 43200, refresh: 600, band: true, text: 'the last year' },
   };
   // Byte axes tick at 1, 2, 4 ... 512 KiB / MiB / GiB, not at 477 MiB.
   const BINARY_STEPS = [0, 1, 2, 3, 4, 5].flatMap((k) => [1, 2, 4, 8, 16, 32, 64, 128, 256, 512].map((m) => m * 1024 ** k));
@@ -638,8 +645,9 @@
 
   const hist = {
     // api: 'full' (since/step/series) or 'basic' (limit only, an agent before those parameters);
-    // filter: 'list' (series=<what the charts draw>), 'all' (series=*) or 'none'.
-    range: '2m', api: 'full', filter: 'list',
+    // filter: 'list' (series=<what the charts draw>), 'all' (series=*) or 'none'; band: whether
+    // the agent takes `band` (min and max beside each series' values).
+    range: '2m', api: 'full', filter: 'list', band: true,
     inflight: false, pending: false, fetchedAt: -Infinity, fetchedRange: null,
     last: null, window: [0, 1], charts: new Map(), error: null,
   };
@@ -678,6 +686,7 @@
       p.set('since', String(from));
       p.set('step', String(r.step));
       p.set('limit', String(Math.max(1, Math.ceil((now - from) / r.step) + 1)));
+      if (r.band && hist.band) p.set('band', 'true');
     }
     let names = hist.filter === 'list' ? wantedSeries() : ['*'];
     if (names.join(',').length > 1500) names = ['*']; // many generic charts: the URL stays under 2 kB
@@ -689,12 +698,18 @@
   // Null when the two do not line up (another set of series): the caller fetches it all again.
   function merge(old, add, since, from) {
     const keys = Object.keys(old.series);
-    if (keys.length !== Object.keys(add.series).length || !keys.every((k) => add.series[k])) return null;
+    const same = (k) => add.series[k] && !add.series[k].min === !old.series[k].min; // with a band in both or neither
+    if (keys.length !== Object.keys(add.series).length || !keys.every(same)) return null;
     const start = old.timestamps.findIndex((t) => t >= from);
     const cut = old.timestamps.findIndex((t) => t >= since);
     const a = start < 0 ? old.timestamps.length : start, b = cut < 0 ? old.timestamps.length : cut;
     const out = { ...add, timestamps: [...old.timestamps.slice(a, Math.max(a, b)), ...add.timestamps], series: {} };
-    for (const k of keys) out.series[k] = { ...add.series[k], values: [...old.series[k].values.slice(a, Math.max(a, b)), ...add.series[k].values] };
+    for (const k of keys) {
+      out.series[k] = { ...add.series[k] };
+      for (const col of ['values', 'min', 'max']) {
+        if (add.series[k][col]) out.series[k][col] = [...old.series[k][col].slice(a, Math.max(a, b)), ...add.series[k][col]];
+      }
+    }
     out.count = out.timestamps.length;
     return out;
   }
@@ -720,6 +735,7 @@
           // An agent without the newer history parameters: fall back step by step, remember it.
           const param = (((await res.json().catch(() => null)) || {}).error || {}).parameter;
           if (param === 'series' && hist.filter !== 'none') hist.filter = hist.filter === 'list' ? 'all' : 'none';
+          else if (param === 'band' && hist.band) hist.band = false; // the lines without their bands
           else hist.api = 'basic';
           continue;
         }
@@ -751,15 +767,17 @@
   function showHistoryNote() {
     const r = RANGES[hist.range];
     const step = hist.last && hist.last.step;
+    const banded = !!hist.last && Object.values(hist.last.series).some((s) => Array.isArray(s.min));
     let text = hist.api === 'basic' && hist.range !== '2m'
       ? `This agent's history API cannot downsample (no "step" parameter): showing the last ${fmtDuration(120 * (st.data.interval_seconds || 1))}.`
-      : `Showing ${r.text}${step ? `, each point the mean of ${step} s` : ''}.`;
+      : `Showing ${r.text}${step ? `, each point the mean of ${fmtStep(step)}` : ''}${banded ? '; the shaded band spans its lowest to highest sample' : ''}.`;
     if (hist.error) text = `History unavailable (${hist.error}); showing what was loaded before.`;
     $('history-note').textContent = text;
     const sec = $('history');
     sec.dataset.range = hist.range;
     sec.dataset.api = hist.api;
     sec.dataset.step = String(step || 0);
+    sec.dataset.band = String(banded);
   }
 
   function drawCharts() {
@@ -802,27 +820,34 @@
       return;
     }
     const gap = 2.5 * (data.step || st.data.interval_seconds || 1);
-    const { cols, gaps } = withGaps(data.timestamps, series.map((s) => s.values), gap);
-    const sig = keys.join('\n');
+    // A line with a min-max band (`band`): uPlot draws in series order, so the bands' edges (max,
+    // min of each) come first and every line over them. `at.band[k]`: line k's band, or -1.
+    const banded = series.filter((s) => Array.isArray(s.min) && Array.isArray(s.max));
+    const { cols, gaps } = withGaps(data.timestamps, [...series.map((s) => s.values), ...banded.flatMap((s) => [s.max, s.min])], gap);
+    const lines = cols.slice(0, series.length + 1);
+    const plotted = [cols[0], ...cols.slice(series.length + 1), ...lines.slice(1)];
+    const band = series.map((s) => banded.indexOf(s));
+    const sig = `${keys.join('\n')}\n${band}`;
     let c = hist.charts.get(def.id);
     if (c && c.sig === sig) {
-      Object.assign(c.at, { gaps, gap }); // before setData: it redraws the tooltip
-      c.u.setData(cols);
+      Object.assign(c.at, { gaps, gap, band }); // before setData: it redraws the tooltip
+      c.u.setData(plotted);
     } else {
       dropChart(def.id);
       plot.replaceChildren();
-      const at = { gaps, gap };
-      c = { sig, at, u: new uPlot(chartOptions(def, series, plot, at), cols, plot) };
+      const at = { gaps, gap, band, off: 2 * banded.length };
+      c = { sig, at, u: new uPlot(chartOptions(def, series, plot, at), plotted, plot) };
       hist.charts.set(def.id, c);
     }
     let points = 0;
     let joined = 0; // points between a line's readings, drawn across (withGaps)
-    for (const col of cols.slice(1)) for (const v of col) { points += typeof v === 'number'; joined += v === undefined; }
+    for (const col of lines.slice(1)) for (const v of col) { points += typeof v === 'number'; joined += v === undefined; }
     fig.dataset.points = String(points);
     fig.dataset.joined = String(joined);
     fig.dataset.newest = String(cols[0][cols[0].length - 1]); // test hook: the newest point's time
     fig.dataset.series = String(series.length);
-    fig.querySelector('.sr-only').textContent = summary(def, series, cols);
+    fig.dataset.bands = String(c.u.bands.length); // test hook: the bands uPlot draws
+    fig.querySelector('.sr-only').textContent = summary(def, series, lines);
   }
 
   // uPlot columns; a null after each jump in time longer than `gap` (the agent was down, or the
@@ -872,17 +897,21 @@
   function chartOptions(def, series, plot, at) {
     const axis = { stroke: colors.fg, grid: { stroke: colors.grid, width: 1 }, ticks: { stroke: colors.grid, width: 1 } };
     const stroke = (i) => colors.colors[i % colors.colors.length];
+    // A band's edges: not stroked, and neither in the legend nor marked under the pointer (.band-edge).
+    const edge = (s, end) => ({ label: `${def.label(s)} ${end}`, class: 'band-edge', width: 0, points: { show: false } });
+    const edges = series.filter((s, k) => at.band[k] >= 0);
     return {
       width: Math.max(200, plot.clientWidth), height: HEIGHT, padding: [10, 30, 0, 0], // room for the last time label
       legend: { live: false },
       cursor: { drag: { x: false, y: false, setScale: false } }, // no zoom: the charts update live
       scales: { x: { time: true, range: () => hist.window }, y: { range: def.y || fromZero } },
-      axes: [{ ...axis, space: 70, values: (u, splits) => splits.map(fmtTick) },
+      axes: [{ ...axis, space: 70, values: (u, splits, a, space, incr) => splits.map((t, i) => fmtTick(t, incr, !i)) },
         { ...axis, size: axisWidth, ...(def.incrs && { incrs: def.incrs }), values: (u, splits) => splits.map(def.axis || tidy(def.fmt)) }],
-      series: [{}, ...series.map((s, i) => ({
+      series: [{}, ...edges.flatMap((s) => [edge(s, 'max'), edge(s, 'min')]), ...series.map((s, i) => ({
         label: def.label(s), stroke: stroke(i), width: 1.5, points: { show: false },
         ...(def.fill && { fill: `${stroke(i)}22` }), value: (u, v) => def.fmt(v),
       }))],
+      bands: edges.map((s, j) => ({ series: [1 + 2 * j, 2 + 2 * j], fill: `${stroke(series.indexOf(s))}33` })),
       plugins: [tooltip(def, series.map((s, i) => stroke(i)), at)],
     };
   }
@@ -891,8 +920,20 @@
   const tidy = (fmt) => (v) => fmt(v).replace(/\.0+ /, ' ');
   const axisWidth = (u, values) => (values ? Math.max(40, ...values.map((v) => Math.ceil(v.length * 7.5) + 26)) : 40); // 12px font, tick and gap
 
-  // Time axis: 24-hour clock like the header; seconds only where the window is short.
-  const fmtTick = (t) => (hist.window[1] - hist.window[0] <= 600 ? fmtClock(t) : fmtClock(t).slice(0, 5));
+  // Time axis, by the distance between ticks (`incr`, seconds): months ("Mar"; with the year on
+  // the first tick and in January: "Feb 2026", "Jan 2027"), days ("7 Dec", also midnight among
+  // the hours of a day or longer), else the 24-hour clock like the header, with seconds only
+  // where the window is short.
+  const fmtDate = (t, opts) => new Date(t * 1000).toLocaleDateString(undefined, opts);
+  function fmtTick(t, incr, first) {
+    const d = new Date(t * 1000);
+    if (incr >= 28 * DAY) return fmtDate(t, first || !d.getMonth() ? { month: 'short', year: 'numeric' } : { month: 'short' });
+    const span = hist.window[1] - hist.window[0];
+    if (incr >= DAY || (span >= DAY && !d.getHours() && !d.getMinutes())) return fmtDate(t, { day: 'numeric', month: 'short' });
+    return span <= 600 ? fmtClock(t) : fmtClock(t).slice(0, 5);
+  }
+  // A point's step for people: "4 s", "10 min", "1 h".
+  const fmtStep = (s) => (s % 3600 === 0 ? `${s / 3600} h` : s % 60 === 0 ? `${s / 60} min` : `${s} s`);
 
   // A line's reading at point `i`: its value there, else its latest one from up to `at.gap`
   // before, with that reading's own time (a rate needs two readings some time apart, so a sample
@@ -900,17 +941,19 @@
   // where there is none: the agent's first sample, or a time the agent was not sampling.
   function reading(u, k, i, at) {
     const xs = u.data[0], ys = u.data[k];
-    if (ys[i] != null) return { v: ys[i], t: xs[i], own: true };
+    if (ys[i] != null) return { v: ys[i], t: xs[i], own: true, i };
     if (at.gaps.has(i)) return null;
     for (let j = i - 1; j >= 0 && xs[i] - xs[j] <= at.gap && !at.gaps.has(j); j--) {
-      if (ys[j] != null) return { v: ys[j], t: xs[j], own: false };
+      if (ys[j] != null) return { v: ys[j], t: xs[j], own: false, i: j };
     }
     return null;
   }
 
   // Tooltip: the time and each visible line's value where the pointer is, or its latest reading
-  // just before with that time ("12.5% at 10:04:31"), or "no reading"; never a bare dash.
-  // data-time / data-value / data-at (unix seconds, base units) are for tests.
+  // just before with that time ("12.5% at 10:04:31"), or "no reading"; never a bare dash. On a
+  // downsampled range the time says what a point is ("mean of 1 h"), and a line with a band has
+  // its bucket's lowest and highest sample after its value ("12.5% (3.0%–40.2%)").
+  // data-time / data-value / data-at / data-min / data-max (unix seconds, base units) are for tests.
   function tooltip(def, strokes, at) {
     let tip;
     return {
@@ -919,15 +962,17 @@
         setCursor: (u) => {
           const i = u.cursor.idx;
           if (i == null || u.cursor.left < 0) { tip.hidden = true; return; }
-          const t = u.data[0][i];
-          const when = hist.range === '24h'
-            ? `${new Date(t * 1000).toLocaleDateString(undefined, { weekday: 'short', day: 'numeric', month: 'short' })} ${fmtClock(t)}` : fmtClock(t);
-          tip.replaceChildren(h('div', { class: 'tip-time' }, when), ...u.series.slice(1).map((s, k) => {
+          const t = u.data[0][i], step = hist.last && hist.last.step;
+          const when = RANGES[hist.range].seconds >= DAY ? `${fmtDate(t, { weekday: 'short', day: 'numeric', month: 'short' })} ${fmtClock(t)}` : fmtClock(t);
+          const what = step ? ` · mean of ${fmtStep(step)}${at.off ? ' (min–max)' : ''}` : '';
+          tip.replaceChildren(h('div', { class: 'tip-time' }, when, what), ...u.series.slice(1 + at.off).map((s, k) => {
             if (!s.show) return null;
-            const r = reading(u, k + 1, i, at);
-            return h('div', { 'data-value': r && r.v, 'data-at': r && !r.own ? r.t : null },
+            const r = reading(u, at.off + k + 1, i, at), j = at.band[k];
+            const [max, min] = r && j >= 0 ? [u.data[1 + 2 * j][r.i], u.data[2 + 2 * j][r.i]] : [];
+            return h('div', { 'data-value': r && r.v, 'data-at': r && !r.own ? r.t : null, 'data-min': min, 'data-max': max },
               h('i', { style: `background:${strokes[k]}` }), `${s.label} `,
-              r ? [h('b', {}, def.fmt(r.v)), !r.own && h('span', { class: 'tip-at' }, ` at ${fmtClock(r.t)}`)]
+              r ? [h('b', {}, def.fmt(r.v)), min != null && max != null && h('span', { class: 'tip-band' }, ` (${def.fmt(min)}–${def.fmt(max)})`),
+                !r.own && h('span', { class: 'tip-at' }, ` at ${fmtClock(r.t)}`)]
                 : h('span', { class: 'tip-none' }, 'no reading'));
           }));
           tip.dataset.time = String(t);
