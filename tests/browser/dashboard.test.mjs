@@ -3,7 +3,7 @@
 //   KIWI_AGENT_BIN=build/bin/kiwi-agent KIWI_PLUGIN_DIR=build/lib/kiwi-agent \
 //   KIWI_TEST_PLUGIN_DIR=build/tests/plugins KIWI_SCREENSHOT_DIR=build/screenshots \
 //   node --test tests/browser/
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -241,7 +241,7 @@ test('under-voltage now: a red banner with since when, and the flag on the card;
 });
 
 // Non-transparent pixels on a chart's canvas: uPlot really drew something.
-const inked = (id) => page.evaluate((chart) => {
+const inked = (id, p = page) => p.evaluate((chart) => {
   const c = document.querySelector(`#chart-${chart} canvas`);
   if (!c || !c.width) return 0;
   const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
@@ -259,8 +259,12 @@ const tooltipOf = (p, id) => p.waitForFunction((chart) => {
   if (!t || t.hidden || !t.textContent) return null;
   const n = (v) => (v === undefined ? null : Number(v));
   return { text: t.textContent, time: Number(t.dataset.time), newest: Number(document.getElementById(`chart-${chart}`).dataset.newest),
-    lines: [...t.children].slice(1).map((r) => ({ value: n(r.dataset.value), at: n(r.dataset.at) })) };
+    lines: [...t.children].slice(1).map((r) => ({ value: n(r.dataset.value), at: n(r.dataset.at),
+      ...(r.dataset.min !== undefined && { min: n(r.dataset.min), max: n(r.dataset.max) }) })) };
 }, id, { timeout: 5000, polling: 50 }).then((h) => h.jsonValue());
+
+// The ranges past 2 min: [range, step, seconds] (handlers/dashboard/README.md).
+const RANGES = [['1h', '4', 3600], ['24h', '86', 86400], ['7d', '600', 7 * 86400], ['30d', '3600', 30 * 86400], ['1y', '43200', 365 * 86400]];
 
 async function showRange(range) {
   await page.click(`.ranges button[data-range="${range}"]`);
@@ -268,7 +272,7 @@ async function showRange(range) {
   return page.evaluate(() => ({ ...document.getElementById('history').dataset }));
 }
 
-test('history charts draw points, for 2 min, 1 h and 24 h, with a tooltip', async () => {
+test('history charts draw points, for 2 min to 1 y, with a band from 24 h on, and a tooltip', async () => {
   await page.waitForFunction(() => ['cpu', 'memory', 'thermal']
     .every((c) => Number(document.getElementById(`chart-${c}`).dataset.points) > 0), null, { timeout: 10000 });
   for (const c of ['cpu', 'memory', 'thermal']) assert.ok((await inked(c)) > 500, `${c} chart has ink on its canvas`);
@@ -284,15 +288,21 @@ test('history charts draw points, for 2 min, 1 h and 24 h, with a tooltip', asyn
   assert.equal(first.get('step'), null);
   assert.ok(historyUrls().some((u) => u.searchParams.get('limit') === '120' && u.searchParams.get('series').split(',').includes('cpu_usage_ratio')),
     'a 2 min request names cpu_usage_ratio');
-  for (const [range, step, seconds] of [['1h', '4', 3600], ['24h', '86', 86400]]) {
+  for (const [range, step, seconds] of RANGES) {
     const sec = await showRange(range);
-    // The agent downsamples: the page asked for since = now - range and step, got "step" back.
+    // The agent downsamples: the page asked for since = now - range and step, got "step" back,
+    // and on 24 h and longer a min-max band (the agent's `band`), which each line has.
     assert.equal(sec.api, 'full', `${range}: the agent's history API takes since/step/series`);
     assert.equal(sec.step, step);
     assert.ok((await points('cpu')) > 0, `${range}: cpu chart has points`);
     assert.ok((await points('cpu')) <= 1100, `${range}: about 1,000 points at most`);
     const u = historyUrls().filter((x) => x.searchParams.get('step') === step).at(-1).searchParams;
     assert.ok(Math.abs(Number(u.get('since')) - (Date.now() / 1000 - seconds)) < 10, `${range}: since = now - ${seconds}`);
+    const banded = range !== '1h';
+    assert.equal(u.get('band'), banded ? 'true' : null, `${range}: a band asked for on 24 h and longer only`);
+    assert.equal(sec.band, String(banded), `${range}: the agent sent the band`);
+    const bands = await page.evaluate(() => ['cpu', 'thermal'].map((c) => document.getElementById(`chart-${c}`).dataset));
+    assert.deepEqual(bands.map((d) => d.bands), banded ? ['1', String(ZONES.length)] : ['0', '0'], `${range}: a band per line`);
   }
   await showRange('2m');
 
@@ -352,8 +362,9 @@ test('the tooltip where a line has no reading: its latest reading with that time
   await p.close();
 });
 
-// A full day of history, simulated in the browser's network layer (the test agent is seconds old):
-// the page's downsampled and incremental paths with their real sizes (about 900 and 1,000 points).
+// A year of history, simulated in the browser's network layer (the test agent is seconds old):
+// the page's downsampled and incremental paths with their real sizes (700 to 1,000 points), with
+// a band 10% either side of each line where asked for (`band=true`).
 function simulatedHistory(url) {
   const q = new URL(url).searchParams;
   const now = Math.floor(Date.now() / 1000);
@@ -380,11 +391,12 @@ function simulatedHistory(url) {
   for (const [key, { f, ...meta }] of Object.entries(all)) {
     if (wanted && !wanted.includes(meta.name) && !wanted.includes(key)) continue;
     series[key] = { ...meta, values: ts.map(f) };
+    if (step && q.get('band') === 'true') Object.assign(series[key], { min: ts.map((t) => f(t) * 0.9), max: ts.map((t) => f(t) * 1.1) });
   }
   return { version: 1, count: ts.length, ...(step ? { step } : {}), timestamps: ts, series };
 }
 
-test('a day of history: about 1,000 points per chart, then only the newest buckets are fetched', async () => {
+test('a day to a year of history: 700 to 1,000 points per chart, then only the newest buckets are fetched', async () => {
   const p = await context.newPage();
   const rec = watch(p, agent.origin);
   await p.addInitScript(() => localStorage.clear()); // the chosen range is remembered per origin
@@ -408,19 +420,32 @@ test('a day of history: about 1,000 points per chart, then only the newest bucke
   assert.ok(names(hist().at(-1)).includes('cpu_usage_ratio'), 'the CPU chart drew: its series is asked for from then on');
   assert.ok(!/series=[^&]*%2C/.test(hist()[0].search), 'commas are sent as they are');
 
-  for (const [range, step, buckets] of [['1h', 4, 900], ['24h', 86, 1004]]) {
+  const means = { '1h': '4 s', '24h': '86 s', '7d': '10 min', '30d': '1 h', '1y': '12 h' };
+  for (const [range, step, seconds] of RANGES) {
     await p.click(`.ranges button[data-range="${range}"]`);
     await p.waitForFunction((r) => document.getElementById('history').dataset.loadedRange === r, range, { timeout: 10000 });
     const sec = await p.evaluate(() => ({ ...document.getElementById('history').dataset }));
     assert.equal(sec.api, 'full');
-    assert.equal(sec.step, String(step));
-    const u = hist().filter((x) => x.searchParams.get('step') === String(step)).at(-1).searchParams;
+    assert.equal(sec.step, step);
+    const u = hist().filter((x) => x.searchParams.get('step') === step).at(-1).searchParams;
     const now = Math.floor(Date.now() / 1000);
-    assert.ok(Math.abs(Number(u.get('since')) - (now - (range === '1h' ? 3600 : 86400))) <= 5, `${range}: since = now - range`);
+    assert.ok(Math.abs(Number(u.get('since')) - (now - seconds)) <= 5, `${range}: since = now - range`);
+    const buckets = seconds / step;
     const pts = Number(await p.evaluate(() => document.getElementById('chart-cpu').dataset.points));
     assert.ok(pts >= buckets - 2 && pts <= buckets + 2, `${range}: about ${buckets} points, got ${pts}`);
-    assert.match(await p.evaluate(() => document.getElementById('history-note').textContent), new RegExp(`mean of ${step} s`));
+    const note = await p.evaluate(() => document.getElementById('history-note').textContent);
+    assert.match(note, new RegExp(`each point the mean of ${means[range]}${range === '1h' ? '\\.$' : '; the shaded band spans its lowest to highest sample\\.$'}`));
   }
+  // The year's tooltip says what a point is, and gives its bucket's lowest and highest sample.
+  assert.equal(await p.evaluate(() => document.getElementById('chart-cpu').dataset.bands), '1');
+  await p.locator('#chart-cpu').scrollIntoViewIfNeeded();
+  const over = await p.locator('#chart-cpu .u-over').boundingBox();
+  await p.mouse.move(over.x + over.width / 2, over.y + over.height / 2);
+  const tip = await tooltipOf(p, 'cpu');
+  await p.mouse.move(0, 0);
+  const [{ value, min, max }] = tip.lines;
+  assert.ok(Math.abs(min - value * 0.9) < 1e-9 && Math.abs(max - value * 1.1) < 1e-9, `band ${min}..${max} around ${value}`);
+  assert.ok(tip.text.endsWith(` · mean of 12 h (min–max)total ${fmt.pct(value, 1)} (${fmt.pct(min, 1)}–${fmt.pct(max, 1)})`), tip.text);
   // 1 h again, then live: the next requests ask only for the newest bucket on, and the chart keeps its length.
   await p.click('.ranges button[data-range="1h"]');
   await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '1h', null, { timeout: 10000 });
@@ -458,6 +483,116 @@ test('an older agent without since/step/series: the charts fall back to the last
   assert.match(sec.note, /cannot downsample .* showing the last 2 min/);
   assert.ok(rec.requests.some((r) => new URL(r.url).search === '?limit=120'), 'fell back to limit=120');
   await p.close();
+});
+
+test('an agent without the band: 400 naming `band` once, then the lines alone on every coarse range', async () => {
+  const p = await context.newPage();
+  const rec = watch(p, agent.origin);
+  rec.older = true; // its 400s are on purpose
+  await p.addInitScript(() => localStorage.clear());
+  // What the history handler answers for a parameter it does not know; the rest from the real agent.
+  await p.route('**/api/history?*', (route) => (new URL(route.request().url()).searchParams.has('band')
+    ? route.fulfill({ status: 400, json: { error: { status: 400, parameter: 'band', message: 'unknown parameter' } } })
+    : route.continue()));
+  await p.goto(`${agent.origin}/`);
+  await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '2m', null, { timeout: 10000 });
+  const asked = () => rec.requests.map((r) => new URL(r.url)).filter((u) => u.pathname === '/api/history' && u.searchParams.has('step'));
+  for (const [range, step] of RANGES.slice(1)) {
+    await p.click(`.ranges button[data-range="${range}"]`);
+    await p.waitForFunction((r) => document.getElementById('history').dataset.loadedRange === r, range, { timeout: 10000 });
+    const sec = await p.evaluate(() => ({ ...document.getElementById('history').dataset, note: document.getElementById('history-note').textContent,
+      points: Number(document.getElementById('chart-cpu').dataset.points), bands: document.getElementById('chart-cpu').dataset.bands }));
+    assert.deepEqual([sec.api, sec.step, sec.band, sec.bands], ['full', step, 'false', '0'], `${range}: downsampled, no band`);
+    assert.ok(sec.points > 0, `${range}: the lines are drawn`);
+    assert.doesNotMatch(sec.note, /band/);
+  }
+  const withBand = asked().filter((u) => u.searchParams.has('band'));
+  assert.equal(withBand.length, 1, `asked once with band, then no more: ${withBand.map((u) => u.search).join(' ')}`);
+  assert.equal(withBand[0].searchParams.get('step'), '86', 'the first range with a band (24 h) asked');
+  await p.close();
+});
+
+// A month of history at 1 Hz written by kiwi-bench-fill (through the agent's own Store, ending
+// now) into a second agent's data directory, two of its series reported live by an exec sensor so
+// the page charts them: the 30 d and 1 y views as the agent answers them from its summaries (the
+// default retentions: raw samples 24 h, minutes 30 d, hours a year), bands included.
+const FILL_HOURS = 750;
+test('a month of stored history: the 30 d and 1 y views, with their bands, tooltip and labels', async () => {
+  const month = new Agent({ extra: `${ROUTES}
+[[sensor]]
+plugin = "exec"
+name = "fill"
+[sensor.options]
+command = ["/usr/bin/printf", ${JSON.stringify('kiwi_fill_ratio_0{index="1"} 0.5\nkiwi_fill_ratio_0{index="2"} 0.6\n')}]
+` });
+  const p = await context.newPage();
+  try {
+    const fill = spawnSync(env('KIWI_BENCH_FILL'), [join(month.dir, 'data'), '--hours', String(FILL_HOURS), '--series', '3'], { encoding: 'utf8' });
+    assert.equal(fill.status, 0, `kiwi-bench-fill: ${fill.stderr}`);
+    await month.start();
+    const rec = watch(p, month.origin);
+    await p.addInitScript(() => localStorage.setItem('kiwi.range', '30d'));
+    await p.goto(`${month.origin}/`);
+    const chart = 'sensor-fill-none'; // the exec sensor's chart (no unit: the name ends in _0): kiwi_fill_ratio_0{index="1"}, {index="2"}
+    const view = async (range) => {
+      await p.waitForFunction(([r, c]) => document.getElementById('history').dataset.loadedRange === r &&
+        Number((document.getElementById(`chart-${c}`) || { dataset: {} }).dataset.points) > 0, [range, chart], { timeout: 15000 });
+      return p.evaluate((c) => ({ ...document.getElementById('history').dataset, ...document.getElementById(`chart-${c}`).dataset,
+        note: document.getElementById('history-note').textContent }), chart);
+    };
+    const asked = (step) => rec.requests.map((r) => new URL(r.url)).filter((u) => u.pathname === '/api/history' && u.searchParams.get('step') === step).at(-1);
+    const now = () => Date.now() / 1000;
+
+    // 30 d: since = now - 30 d at 1 h, with the band: a point for each hour of the 30 days.
+    let v = await view('30d');
+    let u = asked('3600');
+    assert.ok(Math.abs(Number(u.searchParams.get('since')) - (now() - 30 * 86400)) < 30, `30 d: since ${u.searchParams.get('since')}`);
+    assert.equal(u.searchParams.get('band'), 'true');
+    assert.deepEqual([v.step, v.series, v.bands], ['3600', '2', '2'], '30 d: two lines, each with its band');
+    assert.ok(v.points >= 2 * 719 && v.points <= 2 * 722, `30 d: 720 hourly points per line, got ${v.points}`);
+    assert.ok(Number(v.newest) > now() - 3600, 'the newest point is this hour');
+    assert.match(v.note, /^Showing the last 30 days, each point the mean of 1 h; the shaded band spans its lowest to highest sample\.$/);
+    // The band is drawn: the fill swings 0.1..0.9 within every hour, so the band covers most of the plot.
+    const plotArea = await p.evaluate((c) => { const r = document.querySelector(`#chart-${c} .u-over`).getBoundingClientRect(); return r.width * r.height * devicePixelRatio ** 2; }, chart);
+    const ink = await inked(chart, p);
+    assert.ok(ink > 0.5 * plotArea, `the bands fill the plot: ${ink} inked pixels of ${Math.round(plotArea)}`);
+    // The tooltip: the hour's mean, its lowest and highest sample, as the agent answers them.
+    await p.locator(`#chart-${chart}`).scrollIntoViewIfNeeded();
+    const over = await p.locator(`#chart-${chart} .u-over`).boundingBox();
+    await p.mouse.move(over.x + over.width / 2, over.y + over.height / 2);
+    const tip = await tooltipOf(p, chart);
+    await p.mouse.move(0, 0);
+    const h = (await month.json(`/api/history?since=${tip.time}&until=${tip.time + 3599}&step=3600&band=true&series=kiwi_fill_ratio_0`)).body;
+    const s1 = h.series['kiwi_fill_ratio_0{index="1"}'];
+    assert.equal(h.timestamps[0], tip.time, 'the hovered hour');
+    assert.deepEqual(tip.lines[0], { value: s1.values[0], at: null, min: s1.min[0], max: s1.max[0] });
+    assert.ok(s1.min[0] < 0.15 && s1.max[0] > 0.85, `an hour of the fill spans 0.1..0.9: ${s1.min[0]}..${s1.max[0]}`);
+    assert.match(tip.text, / · mean of 1 h \(min–max\)/);
+
+    // 1 y: since = now - 365 d at 12 h; the month fills its last buckets.
+    await p.click('.ranges button[data-range="1y"]');
+    v = await view('1y');
+    u = asked('43200');
+    assert.ok(Math.abs(Number(u.searchParams.get('since')) - (now() - 365 * 86400)) < 30, `1 y: since ${u.searchParams.get('since')}`);
+    assert.equal(u.searchParams.get('band'), 'true');
+    const buckets = Math.ceil((FILL_HOURS * 3600) / 43200);
+    assert.ok(v.points >= 2 * buckets && v.points <= 2 * (buckets + 2), `1 y: ${buckets}-${buckets + 2} points per line, got ${v.points / 2}`);
+    assert.deepEqual([v.step, v.bands], ['43200', '2']);
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await p.locator('#history').screenshot({ path: join(SCREENSHOTS, 'dashboard-1y.png') });
+    // A phone: the six range buttons on the screen, each a thumb's size.
+    await p.setViewportSize({ width: 390, height: 844 });
+    await until(async () => (await p.evaluate(() => document.documentElement.scrollWidth)) <= 390, 5000, 'no horizontal scrolling at 390 px');
+    const buttons = await p.evaluate(() => [...document.querySelectorAll('.ranges button')].map((b) => b.getBoundingClientRect().toJSON()));
+    assert.equal(buttons.length, 6);
+    for (const b of buttons) assert.ok(b.left >= 0 && b.right <= 390 && b.width >= 44 && b.height >= 36, `a range button at ${JSON.stringify(b)}`);
+    await p.click('.ranges button[data-range="30d"]');
+    await view('30d');
+    await p.locator('#history').screenshot({ path: join(SCREENSHOTS, 'dashboard-30d-phone.png') });
+  } finally {
+    await p.close();
+    await month.cleanup();
+  }
 });
 
 test('screenshots: desktop (light and dark) and phone', async () => {
