@@ -912,6 +912,11 @@
         ...(def.fill && { fill: `${stroke(i)}22` }), value: (u, v) => def.fmt(v),
       }))],
       bands: edges.map((s, j) => ({ series: [1 + 2 * j, 2 + 2 * j], fill: `${stroke(series.indexOf(s))}33` })),
+      // A line hidden or shown again from the legend takes its band with it.
+      hooks: { setSeries: [(u, i, o) => {
+        const j = i > at.off ? at.band[i - 1 - at.off] : -1;
+        if (j >= 0 && o && 'show' in o) for (const e of [1 + 2 * j, 2 + 2 * j]) u.setSeries(e, { show: o.show });
+      }] },
       plugins: [tooltip(def, series.map((s, i) => stroke(i)), at)],
     };
   }
