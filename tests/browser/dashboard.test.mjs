@@ -244,7 +244,11 @@ test('under-voltage now: a red banner with since when, and the flag on the card;
 const inked = (id, p = page) => p.evaluate((chart) => {
   const c = document.querySelector(`#chart-${chart} canvas`);
   if (!c || !c.width) return 0;
-  const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  // Read from a copy: reading the chart's own canvas again and again makes Chrome warn.
+  const copy = Object.assign(document.createElement('canvas'), { width: c.width, height: c.height });
+  const ctx = copy.getContext('2d', { willReadFrequently: true });
+  ctx.drawImage(c, 0, 0);
+  const px = ctx.getImageData(0, 0, c.width, c.height).data;
   let n = 0;
   for (let i = 3; i < px.length; i += 4) n += px[i] > 0;
   return n;
@@ -446,6 +450,14 @@ test('a day to a year of history: 700 to 1,000 points per chart, then only the n
   const [{ value, min, max }] = tip.lines;
   assert.ok(Math.abs(min - value * 0.9) < 1e-9 && Math.abs(max - value * 1.1) < 1e-9, `band ${min}..${max} around ${value}`);
   assert.ok(tip.text.endsWith(` · mean of 12 h (min–max)total ${fmt.pct(value, 1)} (${fmt.pct(min, 1)}–${fmt.pct(max, 1)})`), tip.text);
+  // A line hidden from the legend takes its band with it (the temperature's band fills its plot).
+  const soc = p.locator('#chart-thermal .u-legend .u-series:not(.band-edge)', { hasText: 'soc' });
+  const shown = await inked('thermal', p);
+  await soc.click();
+  const hidden = await inked('thermal', p);
+  assert.ok(hidden < shown / 3, `ink with the line shown ${shown}, hidden ${hidden}`);
+  await soc.click();
+  assert.equal(await inked('thermal', p), shown, 'shown again, line and band');
   // 1 h again, then live: the next requests ask only for the newest bucket on, and the chart keeps its length.
   await p.click('.ranges button[data-range="1h"]');
   await p.waitForFunction(() => document.getElementById('history').dataset.loadedRange === '1h', null, { timeout: 10000 });
