@@ -808,6 +808,7 @@
       .sort((a, b) => byName(labelText(data.series[a]), labelText(data.series[b])) ||
         def.names.indexOf(data.series[a].name) - def.names.indexOf(data.series[b].name)); // eth0 in, eth0 out, wlan0 in, ...
     const series = keys.map((k) => ({ key: k, ...data.series[k] }));
+    csvLink(fig, data.timestamps.length ? keys : []);
     if (fig.hidden || !series.length || !data.timestamps.length) {
       dropChart(def.id);
       fig.dataset.points = '0';
@@ -848,6 +849,28 @@
     fig.dataset.series = String(series.length);
     fig.dataset.bands = String(c.u.bands.length); // test hook: the bands uPlot draws
     fig.querySelector('.sr-only').textContent = summary(def, series, lines);
+  }
+
+  // The chart's range as CSV (`format=csv`: a row per point, each line's band beside it), of the
+  // series it draws: a link beside its caption, for an agent whose history takes `step` (and
+  // `band`: the agent that refuses it has no `format=csv` either).
+  function csvLink(fig, keys) {
+    let a = fig.querySelector(':scope > .csv');
+    if (!a) fig.append(a = h('a', { class: 'csv' }, 'CSV'));
+    const r = RANGES[hist.range], p = new URLSearchParams();
+    if (r.step) {
+      p.set('since', String(-r.seconds));
+      p.set('step', String(r.step));
+      if (r.band && hist.band) p.set('band', 'true');
+    } else {
+      p.set('limit', String(Math.ceil(120 / (st.data.interval_seconds || 1))));
+    }
+    p.set('series', keys.join(','));
+    p.set('format', 'csv');
+    a.href = `${HISTORY}?${p}`;
+    a.download = `${fig.dataset.chart}-${hist.range}.csv`;
+    a.title = `${fig.querySelector('figcaption').textContent}, ${r.text}, as CSV`;
+    a.hidden = !keys.length || hist.api !== 'full' || !hist.band;
   }
 
   // uPlot columns; a null after each jump in time longer than `gap` (the agent was down, or the
