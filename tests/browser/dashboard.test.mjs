@@ -517,6 +517,7 @@ test('an agent without the band: 400 naming `band` once, then the lines alone on
     assert.deepEqual([sec.api, sec.step, sec.band, sec.bands], ['full', step, 'false', '0'], `${range}: downsampled, no band`);
     assert.ok(sec.points > 0, `${range}: the lines are drawn`);
     assert.doesNotMatch(sec.note, /band/);
+    assert.ok(await p.evaluate(() => document.querySelector('#chart-cpu > .csv').hidden), `${range}: no CSV link (format=csv came with band)`);
   }
   const withBand = asked().filter((u) => u.searchParams.has('band'));
   assert.equal(withBand.length, 1, `asked once with band, then no more: ${withBand.map((u) => u.search).join(' ')}`);
@@ -529,7 +530,7 @@ test('an agent without the band: 400 naming `band` once, then the lines alone on
 // the page charts them: the 30 d and 1 y views as the agent answers them from its summaries (the
 // default retentions: raw samples 24 h, minutes 30 d, hours a year), bands included.
 const FILL_HOURS = 750;
-test('a month of stored history: the 30 d and 1 y views, with their bands, tooltip and labels', async () => {
+test('a month of stored history: the 30 d and 1 y views, with their bands, tooltip and CSV link; the range buttons on a phone', async () => {
   const month = new Agent({ extra: `${ROUTES}
 [[sensor]]
 plugin = "exec"
@@ -580,6 +581,17 @@ command = ["/usr/bin/printf", ${JSON.stringify('kiwi_fill_ratio_0{index="1"} 0.5
     assert.deepEqual(tip.lines[0], { value: s1.values[0], at: null, min: s1.min[0], max: s1.max[0] });
     assert.ok(s1.min[0] < 0.15 && s1.max[0] > 0.85, `an hour of the fill spans 0.1..0.9: ${s1.min[0]}..${s1.max[0]}`);
     assert.match(tip.text, / · mean of 1 h \(min–max\)/);
+    // The chart's CSV link: its 30 d at 1 h, each line with its band, as the agent answers it.
+    const link = await p.evaluate((c) => { const a = document.querySelector(`#chart-${c} > .csv`); return { href: a.getAttribute('href'), hidden: a.hidden, download: a.download }; }, chart);
+    assert.deepEqual([link.hidden, link.download], [false, `${chart}-30d.csv`]);
+    const csv = await fetch(month.origin + link.href);
+    assert.equal(csv.status, 200, link.href);
+    assert.match(csv.headers.get('content-type'), /^text\/csv/);
+    const rows = (await csv.text()).trim().split('\r\n');
+    const key = (i, end = '') => `"kiwi_fill_ratio_0{index=""${i}""}${end}"`; // RFC 4180: quoted, its quotes doubled
+    assert.equal(rows[0], ['timestamp', key(1), key(1, ':min'), key(1, ':max'), key(2), key(2, ':min'), key(2, ':max')].join(','));
+    assert.ok(rows.length - 1 >= 719 && rows.length - 1 <= 722, `30 d at 1 h: ${rows.length - 1} rows`);
+    assert.equal(Number(rows[3].split(',')[0]) - Number(rows[2].split(',')[0]), 3600, 'an hour apart (the first one starts at since)');
 
     // 1 y: since = now - 365 d at 12 h; the month fills its last buckets.
     await p.click('.ranges button[data-range="1y"]');
