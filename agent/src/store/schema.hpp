@@ -5,7 +5,8 @@
 //
 // Schema (PRAGMA application_id = Store::kApplicationId, PRAGMA user_version = 5; a file of version
 // 1 to 4 is taken over, its rows still read):
-//   series(id INTEGER PRIMARY KEY, name, labels, unit, kind, UNIQUE(name, labels))
+//   series(id INTEGER PRIMARY KEY, name, labels, unit, kind)  -- files of version 1-4 also
+//                                   -- have UNIQUE(name, labels): kept, not needed
 //   blocks(ts INTEGER PRIMARY KEY   -- unix milliseconds of the block's first tick
 //          , last INTEGER           -- of its last tick (last - ts < kMaxBlockSpanMs)
 //          , ticks INTEGER          -- how many ticks it holds
