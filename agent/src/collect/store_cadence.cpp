@@ -16,6 +16,7 @@ constexpr int kPruneRowsPerTick = 32;
 // Pruning rewrites the oldest pages and the free list, so it costs flash writes per commit no
 // matter how few rows go; once a minute, in one bigger step, halves the steady-state writes.
 constexpr std::int64_t kPruneEveryMs = 60'000;
+constexpr std::int64_t kTrimEveryMs = 10'000;
 
 }  // namespace
 
@@ -33,6 +34,14 @@ void StoreCadence::append(std::int64_t ts_ms, const std::vector<const MetricValu
   // rather than serving from it until the next commit.
   if (ts_ms - last_flush_ms_ >= settings.commit_interval.count() || store_.damage_found())
     flush(ts_ms, settings);
+  // Every 10 s, hand freed heap back to the kernel: connection buffers of a burst of clients,
+  // query results, SQLite pages. glibc returns only the top of each heap by itself, so without
+  // this RSS keeps the high-water mark of the busiest minute. (It went with each commit; a
+  // commit is now a minute apart, and an attack's buffers stayed that long: tools/faults.sh rss.)
+  if (ts_ms - last_trim_ms_ >= kTrimEveryMs) {
+    last_trim_ms_ = ts_ms;
+    ::malloc_trim(0);
+  }
 }
 
 // A damaged history file moved aside and replaced (at open or by a commit): logged once each.
@@ -71,10 +80,6 @@ bool StoreCadence::flush(std::int64_t now_ms, const CollectorSettings& settings)
                  std::to_string(stats_.store_errors.load()) + " failed writes so far; " +
                  std::to_string(store_.pending_rows()) + " samples kept in memory)");
   }
-  // Once per commit, hand freed heap back to the kernel: connection buffers of a burst of clients,
-  // query results, SQLite pages. glibc returns only the top of each heap by itself, so without
-  // this RSS keeps the high-water mark of the busiest minute.
-  ::malloc_trim(0);
   log_recovery();
   return ok;
 }

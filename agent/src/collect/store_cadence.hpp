@@ -43,6 +43,7 @@ class StoreCadence {
   Logger& log_;
   CollectorStats& stats_;
   std::int64_t last_flush_ms_ = 0;
+  std::int64_t last_trim_ms_ = 0;        // malloc_trim()
   std::uint64_t recoveries_logged_ = 0;  // store_.recoveries() already logged
   std::int64_t last_prune_ms_ = 0;
   int ticks_since_prune_ = 0;
