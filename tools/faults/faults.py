@@ -166,12 +166,20 @@ def _varint(b, i):
 def db_ticks(path):
     """The timestamps (ms) of every tick in the history file: the tick rows an agent before
     schema version 3 wrote, and the ticks of each block (agent/src/store/sample_codec.hpp: a block
-    is varint(ts delta), varint(size), tick blob, ...; deflated behind 0x02 and varint(size))."""
+    is varint(ts delta), varint(size), tick blob, ...; or, format 3, 0x03, varint(ticks), the
+    ticks' ts deltas, then the values by series; deflated behind 0x02 and varint(size))."""
     out = [ts for (ts,) in db_query(path, "SELECT ts FROM samples")]
     for ts, data in db_query(path, "SELECT ts, data FROM blocks"):
         if data[:1] == b"\x02":
             _, i = _varint(data, 1)
             data = zlib.decompress(data[i:], -15)
+        if data[:1] == b"\x03":
+            n, i = _varint(data, 1)
+            for _ in range(n):
+                delta, i = _varint(data, i)
+                ts += delta
+                out.append(ts)
+            continue
         i = 0
         while i < len(data):
             delta, i = _varint(data, i)
