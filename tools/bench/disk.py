@@ -26,6 +26,7 @@ renders the last run as the section "Disk writes: steady state" (--doc puts it i
 docs/benchmarks.md). Every process started is stopped by its PID at the end.
 
 Usage: tools/bench/disk.py [--seconds S] [--warmup S] [--agent-bin PATH] [--baseline PATH]
+                           [--commit-interval DURATION]
                            [--results FILE] [--doc FILE] [--work DIR]
        (tools/bench/run.sh --disk and --all run it with --results in their results directory)
        tools/bench/disk.py --report FILE [--doc FILE]
@@ -116,6 +117,9 @@ def run(args):
                            ("http", "bind"): f"127.0.0.1:{port}",
                            ("collector", "snapshot_path"): os.path.join(snap, "current.json")}
                 default = default_settings(binary)
+                if args.commit_interval and not i:
+                    changes[("collector", "commit_interval")] = args.commit_interval
+                    default["commit_interval"] = args.commit_interval
                 if retention:
                     changes[("collector", "retention")] = retention
                     changes.update({k: v for k, v in STEADY_TIERS.items() if k[1] in default})
@@ -234,6 +238,8 @@ def main():
     ap.add_argument("--warmup", type=float, default=90.0)
     ap.add_argument("--agent-bin", default=os.path.join(ROOT, "build", "bin", "kiwi-agent"))
     ap.add_argument("--baseline", metavar="BIN")
+    ap.add_argument("--commit-interval", metavar="DURATION",
+                    help="this build's collector.commit_interval (default: its built-in one)")
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "bench", "disk.jsonl"))
     ap.add_argument("--work", metavar="DIR", default=os.path.join(ROOT, "build", "bench"),
                     help="where the data directories go (a disk filesystem)")
