@@ -418,10 +418,11 @@ void Window::take_folded(const Folded& f, Tier finer, std::int64_t cursor, std::
     bucket[p] =
         static_cast<std::ptrdiff_t>(buckets_.bucket_of(floor_to(first_ts, step_ms_), first_ts));
   }
-  for (auto& [id, blob] : f.rows) {
+  for (auto& row : f.rows) {
+    const std::uint32_t id = row.first;  // a lambda may not capture a structured binding (clang 14)
     double parts[4] = {};
     try {
-      sample_codec::decode(blob, [&](std::uint32_t key, double v) {
+      sample_codec::decode(row.second, [&](std::uint32_t key, double v) {
         const std::uint32_t p = key / 5, k = key % 5;
         if (p >= count || bucket[p] < 0) return;
         if (k < 4) return void(parts[k] = v);
