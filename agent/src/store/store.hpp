@@ -14,8 +14,10 @@
 //   cursors.hpp       the outputs' cursors
 //   alert_log.hpp     the alerts' state and transitions
 //   queue.hpp         the ticks not yet committed
+//   minute_board.hpp  the minute summaries not in the file yet (the hour in progress)
 //   ticks.hpp         reading ticks from blocks and older tick rows
-//   writer.hpp        append, minute and hour rollups (rollup.hpp), the commit, pruning
+//   writer.hpp        append, minute, hour and day summaries (rollup.hpp), the commit, pruning
+//                     each tier at its own retention
 //   reader.hpp        the read pool, raw reads for the outputs
 //   query.hpp         the query planner (query.cpp)
 // store.cpp ties them together: opening, recovery of a damaged file, and this interface.
