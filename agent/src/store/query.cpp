@@ -139,12 +139,8 @@ class Buckets {
   // arrive together (keys id * 5 + k, sorted); key 0 (id 0) is the first sample's offset.
   void add_rollup(std::int64_t first_ts, std::string_view blob) {
     const std::size_t bucket = bucket_of(floor_to(first_ts, step_ms_), first_ts);
-    double parts[4] = {};
-    sample_codec::decode(blob, [&](std::uint32_t key, double v) {
-      const std::uint32_t id = key / 5, k = key % 5;
-      if (id == 0 || id >= wanted_.size() || !wanted_[id]) return;
-      if (k < 4) return void(parts[k] = v);
-      add_parts(bucket, id, parts, v);
+    for_each_summary(blob, [&](std::uint32_t id, const double* parts, double count) {
+      if (id != 0 && id < wanted_.size() && wanted_[id]) add_parts(bucket, id, parts, count);
     });
   }
 
@@ -420,13 +416,10 @@ void Window::take_folded(const Folded& f, Tier finer, std::int64_t cursor, std::
   }
   for (auto& row : f.rows) {
     const std::uint32_t id = row.first;  // a lambda may not capture a structured binding (clang 14)
-    double parts[4] = {};
     try {
-      sample_codec::decode(row.second, [&](std::uint32_t key, double v) {
-        const std::uint32_t p = key / 5, k = key % 5;
-        if (p >= count || bucket[p] < 0) return;
-        if (k < 4) return void(parts[k] = v);
-        buckets_.add_parts(static_cast<std::size_t>(bucket[p]), id, parts, v, sums);
+      for_each_summary(row.second, [&](std::uint32_t p, const double* parts, double n) {
+        if (p < count && bucket[p] >= 0)
+          buckets_.add_parts(static_cast<std::size_t>(bucket[p]), id, parts, n, sums);
       });
     } catch (const StoreError&) {
       // a row that does not decode: that series is missing from the unit

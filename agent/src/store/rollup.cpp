@@ -207,14 +207,13 @@ void Writer::fold_hour(std::int64_t hour, const std::vector<MinuteRows>& minutes
   for (auto& pm : minutes) {
     if (pm.groups.empty() || pm.minute < hour || pm.minute >= hour + Store::kHourMs) continue;
     const auto m = static_cast<std::uint32_t>((pm.minute - hour) / kMinute);
-    bool first = true;
     for (std::size_t g = 0; g < pm.groups.size(); ++g) {
       auto blob = sample_codec::unpack(pm.groups[g], buf);
       if (!blob) continue;
       sample_codec::decode(*blob, [&](std::uint32_t key, double v) {
         const std::uint32_t id = key / 5;
         if (id == 0) {
-          if (first) map.emplace_back(m, v), first = false;
+          if (key == 0) map.emplace_back(m, v);  // group 0's first-sample offset
           return;
         }
         if (rows.size() <= id) rows.resize(id + 1);
@@ -273,11 +272,8 @@ void Writer::fold_day(std::int64_t day) {
         }
         if (stats.size() <= id) stats.resize(id + 1);
         HourStats& s = stats[id];
-        double parts[4] = {};
-        sample_codec::decode(*blob, [&](std::uint32_t key5, double v) {
-          const std::uint32_t m = key5 / 5, k = key5 % 5;
+        for_each_summary(*blob, [&](std::uint32_t m, const double* parts, double v) {
           if (m >= 60) return;
-          if (k < 4) return void(parts[k] = v);
           s.min = s.n ? std::min(s.min, parts[1]) : parts[1];
           s.max = s.n ? std::max(s.max, parts[2]) : parts[2];
           s.sum += parts[0] * v;

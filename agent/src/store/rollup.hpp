@@ -23,9 +23,26 @@
 #include <cstdint>
 #include <string_view>
 
+#include "store/sample_codec.hpp"
+
 namespace kiwi::agent {
 
 // Key 0 of a minute row: the offset of the minute's first sample, in ms; 0 for a row without it.
 std::int64_t first_sample_offset(std::string_view blob);
+
+// Calls fn(x, parts, count) for each summary of a row (unpacked) keyed x * 5 + k: parts[0] the
+// mean (the sum in a day row), [1] min, [2] max, [3] last; the count (k = 4) comes last and closes
+// it. x is the series id in a minute row, the minute or hour in an hour or day row (whose key 0,
+// in a minute row, is the first-sample offset: no summary). Throws StoreError on a malformed row.
+template <class Fn>
+void for_each_summary(std::string_view blob, Fn&& fn) {
+  double parts[4] = {};
+  sample_codec::decode(blob, [&](std::uint32_t key, double v) {
+    if (key % 5 < 4)
+      parts[key % 5] = v;
+    else
+      fn(key / 5, static_cast<const double*>(parts), v);
+  });
+}
 
 }  // namespace kiwi::agent
