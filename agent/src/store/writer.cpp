@@ -42,18 +42,9 @@ void Writer::prepare() {
   // or was killed, inside them): open_hour() folds them from their ticks, and picks the minutes
   // of the hour it opens from them.
   // Without hour rows, every tick is (a new file has none, an older agent's its day of them).
-  sql::Statement m;
-  recover_from_ = INT64_MIN;
-  if (m.prepare(file_.db, "SELECT max(ts) FROM hours", false) != sql::kOk)
-    fail("cannot read hour rows");
-  {
-    auto rows = m.query();
-    if (rows.next() && !rows.null(0))
-      recover_from_ = floor_to(rows.int64(0), Store::kHourMs) + Store::kHourMs;
-    if (rows.failed()) fail("cannot read hour rows");
-  }
   // A file without hour summaries but with minute summaries of days before the newest one (an
   // agent before them wrote it): those days are folded by the first commit.
+  recover_from_ = INT64_MIN;
   unfolded_days_.clear();
   sql::Statement edges;
   if (edges.prepare(file_.db,
@@ -62,10 +53,13 @@ void Writer::prepare() {
                     false) != sql::kOk)
     fail("cannot read hour rows");
   auto rows = edges.query();
-  if (rows.next() && !rows.null(0) && rows.int64(2) == 0) {
-    const std::int64_t last = floor_to(rows.int64(1), Store::kDayMs);
-    for (std::int64_t d = floor_to(rows.int64(0), Store::kDayMs); d < last; d += Store::kDayMs)
-      unfolded_days_.push_back(d);
+  if (rows.next() && !rows.null(1)) {
+    recover_from_ = floor_to(rows.int64(1), Store::kHourMs) + Store::kHourMs;
+    if (rows.int64(2) == 0) {
+      const std::int64_t last = floor_to(rows.int64(1), Store::kDayMs);
+      for (std::int64_t d = floor_to(rows.int64(0), Store::kDayMs); d < last; d += Store::kDayMs)
+        unfolded_days_.push_back(d);
+    }
   }
   if (rows.failed()) fail("cannot read hour rows");
 }
