@@ -12,9 +12,13 @@ endif()
 cmake_path(APPEND CMAKE_INSTALL_PREFIX ${KIWI_INSTALL_BINDIR} kiwi-agent OUTPUT_VARIABLE KIWI_AGENT)
 cmake_path(APPEND CMAKE_INSTALL_PREFIX ${KIWI_INSTALL_DOCDIR} OUTPUT_VARIABLE KIWI_DOCDIR)
 set(KIWI_CONFIG ${sysconfdir}/kiwi-agent/kiwi-agent.toml)
-configure_file(${KIWI_CONFIG_SOURCE_DIR}/kiwi-agent.service.in
-               ${KIWI_CONFIG_BINARY_DIR}/kiwi-agent.service @ONLY)
-file(INSTALL DESTINATION ${unitdir} TYPE FILE FILES ${KIWI_CONFIG_BINARY_DIR}/kiwi-agent.service)
+# The unit is made in a directory of this install's own: two installs of one build tree at once
+# (the install and SDK tests run in parallel) must not write one file under each other.
+string(RANDOM LENGTH 16 stage)
+set(stage ${KIWI_CONFIG_BINARY_DIR}/install-${stage})
+configure_file(${KIWI_CONFIG_SOURCE_DIR}/kiwi-agent.service.in ${stage}/kiwi-agent.service @ONLY)
+file(INSTALL DESTINATION ${unitdir} TYPE FILE FILES ${stage}/kiwi-agent.service)
+file(REMOVE_RECURSE ${stage})
 file(INSTALL DESTINATION ${sysconfdir}/kiwi-agent TYPE FILE
      FILES ${KIWI_CONFIG_SOURCE_DIR}/etc/kiwi-agent.toml)
 file(INSTALL DESTINATION ${sysconfdir}/kiwi-agent TYPE DIRECTORY
