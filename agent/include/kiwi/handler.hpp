@@ -333,6 +333,18 @@ class InPlaceHandler : public Handler {
   void handle_into(const Request& request, Response& out) override = 0;
 };
 
+// A [[peer]]: another agent whose board a fleet view shows (ABI 1.8, docs/fleet.md). Credentials
+// are files, read by the handler that fetches (in its constructor, so a reload reads them again).
+struct Peer {
+  std::string_view name;  // unique among the peers
+  std::string_view url;   // http:// or https://, no trailing '/'
+  std::chrono::milliseconds timeout{2000};
+  std::string_view bearer_token_file;  // "" none
+  std::string_view username;           // Basic authentication ("" none)
+  std::string_view password_file;
+  std::string_view ca_file;  // https: the CAs to trust ("" the system's)
+};
+
 // Handed to the factory; valid only during the factory call, except `data` and `log`, which
 // outlive the handler.
 struct HandlerContext {
@@ -341,6 +353,10 @@ struct HandlerContext {
   Logger& log;
   const DataSource& data;
   std::string_view agent_version;
+  // ABI 1.8: this board's name (gethostname) and the [[peer]] entries, in config order (an agent
+  // before 1.8: "" and none).
+  std::string_view host_name = {};
+  std::span<const Peer> peers = {};
 };
 
 using HandlerFactory = std::unique_ptr<Handler>(const HandlerContext&);

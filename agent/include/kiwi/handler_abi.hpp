@@ -156,10 +156,22 @@ class ResponsePool {
 // One handler instance behind the C ABI, with what it holds on to.
 struct HandlerBox {
   explicit HandlerBox(const kiwi_handler_context* c)
-      : log(c->host), options(options_from(c->options, c->option_count)), data(c->data) {}
+      : log(c->host), options(options_from(c->options, c->option_count)), data(c->data) {
+    if (!KIWI_HAS_MEMBER(c, kiwi_handler_context, peer_size)) return;  // before ABI 1.8
+    host_name = view(c->host_name);
+    for (std::size_t i = 0; i < c->peer_count; ++i) {
+      const auto& p = *reinterpret_cast<const kiwi_peer*>(
+          reinterpret_cast<const unsigned char*>(c->peers) + i * c->peer_size);
+      peers.push_back({view(p.name), view(p.url), std::chrono::milliseconds(p.timeout_ms),
+                       view(p.bearer_token_file), view(p.username), view(p.password_file),
+                       view(p.ca_file)});
+    }
+  }
   HostLogger log;
   Options options;
   HostData data;
+  std::string_view host_name;  // the views in these two are valid during the factory call only
+  std::vector<Peer> peers;
   ResponsePool responses;
   std::unique_ptr<Handler> handler;  // goes first: it may log or read data in its destructor
   ~HandlerBox() { handler.reset(); }
@@ -169,9 +181,11 @@ template <class Class>
 void* create_handler(const kiwi_handler_context* c, const kiwi_refusal* refusal) noexcept {
   return refusing(refusal, [&]() -> void* {
     auto box = std::make_unique<HandlerBox>(c);
-    const HandlerContext ctx{view(c->route_path), box->options, box->log, box->data,
-                             view(c->agent_version)};
+    const HandlerContext ctx{view(c->route_path),    box->options,   box->log,  box->data,
+                             view(c->agent_version), box->host_name, box->peers};
     box->handler = std::make_unique<Class>(ctx);
+    box->peers.clear();  // views into the agent's context, which ends here
+    box->host_name = {};
     return box.release();
   });
 }

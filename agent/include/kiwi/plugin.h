@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define KIWI_ABI_MAJOR 1
-#define KIWI_ABI_MINOR 7
+#define KIWI_ABI_MINOR 8
 
 #define KIWI_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -727,6 +727,18 @@ typedef struct kiwi_data {
 } kiwi_data;
 
 /* Handed to handler_create; valid during that call only, except `host` and `data`. */
+/* Since ABI 1.8: one [[peer]] entry, another agent whose board a fleet view shows (docs/fleet.md).
+ * Credentials are named by file: a plugin that fetches reads them (at create). */
+typedef struct kiwi_peer {
+  kiwi_str name;              /* unique among the peers; [A-Za-z0-9_.-]+ */
+  kiwi_str url;               /* http:// or https://, without a trailing '/' */
+  uint32_t timeout_ms;        /* one request's limit (connect and answer) */
+  kiwi_str bearer_token_file; /* "" none */
+  kiwi_str username;          /* Basic authentication ("" none), its password in password_file */
+  kiwi_str password_file;
+  kiwi_str ca_file; /* https: the CAs to trust ("" the system's) */
+} kiwi_peer;
+
 typedef struct kiwi_handler_context {
   uint32_t size;
   kiwi_str route_path; /* as configured, e.g. "/api/current" or a prefix ending in a star */
@@ -735,6 +747,13 @@ typedef struct kiwi_handler_context {
   const kiwi_host *host;
   const kiwi_data *data; /* valid until destroy returns; thread-safe */
   kiwi_str agent_version;
+  /* Since ABI 1.8 (KIWI_HAS_MEMBER(ctx, kiwi_handler_context, peer_size)): this board's name
+   * (gethostname), and the [[peer]] entries in the order of the configuration, rows of
+   * `peer_size` bytes. A reload that changes the peers creates the handlers again. */
+  kiwi_str host_name;
+  const kiwi_peer *peers;
+  size_t peer_count;
+  uint32_t peer_size; /* sizeof(kiwi_peer) */
 } kiwi_handler_context;
 
 /* ---- The descriptor -------------------------------------------------------------------------- */

@@ -69,13 +69,15 @@ std::vector<SensorSpec> load_sensors(const Config& cfg, PluginLoader& loader) {
 }
 
 std::shared_ptr<PluginInstance<Handler>> load_route(const PluginEntry& e, PluginLoader& loader,
-                                                    const DataSource& data) {
-  return std::make_shared<PluginInstance<Handler>>(loader.create_handler(e, data, KIWI_VERSION));
+                                                    const DataSource& data,
+                                                    std::span<const Peer> peers) {
+  return std::make_shared<PluginInstance<Handler>>(
+      loader.create_handler(e, data, KIWI_VERSION, peers, host_name()));
 }
 
 std::vector<Route> load_routes(const Config& cfg, PluginLoader& loader, const DataSource& data) {
   std::vector<Route> routes;
-  for (auto& e : cfg.routes) routes.push_back({e.path, load_route(e, loader, data)});
+  for (auto& e : cfg.routes) routes.push_back({e.path, load_route(e, loader, data, cfg.peers)});
   return routes;
 }
 
@@ -181,8 +183,8 @@ int check_config(const Config& cfg, StderrLogger& log) {
     auto notifiers = load_notifiers(cfg, loader);
     std::cout << cfg.source << ": ok (" << sensors.size() << " sensors, " << routes.size()
               << " routes, " << outputs.size() << " remote_write, " << cfg.alert_rules.size()
-              << " alert rules, " << notifiers.size() << " notify, bind " << cfg.http.bind.str()
-              << ")\n";
+              << " alert rules, " << notifiers.size() << " notify, " << cfg.peers.size()
+              << " peers, bind " << cfg.http.bind.str() << ")\n";
     return kExitOk;
   } catch (const ConfigError& e) {
     std::cerr << "kiwi-agent: " << e.what() << "\n";
@@ -625,9 +627,10 @@ class RunningAgent {
             sensor_spec(e, next, loader.create_sensor(e, next.agent.procfs, next.agent.sysfs));
         spec.plugin = std::string(lib->info->name);
         changes.push_back("sensor " + e.name +
-                          (!old                     ? " added"
-                           : same_instance(*old, e) ? " reloaded (its plugin file changed)"
-                                                    : " changed"));
+                          (!old                       ? " added"
+                           : !same_instance(*old, e)  ? " changed"
+                           : next.peers != cfg_.peers ? " reloaded (the peers changed)"
+                                                      : " reloaded (its plugin file changed)"));
         sensors.push_back(std::move(spec));
       }
       libraries[e.name] = lib;
@@ -641,7 +644,8 @@ class RunningAgent {
       auto lib = loader.open(PluginKind::handler, e);
       const PluginEntry* old = find_route(cfg_, e.path);
       std::shared_ptr<PluginInstance<Handler>> kept;
-      if (old && same_instance(*old, e))
+      // Every handler is told of the peers: new ones make every route anew.
+      if (old && same_instance(*old, e) && next.peers == cfg_.peers)
         for (auto& r : running->routes())
           if (r.path == e.path && r.handler->library == lib) kept = r.handler;
       if (!kept)
@@ -649,7 +653,7 @@ class RunningAgent {
                           (!old                     ? " added"
                            : same_instance(*old, e) ? " reloaded (its plugin file changed)"
                                                     : " changed"));
-      routes.push_back({e.path, kept ? kept : load_route(e, loader, data_)});
+      routes.push_back({e.path, kept ? kept : load_route(e, loader, data_, next.peers)});
     }
     for (auto& e : cfg_.routes)
       if (!find_route(next, e.path)) changes.push_back("route " + e.path + " removed");
@@ -684,6 +688,8 @@ class RunningAgent {
     const std::string old_url = url();
     server_->reconfigure(http, std::make_shared<const Router>(std::move(routes), running.get()));
     // From here on nothing fails.
+    if (next.peers != cfg_.peers)
+      changes.push_back("peers changed (" + std::to_string(next.peers.size()) + " peers)");
     if (next.alert_rules != cfg_.alert_rules || next.alerts.disable != cfg_.alerts.disable)
       changes.push_back("alert rules changed (" + std::to_string(next.alert_rules.size()) +
                         " rules, " + std::to_string(next.alerts.disable.size()) + " disabled)");

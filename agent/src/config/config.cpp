@@ -193,6 +193,7 @@ class Reader {
       if (s.name.find('.') == std::string_view::npos) top.push_back(s.name);
     for (auto& e : host_entries()) top.push_back(e.kind);
     top.push_back(host_alert_rule().kind);
+    top.push_back(host_peer().kind);
     for (auto& [key, node] : root)
       if (std::find(top.begin(), top.end(), key.str()) == top.end()) {
         std::string accepted;
@@ -209,6 +210,7 @@ class Reader {
     for (auto& e : host_entries())
       if (auto* list = root.get(e.kind)) entries_of(e.kind) = entries(e, *list);
     if (auto* list = root.get(host_alert_rule().kind)) read_alert_rules(*list);
+    if (auto* list = root.get(host_peer().kind)) read_peers(*list);
     root_ = &root;
   }
 
@@ -298,20 +300,7 @@ class Reader {
     auto& rules = cfg_.alert_rules;
     for (auto& item : *arr) {
       const toml::table& t = *item.as_table();
-      AlertRule rule;
-      rule.pos = pos_of(file_, t.source());
-      for (auto& [key, node] : t)
-        if (!find_row(kind.rows, key.str()))
-          throw ConfigError(pos_of(file_, key.source()), "alert." + std::string(key.str()),
-                            "unknown key; accepted here: " + keys_of(kind.rows));
-      apply_defaults(kind.rows, "alert.", &rule);
-      for (auto& row : kind.rows) {
-        const std::string key = "alert." + std::string(row.spec.key);
-        if (const toml::node* n = t.get(row.spec.key))
-          read_row(row, *n, key, &rule);
-        else if (!row.missing.empty())
-          throw ConfigError(rule.pos, key, std::string(row.missing));
-      }
+      auto rule = read_data_entry<AlertRule>(kind, t);
       check_alert_rule(rule, t);
       auto same = std::find_if(rules.begin(), rules.end(),
                                [&](const AlertRule& r) { return r.name == rule.name; });
@@ -325,6 +314,60 @@ class Reader {
                               same->pos.str() + "); give each a unique name");
       }
     }
+  }
+
+  // One [[alert]] or [[peer]] table into a T through the entry's rows: unknown keys refused,
+  // defaults, then the table's keys, a required one missing named at the table.
+  template <class T>
+  T read_data_entry(const HostEntry& kind, const toml::table& t) {
+    const std::string prefix = std::string(kind.kind) + ".";
+    T entry;
+    entry.pos = pos_of(file_, t.source());
+    for (auto& [key, node] : t)
+      if (!find_row(kind.rows, key.str()))
+        throw ConfigError(pos_of(file_, key.source()), prefix + std::string(key.str()),
+                          "unknown key; accepted here: " + keys_of(kind.rows));
+    apply_defaults(kind.rows, prefix, &entry);
+    for (auto& row : kind.rows) {
+      const std::string key = prefix + std::string(row.spec.key);
+      if (const toml::node* n = t.get(row.spec.key))
+        read_row(row, *n, key, &entry);
+      else if (!row.missing.empty())
+        throw ConfigError(entry.pos, key, std::string(row.missing));
+    }
+    return entry;
+  }
+
+  // [[peer]] entries: a file that lists them replaces the list (the built-in default has none).
+  // Two of one name are an error; a basic_auth gives both of its keys.
+  void read_peers(const toml::node& list) {
+    const HostEntry& kind = host_peer();
+    const toml::array* arr = list.as_array();
+    if (!arr || !arr->is_array_of_tables())
+      fail(list, "peer", "must be an array of tables ([[peer]])");
+    std::vector<Peer> peers;
+    for (auto& item : *arr) {
+      const toml::table& t = *item.as_table();
+      auto peer = read_data_entry<Peer>(kind, t);
+      while (peer.url.ends_with('/')) peer.url.pop_back();
+      if (!peer.basic_auth.empty() &&
+          (!peer.basic_auth.contains("username") || !peer.basic_auth.contains("password_file")))
+        fail(*t.get("basic_auth"), "peer.basic_auth",
+             "give both username and password_file, e.g. { username = \"kiwi\", password_file = "
+             "\"/etc/kiwi-agent/" +
+                 peer.name + ".pass\" }");
+      if (!peer.bearer_token_file.empty() && !peer.basic_auth.empty())
+        throw ConfigError(peer.pos, "peer.bearer_token_file",
+                          "give bearer_token_file or basic_auth, not both");
+      auto same = std::find_if(peers.begin(), peers.end(),
+                               [&](const Peer& p) { return p.name == peer.name; });
+      if (same != peers.end())
+        throw ConfigError(peer.pos, "peer.name",
+                          in_quotes(peer.name) + " names two [[peer]] entries (the other at " +
+                              same->pos.str() + "); give each a unique name");
+      peers.push_back(std::move(peer));
+    }
+    cfg_.peers = std::move(peers);
   }
 
   // What one rule's keys say together: a metric rule compares (above or below), a status rule

@@ -131,6 +131,23 @@ struct AlertRule {
   }
 };
 
+// One [[peer]]: another agent whose board the fleet view (handlers/fleet, handlers/peer) shows.
+// The credentials stay files here: the plugins that fetch read them (docs/fleet.md).
+struct Peer {
+  std::string name;  // unique; the row's name and /peer/<name>/
+  std::string url;   // http:// or https://, scheme and authority (and a path), no trailing '/'
+  Millis timeout{0};
+  std::string bearer_token_file;                  // "" none
+  std::map<std::string, std::string> basic_auth;  // username, password_file; empty: none
+  std::string ca_file;                            // https: the CAs to trust; "" the system's
+  SourcePos pos;
+  bool operator==(const Peer& o) const {
+    return name == o.name && url == o.url && timeout == o.timeout &&
+           bearer_token_file == o.bearer_token_file && basic_auth == o.basic_auth &&
+           ca_file == o.ca_file;
+  }
+};
+
 // The members are set from the schema's rows (their defaults, then the files); the values below
 // are only what a Config holds before that.
 struct Config {
@@ -174,6 +191,7 @@ struct Config {
     std::vector<std::string> disable;  // rule names not evaluated
   } alerts;
   std::vector<PluginEntry> notifiers;                  // [[notify]]; none by default
+  std::vector<Peer> peers;                             // [[peer]]; none by default
   std::vector<std::shared_ptr<const void>> documents;  // the parsed files: keep `options` alive
   // Where each setting was last set ("agent.data_dir" -> kiwi.toml:3:12; a table such as
   // "http.tls" -> where it starts). What the built-in default sets is at "<built-in default>:..";

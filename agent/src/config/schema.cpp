@@ -251,6 +251,29 @@ std::optional<std::string> check_name(std::string_view name, std::string_view) {
   return in_quotes(name) + " is not a valid name; use letters, digits, '_', '-' or '.'";
 }
 
+// A peer's url: http:// or https://, a host, no query or fragment (paths are appended to it).
+std::optional<std::string> check_peer_url(std::string_view url, std::string_view) {
+  std::string_view rest = url;
+  if (rest.starts_with("http://"))
+    rest.remove_prefix(7);
+  else if (rest.starts_with("https://"))
+    rest.remove_prefix(8);
+  else
+    return in_quotes(url) + " is not an http:// or https:// URL, e.g. \"http://barn.local:8095\"";
+  const std::string_view authority = rest.substr(0, rest.find('/'));
+  if (authority.empty() || authority.find('@') != std::string_view::npos)
+    return in_quotes(url) +
+           " names no host (or holds a user name: give credentials in basic_auth or "
+           "bearer_token_file, which stay out of logs)";
+  if (rest.find_first_of("?# \t") != std::string_view::npos)
+    return in_quotes(url) + " has a query, a fragment or a blank; give the agent's address only";
+  return std::nullopt;
+}
+std::optional<std::string> check_basic_auth_key(std::string_view key, std::string_view) {
+  if (key == "username" || key == "password_file") return std::nullopt;
+  return in_quotes(key) + " is not a key of basic_auth; accepted: username, password_file";
+}
+
 std::optional<std::string> check_alert_status(std::string_view s, std::string_view) {
   if (s.empty() || s == "failing" || s == "no_data" || s == "stale") return std::nullopt;
   return in_quotes(s) +
@@ -671,6 +694,38 @@ constexpr HostOption kAlertRule[] = {
 
 constexpr HostEntry kAlertEntry = {"alert", "name", kAlertRule};
 
+constexpr HostOption kPeer[] = {
+    {.spec = {"name", OptionType::string, "",
+              "unique: the board's name in the fleet and in /peer/<name>/"},
+     .field = host_field<&Peer::name>(),
+     .missing = "missing; name the board, e.g. name = \"barn\"",
+     .check = check_name},
+    {.spec = {"url", OptionType::string, "", "the peer agent's address, http:// or https://"},
+     .field = host_field<&Peer::url>(),
+     .missing = "missing; e.g. url = \"http://barn.local:8095\"",
+     .check = check_peer_url},
+    {.spec = {"timeout", OptionType::duration, "\"2s\"",
+              "how long one request to the peer may take (connect and answer)", true, 100, 60'000},
+     .field = host_field<&Peer::timeout>()},
+    {.spec = {"bearer_token_file", OptionType::string, "\"\"",
+              "a file whose first line is the peer's bearer token (\"\": none)"},
+     .field = host_field<&Peer::bearer_token_file>(),
+     .text = HostText::path_or_empty},
+    {.spec = {"basic_auth", OptionType::string_table, "{}",
+              "{ username = \"...\", password_file = \"...\" }: the peer's Basic "
+              "authentication, the password the file's first line"},
+     .field = host_field<&Peer::basic_auth>(),
+     .wrong_type = "{} is not a table, e.g. { username = \"kiwi\", password_file = "
+                   "\"/etc/kiwi-agent/barn.pass\" }",
+     .check_key = check_basic_auth_key},
+    {.spec = {"ca_file", OptionType::string, "\"\"",
+              "https: a PEM file of the CAs to trust for this peer (\"\": the system's)"},
+     .field = host_field<&Peer::ca_file>(),
+     .text = HostText::path_or_empty},
+};
+
+constexpr HostEntry kPeerEntry = {"peer", "name", kPeer};
+
 }  // namespace
 
 std::span<const HostSection> host_sections() {
@@ -683,6 +738,10 @@ std::span<const HostEntry> host_entries() {
 
 const HostEntry& host_alert_rule() {
   return kAlertEntry;
+}
+
+const HostEntry& host_peer() {
+  return kPeerEntry;
 }
 
 const HostEntry& host_entry(std::string_view kind) {
@@ -786,6 +845,12 @@ std::string render_toml(const Config& cfg) {
       if (!row.field.equal(&rule, &defaults))
         if (auto value = row.field.toml(row, &rule); !value.empty())
           out << row.spec.key << " = " << value << "\n";
+  }
+  for (const Peer& peer : cfg.peers) {
+    out << "\n[[peer]]\n";
+    for (auto& row : kPeer)
+      if (auto value = row.field.toml(row, &peer); !value.empty())
+        out << row.spec.key << " = " << value << "\n";
   }
   return out.str();
 }

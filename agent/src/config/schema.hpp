@@ -95,6 +95,8 @@ std::span<const HostSection> host_sections();
 std::span<const HostEntry> host_entries();
 // [[alert]]: its rows write into an AlertRule.
 const HostEntry& host_alert_rule();
+// [[peer]]: its rows write into a Peer.
+const HostEntry& host_peer();
 const HostEntry& host_entry(std::string_view kind);
 
 // The configuration of the rows' defaults alone (no file read; plugin_dir's "$ORIGIN" left as

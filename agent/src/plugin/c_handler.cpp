@@ -158,8 +158,15 @@ class CStream final : public Stream {
 
 CHandler::CHandler(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
                    std::string_view route_path, const Options& options, Logger& log,
-                   const DataSource& data, std::string_view agent_version)
+                   const DataSource& data, std::string_view agent_version,
+                   std::string_view host_name, std::span<const kiwi::Peer> peers)
     : plugin_(plugin), host_(log, std::move(code)), options_(options), data_(CData::of(data)) {
+  std::vector<kiwi_peer> c_peers;
+  c_peers.reserve(peers.size());
+  for (const kiwi::Peer& p : peers)
+    c_peers.push_back({to_c(p.name), to_c(p.url), static_cast<std::uint32_t>(p.timeout.count()),
+                       to_c(p.bearer_token_file), to_c(p.username), to_c(p.password_file),
+                       to_c(p.ca_file)});
   kiwi_handler_context ctx{};
   ctx.size = sizeof ctx;
   ctx.route_path = to_c(route_path);
@@ -168,6 +175,10 @@ CHandler::CHandler(const kiwi_plugin& plugin, std::shared_ptr<const void> code,
   ctx.host = &host_.host;
   ctx.data = data_->c(plugin.abi_minor);
   ctx.agent_version = to_c(agent_version);
+  ctx.host_name = to_c(host_name);
+  ctx.peers = c_peers.data();
+  ctx.peer_count = c_peers.size();
+  ctx.peer_size = sizeof(kiwi_peer);
   CRefusal refusal;
   instance_ = refusal.created(plugin_.handler_create(&ctx, &refusal.c));
   if (plugin_.handler_methods) {

@@ -11,6 +11,7 @@
 #include <kiwi/handler.hpp>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -66,7 +67,8 @@ class CHandler final : public InPlaceHandler {
   // Calls handler_create; throws std::runtime_error with the plugin's refusal.
   CHandler(const kiwi_plugin& plugin, std::shared_ptr<const void> code, std::string_view route_path,
            const Options& options, Logger& log, const DataSource& data,
-           std::string_view agent_version);
+           std::string_view agent_version, std::string_view host_name = {},
+           std::span<const kiwi::Peer> peers = {});
   ~CHandler() override;
   CHandler(const CHandler&) = delete;
   CHandler& operator=(const CHandler&) = delete;

@@ -389,7 +389,18 @@ PluginInstance<Sensor> PluginLoader::create_sensor(const PluginEntry& entry,
 
 PluginInstance<Handler> PluginLoader::create_handler(const PluginEntry& entry,
                                                      const DataSource& data,
-                                                     std::string_view agent_version) {
+                                                     std::string_view agent_version,
+                                                     std::span<const agent::Peer> peers,
+                                                     std::string_view host_name) {
+  std::vector<kiwi::Peer> views;
+  for (const agent::Peer& p : peers) {
+    auto credential = [&](const char* key) {
+      auto it = p.basic_auth.find(key);
+      return it == p.basic_auth.end() ? std::string_view() : std::string_view(it->second);
+    };
+    views.push_back({p.name, p.url, p.timeout, p.bearer_token_file, credential("username"),
+                     credential("password_file"), p.ca_file});
+  }
   PluginInstance<Handler> inst;
   inst.library = open(PluginKind::handler, entry);
   inst.options = options_of(*inst.library, entry, "route");
@@ -397,8 +408,9 @@ PluginInstance<Handler> PluginLoader::create_handler(const PluginEntry& entry,
   try {
     // The handler holds the library too: every body it returns keeps it, so the plugin's
     // release() can run after the instance, the route and the router are gone.
-    inst.object = std::make_unique<CHandler>(*inst.library->descriptor->c, inst.library, entry.path,
-                                             inst.options, *inst.log, data, agent_version);
+    inst.object =
+        std::make_unique<CHandler>(*inst.library->descriptor->c, inst.library, entry.path,
+                                   inst.options, *inst.log, data, agent_version, host_name, views);
   } catch (const std::exception& e) {
     throw PluginError(entry.plugin_pos.str() + ": " + inst.library->file + ": handler for '" +
                       entry.path + "' refused to start: " + e.what());

@@ -123,8 +123,11 @@ class PluginLoader {
 
   PluginInstance<Sensor> create_sensor(const PluginEntry& entry, std::string_view procfs,
                                        std::string_view sysfs);
+  // `peers`: the [[peer]] entries every handler is told of (ABI 1.8), with this board's name.
   PluginInstance<Handler> create_handler(const PluginEntry& entry, const DataSource& data,
-                                         std::string_view agent_version);
+                                         std::string_view agent_version,
+                                         std::span<const agent::Peer> peers = {},
+                                         std::string_view host_name = {});
   // A [[remote_write]] entry: its options = {...}, or (options_flat) its table's keys other than
   // the agent's (config/schema.hpp).
   PluginInstance<Output> create_output(const PluginEntry& entry, std::string_view host_name,

@@ -60,6 +60,7 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   CHECK(c.routes[5].path == "/api/alerts");
   CHECK(c.routes[5].plugin == "alerts");
   CHECK(c.routes[7].path == "/metrics");
+  CHECK(c.peers.empty());
 }
 
 TEST_CASE("config: the built-in default and an empty user file are the same configuration") {
@@ -167,7 +168,7 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
           "max_connections, cors_origins, auth, tls");
     CHECK(error_of("[colector]\n") ==
           "kiwi.toml:1:2: colector: unknown key; accepted here: agent, http, collector, alerts, "
-          "sensor, route, remote_write, notify, alert");
+          "sensor, route, remote_write, notify, alert, peer");
     CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nintervall = \"1s\"\n") ==
           "kiwi.toml:3:1: sensor.intervall: unknown key; accepted here: plugin, name, interval, "
           "timeout, labels, options");
