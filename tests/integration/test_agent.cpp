@@ -214,7 +214,7 @@ TEST_CASE("kiwi-agent --check-config") {
     write_text(tmp.path / "ok.toml", "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n");
     auto r = run_agent_command({"--check-config", (tmp.path / "ok.toml").string()});
     CHECK(r.exit_code == 0);
-    CHECK_THAT(r.out, Catch::Contains("ok (13 sensors, 8 routes"));
+    CHECK_THAT(r.out, Catch::Contains("ok (13 sensors, 10 routes"));
   }
   SECTION("a broken file: exit 2 and file:line:col") {
     auto file = (tmp.path / "bad.toml").string();
@@ -301,7 +301,7 @@ TEST_CASE("kiwi-agent --print-config prints the merged configuration, which load
   CHECK(body(again.out) == body(r.out));
   auto check = run_agent_command({"--check-config", (tmp.path / "printed.toml").string()});
   CHECK(check.exit_code == 0);
-  CHECK_THAT(check.out, Catch::Contains("ok (2 sensors, 8 routes"));
+  CHECK_THAT(check.out, Catch::Contains("ok (2 sensors, 10 routes"));
 }
 
 TEST_CASE("kiwi-agent --list-plugins lists every plugin with its kind, and names a broken one") {

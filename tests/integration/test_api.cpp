@@ -241,7 +241,7 @@ TEST_CASE("api: /api/plugins lists every plugin with its file, kind, ABI and sta
   HttpClient c(agent.port());
   auto d = parse_json(c.get("/api/plugins").body);
   auto& list = d["plugins"];
-  REQUIRE(list.Size() == 2 + 2 + 8);  // two sensors, the agent's own reports, the eight routes
+  REQUIRE(list.Size() == 2 + 2 + 10);  // two sensors, the agent's own reports, the ten routes
   CHECK(list[0]["name"].GetString() == std::string("memory"));
   CHECK(list[0]["kind"].GetString() == std::string("sensor"));
   CHECK(list[0]["file"].GetString() == std::string(KIWI_PLUGIN_DIR "/kiwi-sensor-memory.so"));

@@ -55,11 +55,13 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   CHECK(c.sensors[11].interval == std::chrono::milliseconds(10000));
   CHECK(c.sensors[12].name == "clock");
   CHECK_FALSE(c.sensors[12].interval.has_value());  // the collector's
-  REQUIRE(c.routes.size() == 8);
+  REQUIRE(c.routes.size() == 10);
   CHECK(c.routes[1].path == "/assets/*");
   CHECK(c.routes[5].path == "/api/alerts");
   CHECK(c.routes[5].plugin == "alerts");
   CHECK(c.routes[7].path == "/metrics");
+  CHECK(c.routes[8].path == "/api/fleet");
+  CHECK(c.routes[9].path == "/peer/*");
   CHECK(c.peers.empty());
 }
 
