@@ -3,6 +3,7 @@
 // `interval`, all at once on one thread, while someone is looking (a request in the last minute),
 // however many browsers are open: a request reads the rows the last round left.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <kiwi/handler.hpp>
@@ -25,6 +26,9 @@ constexpr kiwi::OptionSpec kOptions[] = {
      "each peer is asked for its row this often while someone looks at the fleet", true, 1000,
      3'600'000},
 };
+
+// How long the first request after a quiet spell waits for the round it starts.
+constexpr auto kFirstWait = std::chrono::seconds(1);
 
 // A peer's answer at most: its row is a few hundred bytes.
 constexpr std::size_t kMaxRowBody = 64 * 1024;
@@ -52,13 +56,13 @@ class FleetHandler final : public kiwi::Handler {
         user_agent_("kiwi-agent/" + std::string(ctx.agent_version)) {
     for (const kiwi::Peer& p : ctx.peers) {
       clients_.push_back(std::make_unique<kiwi_http::PeerClient>(p, user_agent_));
-      first_wait_ = std::max(first_wait_, p.timeout);
     }
     states_.resize(clients_.size());
     if (!clients_.empty()) thread_ = std::thread([this] { run(); });
   }
 
   ~FleetHandler() override {
+    stop_ = true;  // a round in progress ends within 100 ms
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
@@ -112,17 +116,19 @@ class FleetHandler final : public kiwi::Handler {
   }
 
  private:
-  // Marks that someone looks (the poller runs while they do) and copies the peers' states; before
-  // the first round has ended, waits for it (at most the longest peer timeout and a little).
+  // Marks that someone looks (the poller runs while they do) and copies the peers' states. After
+  // a quiet spell the rows are old, or there are none: a round starts now, and this waits for it
+  // up to kFirstWait (an HTTP worker waits here; a peer that does not answer within it is shown
+  // as not asked yet, and the page asks again within an interval).
   std::vector<PeerState> demand() {
     std::unique_lock lock(mutex_);
     const bool was_idle = idle();
     last_demand_ = Clock::now();
-    if (was_idle) {  // the rows are old, or there are none: wait for a round (it starts now)
+    if (was_idle) {
+      want_round_ = true;
       wake_.notify_all();
       const std::uint64_t next = rounds_ + 1;
-      done_.wait_for(lock, first_wait_ + std::chrono::milliseconds(500),
-                     [&] { return rounds_ >= next || stopping_; });
+      done_.wait_for(lock, kFirstWait, [&] { return rounds_ >= next || stopping_; });
     }
     return states_;
   }
@@ -130,22 +136,30 @@ class FleetHandler final : public kiwi::Handler {
   void run() {
     std::vector<const kiwi_http::PeerClient*> clients;
     for (auto& c : clients_) clients.push_back(c.get());
+    std::unique_ptr<kiwi_http::PeerRounds> rounds;  // its connections stay open between rounds
     std::unique_lock lock(mutex_);
     while (!stopping_) {
       if (idle()) {  // nobody looks: sleep until someone does
         wake_.wait(lock, [&] { return stopping_ || !idle(); });
         continue;
       }
+      want_round_ = false;
       const auto began = Clock::now();
       lock.unlock();
-      const auto answers =
-          kiwi_http::PeerClient::get_all(clients, "/api/fleet?scope=self", kMaxRowBody);
+      std::vector<kiwi_http::Fetched> answers;
+      try {
+        if (!rounds) rounds = std::make_unique<kiwi_http::PeerRounds>();
+        answers = rounds->get_all(clients, "/api/fleet?scope=self", kMaxRowBody, stop_);
+      } catch (const std::exception& e) {  // every peer gets the reason; the next round tries
+        answers.assign(clients.size(), kiwi_http::Fetched{});
+        for (auto& a : answers) a.error = e.what();
+      }
       const double now = now_ms();
       lock.lock();
       for (std::size_t i = 0; i < answers.size(); ++i) update(states_[i], answers[i], now);
       ++rounds_;
       done_.notify_all();
-      wake_.wait_until(lock, began + interval_, [&] { return stopping_; });
+      wake_.wait_until(lock, began + interval_, [&] { return stopping_ || want_round_; });
     }
   }
 
@@ -181,7 +195,6 @@ class FleetHandler final : public kiwi::Handler {
   const std::chrono::milliseconds interval_;
   const Clock::duration idle_after_;
   const std::string user_agent_;
-  std::chrono::milliseconds first_wait_{0};
   std::vector<std::unique_ptr<kiwi_http::PeerClient>> clients_;
 
   std::mutex mutex_;  // guards what follows
@@ -189,6 +202,8 @@ class FleetHandler final : public kiwi::Handler {
   std::vector<PeerState> states_;
   std::uint64_t rounds_ = 0;
   std::optional<Clock::time_point> last_demand_;
+  bool want_round_ = false;  // someone came after a quiet spell: a round now, not at the interval
+  std::atomic<bool> stop_{false};
   bool stopping_ = false;
   std::thread thread_;
 };

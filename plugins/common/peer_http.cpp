@@ -145,6 +145,9 @@ void PeerClient::prepare(Handle& h, std::string_view path_and_query, std::size_t
   curl_api().easy_setopt(curl, CURLOPT_URL, h.url.c_str());
   curl_api().easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_api().easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  // Straight to the peer: not through a proxy that http_proxy or ALL_PROXY in the agent's
+  // environment name, which would see the peer's credentials.
+  curl_api().easy_setopt(curl, CURLOPT_PROXY, "");
   curl_api().easy_setopt(curl, CURLOPT_HTTPGET, 1L);
   curl_api().easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect is the peer's answer
   curl_api().easy_setopt(curl, CURLOPT_USERAGENT, user_agent_.c_str());
@@ -200,44 +203,57 @@ Fetched PeerClient::get(std::string_view path_and_query, std::size_t max_body) c
   return f;
 }
 
-std::vector<Fetched> PeerClient::get_all(std::span<const PeerClient* const> clients,
-                                         std::string_view path_and_query, std::size_t max_body) {
+PeerRounds::PeerRounds() : multi_(curl_api().multi_init()) {
+  if (!multi_) throw std::runtime_error("curl_multi_init failed");
+}
+
+PeerRounds::~PeerRounds() {
+  curl_api().multi_cleanup(static_cast<CURLM*>(multi_));
+}
+
+std::vector<Fetched> PeerRounds::get_all(std::span<const PeerClient* const> clients,
+                                         std::string_view path_and_query, std::size_t max_body,
+                                         const std::atomic<bool>& stop) {
+  const CurlApi& api = curl_api();
+  auto* multi = static_cast<CURLM*>(multi_);
   std::vector<Fetched> out(clients.size());
-  std::vector<std::unique_ptr<Handle>> handles;
-  handles.reserve(clients.size());
-  CURLM* multi = curl_api().multi_init();
-  if (!multi) {
-    for (auto& f : out) f.error = "curl_multi_init failed";
-    return out;
+  for (auto& f : out) f.error = "stopped";  // until its transfer is done
+  std::vector<std::unique_ptr<PeerClient::Handle>> handles(clients.size());
+  // Every handle taken is removed from the multi and given back, whatever happens.
+  struct Release {
+    const CurlApi& api;
+    CURLM* multi;
+    std::span<const PeerClient* const> clients;
+    std::vector<std::unique_ptr<PeerClient::Handle>>& handles;
+    ~Release() {
+      for (std::size_t i = 0; i < handles.size(); ++i)
+        if (handles[i]) {
+          api.multi_remove_handle(multi, handles[i]->curl);
+          clients[i]->give_back(std::move(handles[i]));
+        }
+    }
+  } release{api, multi, clients, handles};
+  for (std::size_t i = 0; i < clients.size(); ++i) {
+    handles[i] = clients[i]->take();
+    clients[i]->prepare(*handles[i], path_and_query, max_body);
+    api.multi_add_handle(multi, handles[i]->curl);
   }
-  for (const PeerClient* c : clients) {
-    handles.push_back(c->take());
-    c->prepare(*handles.back(), path_and_query, max_body);
-    curl_api().easy_setopt(handles.back()->curl, CURLOPT_PRIVATE, handles.back().get());
-    curl_api().multi_add_handle(multi, handles.back()->curl);
-  }
-  for (auto& f : out) f.error = "the transfer did not finish";  // until its DONE message
   auto collect = [&] {
     int queued = 0;
-    while (CURLMsg* msg = curl_api().multi_info_read(multi, &queued)) {
+    while (CURLMsg* msg = api.multi_info_read(multi, &queued)) {
       if (msg->msg != CURLMSG_DONE) continue;
       for (std::size_t i = 0; i < handles.size(); ++i)
-        if (handles[i]->curl == msg->easy_handle)
+        if (handles[i] && handles[i]->curl == msg->easy_handle)
           out[i] = clients[i]->finish(*handles[i], msg->data.result);
     }
   };
   int running = 0;
   do {
-    if (curl_api().multi_perform(multi, &running) != CURLM_OK) break;
+    if (api.multi_perform(multi, &running) != CURLM_OK) break;
     collect();
-    if (running) curl_api().multi_poll(multi, nullptr, 0, 1000, nullptr);
-  } while (running);
+    if (running && !stop) api.multi_poll(multi, nullptr, 0, 100, nullptr);
+  } while (running && !stop);
   collect();  // transfers that ended in the last perform
-  for (std::size_t i = 0; i < handles.size(); ++i) {
-    curl_api().multi_remove_handle(multi, handles[i]->curl);
-    clients[i]->give_back(std::move(handles[i]));
-  }
-  curl_api().multi_cleanup(multi);
   return out;
 }
 

@@ -4,6 +4,7 @@
 // errors name the peer's origin, never a secret.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <kiwi/handler.hpp>
@@ -48,14 +49,10 @@ class PeerClient {
   // (kept for the next call, so connections are reused).
   Fetched get(std::string_view path_and_query, std::size_t max_body) const;
 
-  // The same GET of every client at once (one thread, libcurl's multi interface), each within
-  // its own peer's timeout: the answers in the order of `clients`.
-  static std::vector<Fetched> get_all(std::span<const PeerClient* const> clients,
-                                      std::string_view path_and_query, std::size_t max_body);
-
   struct Handle;  // one libcurl handle and what a transfer fills in (peer_http.cpp)
 
  private:
+  friend class PeerRounds;
   std::unique_ptr<Handle> take() const;
   void give_back(std::unique_ptr<Handle> h) const;
   void prepare(Handle& h, std::string_view path_and_query, std::size_t max_body) const;
@@ -71,6 +68,26 @@ class PeerClient {
   std::vector<std::string> secrets_;
   mutable std::mutex pool_mutex_;
   mutable std::vector<std::unique_ptr<Handle>> pool_;  // idle handles, their connections open
+};
+
+// Rounds of one GET to each of a set of peers at once, on the calling thread (libcurl's multi
+// interface). One object for a poller's life: its connections stay open from round to round.
+class PeerRounds {
+ public:
+  PeerRounds();  // loads libcurl (curl_dl.hpp); throws std::runtime_error if it cannot
+  ~PeerRounds();
+  PeerRounds(const PeerRounds&) = delete;
+  PeerRounds& operator=(const PeerRounds&) = delete;
+
+  // GETs `path_and_query` from every client, each within its own peer's timeout, and returns
+  // their answers in the order of `clients` once all are done, or once `stop` is set (looked at
+  // every 100 ms; an unfinished one then says "stopped").
+  std::vector<Fetched> get_all(std::span<const PeerClient* const> clients,
+                               std::string_view path_and_query, std::size_t max_body,
+                               const std::atomic<bool>& stop);
+
+ private:
+  void* multi_;  // CURLM*
 };
 
 }  // namespace kiwi_http
