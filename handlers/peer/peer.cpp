@@ -27,13 +27,19 @@ constexpr kiwi::OptionSpec kOptions[] = {
      "a peer's answer larger than this is not passed on (502)", true, 1024, 1024.0 * 1024 * 1024},
 };
 
-// Answers kept at most (the oldest go first); each one is at most max_body.
+// The cache's bounds: answers kept at most, and their bytes (the oldest go first; an answer
+// larger than a quarter of it is served to those who asked, and not kept).
 constexpr std::size_t kMaxEntries = 256;
+constexpr std::size_t kMaxBytes = 32 * 1024 * 1024;
+// A peer that did not answer (no connection, a timeout) is not asked again for this long: its
+// pages are a 502 at once, so a board that is off does not hold an HTTP worker per request.
+constexpr auto kDownFor = std::chrono::seconds(5);
 
 struct Entry {
   bool fetching = true;
   Clock::time_point fetched;
   kiwi::Response response;
+  std::size_t bytes = 0;
 };
 
 class PeerHandler final : public kiwi::Handler {
@@ -76,53 +82,68 @@ class PeerHandler final : public kiwi::Handler {
                  "\"; the configured peers: " + (known.empty() ? std::string("none") : known));
   }
 
-  // The cached answer for `key`, or the one fetch of it (others asking meanwhile wait for it).
+  // The cached answer for `key`, or the one fetch of it (others asking meanwhile wait for it;
+  // the fetch ends within the peer's timeout).
   kiwi::Response answer(const kiwi_http::PeerClient& client, const std::string& key,
                         const std::string& path_and_query) {
     std::unique_lock lock(mutex_);
-    for (;;) {
-      auto it = entries_.find(key);
-      if (it == entries_.end()) break;
-      if (it->second.fetching) {
-        fetched_.wait(lock);
-        continue;
-      }
-      if (Clock::now() - it->second.fetched < cache_) return it->second.response;
-      entries_.erase(it);
-      break;
+    const auto now = Clock::now();
+    if (auto down = down_.find(client.name()); down != down_.end()) {
+      if (now < down->second.until) return down->second.response;
+      down_.erase(down);
     }
-    prune();
-    entries_[key];  // fetching
+    if (auto it = entries_.find(key); it != entries_.end()) {
+      const std::shared_ptr<Entry> e = it->second;
+      if (e->fetching) {
+        fetched_.wait(lock, [&] { return !e->fetching; });
+        return e->response;
+      }
+      if (now - e->fetched < cache_) return e->response;
+      bytes_ -= e->bytes;
+      entries_.erase(it);
+    }
+    auto e = std::make_shared<Entry>();
+    entries_[key] = e;
     lock.unlock();
     kiwi::Response res;
+    bool answered = true;
     try {
-      res = respond(client, client.get(path_and_query, max_body_));
-    } catch (const std::exception& e) {  // the waiters must not wait for ever
-      res = kiwi::Response::error(502, "peer " + client.name() + ": " + e.what());
+      kiwi_http::Fetched f = client.get(path_and_query, max_body_);
+      answered = f.answered() || f.error.starts_with("its answer is larger");
+      res = respond(client, std::move(f));
+    } catch (const std::exception& ex) {  // the waiters must not wait for ever
+      res = kiwi::Response::error(502, "peer " + client.name() + ": " + ex.what());
     }
     lock.lock();
-    Entry& e = entries_[key];
-    e.fetching = false;
-    e.fetched = Clock::now();
-    e.response = res;
+    e->fetching = false;
+    e->fetched = Clock::now();
+    e->response = res;
+    e->bytes = res.body ? res.body->size() : 0;
+    bytes_ += e->bytes;
+    if (!answered) down_[client.name()] = {e->fetched + kDownFor, res};
+    prune();
     fetched_.notify_all();
     return res;
   }
 
-  // Expired answers out; the oldest out while there are too many (under mutex_).
+  // Expired answers out, then the oldest while there are too many or too many bytes (under
+  // mutex_). Answers being fetched stay: their waiters hold them.
   void prune() {
     const auto now = Clock::now();
+    auto drop = [&](auto it) {
+      bytes_ -= it->second->bytes;
+      return entries_.erase(it);
+    };
     for (auto it = entries_.begin(); it != entries_.end();)
-      it = !it->second.fetching && now - it->second.fetched >= cache_ ? entries_.erase(it)
-                                                                      : std::next(it);
-    while (entries_.size() >= kMaxEntries) {
+      it = !it->second->fetching && now - it->second->fetched >= cache_ ? drop(it) : std::next(it);
+    while (entries_.size() > kMaxEntries || bytes_ > kMaxBytes) {
       auto oldest = entries_.end();
       for (auto it = entries_.begin(); it != entries_.end(); ++it)
-        if (!it->second.fetching &&
-            (oldest == entries_.end() || it->second.fetched < oldest->second.fetched))
+        if (!it->second->fetching &&
+            (oldest == entries_.end() || it->second->fetched < oldest->second->fetched))
           oldest = it;
       if (oldest == entries_.end()) break;
-      entries_.erase(oldest);
+      drop(oldest);
     }
   }
 
@@ -154,9 +175,15 @@ class PeerHandler final : public kiwi::Handler {
   const std::size_t max_body_;
   std::map<std::string, std::unique_ptr<kiwi_http::PeerClient>, std::less<>> clients_;
 
-  std::mutex mutex_;  // guards entries_
+  std::mutex mutex_;  // guards what follows
   std::condition_variable fetched_;
-  std::map<std::string, Entry, std::less<>> entries_;
+  std::map<std::string, std::shared_ptr<Entry>, std::less<>> entries_;
+  std::size_t bytes_ = 0;  // of the answers in entries_
+  struct Down {
+    Clock::time_point until;
+    kiwi::Response response;  // its 502
+  };
+  std::map<std::string, Down, std::less<>> down_;  // by peer name
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Which peer and which of its paths a /peer/<name>/... request asks for. Pure: unit-tested
-// (tests/unit/handlers/test_peer.cpp).
+// (tests/unit/handlers/test_fleet.cpp).
 #pragma once
 
 #include <string>

@@ -214,6 +214,30 @@ TEST_CASE(
   CHECK_THAT(b["error"].GetString(), Catch::Contains("127.0.0.1"));
 }
 
+TEST_CASE("peer: a peer that did not answer is a 502 at once for 5 s, then is asked again") {
+  // A port of its own, so that the peer comes back on it.
+  auto peer =
+      std::make_unique<Agent>("", "", "bind = \"127.0.0.1:" + std::to_string(free_port()) + "\"\n");
+  Agent a(kRoutes + peer_toml("barn", peer->port()));
+  HttpClient c(a.port());
+  REQUIRE(c.get("/peer/barn/api/health").status == 200);
+  peer->stop();
+  HttpResponse failed;
+  REQUIRE(eventually([&] { return (failed = c.get("/peer/barn/api/health")).status == 502; }));
+  const auto failed_at = Clock::now();
+  CHECK_THAT(failed.body, Catch::Contains("peer barn: "));
+  peer->start(Ready::listening);  // the same port
+  auto again = c.get("/peer/barn/api/health");
+  if (Clock::now() - failed_at < std::chrono::seconds(4)) {  // a slow restart says nothing here
+    CHECK(again.status == 502);
+    CHECK(again.body == failed.body);  // not asked: the same answer
+  }
+  HttpResponse last;
+  CHECK(eventually([&] { return (last = c.get("/peer/barn/api/health")).status == 200; }));
+  INFO(last.body);
+  CHECK(last.status == 200);
+}
+
 TEST_CASE("fleet: [[peer]] config errors name the place (exit 2)") {
   TempDir tmp;
   auto check = [&](const std::string& toml, const std::string& expected) {
@@ -234,6 +258,7 @@ TEST_CASE("fleet: [[peer]] config errors name the place (exit 2)") {
   check("[[peer]]\nname = \"a\"\nurl = \"http://a\"\nport = 1\n",
         "k.toml:4:1: peer.port: unknown key");
   check("[[peer]]\nname = \"a b\"\nurl = \"http://a\"\n", "is not a valid name");
+  check("[[peer]]\nname = \"..\"\nurl = \"http://a\"\n", "cannot name a peer");
 }
 
 TEST_CASE(
