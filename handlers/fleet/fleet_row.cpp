@@ -150,7 +150,8 @@ void append_row(std::string& out, const RowMeta& meta, const BoardValues* values
 
 std::optional<BoardValues> parse_self_answer(std::string_view body, std::string& why) {
   rapidjson::Document doc;
-  doc.Parse(body.data(), body.size());
+  // Iterative: a hostile peer's deep nesting costs heap within kMaxRowBody, never the stack.
+  doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
   if (doc.HasParseError() || !doc.IsObject()) {
     why = "its answer is not JSON";
     return std::nullopt;
@@ -186,7 +187,7 @@ std::optional<BoardValues> parse_self_answer(std::string_view body, std::string&
   v.agent_version = text(row, "agent_version");
   v.stale = text(row, "status") != "up";
   v.timestamp_ms = number(row, "last_seen_ms").value_or(0);
-  v.age_ms = static_cast<std::int64_t>(number(row, "age_ms").value_or(0));
+  v.age_ms = static_cast<std::int64_t>(std::clamp(number(row, "age_ms").value_or(0), -1e15, 1e15));
   v.cpu_ratio = number(row, "cpu_ratio");
   v.memory_ratio = number(row, "memory_ratio");
   if (const auto* t = object("temperature"))

@@ -8,8 +8,10 @@
 
 #include <kiwi/plugin.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -160,8 +162,10 @@ struct HandlerBox {
     if (!KIWI_HAS_MEMBER(c, kiwi_handler_context, peer_size)) return;  // before ABI 1.8
     host_name = view(c->host_name);
     for (std::size_t i = 0; i < c->peer_count; ++i) {
-      const auto& p = *reinterpret_cast<const kiwi_peer*>(
-          reinterpret_cast<const unsigned char*>(c->peers) + i * c->peer_size);
+      // A row of another minor may be shorter or longer than ours: what both know, zeros after.
+      kiwi_peer p{};
+      std::memcpy(&p, reinterpret_cast<const unsigned char*>(c->peers) + i * c->peer_size,
+                  std::min<std::size_t>(c->peer_size, sizeof p));
       peers.push_back({view(p.name), view(p.url), std::chrono::milliseconds(p.timeout_ms),
                        view(p.bearer_token_file), view(p.username), view(p.password_file),
                        view(p.ca_file)});

@@ -627,10 +627,9 @@ class RunningAgent {
             sensor_spec(e, next, loader.create_sensor(e, next.agent.procfs, next.agent.sysfs));
         spec.plugin = std::string(lib->info->name);
         changes.push_back("sensor " + e.name +
-                          (!old                       ? " added"
-                           : !same_instance(*old, e)  ? " changed"
-                           : next.peers != cfg_.peers ? " reloaded (the peers changed)"
-                                                      : " reloaded (its plugin file changed)"));
+                          (!old                     ? " added"
+                           : same_instance(*old, e) ? " reloaded (its plugin file changed)"
+                                                    : " changed"));
         sensors.push_back(std::move(spec));
       }
       libraries[e.name] = lib;
@@ -644,15 +643,20 @@ class RunningAgent {
       auto lib = loader.open(PluginKind::handler, e);
       const PluginEntry* old = find_route(cfg_, e.path);
       std::shared_ptr<PluginInstance<Handler>> kept;
-      // Every handler is told of the peers: new ones make every route anew.
-      if (old && same_instance(*old, e) && next.peers == cfg_.peers)
+      // Every handler is told of the peers, and those that fetch read the peers' credential
+      // files when made: with peers, every reload makes every route anew (a rotated token is
+      // read again).
+      const bool peers_again = !next.peers.empty() || !cfg_.peers.empty();
+      if (old && same_instance(*old, e) && !peers_again)
         for (auto& r : running->routes())
           if (r.path == e.path && r.handler->library == lib) kept = r.handler;
       if (!kept)
         changes.push_back("route " + e.path +
-                          (!old                     ? " added"
-                           : same_instance(*old, e) ? " reloaded (its plugin file changed)"
-                                                    : " changed"));
+                          (!old                      ? " added"
+                           : !same_instance(*old, e) ? " changed"
+                           : peers_again
+                               ? " reloaded (the peers and their credentials are read again)"
+                               : " reloaded (its plugin file changed)"));
       routes.push_back({e.path, kept ? kept : load_route(e, loader, data_, next.peers)});
     }
     for (auto& e : cfg_.routes)

@@ -251,6 +251,12 @@ std::optional<std::string> check_name(std::string_view name, std::string_view) {
   return in_quotes(name) + " is not a valid name; use letters, digits, '_', '-' or '.'";
 }
 
+// A peer's name is a path segment too (/peer/<name>/): not "." or "..", which browsers resolve.
+std::optional<std::string> check_peer_name(std::string_view name, std::string_view entry) {
+  if (name.find_first_not_of('.') == std::string_view::npos && !name.empty())
+    return in_quotes(name) + " cannot name a peer (it is a path segment of /peer/<name>/)";
+  return check_name(name, entry);
+}
 // A peer's url: http:// or https://, a host, no query or fragment (paths are appended to it).
 std::optional<std::string> check_peer_url(std::string_view url, std::string_view) {
   std::string_view rest = url;
@@ -699,7 +705,7 @@ constexpr HostOption kPeer[] = {
               "unique: the board's name in the fleet and in /peer/<name>/"},
      .field = host_field<&Peer::name>(),
      .missing = "missing; name the board, e.g. name = \"barn\"",
-     .check = check_name},
+     .check = check_peer_name},
     {.spec = {"url", OptionType::string, "", "the peer agent's address, http:// or https://"},
      .field = host_field<&Peer::url>(),
      .missing = "missing; e.g. url = \"http://barn.local:8095\"",
