@@ -77,7 +77,7 @@ def section(peers):
 def machine_busy():
     """(busy, total) jiffies of every CPU (/proc/stat's first line; iowait counts as idle)."""
     with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
+        v = [int(x) for x in f.readline().split()[1:9]]  # guest time is in user's already
     idle = v[3] + v[4]
     return sum(v) - idle, sum(v)
 
@@ -388,9 +388,9 @@ def render(rows):
            f"- machine: {m.get('cpus', '?')} x {m.get('model', '?')}, Linux "
            f"{m.get('kernel', '?')}; load average (1, 5, 15 min) before: "
            f"{meta.get('loadavg_before', '?')}, at the window's end: "
-           f"{meta.get('loadavg_window_end', '?')}; the machine was "
-           f"{meta.get('machine_busy_pct', 0):.0f} % of one core busy over the window (of "
-           f"{100 * (m.get('cpus') or 1)} %)",
+           f"{meta.get('loadavg_window_end', '?')}; the machine (these agents and whatever "
+           f"else ran on it) was {meta.get('machine_busy_pct', 0):.0f} % of one core busy over "
+           f"the window, of {100 * (m.get('cpus') or 1)} %",
            f"- {n} peer agents, A (a `[[peer]]` for each) and B (none), all at once on loopback, "
            "each the real kiwi-agent on its built-in configuration (the default sensors at 1 s) "
            "with its data on tmpfs; every peer \"up\" in A's /api/fleet "
