@@ -11,7 +11,8 @@ port from its "listening on" line). Then, at the same time, on the same configur
 Before measuring, waits (deadline 60 s) until every peer shows "up" in A's /api/fleet, and fails
 naming the ones that do not. Then "one browser open" on each of A and B: a client that does what
 the /fleet page does, a GET of /api/fleet every interval_ms of its answer (5 s, the fleet route's
-default interval) on a kept-alive connection. After --warmup seconds (default 20) it measures
+default interval) on a kept-alive connection (--browsers N: N of them on each, each with its own
+connection, starting 5 s / N apart). After --warmup seconds (default 20) it measures
 over --seconds (default 120):
 
   - CPU of A and of B: the run time of each of their threads (/proc/PID/task/TID/schedstat),
@@ -36,9 +37,9 @@ renders the last run as the section "Fleet page: N peers" (--doc puts it into a 
 docs/benchmarks.md). Loopback only; every process started is stopped by its PID at the end, also
 on an error or Ctrl-C.
 
-Usage: tools/bench/peers.py [--peers N] [--seconds S] [--warmup S] [--requests N]
-                            [--proxy-peers N] [--agent-bin PATH] [--results FILE] [--doc FILE]
-                            [--quick] [--keep]
+Usage: tools/bench/peers.py [--peers N] [--browsers N] [--seconds S] [--warmup S]
+                            [--requests N] [--proxy-peers N] [--agent-bin PATH]
+                            [--results FILE] [--doc FILE] [--quick] [--keep]
        tools/bench/peers.py --report FILE [--doc FILE]
   --quick   --seconds 30 --warmup 10 --requests 100 (a smoke test of the runner, not a figure
             to quote)
@@ -266,10 +267,13 @@ def run(args):
             f"first GET (it waits for a round) took {first * 1000:.1f} ms")
         res.add("A", "all_up_s", round(took, 2), "s")
         res.add("A", "first_fleet_ms", first * 1000, "ms")
-        for agent in (a, b):
-            browsers.append(Browser(agent.port))
-            browsers[-1].thread.start()
-        say(f"one browser open on A and on B; warm-up {args.warmup:.0f} s")
+        for i in range(args.browsers):
+            for agent in (a, b):
+                browsers.append((agent.name, Browser(agent.port)))
+                browsers[-1][1].thread.start()
+            if i + 1 < args.browsers:
+                time.sleep(5.0 / args.browsers)
+        say(f"{args.browsers} browser(s) open on A and on B; warm-up {args.warmup:.0f} s")
         time.sleep(args.warmup)
         procs.check_alive()
         meters = {"A": TreeMeter(a.pid), "B": TreeMeter(b.pid)}
@@ -279,7 +283,7 @@ def run(args):
         threads0 = dict(meters["A"].threads)
         peer0 = sum(cpu_ticks(p.pid) for p in peers)
         busy0, total0 = machine_busy()
-        for br in browsers:
+        for _, br in browsers:
             br.counts.clear()
         w0 = time.monotonic()
         say(f"measuring {args.seconds:.0f} s")
@@ -295,20 +299,24 @@ def run(args):
         res.add("run", "machine_busy_pct",
                 100.0 * (busy1 - busy0) / max(1, total1 - total0) * os.cpu_count(),
                 "% of one core")
-        for (side, m), br in zip(meters.items(), browsers):
+        for side, m in meters.items():
+            polls = {}
+            for _, br in (x for x in browsers if x[0] == side):
+                for k, v in br.counts.items():
+                    polls[k] = polls.get(k, 0) + v
             rss, pss = m.memory()
             cpu = m.cpu_ns() - cpu0[side]
             files, anon = rss_split(m.root)
             row = {"window_s": round(window, 1), "cpu_ns": cpu, "rss_file_kib": files,
                    "rss_anon_kib": anon,
                    "cpu_pct": 100.0 * cpu / (window * 1e9), "rss_kib": rss, "pss_kib": pss,
-                   "browser_polls": dict(br.counts)}
+                   "browsers": args.browsers, "browser_polls": polls}
             if side == "A":
                 busiest = sorted(m.by_thread(threads0).items(), key=lambda kv: -kv[1])[:6]
                 row["cpu_by_thread_ms"] = {k: round(v / 1e6, 1) for k, v in busiest}
             res.add(side, "window", row, "")
             say(f"{side}: CPU {row['cpu_pct']:.3f} % of a core, RSS {rss / 1024:.1f} MiB, "
-                f"PSS {pss / 1024:.1f} MiB, browser polls {br.counts}")
+                f"PSS {pss / 1024:.1f} MiB, browser polls {polls}")
         prss, ppss = memory([p.pid for p in peers])
         res.add("peers", "window", {"agents": len(peers), "cpu_pct": 100.0 * peer_ns /
                                     (window * 1e9), "rss_kib": prss, "pss_kib": ppss}, "")
@@ -352,9 +360,9 @@ def run(args):
                 res.add("A", f"peer_current_{name}", percentiles(values), "ms")
         res.add("run", "loadavg_after", loadavg(), "")
     finally:
-        for br in browsers:
+        for _, br in browsers:
             br.stop.set()
-        for br in browsers:
+        for _, br in browsers:
             br.thread.join(15)
         procs.stop_all()
         if args.keep:
@@ -382,6 +390,8 @@ def render(rows):
     wa, wb, wp = got[("A", "window")], got[("B", "window")], got.get(("peers", "window"), {})
     la, lb = got[("A", "api_fleet_latency")], got[("B", "api_fleet_latency")]
     n = m.get("peers", wp.get("agents", "?"))
+    nb = wa.get("browsers", 1)
+    open_ = "one browser" if nb == 1 else f"{nb} browsers"
     out = [section(n), "",
            f"- command: `{meta.get('command', '?')}` ({rows[0]['run']}), commit "
            f"{m.get('commit', '?')}, {m.get('version', '?')}",
@@ -394,8 +404,8 @@ def render(rows):
            f"- {n} peer agents, A (a `[[peer]]` for each) and B (none), all at once on loopback, "
            "each the real kiwi-agent on its built-in configuration (the default sensors at 1 s) "
            "with its data on tmpfs; every peer \"up\" in A's /api/fleet "
-           f"{got.get(('A', 'all_up_s'), 0):.2f} s after A's start; one browser open on A and "
-           "on B (a GET of /api/fleet every interval_ms, 5 s); "
+           f"{got.get(('A', 'all_up_s'), 0):.2f} s after A's start; {open_} open on A and "
+           "on B (each a GET of /api/fleet every interval_ms, 5 s); "
            f"CPU over {wa['window_s']:.0f} s after "
            f"{m.get('warmup', 0):.0f} s of warm-up (schedstat of every thread); RSS and PSS at "
            "the window's end (smaps_rollup)",
@@ -419,7 +429,7 @@ def render(rows):
     out += ["", f"Targets (issue 40, item 4) at {n} peers in this run:", "",
             f"- /api/fleet p95 {la['p95_ms']:.2f} ms: target <= {P95_TARGET_MS:.0f} ms: "
             + ("met" if la["p95_ms"] <= P95_TARGET_MS else "**missed**"),
-            f"- A with one browser open {wa['cpu_pct']:.3f} % of a core: target < "
+            f"- A with {open_} open {wa['cpu_pct']:.3f} % of a core: target < "
             f"{CPU_TARGET_PCT:.0f} %: " + ("met" if wa["cpu_pct"] < CPU_TARGET_PCT
                                            else "**missed**")]
     if "rss_file_kib" in wa:
@@ -458,6 +468,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n", 1)[1])
     ap.add_argument("--peers", type=int, default=50)
+    ap.add_argument("--browsers", type=int, default=1,
+                    help="open /fleet pages on each of A and B (default 1)")
     ap.add_argument("--seconds", type=float, default=120.0, help="measured window (default 120)")
     ap.add_argument("--warmup", type=float, default=20.0, help="before the window (default 20)")
     ap.add_argument("--requests", type=int, default=300,
@@ -479,6 +491,8 @@ def main():
         args.seconds, args.warmup, args.requests = 30.0, 10.0, 100
     if not 1 <= args.peers <= 200:
         ap.error("--peers: 1..200")
+    if not 1 <= args.browsers <= 100:
+        ap.error("--browsers: 1..100")
     args.proxy_peers = min(args.proxy_peers, args.peers)
 
     def body():
