@@ -2,6 +2,8 @@
 // its own row (?scope=self, what a peer asks for); one with peers asks each of them once per
 // `interval`, all at once on one thread, while someone is looking (a request in the last minute),
 // however many browsers are open: a request reads the rows the last round left.
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -134,6 +136,7 @@ class FleetHandler final : public kiwi::Handler {
   }
 
   void run() {
+    pthread_setname_np(pthread_self(), "kiwi-fleet");  // its CPU shows by name (top -H, bench)
     std::vector<const kiwi_http::PeerClient*> clients;
     for (auto& c : clients_) clients.push_back(c.get());
     std::unique_ptr<kiwi_http::PeerRounds> rounds;  // its connections stay open between rounds
