@@ -91,7 +91,8 @@ test('the page loads from the agent and goes live, with the configured options',
   assert.match(head.uptime, /^\d+ (s|min)$/);
   assert.equal(head.interval, `${cur.interval_seconds} s`);
   assert.equal(head.banner, true, 'no banner while live');
-  assert.ok(head.links.includes('/api/current') && head.links.includes('/metrics') && head.links.some((l) => /README/.test(l)));
+  // Relative, so the page works under another agent's /peer/<name>/ (fleet.test.mjs).
+  assert.deepEqual(head.links, ['api/current', 'api/history?limit=120', 'api/alerts', 'metrics', 'assets/README.md']);
   // Page weight: everything but the API, as transferred (gzip), under 100 kB with uPlot.
   const files = pages[0].files;
   assert.deepEqual(files.map((r) => new URL(r.url()).pathname).sort(),
@@ -584,7 +585,8 @@ command = ["/usr/bin/printf", ${JSON.stringify('kiwi_fill_ratio_0{index="1"} 0.5
     // The chart's CSV link: its 30 d at 1 h, each line with its band, as the agent answers it.
     const link = await p.evaluate((c) => { const a = document.querySelector(`#chart-${c} > .csv`); return { href: a.getAttribute('href'), hidden: a.hidden, download: a.download }; }, chart);
     assert.deepEqual([link.hidden, link.download], [false, `${chart}-30d.csv`]);
-    const csv = await fetch(month.origin + link.href);
+    assert.match(link.href, /^api\/history\?/, 'relative to the page');
+    const csv = await fetch(new URL(link.href, `${month.origin}/`));
     assert.equal(csv.status, 200, link.href);
     assert.match(csv.headers.get('content-type'), /^text\/csv/);
     const rows = (await csv.text()).trim().split('\r\n');
@@ -701,7 +703,7 @@ test('agent stopped: the unreachable banner; restarted on its port: the page rec
   assert.equal(await agent.stop(), 0);
   await waitState(page, 'unreachable', 10000);
   const text = await page.evaluate(() => document.getElementById('banner').textContent);
-  assert.match(text, /^UNREACHABLE Cannot get \/api\/current: .+ Last contact \d+ s ago; showing the last data received\. Retrying every 1 s\.$/);
+  assert.match(text, /^UNREACHABLE Cannot get api\/current: .+ Last contact \d+ s ago; showing the last data received\. Retrying every 1 s\.$/);
   // The last data stays on screen.
   assert.equal(await page.evaluate(() => document.getElementById('card-cpu').dataset.status), 'ok');
   await agent.start(port);

@@ -1,12 +1,14 @@
-// kiwi-agent dashboard: polls /api/current for the cards, /api/alerts for the firing alerts and
-// /api/history for the charts (uPlot).
+// kiwi-agent dashboard: polls api/current for the cards, api/alerts for the firing alerts and
+// api/history for the charts (uPlot).
+// Every URL is relative to the page (api/current, never /api/current): another agent serves this
+// page under /peer/<name>/ and forwards what is below it to that peer (handlers/dashboard/README.md).
 // Values arrive in base units (bytes, ratio, hertz, celsius, bytes per second); formatting for
 // people happens here. Plain ES2020, no framework; every byte comes from the agent itself.
 'use strict';
 (() => {
-  const API = '/api/current';
-  const HISTORY = '/api/history';
-  const ALERTS = '/api/alerts?state=firing';
+  const API = 'api/current';
+  const HISTORY = 'api/history';
+  const ALERTS = 'api/alerts?state=firing';
   const body = document.body;
   // The agent writes its dashboard options into <body data-*>; "@poll_ms@" (a file opened
   // without the agent) falls back to the defaults.
