@@ -1,7 +1,8 @@
 // The dashboard: www/ and the charting library (uPlot) embedded at build time and served from
 // memory, plain, with ETags (the server gzips each file once for clients that accept it, and keeps
 // the gzip). The handler's options are written into index.html (data attributes on <body>) at
-// construction, so the page needs no extra request.
+// construction, so the page needs no extra request. "/fleet" is www/fleet.html (the fleet page).
+// Every URL in the pages is relative, so they work as well under another agent's /peer/<name>/.
 #include <kiwi/handler.hpp>
 
 #include <charconv>
@@ -116,7 +117,9 @@ class DashboardHandler final : public kiwi::InPlaceHandler {
 
   void handle_into(const kiwi::Request& req, kiwi::Response& out) override {
     // Only exact names of embedded files are served: no path from the request reaches a filesystem.
-    auto it = files_.find(req.path == "/" ? std::string_view("/index.html") : req.path);
+    auto it = files_.find(req.path == "/"        ? std::string_view("/index.html")
+                          : req.path == "/fleet" ? std::string_view("/fleet.html")
+                                                 : req.path);
     if (it == files_.end()) {
       out = kiwi::Response::error(404, "no such file: " + std::string(req.path));
       return;

@@ -79,9 +79,9 @@ export const fmt = {
 
 const q = (s) => JSON.stringify(String(s)); // a TOML basic string
 
-// The routes the dashboard needs (its page and assets, /api/current, /api/history, /api/alerts
-// unless `alerts` is false: an agent without it), with the dashboard's options (TOML values by
-// key) polling every second unless they say otherwise.
+// The routes the dashboard needs (its page and assets, the fleet page, /api/current,
+// /api/history, /api/alerts unless `alerts` is false: an agent without it), with the dashboard's
+// options (TOML values by key) polling every second unless they say otherwise.
 export function dashboardRoutes(options = {}, { alerts = true } = {}) {
   const opts = Object.entries({ poll_interval: '"1s"', ...options }).map(([k, v]) => `${k} = ${v}`).join('\n');
   return `
@@ -93,6 +93,10 @@ ${opts}
 
 [[route]]
 path = "/assets/*"
+handler = "dashboard"
+
+[[route]]
+path = "/fleet"
 handler = "dashboard"
 
 [[route]]

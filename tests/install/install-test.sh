@@ -52,7 +52,7 @@ EOF
   # Every plugin was loaded from the tree itself (the agent's own report is built in: no file).
   local files outside
   files=$(grep -o '"file":"[^"]\+"' <<<"$plugins" | cut -d'"' -f4)
-  [[ $(wc -l <<<"$files") -eq 23 ]] || fail "$name: expected 23 plugins (13 sensors, 10 routes): $files"
+  [[ $(wc -l <<<"$files") -eq 24 ]] || fail "$name: expected 24 plugins (13 sensors, 11 routes): $files"
   outside=$(grep -v "^$tree/" <<<"$files" || true)
   [[ -z $outside ]] || fail "$name: plugins loaded from outside $tree: $outside"
   curl -sf "http://127.0.0.1:$port/api/current" | grep -q '"cpu":{' || fail "$name: /api/current has no cpu"
@@ -93,7 +93,7 @@ for prefix in /usr /usr/local; do
   done
   # The packaged config checks clean with the installed plugins.
   out=$("$agent" --check-config "$config" 2>&1) || fail "$prefix: --check-config $config: $out"
-  grep -q ": ok (13 sensors, 10 routes" <<<"$out" || fail "$prefix: --check-config said: $out"
+  grep -q ": ok (13 sensors, 11 routes" <<<"$out" || fail "$prefix: --check-config said: $out"
   echo "ok: $prefix: bin, ${count} plugins in $rel, config, conf.d, unit, docs; --check-config: ok"
   serves "$agent" "$tree" "$name"
 done

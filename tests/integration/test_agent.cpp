@@ -35,8 +35,13 @@ TEST_CASE("agent serves the dashboard, the snapshot and the history") {
     auto r = c.get("/");
     CHECK(r.status == 200);
     CHECK(r.header("content-type") == "text/html; charset=utf-8");
-    CHECK_THAT(r.body, Catch::Contains("<html") && Catch::Contains("/assets/app.js"));
+    CHECK_THAT(r.body, Catch::Contains("<html") && Catch::Contains("src=\"assets/app.js\""));
     CHECK_THAT(r.body, !Catch::Contains("http://") && !Catch::Contains("https://"));
+    // relative URLs only: the page also works under another agent's /peer/<name>/
+    CHECK_THAT(r.body, !Catch::Contains("=\"/"));
+    auto fleet = c.get("/fleet");  // the fleet page, on the default routes too
+    CHECK(fleet.status == 200);
+    CHECK_THAT(fleet.body, Catch::Contains("src=\"assets/fleet.js\"") && !Catch::Contains("=\"/"));
     auto js = c.get("/assets/app.js");
     CHECK(js.status == 200);
     CHECK(js.header("content-type") == "text/javascript; charset=utf-8");
@@ -214,7 +219,7 @@ TEST_CASE("kiwi-agent --check-config") {
     write_text(tmp.path / "ok.toml", "[agent]\nplugin_dir = \"" KIWI_PLUGIN_DIR "\"\n");
     auto r = run_agent_command({"--check-config", (tmp.path / "ok.toml").string()});
     CHECK(r.exit_code == 0);
-    CHECK_THAT(r.out, Catch::Contains("ok (13 sensors, 10 routes"));
+    CHECK_THAT(r.out, Catch::Contains("ok (13 sensors, 11 routes"));
   }
   SECTION("a broken file: exit 2 and file:line:col") {
     auto file = (tmp.path / "bad.toml").string();
@@ -301,7 +306,7 @@ TEST_CASE("kiwi-agent --print-config prints the merged configuration, which load
   CHECK(body(again.out) == body(r.out));
   auto check = run_agent_command({"--check-config", (tmp.path / "printed.toml").string()});
   CHECK(check.exit_code == 0);
-  CHECK_THAT(check.out, Catch::Contains("ok (2 sensors, 10 routes"));
+  CHECK_THAT(check.out, Catch::Contains("ok (2 sensors, 11 routes"));
 }
 
 TEST_CASE("kiwi-agent --list-plugins lists every plugin with its kind, and names a broken one") {

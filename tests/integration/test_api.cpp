@@ -30,8 +30,9 @@ std::string gunzip(const std::string& in) {
   return out;
 }
 
-const char* kRoutes[] = {"/",           "/assets/app.js", "/api/current", "/api/history",
-                         "/api/health", "/api/alerts",    "/api/plugins", "/metrics"};
+const char* kRoutes[] = {
+    "/",           "/assets/app.js", "/fleet",       "/api/current", "/api/history",
+    "/api/health", "/api/alerts",    "/api/plugins", "/metrics"};
 
 }  // namespace
 
@@ -70,6 +71,8 @@ TEST_CASE("dashboard: every embedded file is served as the bytes of its source, 
   const std::string src = KIWI_SOURCE_DIR;
   const std::pair<const char*, std::string> files[] = {
       {"/assets/app.js", src + "/www/assets/app.js"},
+      {"/fleet", src + "/www/fleet.html"},
+      {"/assets/fleet.js", src + "/www/assets/fleet.js"},
       {"/assets/style.css", src + "/www/assets/style.css"},
       {"/assets/uPlot.iife.min.js", src + "/tools/web/node_modules/uplot/dist/uPlot.iife.min.js"},
       {"/assets/uPlot.min.css", src + "/tools/web/node_modules/uplot/dist/uPlot.min.css"},
@@ -241,7 +244,7 @@ TEST_CASE("api: /api/plugins lists every plugin with its file, kind, ABI and sta
   HttpClient c(agent.port());
   auto d = parse_json(c.get("/api/plugins").body);
   auto& list = d["plugins"];
-  REQUIRE(list.Size() == 2 + 2 + 10);  // two sensors, the agent's own reports, the ten routes
+  REQUIRE(list.Size() == 2 + 2 + 11);  // two sensors, the agent's own reports, the eleven routes
   CHECK(list[0]["name"].GetString() == std::string("memory"));
   CHECK(list[0]["kind"].GetString() == std::string("sensor"));
   CHECK(list[0]["file"].GetString() == std::string(KIWI_PLUGIN_DIR "/kiwi-sensor-memory.so"));

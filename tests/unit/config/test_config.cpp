@@ -55,13 +55,15 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   CHECK(c.sensors[11].interval == std::chrono::milliseconds(10000));
   CHECK(c.sensors[12].name == "clock");
   CHECK_FALSE(c.sensors[12].interval.has_value());  // the collector's
-  REQUIRE(c.routes.size() == 10);
+  REQUIRE(c.routes.size() == 11);
   CHECK(c.routes[1].path == "/assets/*");
-  CHECK(c.routes[5].path == "/api/alerts");
-  CHECK(c.routes[5].plugin == "alerts");
-  CHECK(c.routes[7].path == "/metrics");
-  CHECK(c.routes[8].path == "/api/fleet");
-  CHECK(c.routes[9].path == "/peer/*");
+  CHECK(c.routes[2].path == "/fleet");
+  CHECK(c.routes[2].plugin == "dashboard");
+  CHECK(c.routes[6].path == "/api/alerts");
+  CHECK(c.routes[6].plugin == "alerts");
+  CHECK(c.routes[8].path == "/metrics");
+  CHECK(c.routes[9].path == "/api/fleet");
+  CHECK(c.routes[10].path == "/peer/*");
   CHECK(c.peers.empty());
 }
 
