@@ -80,6 +80,12 @@ std::string render_index(std::string html, const std::map<std::string, std::stri
   return html;
 }
 
+// Whether the agent has [[peer]] entries: the header's "Fleet" link is in the page only then.
+// TODO(ABI 1.8): `return !ctx.peers.empty();` once kiwi::HandlerContext has the peers.
+bool has_peers(const kiwi::HandlerContext&) {
+  return false;
+}
+
 class DashboardHandler final : public kiwi::InPlaceHandler {
  public:
   explicit DashboardHandler(const kiwi::HandlerContext& ctx) {
@@ -98,7 +104,9 @@ class DashboardHandler final : public kiwi::InPlaceHandler {
     const std::map<std::string, std::string> page_values = {
         {"poll_ms", std::to_string(poll_ms)},
         {"temperature_warm_celsius", number_text(warm)},
-        {"temperature_hot_celsius", number_text(hot)}};
+        {"temperature_hot_celsius", number_text(hot)},
+        // an attribute of the header's link to the fleet page: shown when there are peers
+        {"fleet_link", has_peers(ctx) ? "" : " hidden"}};
 
     auto add = [&](const kiwi_embedded::File& f) {
       std::string path = "/" + std::string(f.path);

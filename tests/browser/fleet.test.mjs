@@ -9,15 +9,21 @@
 //   cells as a person reads them, sorting by each column both ways, filtering by name and
 //   status, the banner when the fetch fails (the rows stay) and its recovery, a phone's width.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 
-import { Agent, dashboardRoutes, launchChromium, until } from './agent.mjs';
+import { Agent, dashboardRoutes, fmt, launchChromium, until } from './agent.mjs';
 
 const SCREENSHOTS = process.env.KIWI_SCREENSHOT_DIR || join(tmpdir(), 'kiwi-screenshots');
+// The fleet and peer handlers (issue 40) are built in parallel with this page: the test against
+// real peers runs from the commit that adds handlers/fleet on, and is skipped (said so) before.
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const HAS_FLEET_HANDLER = existsSync(join(ROOT, 'handlers/fleet'));
 
 let agent, context;
 const userDataDir = mkdtempSync(join(tmpdir(), 'kiwi-chromium-'));
@@ -92,6 +98,17 @@ const rowsOf = (p) => p.evaluate(() => [...document.querySelectorAll('#fleet tbo
   href: tr.querySelector('[data-col="name"] a').getAttribute('href'),
 })));
 const names = async (p) => (await rowsOf(p)).map((r) => r.name);
+
+// A page on the agent's /fleet with api/fleet answered as `mode` says (60 s apart: one answer
+// unless a test asks for more), once its five rows show.
+async function openFleet(mode = { answer: 'ok', intervalMs: 60000 }, { allow = null, width = 0 } = {}) {
+  const p = await newPage(allow);
+  if (width) await p.setViewportSize({ width, height: 844 });
+  const asked = await fakeFleet(p, mode);
+  await p.goto(`${agent.origin}/fleet`);
+  await p.waitForFunction(() => document.querySelectorAll('#fleet tbody tr').length === 5, null, { timeout: 10000 });
+  return { p, asked };
+}
 
 // ---- a reverse proxy that serves the agent under /peer/x/ ----
 function prefixProxy(target, prefix) {
@@ -190,11 +207,16 @@ test('under /peer/x/ of a proxy, the fleet page asks for x\'s api/fleet and its 
   await p.close();
 });
 
-test('the fleet page shows one row per board, each value as a person reads it, errors never hidden', async () => {
+test('the dashboard\'s header has no Fleet link on an agent without peers', async () => {
   const p = await newPage();
-  const asked = await fakeFleet(p, { answer: 'ok' });
-  await p.goto(`${agent.origin}/fleet`);
-  await p.waitForFunction(() => document.body.dataset.state === 'live', null, { timeout: 10000 });
+  await p.goto(`${agent.origin}/`);
+  const link = await p.evaluate(() => { const a = document.getElementById('fleet-link'); return { hidden: a.hidden, href: a.getAttribute('href') }; });
+  assert.deepEqual(link, { hidden: true, href: 'fleet' });
+  await p.close();
+});
+
+test('the fleet page shows one row per board, each value as a person reads it, errors never hidden', async () => {
+  const { p, asked } = await openFleet({ answer: 'ok', intervalMs: 1000 });
   const rows = await rowsOf(p);
   // Sorted by name at first (numbers in names by value: greenhouse2 before greenhouse10).
   assert.deepEqual(rows.map((r) => r.name), ['attic', 'barn', 'greenhouse2', 'greenhouse10', 'kiwi1']);
@@ -216,14 +238,19 @@ test('the fleet page shows one row per board, each value as a person reads it, e
   const look = await p.evaluate(() => {
     const cs = (sel) => getComputedStyle(document.querySelector(sel));
     const root = getComputedStyle(document.documentElement);
+    const colour = (name) => { // a CSS variable, resolved as a background colour is
+      const s = document.createElement('span');
+      s.style.background = root.getPropertyValue(name);
+      document.body.append(s);
+      const c = getComputedStyle(s).backgroundColor;
+      s.remove();
+      return c;
+    };
     const err = document.querySelector('tr[data-board="barn"] .error');
     return {
       up: cs('tr[data-board="kiwi1"] .badge-up').backgroundColor, unreachable: cs('tr[data-board="barn"] .badge-unreachable').backgroundColor,
       auth: cs('tr[data-board="attic"] .badge-auth_failed').backgroundColor, stale: cs('tr[data-board="greenhouse2"] .badge-stale').backgroundColor,
-      // the CSS variables, resolved the same way
-      ok: (() => { const s = document.createElement('span'); s.style.background = root.getPropertyValue('--ok'); document.body.append(s); const c = getComputedStyle(s).backgroundColor; s.remove(); return c; })(),
-      crit: (() => { const s = document.createElement('span'); s.style.background = root.getPropertyValue('--crit'); document.body.append(s); const c = getComputedStyle(s).backgroundColor; s.remove(); return c; })(),
-      warn: (() => { const s = document.createElement('span'); s.style.background = root.getPropertyValue('--warn'); document.body.append(s); const c = getComputedStyle(s).backgroundColor; s.remove(); return c; })(),
+      ok: colour('--ok'), crit: colour('--crit'), warn: colour('--warn'),
       errorShown: err.getClientRects().length > 0 && getComputedStyle(err).visibility === 'visible',
       injected: document.querySelectorAll('#fleet b').length,
       shown: document.getElementById('shown').textContent,
@@ -247,10 +274,7 @@ test('the fleet page shows one row per board, each value as a person reads it, e
 });
 
 test('clicking a column header sorts by it, again reverses it; no value sorts last either way; the keyboard does the same', async () => {
-  const p = await newPage();
-  await fakeFleet(p, { answer: 'ok', intervalMs: 60000 });
-  await p.goto(`${agent.origin}/fleet`);
-  await p.waitForFunction(() => document.querySelectorAll('#fleet tbody tr').length === 5, null, { timeout: 10000 });
+  const { p } = await openFleet();
   const sortOf = (p) => p.evaluate(() => [...document.querySelectorAll('#fleet thead th')]
     .filter((th) => th.getAttribute('aria-sort') !== 'none').map((th) => [th.dataset.key, th.getAttribute('aria-sort')]));
   const byHeader = async (key) => { await p.click(`#fleet thead th[data-key="${key}"] button`); return names(p); };
@@ -289,10 +313,7 @@ test('clicking a column header sorts by it, again reverses it; no value sorts la
 });
 
 test('the text box filters by part of the name, the select by status, both together; the count says so', async () => {
-  const p = await newPage();
-  await fakeFleet(p, { answer: 'ok', intervalMs: 60000 });
-  await p.goto(`${agent.origin}/fleet`);
-  await p.waitForFunction(() => document.querySelectorAll('#fleet tbody tr').length === 5, null, { timeout: 10000 });
+  const { p } = await openFleet();
   const shown = () => p.evaluate(() => [document.getElementById('shown').textContent, document.getElementById('empty').hidden ? '' : document.getElementById('empty').textContent]);
   await p.fill('#filter-name', 'GREEN');
   assert.deepEqual(await names(p), ['greenhouse2', 'greenhouse10']);
@@ -319,11 +340,8 @@ test('the text box filters by part of the name, the select by status, both toget
 });
 
 test('a failed fetch shows the banner and keeps the last rows; the next good answer clears it', async () => {
-  const p = await newPage(/Failed to load resource|ERR_CONNECTION_REFUSED|status of 500/);
-  const mode = { answer: 'ok' };
-  await fakeFleet(p, mode);
-  await p.goto(`${agent.origin}/fleet`);
-  await p.waitForFunction(() => document.body.dataset.state === 'live', null, { timeout: 10000 });
+  const mode = { answer: 'ok', intervalMs: 1000 };
+  const { p } = await openFleet(mode, { allow: /Failed to load resource|ERR_CONNECTION_REFUSED|status of 500/ });
   const before = await rowsOf(p);
   const banner = () => p.evaluate(() => ({ hidden: document.getElementById('banner').hidden, text: document.getElementById('banner').textContent, state: document.body.dataset.state }));
   mode.answer = 'refused';
@@ -346,11 +364,7 @@ test('a failed fetch shows the banner and keeps the last rows; the next good ans
 });
 
 test('on a phone each board is a card that fits the width, the headers a row of sort buttons', async () => {
-  const p = await newPage();
-  await p.setViewportSize({ width: 390, height: 844 });
-  await fakeFleet(p, { answer: 'ok', intervalMs: 60000 });
-  await p.goto(`${agent.origin}/fleet`);
-  await p.waitForFunction(() => document.querySelectorAll('#fleet tbody tr').length === 5, null, { timeout: 10000 });
+  const { p } = await openFleet(undefined, { width: 390 });
   const fit = await p.evaluate(() => ({
     scroll: document.scrollingElement.scrollWidth,
     label: getComputedStyle(document.querySelector('tr[data-board="kiwi1"] td[data-col="cpu"]'), '::before').content,
@@ -364,6 +378,95 @@ test('on a phone each board is a card that fits the width, the headers a row of 
   await p.screenshot({ path: join(SCREENSHOTS, 'fleet-phone.png'), fullPage: true });
   await p.close();
 });
+
+// A loopback port nothing listens on.
+const closedPort = () => new Promise((resolve) => {
+  const s = net.createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+
+test('with real peers: a row per board from the agent\'s /api/fleet, the dead one with its error, the live one\'s dashboard through /peer/<name>/',
+  { skip: HAS_FLEET_HANDLER ? false : 'this tree has no fleet handler yet (handlers/fleet, issue 40)' }, async () => {
+    const barn = new Agent({ extra: dashboardRoutes() });
+    let hub = null;
+    try {
+      await barn.start();
+      hub = new Agent({ extra: `${dashboardRoutes()}
+[[route]]
+path = "/api/fleet"
+handler = "fleet"
+
+[[route]]
+path = "/peer/*"
+handler = "peer"
+
+[[peer]]
+name = "barn"
+url = ${JSON.stringify(barn.origin)}
+
+[[peer]]
+name = "gone"
+url = "http://127.0.0.1:${await closedPort()}"
+` });
+      await hub.start();
+      const p = await newPage(/Failed to load resource/);
+      const answers = [];
+      p.on('response', async (r) => {
+        if (new URL(r.url()).pathname === '/api/fleet' && r.status() === 200) {
+          try { answers.push(await r.json()); } catch { /* page closed */ }
+        }
+      });
+      await p.goto(`${hub.origin}/fleet`);
+      await p.waitForFunction(() => document.querySelector('tr[data-board="barn"]')?.dataset.status === 'up' &&
+        document.querySelector('tr[data-board="gone"]')?.dataset.status === 'unreachable', null, { timeout: 20000, polling: 100 });
+      // The rows are the last answer's, formatted (checked again if a new answer lands between).
+      await until(async () => {
+        const rows = await rowsOf(p);
+        const last = answers.at(-1);
+        if (!last || rows.length !== last.boards.length) return false;
+        for (const b of last.boards) {
+          const r = rows.find((x) => x.name === b.name);
+          const want = {
+            status: `${{ auth_failed: 'auth failed' }[b.status] || b.status}${b.error ? ` ${b.error}` : ''}`,
+            cpu: b.cpu_ratio === null ? '—' : fmt.pct(b.cpu_ratio),
+            temperature: b.temperature ? `${fmt.c(b.temperature.celsius)} ${b.temperature.zone}` : '—',
+            memory: b.memory_ratio === null ? '—' : fmt.pct(b.memory_ratio),
+            filesystem: b.filesystem ? `${fmt.pct(b.filesystem.used_ratio)} ${b.filesystem.mount}` : '—',
+            alerts: b.alerts ? (b.alerts.firing ? `${b.alerts.firing} ${b.alerts.names.join(', ')}` : '0') : '—',
+          };
+          if (!r) return false;
+          const { name, power, last_seen: seen, ...cells } = r.cells;
+          if (JSON.stringify(cells) !== JSON.stringify(want)) return false;
+          assert.equal(r.href, b.self ? './' : `peer/${b.name}/`);
+          assert.equal(seen === 'never', b.last_seen_ms === null, `${b.name}: last seen ${seen}`);
+        }
+        return true;
+      }, 10000, 'the rows to equal the last answer of /api/fleet');
+      const rows = await rowsOf(p);
+      assert.deepEqual(rows.filter((r) => !['barn', 'gone'].includes(r.name)).length, 1, 'one row for the agent itself');
+      assert.ok(/^unreachable \S/.test(rows.find((r) => r.name === 'gone').cells.status), 'the dead peer\'s error is shown');
+      // The header links to the fleet page on the agent with peers, and not on the one without.
+      await p.goto(`${barn.origin}/`);
+      assert.equal(await p.evaluate(() => document.getElementById('fleet-link').hidden), true, 'no Fleet link without peers');
+      await p.goto(`${hub.origin}/`);
+      assert.equal(await p.evaluate(() => document.getElementById('fleet-link').hidden), false, 'a Fleet link with peers');
+      await p.click('#fleet-link');
+      await p.waitForURL(`${hub.origin}/fleet`);
+      // Through barn's row: barn's dashboard under /peer/barn/, every request inside it.
+      await p.waitForSelector('tr[data-board="barn"] a');
+      const requests = []; // those of the page at /peer/barn/ (the fleet page may still poll until it goes)
+      p.on('request', (r) => { if (p.url().startsWith(`${hub.origin}/peer/barn/`)) requests.push(r.url()); });
+      await p.click('tr[data-board="barn"] a');
+      await p.waitForURL(`${hub.origin}/peer/barn/`);
+      await p.waitForFunction(() => document.body.dataset.state === 'live', null, { timeout: 15000, polling: 100 });
+      const urls = await urlsOf(p, requests);
+      assert.ok(urls.includes(`${hub.origin}/peer/barn/api/current`), urls.join(' '));
+      assert.deepEqual(urls.filter((u) => !u.startsWith(`${hub.origin}/peer/barn/`)), [], 'URLs outside /peer/barn/');
+      await p.close();
+    } finally {
+      if (hub) await hub.cleanup();
+      await barn.cleanup();
+    }
+  });
 
 test('the console stayed clean', () => {
   assert.deepEqual(problems.filter((m) => !(m.allow && m.allow.test(m.text))).map((m) => m.text), []);
