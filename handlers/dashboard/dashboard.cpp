@@ -80,10 +80,10 @@ std::string render_index(std::string html, const std::map<std::string, std::stri
   return html;
 }
 
-// Whether the agent has [[peer]] entries: the header's "Fleet" link is in the page only then.
-// TODO(ABI 1.8): `return !ctx.peers.empty();` once kiwi::HandlerContext has the peers.
-bool has_peers(const kiwi::HandlerContext&) {
-  return false;
+// Whether the agent has [[peer]] entries: the header's "Fleet" link is in the page only then (a
+// reload that changes the peers makes every route anew, so the page is written again).
+bool has_peers(const kiwi::HandlerContext& ctx) {
+  return !ctx.peers.empty();
 }
 
 class DashboardHandler final : public kiwi::InPlaceHandler {

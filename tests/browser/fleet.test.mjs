@@ -8,22 +8,19 @@
 //   every status, null sensors, a never-reached peer, a hostile error text): the rows and their
 //   cells as a person reads them, sorting by each column both ways, filtering by name and
 //   status, the banner when the fetch fails (the rows stay) and its recovery, a phone's width.
+// - Real agents: one with two peers (a live agent, a closed port): the rows of its /api/fleet, the
+//   Fleet link, a peer's dashboard through /peer/<name>/, a reload without the peers.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { Agent, dashboardRoutes, fmt, launchChromium, until } from './agent.mjs';
 
 const SCREENSHOTS = process.env.KIWI_SCREENSHOT_DIR || join(tmpdir(), 'kiwi-screenshots');
-// The fleet and peer handlers (issue 40) are built in parallel with this page: the test against
-// real peers runs from the commit that adds handlers/fleet on, and is skipped (said so) before.
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const HAS_FLEET_HANDLER = existsSync(join(ROOT, 'handlers/fleet'));
 
 let agent, context;
 const userDataDir = mkdtempSync(join(tmpdir(), 'kiwi-chromium-'));
@@ -385,12 +382,9 @@ const closedPort = () => new Promise((resolve) => {
 });
 
 test('with real peers: a row per board from the agent\'s /api/fleet, the dead one with its error, the live one\'s dashboard through /peer/<name>/',
-  { skip: HAS_FLEET_HANDLER ? false : 'this tree has no fleet handler yet (handlers/fleet, issue 40)' }, async () => {
-    const barn = new Agent({ extra: dashboardRoutes() });
-    let hub = null;
-    try {
-      await barn.start();
-      hub = new Agent({ extra: `${dashboardRoutes()}
+  async () => {
+    // Both with the fleet's routes: the hub asks barn for its row at /api/fleet?scope=self.
+    const fleetRoutes = `${dashboardRoutes()}
 [[route]]
 path = "/api/fleet"
 handler = "fleet"
@@ -398,7 +392,12 @@ handler = "fleet"
 [[route]]
 path = "/peer/*"
 handler = "peer"
-
+`;
+    const barn = new Agent({ extra: fleetRoutes });
+    let hub = null;
+    try {
+      await barn.start();
+      hub = new Agent({ extra: `${fleetRoutes}
 [[peer]]
 name = "barn"
 url = ${JSON.stringify(barn.origin)}
@@ -408,7 +407,7 @@ name = "gone"
 url = "http://127.0.0.1:${await closedPort()}"
 ` });
       await hub.start();
-      const p = await newPage(/Failed to load resource/);
+      const p = await newPage();
       const answers = [];
       p.on('response', async (r) => {
         if (new URL(r.url()).pathname === '/api/fleet' && r.status() === 200) {
@@ -461,6 +460,11 @@ url = "http://127.0.0.1:${await closedPort()}"
       const urls = await urlsOf(p, requests);
       assert.ok(urls.includes(`${hub.origin}/peer/barn/api/current`), urls.join(' '));
       assert.deepEqual(urls.filter((u) => !u.startsWith(`${hub.origin}/peer/barn/`)), [], 'URLs outside /peer/barn/');
+      // A reload that removes the peers takes the link away (the page is written anew).
+      hub.extra = fleetRoutes;
+      await hub.reload();
+      await p.goto(`${hub.origin}/`);
+      assert.equal(await p.evaluate(() => document.getElementById('fleet-link').hidden), true, 'no Fleet link once the peers are gone');
       await p.close();
     } finally {
       if (hub) await hub.cleanup();
