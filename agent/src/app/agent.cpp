@@ -182,7 +182,7 @@ int check_config(const Config& cfg, StderrLogger& log) {
     auto outputs = load_outputs(cfg, loader);
     auto notifiers = load_notifiers(cfg, loader);
     std::cout << cfg.source << ": ok (" << sensors.size() << " sensors, " << routes.size()
-              << " routes, " << outputs.size() << " remote_write, " << cfg.alert_rules.size()
+              << " routes, " << outputs.size() << " outputs, " << cfg.alert_rules.size()
               << " alert rules, " << notifiers.size() << " notify, " << cfg.peers.size()
               << " peers, bind " << cfg.http.bind.str() << ")\n";
     return kExitOk;
@@ -681,11 +681,11 @@ class RunningAgent {
       for (auto& n : next.notifiers) kept |= n.name == e.name;
       if (!kept) changes.push_back("notify " + e.name + " removed");
     }
-    for (auto& e : next.outputs) changes.push_back("remote_write " + e.name + " (re)started");
+    for (auto& e : next.outputs) changes.push_back(e.table + " " + e.name + " (re)started");
     for (auto& e : cfg_.outputs) {
       bool kept = false;
       for (auto& n : next.outputs) kept |= n.name == e.name;
-      if (!kept) changes.push_back("remote_write " + e.name + " removed");
+      if (!kept) changes.push_back(e.table + " " + e.name + " removed");
     }
 
     // The last step that can fail: the server opens a new listener before it closes the old.

@@ -207,8 +207,18 @@ class Reader {
     for (auto& s : host_sections())
       if (s.name.find('.') == std::string_view::npos)
         if (auto* node = root.get(s.name)) read_section(s, *node);
+    // A file's entries replace the earlier file's; [[remote_write]] and [[mqtt]] share a list.
+    std::vector<const std::vector<PluginEntry>*> replaced;
     for (auto& e : host_entries())
-      if (auto* list = root.get(e.kind)) entries_of(e.kind) = entries(e, *list);
+      if (auto* list = root.get(e.kind)) {
+        auto& to = entries_of(e.kind);
+        auto read = entries(e, *list);
+        if (std::find(replaced.begin(), replaced.end(), &to) == replaced.end()) {
+          replaced.push_back(&to);
+          to.clear();
+        }
+        for (auto& entry : read) to.push_back(std::move(entry));
+      }
     if (auto* list = root.get(host_alert_rule().kind)) read_alert_rules(*list);
     if (auto* list = root.get(host_peer().kind)) read_peers(*list);
     root_ = &root;
@@ -287,7 +297,7 @@ class Reader {
     return kind == "sensor"   ? cfg_.sensors
            : kind == "route"  ? cfg_.routes
            : kind == "notify" ? cfg_.notifiers
-                              : cfg_.outputs;
+                              : cfg_.outputs;  // [[remote_write]] and [[mqtt]]
   }
 
   // [[alert]] rules, onto those of the files read before: a rule named as an earlier file's
@@ -483,11 +493,13 @@ class Reader {
   PluginEntry entry(const HostEntry& kind, const toml::table& t) {
     const std::string name(kind.kind);
     PluginEntry e = entry_defaults(kind.kind);
+    e.table = name;
     e.pos = e.plugin_pos = pos_of(file_, t.source());
     // [[remote_write]] without `options`: keys that are not the agent's are the output plugin's
     // options given flat in the table, the shape before options = {...}.
     const bool flat_allowed =
-        (kind.kind == "remote_write" || kind.kind == "notify") && !t.contains("options");
+        (kind.kind == "remote_write" || kind.kind == "mqtt" || kind.kind == "notify") &&
+        !t.contains("options");
     std::string flat;
     for (auto& [key, node] : t) {
       if (find_row(kind.rows, key.str())) continue;
@@ -570,13 +582,14 @@ void finish(Config& cfg) {
                         in_quotes(s.name) + " is used by two [[sensor]] entries (the other at " +
                             at->second.str() + "); give each a unique name = \"...\"");
   }
-  std::map<std::string, SourcePos> outputs;
+  // [[remote_write]] and [[mqtt]] alike: the name keys the output's cursor in the database.
+  std::map<std::string, const PluginEntry*> outputs;
   for (auto& o : cfg.outputs)
-    if (auto [at, added] = outputs.emplace(o.name, o.pos); !added)
-      throw ConfigError(o.pos, "remote_write.name",
-                        in_quotes(o.name) +
-                            " is used by two [[remote_write]] entries (the other at " +
-                            at->second.str() + "); give each a unique name = \"...\"");
+    if (auto [at, added] = outputs.emplace(o.name, &o); !added)
+      throw ConfigError(o.pos, o.table + ".name",
+                        in_quotes(o.name) + " is used by two outputs (the other, a [[" +
+                            at->second->table + "]], at " + at->second->pos.str() +
+                            "); give each a unique name = \"...\"");
   std::map<std::string, SourcePos> notifiers;
   for (auto& n : cfg.notifiers)
     if (auto [at, added] = notifiers.emplace(n.name, n.pos); !added)
@@ -660,6 +673,7 @@ const PluginEntry& entry_defaults(std::string_view kind) {
     Reader schema(none, "<schema>", "$ORIGIN");
     for (auto& e : host_entries()) {
       PluginEntry& entry = out[std::string(e.kind)];
+      entry.table = e.kind;
       schema.apply_defaults(e.rows, std::string(e.kind) + ".", &entry);
     }
     return out;

@@ -98,6 +98,9 @@ struct PluginEntry {
   // given flat beside the agent's keys ([[notify]]'s shape; for [[remote_write]] the shape before
   // options = {...}, still read, with a warning).
   bool options_flat = false;
+  // The table it was written in ("sensor", "remote_write", "mqtt", ...): outputs of two tables
+  // share Config::outputs.
+  std::string table;
 };
 
 // One [[alert]] rule (docs/alerts.md). The rule engine (alert/) evaluates it; the summary
@@ -183,7 +186,7 @@ struct Config {
   } collector;
   std::vector<PluginEntry> sensors;
   std::vector<PluginEntry> routes;
-  std::vector<PluginEntry> outputs;  // [[remote_write]]; none by default
+  std::vector<PluginEntry> outputs;  // [[remote_write]] and [[mqtt]]; none by default
   // [[alert]]: the built-in rules (config/kiwi-agent.toml), then the user's; a user's rule of a
   // built-in rule's name replaces it in place.
   std::vector<AlertRule> alert_rules;

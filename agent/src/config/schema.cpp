@@ -584,25 +584,54 @@ constexpr HostOption kRoute[] = {
     kOptions,
 };
 
+// The rows every output entry ([[remote_write]], [[mqtt]]) shares.
+constexpr HostOption kOutputInterval = {
+    .spec = {"interval", OptionType::duration, "\"10s\"", "one batch per interval while live", true,
+             1000, 3'600'000},
+    .field = host_field<&PluginEntry::interval>()};
+constexpr HostOption kOutputMaxSamples = {
+    .spec = {"max_samples", OptionType::integer, "10000", "samples per batch at most", true, 100,
+             1'000'000},
+    .field = host_field<&PluginEntry::max_samples>()};
+
 constexpr HostOption kRemoteWrite[] = {
     {.spec = {"plugin", OptionType::string, "\"remote_write\"",
               "an output plugin name (<plugin_dir>/kiwi-output-<name>.so) or a path to a .so"},
      .field = host_field<&PluginEntry::plugin>(),
      .text = HostText::non_empty},
     {.spec = {"name", OptionType::string, "\"remote_write\"",
-              "unique; names the cursor kept in the database"},
+              "unique among the outputs; names the cursor kept in the database"},
      .field = host_field<&PluginEntry::name>(),
      .check = check_name},
-    {.spec = {"interval", OptionType::duration, "\"10s\"", "one request per interval while live",
-              true, 1000, 3'600'000},
-     .field = host_field<&PluginEntry::interval>()},
+    kOutputInterval,
     {.spec = {"series", OptionType::string_list, "[]",
               "series names or keys, `*` globs, to send; [] for all"},
      .field = host_field<&PluginEntry::series>(),
      .wrong_type = "must be a list of series globs, e.g. [\"cpu_*\"]"},
-    {.spec = {"max_samples", OptionType::integer, "10000", "samples per request at most", true, 100,
-              1'000'000},
-     .field = host_field<&PluginEntry::max_samples>()},
+    kOutputMaxSamples,
+    kOptions,
+};
+
+// [[mqtt]]: an output like [[remote_write]] (the same runner and cursor), its own plugin and, by
+// default, only the gauges the dashboard's cards show (a Home Assistant device of a few sensors,
+// not hundreds: plugins/mqtt/README.md).
+constexpr HostOption kMqtt[] = {
+    {.spec = {"plugin", OptionType::string, "\"mqtt\"",
+              "an output plugin name (<plugin_dir>/kiwi-output-<name>.so) or a path to a .so"},
+     .field = host_field<&PluginEntry::plugin>(),
+     .text = HostText::non_empty},
+    {.spec = {"name", OptionType::string, "\"mqtt\"",
+              "unique among the outputs; names the cursor kept in the database"},
+     .field = host_field<&PluginEntry::name>(),
+     .check = check_name},
+    kOutputInterval,
+    {.spec = {"series", OptionType::string_list,
+              "[\"cpu_usage_ratio\", \"thermal_celsius\", \"memory_used_ratio\", "
+              "\"storage_used_ratio\", \"power_under_voltage_alarm\"]",
+              "series names or keys, `*` globs, to publish; [] for all"},
+     .field = host_field<&PluginEntry::series>(),
+     .wrong_type = "must be a list of series globs, e.g. [\"cpu_*\"]"},
+    kOutputMaxSamples,
     kOptions,
 };
 
@@ -638,6 +667,7 @@ constexpr HostEntry kEntries[] = {
     {"sensor", "plugin", kSensor},
     {"route", "handler", kRoute},
     {"remote_write", "plugin", kRemoteWrite},
+    {"mqtt", "plugin", kMqtt},
     {"notify", "kind", kNotify},
 };
 
@@ -824,15 +854,23 @@ std::string render_toml(const Config& cfg) {
       {&cfg.routes, "route"},
       {&cfg.outputs, "remote_write"},
       {&cfg.notifiers, "notify"}};
-  for (auto& [entries, kind] : lists) {
-    const HostEntry& entry = host_entry(kind);
+  for (auto& [entries, list_kind] : lists)
     for (const PluginEntry& e : *entries) {
+      // An output is written as the table it came from ([[remote_write]] or [[mqtt]]).
+      const std::string_view kind = e.table.empty() ? list_kind : std::string_view(e.table);
       out << "\n[[" << kind << "]]\n";
-      for (auto& row : entry.rows) {
+      for (auto& row : host_entry(kind).rows) {
         if (row.plugin_options) {
           if (!e.options || toml_table(*e.options).empty()) continue;
           // Inline, tables in it too, so that it stays the entry's whatever follows.
           toml::table options = toml_table(*e.options);
+          if (e.options_flat) {  // as written: the plugin's keys beside the agent's
+            for (auto& r : host_entry(kind).rows) options.erase(r.spec.key);
+            for (auto&& [key, node] : options)
+              if (auto* sub = node.as_table()) make_inline(*sub);
+            out << options << "\n";
+            continue;
+          }
           make_inline(options);
           out << "options = " << options << "\n";
           continue;
@@ -841,7 +879,6 @@ std::string render_toml(const Config& cfg) {
           out << row.spec.key << " = " << value << "\n";
       }
     }
-  }
   // A rule's keys that differ from their defaults (an AlertRule's members start at its rows'
   // defaults): a status rule's file has no `rate = false`, which it refuses.
   const AlertRule defaults;

@@ -448,8 +448,9 @@ PluginInstance<Object> PluginLoader::create_pusher(PluginKind kind, const std::s
 PluginInstance<Output> PluginLoader::create_output(const PluginEntry& entry,
                                                    std::string_view host_name,
                                                    std::string_view agent_version) {
-  return create_pusher<Output, COutput>(PluginKind::output, "remote_write", entry, host_name,
-                                        agent_version);
+  return create_pusher<Output, COutput>(PluginKind::output,
+                                        entry.table.empty() ? "remote_write" : entry.table, entry,
+                                        host_name, agent_version);
 }
 
 PluginInstance<Notifier> PluginLoader::create_notifier(const PluginEntry& entry,

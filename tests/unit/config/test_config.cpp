@@ -2,6 +2,7 @@
 #include <fstream>
 
 #include "config/config.hpp"
+#include "config/schema.hpp"
 #include "config/toml_table.hpp"
 #include "test_support.hpp"
 
@@ -172,7 +173,7 @@ TEST_CASE("config: each error names file:line:col, the key, the value and what i
           "max_connections, cors_origins, auth, tls");
     CHECK(error_of("[colector]\n") ==
           "kiwi.toml:1:2: colector: unknown key; accepted here: agent, http, collector, alerts, "
-          "sensor, route, remote_write, notify, alert, peer");
+          "sensor, route, remote_write, mqtt, notify, alert, peer");
     CHECK(error_of("[[sensor]]\nplugin = \"cpu\"\nintervall = \"1s\"\n") ==
           "kiwi.toml:3:1: sensor.intervall: unknown key; accepted here: plugin, name, interval, "
           "timeout, labels, options");
@@ -537,12 +538,64 @@ TEST_CASE(
   CHECK(error_of("[[remote_write]]\nurl = \"x\"\ninterval = \"500ms\"\n") ==
         "kiwi.toml:3:12: remote_write.interval: \"500ms\" is out of range (accepted: 1s to 1h)");
   CHECK(error_of("[[remote_write]]\n[[remote_write]]\n") ==
-        "kiwi.toml:2:1: remote_write.name: \"remote_write\" is used by two [[remote_write]] "
-        "entries (the other at kiwi.toml:1:1); give each a unique name = \"...\"");
+        "kiwi.toml:2:1: remote_write.name: \"remote_write\" is used by two outputs (the other, a "
+        "[[remote_write]], at kiwi.toml:1:1); give each a unique name = \"...\"");
   CHECK(error_of("[[remote_write]]\nseries = \"cpu\"\n")
             .starts_with("kiwi.toml:2:10: remote_write.series: must be a list"));
   CHECK(
       error_of("remote_write = 1\n").starts_with("kiwi.toml:1:16: remote_write: must be an array"));
+}
+
+TEST_CASE("config: [[mqtt]] is an output beside [[remote_write]], with its own defaults") {
+  Config c = load(
+      "[[remote_write]]\nurl = \"http://a/api/v1/write\"\n"
+      "[[mqtt]]\nurl = \"mqtt://broker.lan:1883\"\nusername = \"kiwi\"\n"
+      "[[mqtt]]\nname = \"second\"\ninterval = \"1s\"\nseries = []\n"
+      "options = { url = \"mqtts://broker.lan\" }\n");
+  REQUIRE(c.outputs.size() == 3);
+  CHECK(c.outputs[0].table == "remote_write");
+  CHECK(c.outputs[0].series.empty());
+  CHECK(c.outputs[1].table == "mqtt");
+  CHECK(c.outputs[1].plugin == "mqtt");
+  CHECK(c.outputs[1].name == "mqtt");
+  CHECK(c.outputs[1].interval == Millis(10'000));
+  CHECK(c.outputs[1].max_samples == 10'000);
+  // By default the gauges of the dashboard's cards, not every series.
+  CHECK(c.outputs[1].series == std::vector<std::string>{"cpu_usage_ratio", "thermal_celsius",
+                                                        "memory_used_ratio", "storage_used_ratio",
+                                                        "power_under_voltage_alarm"});
+  // Flat options are [[mqtt]]'s documented shape: no warning (as [[notify]]).
+  CHECK(c.outputs[1].options_flat);
+  CHECK(c.warnings.size() == 1);  // the flat [[remote_write]]'s alone
+  CHECK(toml_table(*c.outputs[1].options).contains("username"));
+  CHECK(c.outputs[2].name == "second");
+  CHECK(c.outputs[2].interval == Millis(1000));
+  CHECK(c.outputs[2].series.empty());
+  CHECK_FALSE(c.outputs[2].options_flat);
+  // One name per output, across both tables: it keys the cursor in the database.
+  CHECK(error_of("[[remote_write]]\nname = \"out\"\n[[mqtt]]\nname = \"out\"\n") ==
+        "kiwi.toml:3:1: mqtt.name: \"out\" is used by two outputs (the other, a "
+        "[[remote_write]], at kiwi.toml:1:1); give each a unique name = \"...\"");
+  CHECK(error_of("[[mqtt]]\ninterval = \"100ms\"\n") ==
+        "kiwi.toml:2:12: mqtt.interval: \"100ms\" is out of range (accepted: 1s to 1h)");
+}
+
+TEST_CASE("config: --print-config writes each output as its own table, which loads the same") {
+  const Config c = load(
+      "[[remote_write]]\noptions = { url = \"http://a/api/v1/write\", labels = { a = \"b\" } }\n"
+      "[[mqtt]]\nurl = \"mqtt://broker.lan\"\nnode = \"barn\"\n");
+  const std::string text = render_toml(c);
+  CHECK_THAT(text, Catch::Contains("[[mqtt]]\nplugin = \"mqtt\"\nname = \"mqtt\"\n"));
+  const Config again = load(text);
+  REQUIRE(again.outputs.size() == 2);
+  CHECK(again.outputs[0].table == "remote_write");
+  CHECK(toml_table(*again.outputs[0].options) == toml_table(*c.outputs[0].options));
+  // The flat shape as written: the plugin's keys beside the agent's.
+  CHECK(again.outputs[1].table == "mqtt");
+  CHECK(again.outputs[1].options_flat);
+  CHECK(toml_table(*again.outputs[1].options)["node"].value<std::string>() == "barn");
+  CHECK(toml_table(*again.outputs[1].options)["url"].value<std::string>() == "mqtt://broker.lan");
+  CHECK(again.warnings.empty());
 }
 
 TEST_CASE("config: [[remote_write]] takes its plugin's options in options = {...}, as sensors do") {
