@@ -82,18 +82,21 @@ TEST_CASE("docs: the README's configuration table shows every setting's type and
   CHECK(shown.size() == rows);  // and nothing the schema does not have
 }
 
-TEST_CASE("docs: the remote_write README's table of the agent's keys is the schema's") {
-  const std::string readme = read_file(KIWI_SOURCE_DIR "/plugins/remote_write/README.md");
-  std::map<std::string, std::vector<std::string>> shown;
-  for (auto& table : kiwi::test::markdown_tables(readme))
-    if (table.header.size() >= 3 && table.header[0] == "key")
-      for (auto& cells : table.rows) shown[kiwi::test::unquoted(cells.at(0))] = cells;
-  const HostEntry& entry = host_entry("remote_write");
-  CHECK(shown.size() == entry.rows.size());
-  for (auto& row : entry.rows) {
-    INFO(row.spec.key);
-    REQUIRE(shown.count(std::string(row.spec.key)) == 1);
-    CHECK(shown[std::string(row.spec.key)].at(1) == doc_type(row));
-    CHECK(shown[std::string(row.spec.key)].at(2) == doc_default(row));
+TEST_CASE("docs: each output plugin's README table of the agent's keys is the schema's") {
+  for (const std::string kind : {"remote_write", "mqtt"}) {
+    INFO("plugins/" << kind << "/README.md");
+    const std::string readme = read_file(KIWI_SOURCE_DIR "/plugins/" + kind + "/README.md");
+    std::map<std::string, std::vector<std::string>> shown;
+    for (auto& table : kiwi::test::markdown_tables(readme))
+      if (table.header.size() >= 3 && table.header[0] == "key")
+        for (auto& cells : table.rows) shown[kiwi::test::unquoted(cells.at(0))] = cells;
+    const HostEntry& entry = host_entry(kind);
+    CHECK(shown.size() == entry.rows.size());
+    for (auto& row : entry.rows) {
+      INFO(row.spec.key);
+      REQUIRE(shown.count(std::string(row.spec.key)) == 1);
+      CHECK(shown[std::string(row.spec.key)].at(1) == doc_type(row));
+      CHECK(shown[std::string(row.spec.key)].at(2) == doc_default(row));
+    }
   }
 }

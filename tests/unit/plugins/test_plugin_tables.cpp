@@ -238,3 +238,32 @@ TEST_CASE("plugins: each notifier's sample.toml and README example are a [[notif
     }
   }
 }
+
+TEST_CASE("plugins: the mqtt sample.toml and README example are an [[mqtt]] it takes") {
+  struct NullLogger final : kiwi::Logger {
+    void log(kiwi::LogLevel, std::string_view) override {}
+  } log;
+  kiwi::agent::PluginLoader loader(KIWI_PLUGIN_DIR, log);
+  const std::string readme = read_text(fixture("../../plugins/mqtt/README.md"));
+  const auto from = readme.find("```toml\n");
+  REQUIRE(from != std::string::npos);
+  const auto to = readme.find("```", from + 8);
+  const std::pair<std::string, std::string> examples[] = {
+      {"sample.toml", read_text(fixture("../../plugins/mqtt/sample.toml"))},
+      {"README.md", readme.substr(from + 8, to - from - 8)}};
+  for (const auto& [where, toml] : examples) {
+    INFO("mqtt/" << where);
+    const kiwi::agent::Config cfg = kiwi::agent::load_config_text(toml, where, "/x");
+    REQUIRE(cfg.outputs.size() == 1);
+    CHECK(cfg.outputs[0].table == "mqtt");
+    CHECK(cfg.warnings.empty());
+    // Made as the agent makes it (its options checked; no connection before the first write).
+    const auto output = loader.create_output(cfg.outputs[0], "kiwipi", "0.3.0");
+    CHECK(output.library->info->name == std::string_view("mqtt"));
+    // Every option with its default, but the url it must be given.
+    std::vector<kiwi::OptionSpec> shown;
+    for (const auto& o : output.library->info->options)
+      if (o.key != "url") shown.push_back(o);
+    CHECK(kiwi_sensor_test::keys_missing_from(toml, shown).empty());
+  }
+}
