@@ -17,10 +17,11 @@ set -euo pipefail
 # compiled before (in any build directory of the checkout) comes from the cache (tools/build.sh).
 build_tools=(build-essential dpkg-dev cmake pkg-config rapidjson-dev ccache)
 # The libraries the agent links, for the machine that runs it (rapidjson-dev is headers only,
-# for every architecture). libcurl and snappy: the remote_write output plugin alone links them.
-# libcrypt-dev (libxcrypt): bcrypt for [http.auth] basic_users.
+# for every architecture). libcurl and snappy: the remote_write output plugin alone links them;
+# libmosquitto: the mqtt output plugin alone. libcrypt-dev (libxcrypt): bcrypt for [http.auth]
+# basic_users.
 target_libraries=(libmicrohttpd-dev libsqlite3-dev zlib1g-dev libboost-dev libboost-filesystem-dev
-  libtomlplusplus-dev libcurl4-openssl-dev libsnappy-dev libcrypt-dev)
+  libtomlplusplus-dev libcurl4-openssl-dev libsnappy-dev libmosquitto-dev libcrypt-dev)
 # What the README's first checks of a running agent use (tools/run.sh installs them with the
 # rest): curl and jq.
 check_tools=(curl jq)
@@ -39,9 +40,12 @@ check_tools=(curl jq)
 # written in Python (the README's example script is one), as a user's would. Node.js, npm and
 # chromium come from tools/setup-web.sh. openssl makes the TLS tests' certificates, and
 # libmicrohttpd12 (Debian's libmicrohttpd with GnuTLS, which the agent loads for [http.tls]; the
-# package Recommends it) serves them.
+# package Recommends it) serves them. mosquitto and mosquitto-clients: the mqtt output's test runs a
+# broker of its own on loopback (not the package's service, which the install leaves running)
+# and reads it with mosquitto_sub.
 test_packages=(catch2 sqlite3 curl gzip wrk util-linux mount prometheus prometheus-alertmanager
-  clang-format systemd clang clang-14 libclang-rt-14-dev python3 openssl libmicrohttpd12 cgit git)
+  clang-format systemd clang clang-14 libclang-rt-14-dev python3 openssl libmicrohttpd12 cgit git
+  mosquitto mosquitto-clients)
 
 # The fleet benchmark (tools/bench/fleet.py, standard-library Python): node_exporter is the
 # agent it compares against, Prometheus 2.42 scrapes both sides, curl makes loopback traffic for
@@ -59,9 +63,10 @@ bench_packages=(prometheus-node-exporter prometheus python3 curl coreutils netda
 # A cross build (--arch): Debian's cross compiler (crossbuild-essential-ARCH), the target's
 # libraries through multiarch (libsqlite3-dev:arm64, ...), qemu-user-static to run the tests,
 # Catch2 (headers and CMake files only: the host's package serves every architecture) and mount
-# for the tests that fill a small tmpfs. Not Prometheus nor chromium: tools/cross-test.sh runs
-# neither test.
-cross_test_packages=(qemu-user-static catch2 mount)
+# for the tests that fill a small tmpfs, and this machine's mosquitto and mosquitto-clients for
+# the mqtt output's test (the broker need not be the target's). Not Prometheus nor chromium:
+# tools/cross-test.sh runs neither test.
+cross_test_packages=(qemu-user-static catch2 mount mosquitto mosquitto-clients)
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 test=0 bench=0 arch=""
