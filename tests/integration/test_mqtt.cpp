@@ -32,6 +32,22 @@ AgentOptions on_rpi4(const Mosquitto& broker, const std::string& more = "") {
   return o;
 }
 
+// What Home Assistant would find on `broker` now: the retained discovery configs and states.
+struct Retained {
+  std::map<std::string, std::string> configs, states;
+  // The board's thermal zone and memory announced, online, and their values there.
+  bool announced() const {
+    const auto online = states.find(kState + "availability");
+    return configs.count(kConfig + kThermal + "/config") &&
+           configs.count(kConfig + kMemory + "/config") && online != states.end() &&
+           online->second == "online" && states.count(kState + kThermal + "/state") &&
+           states.count(kState + kMemory + "/state");
+  }
+};
+Retained retained(const Mosquitto& broker) {
+  return {broker.retained("homeassistant/#"), broker.retained("kiwi/#")};
+}
+
 // The mqtt output's entry in /api/health (its "remote_write" list has every output).
 std::string output_error(const Agent& agent) {
   auto d = get_json(agent.port(), "/api/health");
@@ -52,17 +68,9 @@ TEST_CASE(
   Mosquitto broker;
   Agent agent(on_rpi4(broker));
   INFO(agent.stderr_text());
-  std::map<std::string, std::string> configs, states;
-  REQUIRE(eventually(
-      [&] {
-        configs = broker.retained("homeassistant/#");
-        states = broker.retained("kiwi/#");
-        return configs.count(kConfig + kThermal + "/config") &&
-               configs.count(kConfig + kMemory + "/config") &&
-               states.count(kState + kThermal + "/state") &&
-               states.count(kState + kMemory + "/state");
-      },
-      30s));
+  Retained found;
+  REQUIRE(eventually([&] { return (found = retained(broker)).announced(); }, 30s));
+  auto& [configs, states] = found;
   INFO(broker.log());
   // Every config: valid JSON with what Home Assistant needs, and its state there, retained.
   for (const auto& [topic, payload] : configs) {
@@ -135,20 +143,10 @@ TEST_CASE(
   CHECK(get_json(agent.port(), "/api/current").HasMember("sensors"));
   broker.start();  // no persistence: it knows nothing of before
   REQUIRE(broker.port == port);
-  std::map<std::string, std::string> configs, states;
   // The reconnect's backoff doubles from 1 s: a few seconds down makes the next try within 16 s.
-  REQUIRE(eventually(
-      [&] {
-        configs = broker.retained("homeassistant/#");
-        states = broker.retained("kiwi/#");
-        return configs.count(kConfig + kThermal + "/config") &&
-               configs.count(kConfig + kMemory + "/config") &&
-               states[kState + "availability"] == "online" &&
-               states.count(kState + kThermal + "/state") &&
-               states.count(kState + kMemory + "/state");
-      },
-      60s));
-  CHECK(states[kState + kThermal + "/state"] == "47.722");
+  Retained found;
+  REQUIRE(eventually([&] { return (found = retained(broker)).announced(); }, 60s));
+  CHECK(found.states[kState + kThermal + "/state"] == "47.722");
   CHECK_THAT(agent.stderr_text(), Catch::Contains("connection lost"));
   CHECK_THAT(agent.stderr_text(), Catch::Contains("reconnecting with backoff"));
 
