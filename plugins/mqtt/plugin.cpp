@@ -217,7 +217,8 @@ class Mqtt final : public kiwi::Output {
     const std::string offline = "offline";
     mosquitto_will_set(mosq_, topics_.availability().c_str(), static_cast<int>(offline.size()),
                        offline.data(), kQos, true);
-    // libmosquitto's loop waits 1 s, 2 s, 4 s ... at most 60 s between tries.
+    // libmosquitto's loop waits 1 s, 4 s, 9 s, 16 s ... (the square of the tries) at most 60 s
+    // between tries, and tries again after a refused login too.
     mosquitto_reconnect_delay_set(mosq_, 1, 60, true);
     mosquitto_connect_callback_set(
         mosq_, [](mosquitto*, void* self, int rc) { static_cast<Mqtt*>(self)->on_connect(rc); });

@@ -19,6 +19,7 @@ namespace kiwi_test {
 
 inline constexpr const char* kMosquitto = "/usr/sbin/mosquitto";
 inline constexpr const char* kMosquittoSub = "/usr/bin/mosquitto_sub";
+inline constexpr const char* kMosquittoPub = "/usr/bin/mosquitto_pub";
 inline constexpr const char* kMosquittoPasswd = "/usr/bin/mosquitto_passwd";
 
 // Whether something accepts TCP connections on 127.0.0.1:`port`.
@@ -38,7 +39,7 @@ struct Mosquitto : TestServer {
 
   explicit Mosquitto(std::string login_user = "", std::string login_password = "")
       : user(std::move(login_user)), password(std::move(login_password)) {
-    for (const char* program : {kMosquitto, kMosquittoSub, kMosquittoPasswd})
+    for (const char* program : {kMosquitto, kMosquittoSub, kMosquittoPub, kMosquittoPasswd})
       if (::access(program, X_OK) != 0)
         skip_test(std::string(program) +
                   " is missing (tools/setup.sh --test installs mosquitto and mosquitto-clients)");
@@ -76,17 +77,28 @@ struct Mosquitto : TestServer {
   }
   void stop() { process.stop(SIGTERM, std::chrono::seconds(20)); }
 
+  std::string login() const {
+    return user.empty() ? "" : " -u '" + user + "' -P '" + password + "'";
+  }
   std::string url() const { return "mqtt://127.0.0.1:" + std::to_string(port); }
   std::string log() const { return read_text(dir.path / "err"); }
+
+  // Publishes `payload` to `topic` (retained when `retain`; an empty retained payload clears the
+  // topic's retained message), as another client would.
+  void publish(const std::string& topic, const std::string& payload, bool retain) const {
+    const auto [code, out] =
+        run_shell(std::string(kMosquittoPub) + " -h 127.0.0.1 -p " + std::to_string(port) +
+                  login() + (retain ? " -r" : "") + " -t '" + topic + "' " +
+                  (payload.empty() ? "-n" : "-m '" + payload + "'"));
+    if (code != 0) FAIL("mosquitto_pub: " << out);
+  }
 
   // What a client that subscribes to `filter` now gets at once: the retained messages, topic ->
   // payload (mosquitto_sub --retained-only stops at the first live one, -W 1 after a second).
   std::map<std::string, std::string> retained(const std::string& filter) const {
-    std::string login;
-    if (!user.empty()) login = " -u '" + user + "' -P '" + password + "'";
     const auto [code, out] =
-        run_shell(std::string(kMosquittoSub) + " -h 127.0.0.1 -p " + std::to_string(port) + login +
-                  " -t '" + filter + "' -v --retained-only -W 1");
+        run_shell(std::string(kMosquittoSub) + " -h 127.0.0.1 -p " + std::to_string(port) +
+                  login() + " -t '" + filter + "' -v --retained-only -W 1");
     std::map<std::string, std::string> messages;
     for (std::string_view rest = out; !rest.empty();) {
       const auto end = rest.find('\n');

@@ -63,7 +63,7 @@ constexpr double kMemoryPercent = (3882784.0 - 3312668.0) / 3882784.0 * 100;  //
 
 TEST_CASE(
     "mqtt: Home Assistant finds the board as a device with retained sensor configs, online and "
-    "values; kill -9 leaves the last will, offline",
+    "values, announced again on its birth message; kill -9 leaves the last will, offline",
     "[slow]") {
   Mosquitto broker;
   Agent agent(on_rpi4(broker));
@@ -117,6 +117,14 @@ TEST_CASE(
     CHECK(one_of_them);
   }
 
+  // Home Assistant restarted (its birth message): everything is announced again, here a config
+  // that someone cleared.
+  const std::string cleared = kConfig + kThermal + "/config";
+  broker.publish(cleared, "", true);
+  REQUIRE(eventually([&] { return broker.retained(cleared).empty(); }));
+  broker.publish("homeassistant/status", "online", false);
+  CHECK(eventually([&] { return broker.retained(cleared).count(cleared) == 1; }));
+
   // Killed: no goodbye from the agent; the broker publishes its last will.
   CHECK(agent.stop(SIGKILL) == 128 + SIGKILL);
   CHECK(eventually(
@@ -143,7 +151,8 @@ TEST_CASE(
   CHECK(get_json(agent.port(), "/api/current").HasMember("sensors"));
   broker.start();  // no persistence: it knows nothing of before
   REQUIRE(broker.port == port);
-  // The reconnect's backoff doubles from 1 s: a few seconds down makes the next try within 16 s.
+  // The reconnect's backoff is 1 s, 4 s, 9 s, 16 s ...: a few seconds down, the next try comes
+  // within 25 s.
   Retained found;
   REQUIRE(eventually([&] { return (found = retained(broker)).announced(); }, 60s));
   CHECK(found.states[kState + kThermal + "/state"] == "47.722");
@@ -184,6 +193,8 @@ TEST_CASE(
     return n;
   };
   CHECK(count(log, "warn: mqtt mqtt: cannot publish to") == 1);
+  // ... though it tries again, with backoff (1 s, then 4 s).
+  CHECK(eventually([&] { return count(broker.log(), "disconnected, not authorised") >= 2; }, 15s));
 
   write_text(pass, "right-password\n");
   CHECK_THAT(agent.reload(), Catch::StartsWith("info: reloaded"));
