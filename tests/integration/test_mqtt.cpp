@@ -63,7 +63,7 @@ constexpr double kMemoryPercent = (3882784.0 - 3312668.0) / 3882784.0 * 100;  //
 
 TEST_CASE(
     "mqtt: Home Assistant finds the board as a device with retained sensor configs, online and "
-    "values, announced again on its birth message; kill -9 leaves the last will, offline",
+    "values, announced again on its birth message, and kill -9 leaves the last will offline",
     "[slow]") {
   Mosquitto broker;
   Agent agent(on_rpi4(broker));
@@ -135,8 +135,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "mqtt: after the broker restarts empty, the agent reconnects and the configs, online and "
-    "current values are there again; SIGTERM says offline",
+    "mqtt: after the broker restarts empty the agent reconnects and the configs, online and "
+    "current values are there again, and SIGTERM says offline",
     "[slow]") {
   Mosquitto broker;
   Agent agent(on_rpi4(broker));
@@ -165,8 +165,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "mqtt: a wrong password is logged as the broker's refusal and the agent runs on; a fixed "
-    "password file and a reload connect it",
+    "mqtt: a wrong password is logged as the broker's refusal, the agent runs on and retries, and "
+    "a fixed password file and a reload connect it",
     "[slow]") {
   Mosquitto broker("kiwi", "right-password");
   TempDir tmp;
