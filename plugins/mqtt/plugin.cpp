@@ -102,13 +102,18 @@ class Mqtt final : public kiwi::Output {
     if (!ca_file_.empty() && !broker_.tls)
       throw std::runtime_error("ca_file is for mqtts:// URLs; this one is " + url_);
     client_id_ = "kiwi-" + device_.node + "-" + std::string(ctx.instance_name);
-    // The connection is made by the first write(), on the output's thread once it runs: a
-    // reload makes the new instance before the old one stops, and two clients of one id would
-    // take the session from each other.
+    // The client now, so that what it refuses (an unreadable ca_file) refuses the configuration;
+    // the connection is made by the first write(), on the output's thread once it runs: a reload
+    // makes the new instance before the old one stops, and two clients of one id would take the
+    // session from each other.
+    make_client();
   }
 
   ~Mqtt() override {
-    if (!mosq_) return;
+    if (!started_) {
+      mosquitto_destroy(mosq_);
+      return;
+    }
     bool connected = false;
     {
       std::unique_lock lock(mutex_);
@@ -130,7 +135,7 @@ class Mqtt final : public kiwi::Output {
   }
 
   kiwi::WriteResult write(const kiwi::OutputBatch& batch) override {
-    if (!mosq_) start();
+    if (!started_) connect();
     const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
@@ -198,11 +203,12 @@ class Mqtt final : public kiwi::Output {
       if (s->payload) publish(topics_.state(s->entity.object), *s->payload);
   }
 
-  void start() {
+  void make_client() {
     static const int init = mosquitto_lib_init();  // once per process; never cleaned up
     (void)init;
     mosq_ = mosquitto_new(client_id_.c_str(), true, this);
-    if (!mosq_) throw std::runtime_error("mosquitto_new failed");
+    if (!mosq_)
+      throw std::runtime_error("mosquitto_new failed: " + std::string(std::strerror(errno)));
     mosquitto_int_option(mosq_, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
     if (!username_.empty())
       mosquitto_username_pw_set(mosq_, username_.c_str(),
@@ -211,8 +217,11 @@ class Mqtt final : public kiwi::Output {
       const int rc = mosquitto_tls_set(mosq_, ca_file_.empty() ? nullptr : ca_file_.c_str(),
                                        ca_file_.empty() ? "/etc/ssl/certs" : nullptr, nullptr,
                                        nullptr, nullptr);
-      if (rc != MOSQ_ERR_SUCCESS)
-        throw std::runtime_error("TLS: " + std::string(mosquitto_strerror(rc)));
+      if (rc != MOSQ_ERR_SUCCESS) {
+        mosquitto_destroy(mosq_);
+        throw std::runtime_error("ca_file \"" + ca_file_ + "\": " + mosquitto_strerror(rc) +
+                                 " (a readable PEM file is needed)");
+      }
     }
     const std::string offline = "offline";
     mosquitto_will_set(mosq_, topics_.availability().c_str(), static_cast<int>(offline.size()),
@@ -233,19 +242,26 @@ class Mqtt final : public kiwi::Output {
     mosquitto_message_callback_set(mosq_, [](mosquitto*, void* self, const mosquitto_message* m) {
       static_cast<Mqtt*>(self)->on_message(*m);
     });
+  }
+
+  // Starts libmosquitto's thread on its first connection; from then on it reconnects by itself.
+  void connect() {
+    started_ = true;
     const int rc =
         mosquitto_connect_async(mosq_, broker_.host.c_str(), broker_.port, kKeepAliveSeconds);
     if (rc != MOSQ_ERR_SUCCESS) {
       // The loop tries again with backoff.
+      const std::string why = rc == MOSQ_ERR_ERRNO ? std::strerror(errno) : mosquitto_strerror(rc);
       std::lock_guard lock(mutex_);
-      note_problem(rc == MOSQ_ERR_ERRNO
-                       ? std::string(mosquitto_strerror(rc)) + " (" + std::strerror(errno) + ")"
-                       : mosquitto_strerror(rc));
+      note_problem("cannot connect (" + why + "); trying again with backoff");
       ever_answered_ = true;
     }
-    const int loop = mosquitto_loop_start(mosq_);
-    if (loop != MOSQ_ERR_SUCCESS)
-      throw std::runtime_error("mosquitto_loop_start: " + std::string(mosquitto_strerror(loop)));
+    if (const int loop = mosquitto_loop_start(mosq_); loop != MOSQ_ERR_SUCCESS) {
+      std::lock_guard lock(mutex_);
+      note_problem("mosquitto_loop_start: " + std::string(mosquitto_strerror(loop)));
+      ever_answered_ = true;
+      started_ = false;  // tried again at the next write()
+    }
   }
 
   // Logs a problem when it is new (not once per try of the backoff).
@@ -298,6 +314,7 @@ class Mqtt final : public kiwi::Output {
   kiwi_mqtt::Device device_;
   kiwi_mqtt::Topics topics_;
   mosquitto* mosq_ = nullptr;
+  bool started_ = false;  // connect() ran: libmosquitto's thread runs (write()'s thread only)
 
   std::mutex mutex_;  // what follows, shared by write() and libmosquitto's thread
   std::condition_variable changed_;

@@ -266,4 +266,23 @@ TEST_CASE("plugins: the mqtt sample.toml and README example are an [[mqtt]] it t
       if (o.key != "url") shown.push_back(o);
     CHECK(kiwi_sensor_test::keys_missing_from(toml, shown).empty());
   }
+  // What it refuses refuses the configuration (a start exits 2, a reload changes nothing).
+  const std::pair<std::string, std::string> refused[] = {
+      {"url = \"http://broker\"", "is not mqtt://host[:port] or mqtts://host[:port]"},
+      {"url = \"mqtt://broker\"\npassword_file = \"/etc/hostname\"",
+       "password_file without username"},
+      {"url = \"mqtt://broker\"\nca_file = \"/etc/hostname\"", "ca_file is for mqtts:// URLs"},
+      {"url = \"mqtts://broker\"\nca_file = \"/nonexistent/ca.pem\"",
+       "ca_file \"/nonexistent/ca.pem\": "},
+      {"url = \"mqtt://broker\"\nusername = \"kiwi\"\npassword_file = \"/nonexistent/pass\"",
+       "/nonexistent/pass"},
+      {"url = \"mqtt://broker\"\nnode = \"...\"", "has no letter or digit"},
+      {"url = \"mqtt://broker\"\ntopic_prefix = \"kiwi/#\"", "without + or #"},
+  };
+  for (const auto& [toml, why] : refused) {
+    INFO(toml);
+    const auto cfg = kiwi::agent::load_config_text("[[mqtt]]\n" + toml + "\n", "kiwi.toml", "/x");
+    CHECK_THROWS_WITH(loader.create_output(cfg.outputs.at(0), "kiwipi", "0.3.0"),
+                      Catch::Contains("mqtt 'mqtt' refused to start: ") && Catch::Contains(why));
+  }
 }
