@@ -124,8 +124,19 @@ TEST_CASE(
   CHECK(Clock::now() - started < 10s);
   const auto health_doc = parse_utf8_json(health.body);  // kept: `reasons` points into it
   auto reasons = health_doc["reasons"].GetArray();
-  REQUIRE(reasons.Size() == 1);
-  CHECK_THAT(reasons[0].GetString(),
+  INFO(health.body);
+  // The thermal sensor's one line; beside it at most a "stale" one: a machine loaded enough (the
+  // ThreadSanitizer build beside other jobs) can fall 750 ms behind these 250 ms ticks.
+  std::vector<std::string> thermal_reasons;
+  for (const auto& r : reasons) {
+    const std::string reason = r.GetString();
+    if (reason.starts_with("sensor thermal: "))
+      thermal_reasons.push_back(reason);
+    else
+      CHECK_THAT(reason, Catch::StartsWith("stale: "));
+  }
+  REQUIRE(thermal_reasons.size() == 1);
+  CHECK_THAT(thermal_reasons[0],
              Catch::StartsWith("sensor thermal: all thermal sensors failed: cpu-thermal (" +
                                temp.string() + ": larger than the read cap of 256 KiB"));
   CHECK(health.body.size() < 4 * 1024);
