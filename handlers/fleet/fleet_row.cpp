@@ -156,8 +156,10 @@ std::optional<BoardValues> parse_self_answer(std::string_view body, std::string&
     why = "its answer is not JSON";
     return std::nullopt;
   }
-  auto boards = doc.FindMember("boards");
-  if (boards == doc.MemberEnd() || !boards->value.IsArray() || boards->value.Empty() ||
+  // Read through a const view: clang 14 finds a non-const MemberIterator's == ambiguous (C++20).
+  const rapidjson::Value& root = doc;
+  auto boards = root.FindMember("boards");
+  if (boards == root.MemberEnd() || !boards->value.IsArray() || boards->value.Empty() ||
       !boards->value[0].IsObject()) {
     why = "its answer has no board (not a kiwi-agent /api/fleet)";
     return std::nullopt;
