@@ -40,6 +40,21 @@ inline std::pair<int, std::string> run_shell(const std::string& cmd) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// The SHA-256 of `s` in hex, as a bearer_tokens_file line holds it.
+inline std::string sha256_hex(const std::string& s) {
+  auto [code, out] = run_shell("printf %s '" + s + "' | sha256sum");
+  REQUIRE(code == 0);
+  return out.substr(0, 64);
+}
+
+// The value of one series of /metrics ("" if absent).
+inline std::string metric(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return "";
+  at += series.size() + 2;
+  return text.substr(at, text.find('\n', at) - at);
+}
+
 // The ticks the agent counts as missed, from /metrics: grid points it skipped because it was a
 // whole interval or more behind (a busy machine), each of which widens a step between samples by
 // an interval. Counted as each step is decided, so it covers every step up to the newest sample.

@@ -25,20 +25,6 @@ Curl curl(const Agent& a, const std::string& path, const std::string& args = "")
   return {std::stoi(out), read_text(head), read_text(body)};
 }
 
-std::string sha256_hex(const std::string& s) {
-  auto [code, out] = run_shell("printf %s '" + s + "' | sha256sum");
-  REQUIRE(code == 0);
-  return out.substr(0, 64);
-}
-
-// The value of one series of /metrics ("" if absent).
-std::string metric(const std::string& text, const std::string& series) {
-  auto at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return "";
-  at += series.size() + 2;
-  return text.substr(at, text.find('\n', at) - at);
-}
-
 // /metrics (with `curl_auth`) once every one of `expected` (series and value) shows: the agent's
 // counters are its own report's, as of a sample, so a request made just before is counted in the
 // next tick's.

@@ -12,12 +12,6 @@ using namespace kiwi_test;
 
 namespace {
 
-std::string sha256_hex(const std::string& s) {
-  auto [code, out] = run_shell("printf %s '" + s + "' | sha256sum");
-  REQUIRE(code == 0);
-  return out.substr(0, 64);
-}
-
 std::string peer_toml(const std::string& name, int port, const std::string& extra = "") {
   return "[[peer]]\nname = \"" + name + "\"\nurl = \"http://127.0.0.1:" + std::to_string(port) +
          "/\"\ntimeout = \"1s\"\n" + extra + "\n";
@@ -34,14 +28,6 @@ const rapidjson::Value* board(const rapidjson::Document& d, const std::string& n
   for (const auto& b : d["boards"].GetArray())
     if (name == b["name"].GetString()) return &b;
   return nullptr;
-}
-
-// The value of one series in /metrics text (-1 when absent).
-double metric_value(const std::string& text, const std::string& series) {
-  auto at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  at += series.size() + 2;
-  return std::stod(text.substr(at, text.find('\n', at) - at));
 }
 
 }  // namespace
@@ -155,7 +141,10 @@ TEST_CASE(
   SECTION("one fetch per URL per cache period, however many clients ask at once") {
     HttpClient pc(plain.port());
     const std::string series = "kiwi_http_requests_total{route=\"/api/health\",status=\"200\"}";
-    auto count = [&] { return metric_value(pc.get("/metrics").body, series); };
+    auto count = [&] {
+      const std::string v = metric(pc.get("/metrics").body, series);
+      return v.empty() ? -1.0 : std::stod(v);  // -1: not counted yet
+    };
     const double before = count();
     std::vector<std::thread> clients;
     std::atomic<int> ok{0};
