@@ -64,7 +64,9 @@ class Store {
   // Commits the queued ticks (as one block; and new series) in one transaction, then deletes at
   // most `prune_rows` blocks whose every tick is older than `cutoffs.raw` (and as many tick rows
   // of an older agent's file), the minute summaries of whole hours before `cutoffs.minutes` and
-  // the hour summaries of whole days before `cutoffs.hours` (a step of each). On failure (disk
+  // the hour summaries of whole days before `cutoffs.hours` (a step of each); never the ticks of
+  // the hour in progress nor the minute summaries of the day in progress, whatever the cutoffs
+  // (the next tier is made from them when it ends, and after a restart). On failure (disk
   // full, I/O error) nothing queued is lost: it stays queued, up to kMaxPendingRows, for the next
   // flush. Throws StoreError. A malformed file is moved aside and the commit retried once on a
   // new one.

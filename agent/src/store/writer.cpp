@@ -188,10 +188,20 @@ int Writer::prune(const Store::Cutoffs& cutoffs, int max_rows) {
   auto whole = [](std::int64_t cut, std::int64_t span) {
     return cut < INT64_MIN + span ? INT64_MIN : floor_to(cut, span);
   };
-  run(file_.prune, cutoffs.raw, max_rows);
-  run(file_.prune_rows, cutoffs.raw, max_rows);
-  run(file_.prune_rollups, cutoffs.raw, (max_rows / 60 + 1) * groups);
-  run(file_.prune_hours, whole(cutoffs.minutes, Store::kHourMs), series_rows);
+  // No tier goes past what the next one has taken from it: the ticks of the hour in progress
+  // (or of the hours found unfolded at open) make its minute summaries again after a restart,
+  // and the minute summaries of the day in progress make its hour summaries when it is over. So
+  // a `retention` under an hour keeps ticks back to the hour's start, a `minute_retention`
+  // under a day minutes back to the day's.
+  const std::int64_t unfolded = hour_ != INT64_MIN ? hour_ : recover_from_;
+  const std::int64_t raw = std::min(cutoffs.raw, unfolded);
+  const std::int64_t minutes = unfolded == INT64_MIN
+                                   ? INT64_MIN
+                                   : std::min(cutoffs.minutes, floor_to(unfolded, Store::kDayMs));
+  run(file_.prune, raw, max_rows);
+  run(file_.prune_rows, raw, max_rows);
+  run(file_.prune_rollups, raw, (max_rows / 60 + 1) * groups);
+  run(file_.prune_hours, whole(minutes, Store::kHourMs), series_rows);
   run(file_.prune_days, whole(cutoffs.hours, Store::kDayMs), series_rows);
   return deleted;
 }

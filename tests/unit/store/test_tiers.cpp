@@ -188,3 +188,29 @@ TEST_CASE(
   CHECK(count(db, "SELECT count(*) FROM days WHERE ts = " + std::to_string(t0 + kDay)) == "1");
   check_answers(store, t0, t0 + 2 * kDay, kHour);  // from day rows, the same
 }
+
+TEST_CASE("store: tiers: retentions under an hour and a day keep what the next tier is made from") {
+  // retention and minute_retention of a minute (cutoffs a minute behind each commit), with a
+  // kill inside an hour: the minutes of that hour are made again from its ticks, and the day's
+  // hour summaries from its minute summaries when it is over, so nothing of either is lost.
+  TempDb db;
+  const std::int64_t from = t0 + 22 * kHour, kill_at = t0 + 23 * kHour + 30 * 60'000,
+                     to = t0 + kDay + 30 * 60'000;
+  auto run = [&](std::int64_t a, std::int64_t b) {
+    Store store(db.path());
+    for (std::int64_t i = a / kEvery - t0 / kEvery; t0 + i * kEvery < b; ++i) {
+      const std::int64_t ts = t0 + i * kEvery;
+      append(store, ts, {metric("a", a_at(i), ""), metric("b", static_cast<double>(i), "")}, false);
+      if (i % 6 == 5) store.flush(Store::Cutoffs{ts - 60'000, ts - 60'000, INT64_MIN}, 1000);
+    }
+  };  // no close_current_minute() nor a last flush: as a kill -9 after a commit
+  run(from, kill_at);
+  run(kill_at, to);
+  // The ticks of 23:00-23:29 outlived their retention until hour 23 was folded; then they went.
+  CHECK(count(db, "SELECT count(*) FROM blocks WHERE last < " + std::to_string(t0 + kDay)) == "0");
+  // Minute summaries of day 0 stayed until its hour summaries were made, then went.
+  CHECK(count(db, "SELECT count(*) FROM days WHERE ts = " + std::to_string(t0)) == "1");
+  CHECK(count(db, "SELECT count(*) FROM hours WHERE ts < " + std::to_string(t0 + kDay)) == "0");
+  Store store(db.path());
+  check_answers(store, from, t0 + kDay, kHour);  // each hour whole, from its day row
+}
