@@ -422,10 +422,14 @@ TEST_CASE("reload: queued samples survive a reload and the PID stays") {
   HttpClient c(agent.port());
   REQUIRE(eventually([&] { return sequence_of(c) >= 2; }));
   const pid_t pid = agent.pid();
-  agent.write_config("", "commit_interval = \"4m\"\nretention = \"1h\"");
+  agent.write_config("",
+                     "commit_interval = \"4m\"\nretention = \"1h\"\n"
+                     "minute_retention = \"2d\"\nhour_retention = \"60d\"");
   auto verdict = agent.reload();
   CHECK_THAT(verdict, Catch::Contains("collector.commit_interval 5m -> 4m"));
   CHECK_THAT(verdict, Catch::Contains("collector.retention 1d -> 1h"));
+  CHECK_THAT(verdict, Catch::Contains("collector.minute_retention 30d -> 2d"));
+  CHECK_THAT(verdict, Catch::Contains("collector.hour_retention 365d -> 60d"));
   CHECK(agent.pid() == pid);
   CHECK(waitpid(pid, nullptr, WNOHANG) == 0);
   CHECK(rows_on_disk(agent.db_path()) == 0);  // still queued

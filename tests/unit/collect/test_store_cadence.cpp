@@ -42,3 +42,34 @@ TEST_CASE("store cadence: a commit every commit_interval of stamps, and one at s
   CHECK(log.lines.empty());
   CHECK(store.query({}).timestamps.size() == 12);
 }
+
+TEST_CASE("store cadence: each tier is pruned at its own retention") {
+  // Five days of a tick every 10 minutes, a commit each: raw ticks kept 2 h, minute summaries
+  // 2 days, hour summaries 3 days (three different cutoffs, so a mix-up of two shows).
+  kiwi_test::TempDb db;
+  Store store(db.path());
+  Lines log;
+  CollectorStats stats;
+  StoreCadence cadence(store, log, stats);
+  CollectorSettings settings;
+  settings.commit_interval = 10min;
+  settings.retention = 2h;
+  settings.minute_retention = 48h;
+  settings.hour_retention = 72h;
+  const kiwi::MetricValue m{"m", {}, 1, "ratio", kiwi::MetricKind::gauge};
+  const std::vector<const kiwi::MetricValue*> values{&m};
+  constexpr std::int64_t kMin = 60'000, kHour = 60 * kMin, kDay = 24 * kHour;
+  const std::int64_t t0 = 1'764'460'800'000, end = t0 + 5 * kDay + 7 * kHour;  // 07:00 day 5
+  for (std::int64_t ts = t0; ts <= end; ts += 10 * kMin) cadence.append(ts, values, settings);
+  auto oldest = [&](const char* table) {
+    return std::stoll(
+        kiwi_test::sqlite_value(db.path(), (std::string("SELECT min(ts) FROM ") + table).c_str()));
+  };
+  // Ticks: blocks of one tick, each gone once older than 2 h.
+  CHECK(oldest("blocks") == end - 2 * kHour);
+  // Minute summaries: whole hours, gone once their hour ended 2 days before.
+  CHECK(oldest("hours") == end - 2 * kDay);
+  // Hour summaries: whole days, gone once their day ended 3 days before (day 2 ends at day 3).
+  CHECK(oldest("days") == t0 + 2 * kDay);
+  CHECK(stats.store_errors == 0);
+}

@@ -676,3 +676,22 @@ TEST_CASE("config: a sensor's labels are a table of label names and strings, for
   CHECK_THAT(error_of("[[route]]\npath = \"/a\"\nhandler = \"current\"\nlabels = {}\n"),
              Catch::Contains("route.labels: unknown key"));
 }
+
+TEST_CASE(
+    "config: a tier kept shorter than the finer one before it is raised to it, with a warning") {
+  Config c =
+      load("[collector]\nretention = \"7d\"\nminute_retention = \"2d\"\nhour_retention = \"1d\"\n");
+  CHECK(c.collector.retention == Millis(7 * 86'400'000LL));
+  CHECK(c.collector.minute_retention == Millis(7 * 86'400'000LL));
+  CHECK(c.collector.hour_retention == Millis(7 * 86'400'000LL));
+  CHECK(c.warnings == std::vector<std::string>{
+                          "kiwi.toml:3:20: collector.minute_retention: \"2d\" is shorter than "
+                          "collector.retention; kept 7d instead",
+                          "kiwi.toml:4:18: collector.hour_retention: \"1d\" is shorter than "
+                          "collector.minute_retention; kept 7d instead"});
+  // Each default is at least the one before: a longer retention raises them without a word.
+  Config quiet = load("[collector]\nretention = \"90d\"\n");
+  CHECK(quiet.collector.minute_retention == Millis(90 * 86'400'000LL));
+  CHECK(quiet.collector.hour_retention == Millis(365 * 86'400'000LL));
+  CHECK(quiet.warnings.empty());
+}
