@@ -46,10 +46,10 @@
 // class Window): hour summaries for a step of whole hours, minute summaries for a step of a minute
 // or more (a 24 h chart reads 1,440 minutes, not 86,400 ticks), and a coarser tier where a finer
 // one has been pruned, a finer one where a coarse summary is not made yet. A query of at most
-// kNarrowSeries series reads a folded hour's map and its series' rows by key: a day of one series
-// is ~24 + 24 lookups whatever the number of series; wider queries read an hour's rows as one
-// range. Minute rows of an older agent's file, and its whole-minute rows (version 3), are read
-// where no hour rows are.
+// kNarrowSeries series, or of at most a third of them, reads a folded hour's or day's map and its
+// series' rows by key: a day of one series is ~24 + 24 lookups whatever the number of series;
+// wider queries read the unit's rows as one range. One read transaction per query. Minute rows of
+// an older agent's file, and its whole-minute rows (version 3), are read where no hour rows are.
 // Flash wear sets the layout. append() keeps ticks in memory and flush() commits them every few
 // seconds (a crash loses at most that; queries see the queued ticks too) as one block row: the
 // ticks of a commit compress together about 3.4-fold (each repeats the series ids and most

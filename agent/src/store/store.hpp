@@ -95,7 +95,7 @@ class Store {
   static constexpr std::int64_t kHourMs = 3'600'000;
   static constexpr std::int64_t kDayMs = 86'400'000;
   static constexpr std::uint32_t kGroupSeries = 64;  // series per rollup row (ids / 64 = group)
-  // A query of at most this many series reads closed hours from the per-series hour rows.
+  // A query of at most this many series (or a third of them) reads folded hours and days by key.
   static constexpr std::size_t kNarrowSeries = 16;
 
   // Reader side, any thread. Throws StoreError.
