@@ -76,7 +76,8 @@ class GzipCache {
   GzipCache(const GzipCache&) = delete;
   GzipCache& operator=(const GzipCache&) = delete;
 
-  // The gzip of `body` (at kGzipCachedLevel), or a null Body when it would not be smaller than
+  // The gzip of `body` (at kGzipCachedLevel; kGzipPerRequestLevel for a body too large to keep),
+  // or a null Body when it would not be smaller than
   // the body itself. `code` is kept with the entry and released after the body. Throws
   // std::runtime_error if zlib fails (nothing is cached then).
   Body get(const Body& body, std::shared_ptr<const void> code = nullptr);

@@ -140,6 +140,12 @@ TEST_CASE(
   cache.get(big);
   CHECK(cache.stats().compressions == before.compressions + 2);
   CHECK(cache.stats().entries == before.entries);
+  // Compressed for one request, so at that level; a kept body at the cached one.
+  const auto fast = kiwi::agent::gzip(*big, kiwi::agent::kGzipPerRequestLevel);
+  REQUIRE(fast != kiwi::agent::gzip(*big, kiwi::agent::kGzipCachedLevel));
+  CHECK(*cache.get(big) == fast);
+  CHECK(*cache.get(bodies.back()) ==
+        kiwi::agent::gzip(*bodies.back(), kiwi::agent::kGzipCachedLevel));
 }
 
 TEST_CASE("gzip: an entry keeps its body and its code alive until it goes") {
