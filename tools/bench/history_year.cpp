@@ -6,15 +6,16 @@
 // (default 196, what the default agent stores on this VM) ending now; the last 24 h at 1 Hz,
 // older days at one tick every 10 s (a tenth of the ticks: the minute and hour summaries are made
 // from them by the store as usual, each of 6 samples instead of 60), 60 ticks a commit (one a
-// minute at 1 Hz, the default commit_interval), every tier pruned at its
+// minute at 1 Hz), every tier pruned at its
 // default retention as the fill goes (24 h raw, 30 days of minutes, a year of hours). The series
 // are a default agent's mix: half constant (sizes, limits), a fifth counters, the rest gauges
 // that wander with noise, at two decimals. The fill takes a few minutes; a second run reuses it.
 // Then each query, R times (default 9), the median and the slowest:
 //   one series, 1 y at 43,200 s (730 points, the dashboard's 1 y range) and 30 d at 3,600 s;
-//   the dashboard's set (12 names, 30 series), the same two windows, with band=... not asked here;
+//   the dashboard's set (12 names, 33 series), the same two windows and 7 d at 600 s, with their
+//   min-max band as the dashboard asks (tools/bench/year_http.py asks them of an agent by HTTP);
 //   every series, 30 d at 3,600 s.
-// Prints one line per query, then the file and each table's payload.
+// Prints one line per query, then the file's size.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -1,5 +1,5 @@
 // The history file: what it holds (below), whose it is, and a damaged one. Identifies a file
-// before anything is written to it, takes over versions 1-3, creates version 4, runs quick_check,
+// before anything is written to it, takes over versions 1-4, creates version 5, runs quick_check,
 // and moves a damaged file aside (recovery). The layers above prepare their statements on the
 // connection opened here.
 //
@@ -98,7 +98,7 @@ sql::Connection open_history(const std::string& path);
 // Identifies the file `db` has open and makes it ready to write: refuses another application's
 // database (ForeignDatabase) or a newer schema (StoreError) untouched; runs quick_check (Malformed
 // if it finds damage); sets WAL and the pragmas; creates the tables of a new file, or adds what a
-// file of version 1-3 lacks and marks it version 4. The quick_check of a file that this leaves as
+// file of version 1-4 lacks and marks it version 5. The quick_check of a file that this leaves as
 // it is runs on a thread of its own instead: its verdict ("ok" or what it found) is the future
 // returned (invalid when the check ran here). Throws StoreError with SQLite's message.
 std::future<std::string> set_up_history(sql::Connection& db);
