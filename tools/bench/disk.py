@@ -5,19 +5,25 @@ Runs the agent on its built-in configuration (the default sensors at 1 s, its de
 commit_interval) twice side by side, each with its own data directory on a disk filesystem and the
 snapshot file on tmpfs (as /run when installed):
 
-  - steady: retention = "1m" (and, for an agent with tiers, minute_retention = "1m" and
-    hour_retention = "1h"), so from the first minute on every prune (once a minute) removes about
-    what the minute added (hour rows an hour after their hour, day rows a day after): the file has
-    stopped growing and freed pages are reused, as after a year at the default retentions (a
-    database that really holds a year differs only in the depth of its b-trees: one more interior
-    page per commit at most);
+  - steady: with --steady-db FILE (a year of history at the default retentions, as
+    build/bin/kiwi-bench-year DIR makes DIR/kiwi.db, its last tick near now), this build runs on a
+    copy of it at its default retentions: every tier is full, each prune frees what is added, as
+    on a board after a year. (Started and stopped once before the measured run: what catches the
+    file up to now is not measured.) Without it (and for the baseline, which cannot read that file):
+    retention = "1m" (and, for an agent with tiers, minute_retention = "1m" and hour_retention =
+    "1h"), so every prune (once a minute) removes about what was added: ticks once their hour is
+    summarised, minute summaries once their day is (an agent with tiers keeps those until then);
   - young: the default retentions on a new file (nothing pruned yet).
 
 With --baseline BIN, that binary (another build, e.g. the commit before a storage change) runs the
 same two cases at the same time, so the two are compared in one window on one machine. After
---warmup seconds (default 90: the steady case has pruned) it measures over --seconds (default
-600) write_bytes of each agent (/proc/PID/io: the bytes it caused to be written to the block
-device; its WAL, the checkpoints into the database file, nothing else: the log goes to tmpfs).
+--warmup seconds (default 90) it measures, for --seconds (default 600) and then each agent's
+SIGTERM and exit, the bytes each caused to be written to the block device (write_bytes of
+/proc/PID/io at the start, and at the end its whole life's from wait4()'s rusage, the same
+counter): its WAL and the checkpoints into the database file, the last commit and SQLite's
+checkpoint at close included, so no checkpoint is left out whenever it falls; nothing else (the
+log goes to tmpfs). The pages the warm-up left in the WAL are checkpointed inside the window
+too, so the figure is at most one warm-up's worth high.
 At the end, from each database: blocks or rows, their average size, and the page count, for the
 floor arithmetic in docs/benchmarks.md.
 
@@ -26,7 +32,7 @@ renders the last run as the section "Disk writes: steady state" (--doc puts it i
 docs/benchmarks.md). Every process started is stopped by its PID at the end.
 
 Usage: tools/bench/disk.py [--seconds S] [--warmup S] [--agent-bin PATH] [--baseline PATH]
-                           [--commit-interval DURATION]
+                           [--commit-interval DURATION] [--steady-db FILE]
                            [--results FILE] [--doc FILE] [--work DIR]
        (tools/bench/run.sh --disk and --all run it with --results in their results directory)
        tools/bench/disk.py --report FILE [--doc FILE]
@@ -36,6 +42,8 @@ import argparse
 import datetime
 import os
 import re
+import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -58,8 +66,9 @@ def say(msg):
     print(f"disk: {msg}", file=sys.stderr, flush=True)
 
 
-def db_figures(path):
-    """Blocks (schema 3) or tick rows (older), their average stored size, pages in the file."""
+def db_figures(path, since_ms):
+    """Blocks (schema 3) or tick rows (older) the agent wrote (from since_ms on), their average
+    stored size, its series (not the fill's of a --steady-db file), pages in the file."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -68,13 +77,15 @@ def db_figures(path):
                "freelist": con.execute("PRAGMA freelist_count").fetchone()[0]}
         if "blocks" in tables:
             n, ticks, size = con.execute(
-                "SELECT count(*), sum(ticks), avg(length(data)) FROM blocks").fetchone()
+                "SELECT count(*), sum(ticks), avg(length(data)) FROM blocks WHERE ts >= ?",
+                (since_ms,)).fetchone()
             out.update(blocks=n, block_ticks=ticks, block_bytes=size)
         n, size = con.execute("SELECT count(*), avg(length(data)) FROM samples").fetchone()
         out.update(rows=n, row_bytes=size)
         n, size = con.execute("SELECT count(*), avg(length(data)) FROM rollups").fetchone()
         out.update(rollups=n, rollup_bytes=size)
-        out.update(series=con.execute("SELECT count(*) FROM series").fetchone()[0])
+        out.update(series=con.execute("SELECT count(*) FROM series WHERE name NOT LIKE "
+                                      "'fill\\_%' ESCAPE '\\'").fetchone()[0])
         return out
     finally:
         con.close()
@@ -120,17 +131,34 @@ def run(args):
                 if args.commit_interval and not i:
                     changes[("collector", "commit_interval")] = args.commit_interval
                     default["commit_interval"] = args.commit_interval
-                if retention:
+                year = bool(retention and args.steady_db and not i)
+                if year:  # a year of history at the default retentions
+                    os.makedirs(os.path.join(d, "data"))
+                    shutil.copyfile(args.steady_db, os.path.join(d, "data", "kiwi.db"))
+                elif retention:
                     changes[("collector", "retention")] = retention
                     changes.update({k: v for k, v in STEADY_TIERS.items() if k[1] in default})
                 text = kiwi_config(binary, changes)
                 cfg = os.path.join(d, "kiwi.toml")
                 with open(cfg, "w") as f:
                     f.write(text)
+                if year:
+                    # Once before: the file's catch-up (the time since its fill pruned, this
+                    # agent's series added) is written and checkpointed at exit, not measured.
+                    primer = Agent(procs, binary, cfg, "kiwi-agent-primer", side=name, cwd=d,
+                                   log_dir=snap)
+                    primer.start(60, require=True)
+                    wait_until("primer answering", lambda: answers(port), 60, procs)
+                    time.sleep(5)
+                    procs.finish(primer.proc, 60)
                 agent = Agent(procs, binary, cfg, "kiwi-agent", side=name, cwd=d, log_dir=snap)
                 agent.start(15, require=True)
                 agents.append({"label": label, "binary": binary, "case": case,
-                               "retention": retention or default["retention"],
+                               "retention": default["retention"] if year or not retention
+                               else retention,
+                               "history": "a year (--steady-db)" if year else "",
+                               # its first tick may be stamped at the second before
+                               "started_ms": int(time.time() * 1000) - 5000,
                                "proc": agent.proc, "port": port,
                                "commit_s": seconds_of(default["commit_interval"]),
                                "interval_s": seconds_of(default["interval"]),
@@ -147,14 +175,15 @@ def run(args):
         say(f"measuring {args.seconds:.0f} s")
         time.sleep(args.seconds)
         procs.check_alive()
+        for a in agents:
+            os.kill(a["proc"].pid, signal.SIGTERM)
+        after = [_written_at_exit(procs, a["proc"]) for a in agents]
         elapsed = time.monotonic() - start
-        after = [_written(a["proc"].pid) for a in agents]
         for a, w0, w1 in zip(agents, before, after):
-            procs.stop(a["proc"])
-            figures = db_figures(a["db"])
+            figures = db_figures(a["db"], a["started_ms"])
             figures.update(commit_s=a["commit_s"], interval_s=a["interval_s"])
             value = {"label": a["label"], "case": a["case"], "retention": a["retention"],
-                     "version": a["version"], "binary": a["binary"],
+                     "history": a["history"], "version": a["version"], "binary": a["binary"],
                      "write_bytes": w1 - w0, "seconds": elapsed,
                      "mb_per_h": (w1 - w0) * 3600 / elapsed / 1e6, **figures}
             res.add(a["label"], "disk", value, "")
@@ -184,6 +213,25 @@ def _written(pid):
     return read_int_fields(f"/proc/{pid}/io", ["write_bytes"])["write_bytes"]
 
 
+def _written_at_exit(procs, p, timeout=30.0):
+    """Waits for `p` (already sent SIGTERM) to exit and reaps it with wait4(): the bytes it caused
+    to be written over its whole life (ru_oublock: write_bytes in 512-byte units), its last commit
+    and checkpoint included."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            raise Failure(f"agent pid {p.pid} did not exit within {timeout:.0f} s of SIGTERM")
+        time.sleep(0.05)
+    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    procs.procs = [e for e in procs.procs if e[2] is not p]
+    if p.returncode != 0:
+        raise Failure(f"agent pid {p.pid} exited with status {p.returncode}; its log: {p.log}")
+    return usage.ru_oublock * 512
+
+
 def render(rows):
     rows = [r for r in rows if r["run"] == rows[-1]["run"]]  # the last run of the file
     run = {r["measure"]: r["value"] for r in rows if r["side"] == "run"}
@@ -199,9 +247,12 @@ def render(rows):
            f"- {len(disks)} agents at once, each on its built-in configuration (the default "
            "sensors at 1 s, its default commit_interval) with its own data directory, snapshot "
            f"on tmpfs; write_bytes over {m.get('seconds', 0):.0f} s after "
-           f"{m.get('warmup', 0):.0f} s of warm-up; steady = every tier's retention at its "
-           "shortest (retention 1m; minute_retention 1m and hour_retention 1h where the agent "
-           "has tiers): each prune frees what was added, as after a year; young = the default "
+           f"{m.get('warmup', 0):.0f} s of warm-up, until each agent has exited (its last "
+           "commit and checkpoint included: every checkpoint of the window is counted); steady "
+           "= a year of history at the default retentions where the history column says so "
+           "(a copy of kiwi-bench-year's file), else every tier's retention at its shortest "
+           "(retention 1m; minute_retention 1m and hour_retention 1h where the agent has "
+           "tiers): each prune frees what was added, as after a year; young = the default "
            "retentions on a new file",
            "- per sample: the bytes written per value stored (write_bytes / (ticks x series in "
            "the file))", ""]
@@ -215,9 +266,12 @@ def render(rows):
         if d.get("blocks"):
             per_block = d["block_ticks"] / d["blocks"]
             stored = f"{d['block_bytes']:.0f} B (one block of {per_block:.1f} ticks)"
-        else:
+        elif d.get("rows"):
             stored = f"{d['row_bytes'] * 10:.0f} B (10 rows of {d['row_bytes']:.0f} B)"
-        out.append(f"| {d['label']}: {d['version']} | {d['case']} | {d['mb_per_h']:.2f} MB/h | "
+        else:
+            stored = "none"
+        case = d["case"] + (f", {d['history']}" if d.get("history") else "")
+        out.append(f"| {d['label']}: {d['version']} | {case} | {d['mb_per_h']:.2f} MB/h | "
                    f"{commit_s:g} s | {d['write_bytes'] / commits / 1024:.1f} KiB | "
                    f"{d['write_bytes'] / samples:.2f} B | {stored} | {d['pages']} |")
     base = {d["case"]: d for d in disks if d["label"] == "baseline"}
@@ -240,6 +294,9 @@ def main():
     ap.add_argument("--baseline", metavar="BIN")
     ap.add_argument("--commit-interval", metavar="DURATION",
                     help="this build's collector.commit_interval (default: its built-in one)")
+    ap.add_argument("--steady-db", metavar="FILE",
+                    help="a year of history (kiwi-bench-year DIR makes DIR/kiwi.db): this build's "
+                         "steady case runs on a copy of it at the default retentions")
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "bench", "disk.jsonl"))
     ap.add_argument("--work", metavar="DIR", default=os.path.join(ROOT, "build", "bench"),
                     help="where the data directories go (a disk filesystem)")
