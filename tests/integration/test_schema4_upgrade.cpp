@@ -26,9 +26,9 @@ const fs::path kFixture = fs::path(KIWI_FIXTURES_DIR) / "schema4";
 // prunes nothing of the fixture whatever day the test runs (within kLongestRetentionDays of the
 // fixture's last tick). A retention option added later (a rollup tier's) is set here too, to its
 // longest: this is the test's one place for them.
-constexpr int kLongestRetentionDays = 366;
+constexpr int kLongestRetentionDays = 3660;
 const std::string kRetentions =
-    "retention = \"366d\"\nminute_retention = \"3660d\"\nhour_retention = \"3660d\"\n";
+    "retention = \"3660d\"\nminute_retention = \"3660d\"\nhour_retention = \"3660d\"\n";
 
 // gunzip `from` into `to` (the fixture is kiwi.db compressed: 1 KiB pages, a quarter empty).
 void gunzip(const fs::path& from, const fs::path& to) {

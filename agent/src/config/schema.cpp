@@ -492,7 +492,7 @@ constexpr HostOption kCollector[] = {
               3'600'000},
      .field = host_field<&Config::collector, &Collector::interval>()},
     {.spec = {"retention", OptionType::duration, "\"24h\"", "history kept in the database", true,
-              60'000, 366.0 * 86'400'000},
+              60'000, 3660.0 * 86'400'000},
      .field = host_field<&Config::collector, &Collector::retention>()},
     {.spec = {"minute_retention", OptionType::duration, "\"30d\"",
               "minute summaries (mean, min, max, last, count) kept", true, 60'000,
