@@ -6,6 +6,9 @@
 // decode: what a history query does per stored tick), the old layout first; each time the least
 // of 7 passes.
 // Built with the tests: build/bin/kiwi-bench-block-codec path/to/kiwi.db [N ...] (default 10 60).
+// With --by-name N [SINCE_MS]: where a format-3 block of N ticks spends its bytes, by metric name:
+// for each name, the block's bytes per tick less those of the same blocks without that name's
+// series (its share), the ticks from SINCE_MS on (an agent's, in a file it shares with a fill).
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -23,18 +26,19 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::vector<codec::Tick> read_ticks(const char* path) {
+std::vector<codec::Tick> read_ticks(const char* path, std::int64_t since_ms = INT64_MIN) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     std::fprintf(stderr, "%s: %s\n", path, sqlite3_errmsg(db));
     std::exit(1);
   }
   sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db, "SELECT ts, data FROM blocks ORDER BY ts", -1, &st, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_prepare_v2(db, "SELECT ts, data FROM blocks WHERE ts >= ?1 ORDER BY ts", -1, &st,
+                         nullptr) != SQLITE_OK) {
     std::fprintf(stderr, "%s: %s\n", path, sqlite3_errmsg(db));
     std::exit(1);
   }
+  sqlite3_bind_int64(st, 1, since_ms);
   std::vector<codec::Tick> ticks;
   std::string buf;
   std::vector<std::pair<std::int64_t, std::string_view>> block;
@@ -79,13 +83,81 @@ double micros(Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
 
+// Format-3 bytes per tick of `ticks` in blocks of n, keeping the values `keep` says.
+template <class Keep>
+double bytes_per_tick(const std::vector<codec::Tick>& ticks, std::size_t n, Keep&& keep) {
+  std::vector<codec::Tick> kept;
+  for (auto& [ts, blob] : ticks) {
+    std::vector<std::pair<std::uint32_t, double>> values;
+    codec::decode(blob, [&](std::uint32_t id, double v) {
+      if (keep(id)) values.emplace_back(id, v);
+    });
+    std::string encoded;
+    codec::encode(encoded, values);
+    kept.emplace_back(ts, std::move(encoded));
+  }
+  std::size_t bytes = 0, counted = 0;
+  for (std::size_t at = 0; at + n <= kept.size(); at += n, counted += n)
+    bytes += codec::pack_block(kept[at].first, kept.data() + at, kept.data() + at + n).size();
+  return counted ? static_cast<double>(bytes) / static_cast<double>(counted) : 0;
+}
+
+int by_name(const char* path, std::size_t n, std::int64_t since_ms) {
+  const std::vector<codec::Tick> ticks = read_ticks(path, since_ms);
+  sqlite3* db = nullptr;
+  sqlite3_stmt* st = nullptr;
+  std::vector<std::string> names;  // by series id
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db, "SELECT id, name FROM series", -1, &st, nullptr) != SQLITE_OK) {
+    std::fprintf(stderr, "%s: %s\n", path, sqlite3_errmsg(db));
+    return 1;
+  }
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const auto id = static_cast<std::size_t>(sqlite3_column_int64(st, 0));
+    if (names.size() <= id) names.resize(id + 1);
+    names[id] = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  auto name_of = [&](std::uint32_t id) { return id < names.size() ? names[id] : std::string(); };
+  std::vector<std::string> seen;
+  for (auto& [ts, blob] : ticks)
+    codec::decode(blob, [&](std::uint32_t id, double) { seen.push_back(name_of(id)); });
+  std::sort(seen.begin(), seen.end());
+  std::vector<std::pair<std::string, std::size_t>> counts;  // name, values in the ticks
+  for (std::size_t i = 0, j; i < seen.size(); i = j) {
+    for (j = i; j < seen.size() && seen[j] == seen[i];) ++j;
+    counts.emplace_back(seen[i], j - i);
+  }
+  const double all = bytes_per_tick(ticks, n, [](std::uint32_t) { return true; });
+  std::printf("%zu ticks in blocks of %zu: %.1f B a tick\n", ticks.size(), n, all);
+  std::vector<std::pair<double, std::string>> shares;
+  for (auto& [name, values] : counts) {
+    const double without =
+        bytes_per_tick(ticks, n, [&](std::uint32_t id) { return name_of(id) != name; });
+    shares.emplace_back(all - without, name + " (" +
+                                           std::to_string(static_cast<double>(values) /
+                                                          static_cast<double>(ticks.size())) +
+                                           " values a tick)");
+  }
+  std::sort(shares.rbegin(), shares.rend());
+  for (auto& [share, what] : shares) std::printf("%7.2f B  %s\n", share, what.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s kiwi.db [ticks per block ...]\n", argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s kiwi.db [ticks per block ...]\n       %s kiwi.db --by-name N [SINCE_MS]\n",
+        argv[0], argv[0]);
     return 2;
   }
+  if (argc >= 4 && std::string(argv[2]) == "--by-name")
+    return by_name(argv[1], static_cast<std::size_t>(std::atol(argv[3])),
+                   argc >= 5 ? std::atoll(argv[4]) : INT64_MIN);
   const std::vector<codec::Tick> ticks = read_ticks(argv[1]);
   std::size_t values = 0;
   if (!ticks.empty()) codec::decode(ticks.back().second, [&](auto, auto) { ++values; });

@@ -9,7 +9,8 @@ snapshot file on tmpfs (as /run when installed):
     build/bin/kiwi-bench-year DIR makes DIR/kiwi.db, its last tick near now), this build runs on a
     copy of it at its default retentions: every tier is full, each prune frees what is added, as
     on a board after a year. (Started and stopped once before the measured run: what catches the
-    file up to now is not measured.) Without it (and for the baseline, which cannot read that file):
+    file up to now is not measured.) Without it (and for a baseline without tiers, which cannot
+    read that file):
     retention = "1m" (and, for an agent with tiers, minute_retention = "1m" and hour_retention =
     "1h"), so every prune (once a minute) removes about what was added: ticks once their hour is
     summarised, minute summaries once their day is (an agent with tiers keeps those until then);
@@ -131,7 +132,8 @@ def run(args):
                 if args.commit_interval and not i:
                     changes[("collector", "commit_interval")] = args.commit_interval
                     default["commit_interval"] = args.commit_interval
-                year = bool(retention and args.steady_db and not i)
+                # The year's file is read by an agent with tiers alone (9f74b9a has none).
+                year = bool(retention and args.steady_db and "minute_retention" in default)
                 if year:  # a year of history at the default retentions
                     os.makedirs(os.path.join(d, "data"))
                     shutil.copyfile(args.steady_db, os.path.join(d, "data", "kiwi.db"))
@@ -295,8 +297,9 @@ def main():
     ap.add_argument("--commit-interval", metavar="DURATION",
                     help="this build's collector.commit_interval (default: its built-in one)")
     ap.add_argument("--steady-db", metavar="FILE",
-                    help="a year of history (kiwi-bench-year DIR makes DIR/kiwi.db): this build's "
-                         "steady case runs on a copy of it at the default retentions")
+                    help="a year of history (kiwi-bench-year DIR makes DIR/kiwi.db): the steady "
+                         "case of each agent with tiers runs on a copy of it at the default "
+                         "retentions")
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "bench", "disk.jsonl"))
     ap.add_argument("--work", metavar="DIR", default=os.path.join(ROOT, "build", "bench"),
                     help="where the data directories go (a disk filesystem)")
