@@ -62,6 +62,23 @@ class Processes:
         self.procs = [e for e in self.procs if e[2] is not p]
         return result
 
+    def reap(self, p, timeout=30.0):
+        """Waits for `p` (already signalled) to exit, reaps it with wait4() and forgets it; Failure
+        if it takes longer than `timeout` s. Returns its resource usage over its whole life (e.g.
+        ru_oublock: the write_bytes of /proc/PID/io, in 512-byte units, the last writes at exit
+        included). `p.returncode` is set."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                raise Failure(f"pid {p.pid} did not exit within {timeout:.0f} s")
+            time.sleep(0.05)
+        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        self.procs = [e for e in self.procs if e[2] is not p]
+        return usage
+
     def pids(self, side):
         return [p.pid for s, _, p in self.procs if s == side and p.poll() is None]
 

@@ -215,20 +215,10 @@ def _written(pid):
     return read_int_fields(f"/proc/{pid}/io", ["write_bytes"])["write_bytes"]
 
 
-def _written_at_exit(procs, p, timeout=30.0):
-    """Waits for `p` (already sent SIGTERM) to exit and reaps it with wait4(): the bytes it caused
-    to be written over its whole life (ru_oublock: write_bytes in 512-byte units), its last commit
-    and checkpoint included."""
-    deadline = time.monotonic() + timeout
-    while True:
-        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            raise Failure(f"agent pid {p.pid} did not exit within {timeout:.0f} s of SIGTERM")
-        time.sleep(0.05)
-    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
-    procs.procs = [e for e in procs.procs if e[2] is not p]
+def _written_at_exit(procs, p):
+    """The bytes `p` (already sent SIGTERM) caused to be written over its whole life, its last
+    commit and checkpoint included, once it has exited."""
+    usage = procs.reap(p)
     if p.returncode != 0:
         raise Failure(f"agent pid {p.pid} exited with status {p.returncode}; its log: {p.log}")
     return usage.ru_oublock * 512
