@@ -83,4 +83,14 @@ std::string gunzip(std::string_view data) {
   return out;
 }
 
+std::uint32_t crc32_of(std::string_view data, std::uint32_t crc) {
+  // zlib's length is a uInt: long views go in pieces.
+  while (!data.empty()) {
+    const auto n = static_cast<uInt>(std::min<std::size_t>(data.size(), 1u << 30));
+    crc = static_cast<std::uint32_t>(::crc32(crc, reinterpret_cast<const Bytef*>(data.data()), n));
+    data.remove_prefix(n);
+  }
+  return crc;
+}
+
 }  // namespace kiwi::agent

@@ -1,10 +1,12 @@
 // Compression (zlib): gzip of response bodies, which the HTTP server makes (http/response_cache.hpp
-// says when), and raw deflate of the history blocks the store writes.
+// says when), raw deflate of the history blocks the store writes, and the CRC-32 that frames
+// them in the tick log (store/tick_log.hpp).
 #pragma once
 
 #include <zlib.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -24,5 +26,8 @@ std::string deflate_raw(std::string_view data, int level = Z_DEFAULT_COMPRESSION
 // unspecified) if it does not: damaged, truncated, or longer. `out` is reused (no allocation once
 // it has grown to the size).
 bool inflate_raw(std::string_view data, std::size_t size, std::string& out);
+
+// CRC-32 (zlib's, as gzip's) of `data`, continuing from `crc` (0 to start). Thread-safe.
+std::uint32_t crc32_of(std::string_view data, std::uint32_t crc = 0);
 
 }  // namespace kiwi::agent
