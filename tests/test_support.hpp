@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <kiwi/plugin.hpp>
 #include <mutex>
 #include <stdexcept>
@@ -143,9 +144,37 @@ inline std::string quick_check(const std::filesystem::path& db) {
   return sqlite_value(db, "PRAGMA quick_check");
 }
 
-// Ticks committed to `db` (in blocks, and tick rows of an older agent's file), as a new reader
-// would find them after a crash: counted in a copy of the file and its WAL, so it also works while
-// an agent runs and holds the file.
+// Ticks in the tick log beside `db` (`<db>-ticks/*.ticks`, agent/src/store/tick_log.hpp), read
+// as that header documents the records (not through the store's code): every record that frames
+// (magic, size within the file) counts its header's ticks.
+inline std::size_t ticks_in_log(const std::filesystem::path& db) {
+  namespace fs = std::filesystem;
+  std::size_t ticks = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(db.string() + "-ticks", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().extension() != ".ticks") continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    const std::string f((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto u32 = [&](std::size_t at) {
+      std::uint32_t v = 0;
+      for (int i = 0; i < 4; ++i)
+        v |= std::uint32_t(static_cast<unsigned char>(f[at + i])) << (8 * i);
+      return v;
+    };
+    for (std::size_t at = 0; f.size() - at >= 32 && u32(at) == 0x316b546b;) {
+      const std::size_t size = u32(at + 4);
+      if (size > f.size() - at - 32) break;
+      ticks += u32(at + 24);
+      at += 32 + size;
+    }
+  }
+  return ticks;
+}
+
+// Ticks committed to `db` (in the tick log beside it, and in blocks and tick rows of an older
+// agent's file), as a new reader would find them after a crash: the file counted in a copy of it
+// and its WAL, so it also works while an agent runs and holds the file.
 inline std::size_t rows_on_disk(const std::filesystem::path& db) {
   namespace fs = std::filesystem;
   std::string dir = (fs::temp_directory_path() / "kiwi-rows-XXXXXX").string();
@@ -163,7 +192,7 @@ inline std::size_t rows_on_disk(const std::filesystem::path& db) {
     throw;
   }
   fs::remove_all(dir);
-  return rows;
+  return rows + ticks_in_log(db);
 }
 
 // A tmpfs of `size` (e.g. "64k") mounted at `dir` for the object's life, to fill up for real.

@@ -50,12 +50,13 @@ std::string health_body(HttpClient& c) {
 }  // namespace
 
 TEST_CASE("store faults: a damaged page is moved aside at start, health says so until a restart") {
-  // Enough history for the file to reach past the damaged pages (a tick of 50 series). Its
-  // timeout: health's status is about the store here, not about a call that outlasts the 100 ms
-  // interval on a busy machine (under qemu-user it sometimes does; the sensor is then "error").
+  // Enough for the file to reach past the damaged pages: a catalog of 602 series (the ticks go
+  // to the tick log beside it). Its timeout: health's status is about the store here, not about a
+  // call that outlasts the 100 ms interval on a busy machine (under qemu-user it sometimes does;
+  // the sensor is then "error").
   const std::string sensors = "[[sensor]]\nplugin = \"" KIWI_TEST_PLUGIN_DIR
                               "/test-labelled_sensor.so\"\ntimeout = \"10s\"\n"
-                              "options = { series = 16 }\n";
+                              "options = { series = 200 }\n";
   // stale_after: health's status is about the store here, not about a tick that comes late (an
   // agent built with ThreadSanitizer takes longer than 3 x 100 ms between its first two).
   Agent agent(sensors, "commit_interval = \"100ms\"\ninterval = \"100ms\"\nstale_after = \"10s\"");

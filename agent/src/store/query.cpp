@@ -350,6 +350,7 @@ void Window::read_tiers() {
     if (!rows.next()) throw conn_->db().error("cannot read history");
     for (int c : {0, 1})
       if (!rows.null(c)) raw_start = std::min(raw_start, rows.int64(c));
+    raw_start = std::min(raw_start, conn_->ticks().log->oldest());
     if (!rows.null(2)) minute_start = std::min(minute_start, floor_to(rows.int64(2), kRollupMs));
     src_.queue.for_each(
         [&](std::int64_t ts, const std::string&) { raw_start = std::min(raw_start, ts); });
@@ -633,6 +634,7 @@ HistoryResult run_query(const QuerySources& src, const HistoryQuery& q) {
       constexpr std::int64_t kUnit[] = {1, 1, kRollupMs, kHourMs, kDayMs};
       for (int c : {0, 1, 2, 3, 4})
         if (!rows.null(c)) oldest = std::min(oldest, floor_to(rows.int64(c), kUnit[c]));
+      oldest = std::min(oldest, conn->ticks().log->oldest());
     }
     src.pool.give_back(std::move(conn));
   }

@@ -18,13 +18,13 @@ int FoldedStatements::prepare(sql::Connection& db, const char* table) {
   return rc;
 }
 
-ReadConnection::ReadConnection(const std::string& path) {
+ReadConnection::ReadConnection(const std::string& path, const TickLog& log) {
   int rc = db_.open(path, sql::Access::read_only, history_vfs());
   if (rc == sql::kOk) {
     db_.busy_timeout(1000);
     rc = db_.try_exec(kCacheSizePragma);
   }
-  if (rc == sql::kOk) rc = ticks_.prepare(db_);
+  if (rc == sql::kOk) rc = ticks_.prepare(db_, log);
   if (rc == sql::kOk)
     rc = rollups_.prepare(db_,
                           "SELECT ts, data FROM rollups WHERE ts BETWEEN ?1 AND ?2 ORDER BY ts");
@@ -62,7 +62,7 @@ std::unique_ptr<ReadConnection> ReadPool::borrow() {
     }
     generation = generation_;
   }
-  auto conn = std::make_unique<ReadConnection>(path_);
+  auto conn = std::make_unique<ReadConnection>(path_, log_);
   conn->generation = generation;
   return conn;
 }
@@ -144,15 +144,24 @@ std::pair<std::uint64_t, std::int64_t> ticks_after(ReadPool& pool, const TickQue
       if (!rows.null(c)) newest = std::max<std::int64_t>(newest, rows.int64(c));
   }
   // A block that starts at or before after_ms may end after it: its later ticks count too.
+  std::string buf;
+  std::vector<std::pair<std::int64_t, std::string_view>> ticks;
+  auto straddling = [&](std::string_view block, std::int64_t ts) {
+    if (sample_codec::unpack_block(block, ts, buf, ticks))
+      for (auto& t : ticks)
+        if (t.first > after_ms) ++n, newest = std::max(newest, t.first);
+  };
   if (after_ms < INT64_MAX) {
     auto rows = conn->ticks().blocks_up.query(minus_saturating(after_ms, kMaxBlockSpanMs), after_ms,
                                               after_ms + 1);
-    std::string buf;
-    std::vector<std::pair<std::int64_t, std::string_view>> ticks;
-    while (rows.next())
-      if (sample_codec::unpack_block(rows.blob(1), rows.int64(0), buf, ticks))
-        for (auto& t : ticks)
-          if (t.first > after_ms) ++n, newest = std::max(newest, t.first);
+    while (rows.next()) straddling(rows.blob(1), rows.int64(0));
+    conn->ticks().log->blocks(after_ms + 1, INT64_MAX, false, [&](const TickLog::Block& b) {
+      if (b.ts > after_ms)
+        n += b.ticks, newest = std::max(newest, b.last);
+      else
+        straddling(b.data, b.ts);
+      return true;
+    });
   }
   pool.give_back(std::move(conn));
   queue.for_each([&](std::int64_t ts, const std::string&) {

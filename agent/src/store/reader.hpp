@@ -28,7 +28,8 @@ struct FoldedStatements {
 // A read-only connection (SQLITE_OPEN_READONLY): any write through it fails.
 class ReadConnection {
  public:
-  explicit ReadConnection(const std::string& path);  // throws StoreError
+  // `log`: the tick log beside the file, which outlives the connection.
+  ReadConnection(const std::string& path, const TickLog& log);  // throws StoreError
   ReadConnection(const ReadConnection&) = delete;
   ReadConnection& operator=(const ReadConnection&) = delete;
   sql::Connection& db() { return db_; }
@@ -43,8 +44,8 @@ class ReadConnection {
   // One row: the oldest tick row ts, the oldest block ts, the oldest rollup ts, the oldest hour
   // row ts, the oldest day row ts (each NULL if none).
   sql::Statement& bounds() { return bounds_; }
-  // One row, of what has ts > ?1: ticks in blocks, the newest block's last tick, tick rows, the
-  // newest tick row (NULL if none).
+  // One row, of what has ts > ?1: ticks in the blocks table, the newest block's last tick, tick
+  // rows, the newest tick row (NULL if none).
   sql::Statement& count_after() { return count_after_; }
 
  private:
@@ -63,7 +64,7 @@ class ReadConnection {
 // bumps the generation: connections to the file moved aside are closed on return.
 class ReadPool {
  public:
-  explicit ReadPool(std::string path) : path_(std::move(path)) {}
+  ReadPool(std::string path, const TickLog& log) : path_(std::move(path)), log_(log) {}
   // A connection of the pool, or a new one (StoreError). One that saw an error is not given back:
   // it is closed with the exception that drops it.
   std::unique_ptr<ReadConnection> borrow();
@@ -74,6 +75,7 @@ class ReadPool {
 
  private:
   const std::string path_;
+  const TickLog& log_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<ReadConnection>> pool_;
   std::uint64_t generation_ = 0;  // guarded by mutex_

@@ -14,6 +14,15 @@
 
 namespace kiwi::agent {
 
+std::string utc_stamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
 namespace {
 // 2: sample blobs in sample_codec format 2. A version-1 file is taken over as it is (its rows
 // stay in format 1, which decode() still reads) and marked 2, so an older agent refuses it
@@ -29,23 +38,16 @@ namespace {
 // for hour_retention (a year). A file of version 4 gets the days table, its days are folded by
 // the first commit, and it is marked 5: an agent of version 4 would prune its hour rows at its
 // one retention.
-constexpr int kSchemaVersion = 5;
+// 6: new raw ticks go to the tick log beside the file (`<path>-ticks/`, tick_log.hpp), not to
+// the blocks table. A file of version 5 keeps its blocks, read and pruned until retention has
+// taken them, and is marked 6: an agent of version 5 would not see the ticks in the log.
+constexpr int kSchemaVersion = 6;
 
 // Tables an agent creates (any version); sqlite_* are SQLite's own (autoindexes).
 bool our_table(std::string_view name) {
   return name == "series" || name == "samples" || name == "blocks" || name == "rollups" ||
          name == "hours" || name == "days" || name == "output_cursors" || name == "alert_state" ||
          name == "alert_events" || name.starts_with("sqlite_");
-}
-
-// 20261202T041700Z
-std::string utc_stamp() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
 }
 
 // PRAGMA quick_check(1) on `db`: `code` SQLITE_ROW with the verdict ("ok" or the first problem, on
@@ -168,15 +170,17 @@ std::future<std::string> check(sql::Connection& db, const Identity& id) {
   return {};
 }
 
-// The pragmas, and the tables a file of this identity lacks; marks it version 4.
+// The pragmas, and the tables a file of this identity lacks; marks it version 6.
 void create_or_migrate(sql::Connection& db, const Identity& id) {
-  // synchronous=NORMAL in WAL: a crash loses at most the last commits, never corrupts the file.
-  // 1 KiB pages: a commit rewrites every page it touches, and a few seconds of samples fill
-  // about one small page, so small pages cut the bytes written to flash per commit about
-  // threefold (measured: docs/benchmarks.md). Takes effect only for a new file.
+  // synchronous=FULL: the WAL is synced at each commit that wrote to it, as the tick log is at
+  // each append (tick_log.hpp), so after a power cut no tick on disk names a series the file
+  // lost. Commits that write here are few (new series, an hour's summaries once an hour,
+  // alerts, cursors); a sync writes no more bytes, it only orders them. 1 KiB pages: a commit
+  // rewrites every page it touches, so small pages cut the bytes written to flash per commit
+  // (measured: docs/benchmarks.md). Takes effect only for a new file.
   db.exec("PRAGMA page_size=1024");
   db.exec("PRAGMA journal_mode=WAL");
-  db.exec("PRAGMA synchronous=NORMAL");
+  db.exec("PRAGMA synchronous=FULL");
   // Debian builds SQLite with secure_delete on, which overwrites every page pruning frees with
   // zeros: a WAL frame each. FAST only zeroes what is rewritten anyway; telemetry needs no
   // shredding. Measured: a sixth fewer WAL frames at steady state.

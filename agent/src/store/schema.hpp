@@ -1,13 +1,15 @@
 // The history file: what it holds (below), whose it is, and a damaged one. Identifies a file
-// before anything is written to it, takes over versions 1-4, creates version 5, runs quick_check,
+// before anything is written to it, takes over versions 1-5, creates version 6, runs quick_check,
 // and moves a damaged file aside (recovery). The layers above prepare their statements on the
 // connection opened here.
 //
-// Schema (PRAGMA application_id = Store::kApplicationId, PRAGMA user_version = 5; a file of version
-// 1 to 4 is taken over, its rows still read):
+// Schema (PRAGMA application_id = Store::kApplicationId, PRAGMA user_version = 6; a file of version
+// 1 to 5 is taken over, its rows still read). The raw ticks are not in it: since version 6 they
+// are in the tick log beside it (`<path>-ticks/`, tick_log.hpp), a block per commit as below.
 //   series(id INTEGER PRIMARY KEY, name, labels, unit, kind)  -- files of version 1-4 also
 //                                   -- have UNIQUE(name, labels): kept, not needed
-//   blocks(ts INTEGER PRIMARY KEY   -- unix milliseconds of the block's first tick
+//   blocks(ts INTEGER PRIMARY KEY   -- what agents of version 3-5 wrote, read (and pruned) as
+//                                   -- long as such rows last: unix ms of the block's first tick
 //          , last INTEGER           -- of its last tick (last - ts < kMaxBlockSpanMs)
 //          , ticks INTEGER          -- how many ticks it holds
 //          , data BLOB)             -- the ticks, each with every value (sample_codec), deflated
@@ -33,14 +35,14 @@
 //           , acked_ms INTEGER)     -- newest sample ts the receiver acknowledged
 //   (created if missing in a file of any version: older agents ignore it)
 // Tiers, each pruned at its own retention ([collector] retention, minute_retention,
-// hour_retention): raw ticks (blocks; 24 h), minute summaries (hour rows; 30 days) and hour
+// hour_retention): raw ticks (the tick log; 24 h), minute summaries (hour rows; 30 days) and hour
 // summaries (day rows; a year). A minute's summary is made in memory (every sample of the minute,
 // also across a restart inside it: begin_minute()) and kept there, with the hour's other minutes
 // (minute_board.hpp), until the hour is over; the commit after that writes the hour's rows
 // (fold_hour()), and when the hour was a day's last, that day's rows from its hour rows
 // (fold_day()). So a minute's summary is written once, in its hour's rows: minute rows of their
-// own cost as many bytes again. What is in memory is made again from the ticks, which are in the
-// file: at the first minute after a start (the hours left unfolded since the last hour rows, and
+// own cost as many bytes again. What is in memory is made again from the ticks, which are on
+// disk: at the first minute after a start (the hours left unfolded since the last hour rows, and
 // the minutes of the hour in progress), and when the clock goes back into an hour already folded
 // (its rows are written again, whole). A query reads each span of time from one tier (query.cpp,
 // class Window): hour summaries for a step of whole hours, minute summaries for a step of a minute
@@ -50,12 +52,13 @@
 // series' rows by key: a day of one series is ~24 + 24 lookups whatever the number of series;
 // wider queries read the unit's rows as one range. One read transaction per query. Minute rows of
 // an older agent's file, and its whole-minute rows (version 3), are read where no hour rows are.
-// Flash wear sets the layout. append() keeps ticks in memory and flush() commits them every few
-// seconds (a crash loses at most that; queries see the queued ticks too) as one block row: the
-// ticks of a commit compress together about 3.4-fold (each repeats the series ids and most
-// values of the one before). Each page a
-// commit touches is a WAL frame, and a checkpoint writes it again: bytes written per hour follow
-// pages touched per commit (docs/benchmarks.md, "Disk writes").
+// Flash wear sets the layout. append() keeps ticks in memory and flush() commits them every
+// commit_interval (a crash loses at most that; queries see the queued ticks too) as one block,
+// appended to the tick log: the ticks of a commit compress together about 3.4-fold (each repeats
+// the series ids and most values of the one before). Each page an SQLite commit touches is a WAL
+// frame, and a checkpoint writes it again, so what stays in this file is what changes rarely:
+// new series, an hour's minute summaries once an hour, alerts, cursors (docs/benchmarks.md,
+// "Disk writes").
 // Whose file it is, and a damaged one. Before anything is written, the file is identified: ours
 // (our application_id, or an agent before it set one: user_version 1 or 2 and only our tables),
 // new (empty), or foreign, which is refused (ForeignDatabase) and left byte-identical. A file
@@ -98,7 +101,7 @@ sql::Connection open_history(const std::string& path);
 // Identifies the file `db` has open and makes it ready to write: refuses another application's
 // database (ForeignDatabase) or a newer schema (StoreError) untouched; runs quick_check (Malformed
 // if it finds damage); sets WAL and the pragmas; creates the tables of a new file, or adds what a
-// file of version 1-4 lacks and marks it version 5. The quick_check of a file that this leaves as
+// file of version 1-5 lacks and marks it version 6. The quick_check of a file that this leaves as
 // it is runs on a thread of its own instead: its verdict ("ok" or what it found) is the future
 // returned (invalid when the check ran here). Throws StoreError with SQLite's message.
 std::future<std::string> set_up_history(sql::Connection& db);
@@ -107,5 +110,8 @@ std::future<std::string> set_up_history(sql::Connection& db);
 // that exists); `stamp` is that time. Returns the new name. Throws StoreError "<why>; cannot move
 // it to ...".
 std::string move_aside(const std::string& path, const std::string& why, std::string& stamp);
+
+// The UTC time now, as the names of files moved aside carry it: 20261202T041700Z.
+std::string utc_stamp();
 
 }  // namespace kiwi::agent

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <mutex>
 
@@ -19,7 +20,7 @@ namespace kiwi::agent {
 
 class Store::Impl {
  public:
-  explicit Impl(std::string p) : path(std::move(p)), pool(path) {}
+  explicit Impl(std::string p) : path(std::move(p)), log(path + "-ticks"), pool(path, log) {}
   ~Impl() {
     pool.clear();
     writer.close();
@@ -32,8 +33,10 @@ class Store::Impl {
   // (waiting for it with `wait`); nullopt while it runs or when none was started. Writer thread.
   std::optional<std::string> check_verdict(bool wait);
   std::uint64_t recoveries() const;
+  std::uint64_t file_recoveries_now() const;
 
   const std::string path;
+  TickLog log;  // the raw ticks, beside the file (tick_log.hpp)
   TickQueue queue;
   SeriesTable series;
   Cursors cursors;
@@ -42,35 +45,45 @@ class Store::Impl {
   // The minute the writer summarises in memory now (INT64_MAX: none), for readers.
   std::atomic<std::int64_t> open_minute{INT64_MAX};
   MinuteBoard board;
-  Writer writer{queue, series, cursors, alerts, open_minute, board};
+  Writer writer{queue, log, series, cursors, alerts, open_minute, board};
 
   // quick_check of the file opened, on a thread of its own (set_up_history()); the writer's.
   std::future<std::string> check;
   std::optional<std::string> verdict;
 
   mutable std::mutex recovery_mutex;
-  std::uint64_t recovery_count = 0;
+  std::uint64_t recovery_count = 0;   // files moved aside: history files and tick log files
+  std::uint64_t file_recoveries = 0;  // history files moved aside (kMaxRecoveries)
   std::string recovery_note;
+  void note_recovery(std::string note);  // one more recovery, and what was done
 };
 
 void Store::Impl::open_file() {
+  // A history file made new here, not after a recovery: tick log files found beside it were
+  // another file's, whose series ids they name.
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  const bool fresh = file_recoveries_now() == 0 && (ec || size == 0);
   writer.attach(open_history(path));
   sql::Connection& db = writer.db();
   try {
     check = set_up_history(db);
+    if (fresh) log.clear();
     writer.prepare();
-    if (recoveries() > 0) return;  // a new file after a recovery: the catalog is kept in memory
+    if (file_recoveries_now() > 0)
+      return;  // a new file after a recovery: the catalog is kept in memory
     cursors.load(db);
     alerts.load(db);
     series.load(db);
     writer.set_committed(series.size());
   } catch (const Malformed&) {
-    if (recoveries() == 0) series.forget();  // after a recovery the catalog is the one in use
+    if (file_recoveries_now() == 0)
+      series.forget();  // after a recovery the catalog is the one in use
     writer.close();
     throw;
   } catch (const StoreError& e) {
     const int code = db.errcode();
-    if (recoveries() == 0) series.forget();
+    if (file_recoveries_now() == 0) series.forget();
     writer.close();
     if (sql::busy(code))  // history_vfs(): another agent, or a sqlite3 shell, has the file open
       throw StoreError(path +
@@ -91,8 +104,8 @@ void Store::Impl::open_file() {
 void Store::Impl::recover(const std::string& why) {
   {
     std::lock_guard lock(recovery_mutex);
-    if (recovery_count >= kMaxRecoveries)
-      throw StoreError(why + " (the history file was replaced " + std::to_string(recovery_count) +
+    if (file_recoveries >= kMaxRecoveries)
+      throw StoreError(why + " (the history file was replaced " + std::to_string(file_recoveries) +
                        " times since start already; not again until a restart)");
   }
   if (check.valid()) check.wait();  // of the file going aside: moot
@@ -104,10 +117,12 @@ void Store::Impl::recover(const std::string& why) {
   pool.discard();
   {
     std::lock_guard lock(recovery_mutex);
-    ++recovery_count;
-    recovery_note = why + "; moved to " + aside + " and a new history started at " + stamp +
-                    " (the samples in the damaged file are not served)";
+    ++file_recoveries;
   }
+  note_recovery(
+      why + "; moved to " + aside + " and a new history started at " + stamp +
+      " (the summaries in the damaged file are not served; the raw ticks are in the tick log, and "
+      "its minutes are summarised again)");
   try {
     open_file();
   } catch (const Malformed& e) {
@@ -116,6 +131,17 @@ void Store::Impl::recover(const std::string& why) {
   writer.set_committed(0);
   cursors.all_dirty();
   alerts.all_dirty();
+}
+
+void Store::Impl::note_recovery(std::string note) {
+  std::lock_guard lock(recovery_mutex);
+  ++recovery_count;
+  recovery_note = std::move(note);
+}
+
+std::uint64_t Store::Impl::file_recoveries_now() const {
+  std::lock_guard lock(recovery_mutex);
+  return file_recoveries;
 }
 
 std::uint64_t Store::Impl::recoveries() const {
@@ -134,7 +160,13 @@ void Store::Impl::commit(const Cutoffs& cutoffs, int prune_rows) {
   if (!writer.is_open()) open_file();  // a recovery could not create the new file: again now
   if (const auto v = check_verdict(true); v && *v != "ok")
     throw Malformed(path + ": quick_check: " + *v);  // before anything is written to it
-  writer.commit(cutoffs, prune_rows);
+  try {
+    writer.commit(cutoffs, prune_rows);
+  } catch (...) {
+    if (std::string note = log.take_note(); !note.empty()) note_recovery(std::move(note));
+    throw;
+  }
+  if (std::string note = log.take_note(); !note.empty()) note_recovery(std::move(note));
 }
 
 Store::Store(std::string path) : impl_(std::make_unique<Impl>(std::move(path))) {

@@ -1,5 +1,6 @@
-// History in SQLite (WAL): one writer (the collector's thread) and a pool of read-only connections
-// for the HTTP workers, at most one per worker thread at a time. The file is opened through
+// History in SQLite (WAL), and its raw ticks in the tick log beside it (`<path>-ticks/`): one
+// writer (the collector's thread) and a pool of read-only connections for the HTTP workers, at
+// most one per worker thread at a time. The file is opened through
 // SQLite's "unix-excl" VFS: connections of this process share it as usual, but the WAL index
 // lives in memory instead of a -shm file (which cost a third of the bytes written to flash), and
 // other processes cannot open the file while the agent runs ("in use by another process").
@@ -15,7 +16,8 @@
 //   alert_log.hpp     the alerts' state and transitions
 //   queue.hpp         the ticks not yet committed
 //   minute_board.hpp  the minute summaries not in the file yet (the hour in progress)
-//   ticks.hpp         reading ticks from blocks and older tick rows
+//   tick_log.hpp      the raw ticks: a file an hour beside the history file, appended to
+//   ticks.hpp         reading ticks from the tick log, blocks and older tick rows
 //   writer.hpp        append, minute, hour and day summaries (rollup.hpp), the commit, pruning
 //                     each tier at its own retention
 //   reader.hpp        the read pool, raw reads for the outputs
@@ -61,10 +63,12 @@ class Store {
     std::int64_t minutes = INT64_MIN;
     std::int64_t hours = INT64_MIN;
   };
-  // Commits the queued ticks (as one block; and new series) in one transaction, then deletes at
-  // most `prune_rows` blocks whose every tick is older than `cutoffs.raw` (and as many tick rows
-  // of an older agent's file), the minute summaries of whole hours before `cutoffs.minutes` and
-  // the hour summaries of whole days before `cutoffs.hours` (a step of each); never the ticks of
+  // Commits the new series (and hour rows, cursors, alerts) in one transaction, then appends the
+  // queued ticks to the tick log as one block and syncs it; deletes the tick log's files whose
+  // every tick is older than `cutoffs.raw` (what is left before it reads as gone), at most
+  // `prune_rows` blocks and as many tick rows of an older agent's file, the minute summaries of
+  // whole hours before `cutoffs.minutes` and the hour summaries of whole days before
+  // `cutoffs.hours` (a step of each); never the ticks of
   // the hour in progress nor the minute summaries of the day in progress, whatever the cutoffs
   // (the next tier is made from them when it ends, and after a restart). On failure (disk
   // full, I/O error) nothing queued is lost: it stays queued, up to kMaxPendingRows, for the next

@@ -2,7 +2,8 @@
 
 namespace kiwi::agent {
 
-int TickStatements::prepare(sql::Connection& db) {
+int TickStatements::prepare(sql::Connection& db, const TickLog& ticks) {
+  log = &ticks;
   static constexpr const char* kSql[] = {
       "SELECT ts, data FROM blocks WHERE ts BETWEEN ?1 AND ?2 AND last >= ?3 ORDER BY ts",
       "SELECT ts, data FROM blocks WHERE ts BETWEEN ?1 AND ?2 AND last >= ?3 ORDER BY ts DESC",

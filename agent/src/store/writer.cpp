@@ -12,8 +12,6 @@ void Writer::prepare() {
   auto prepare = [&](sql::Statement& st, const char* text) {
     if (st.prepare(file_.db, text) != sql::kOk) fail("cannot prepare statement");
   };
-  prepare(file_.insert_block,
-          "INSERT OR REPLACE INTO blocks(ts, last, ticks, data) VALUES(?1, ?2, ?3, ?4)");
   prepare(file_.delete_hour, "DELETE FROM hours WHERE ts BETWEEN ?1 AND ?2");
   prepare(file_.insert_hour, "INSERT OR REPLACE INTO hours(ts, data) VALUES(?1, ?2)");
   prepare(
@@ -24,7 +22,7 @@ void Writer::prepare() {
   prepare(file_.delete_day, "DELETE FROM days WHERE ts BETWEEN ?1 AND ?2");
   prepare(file_.prune_days,
           "DELETE FROM days WHERE ts IN (SELECT ts FROM days WHERE ts < ?1 ORDER BY ts LIMIT ?2)");
-  if (file_.ticks.prepare(file_.db) != sql::kOk) fail("cannot prepare statement");
+  if (file_.ticks.prepare(file_.db, log_) != sql::kOk) fail("cannot prepare statement");
   prepare(file_.prune_rollups,
           "DELETE FROM rollups WHERE ts IN (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts "
           "LIMIT ?2)");
@@ -106,7 +104,6 @@ void Writer::commit(const Store::Cutoffs& cutoffs, int prune_rows) {
                                       static_cast<int>(s.kind)) != sql::kDone)
         fail("cannot add series " + s.key);
     }
-    write_ticks(rows);
     for (std::int64_t day : unfolded_days_) fold_day(day);
     write_hours();
     if (prune_rows > 0) prune(cutoffs, prune_rows);
@@ -130,6 +127,9 @@ void Writer::commit(const Store::Cutoffs& cutoffs, int prune_rows) {
     closed_hours_.clear();
     publish();
   }
+  // After the series they name are committed. A failure (StoreError) leaves the rows queued for
+  // the next commit.
+  write_ticks(rows);
   queue_.drop_until(rows.empty() ? INT64_MIN : rows.back().first);
 }
 
@@ -141,10 +141,7 @@ void Writer::write_ticks(const std::vector<TickQueue::Row>& rows) {
                     rows[j].first - rows[i].first < kMaxBlockSpanMs;)
       ++j;
     const std::string block = sample_codec::pack_block(rows[i].first, &rows[i], &rows[0] + j);
-    if (file_.insert_block.execute(rows[i].first, rows[j - 1].first,
-                                   static_cast<std::int64_t>(j - i),
-                                   sql::Blob{block}) != sql::kDone)
-      fail("cannot write samples");
+    log_.append(rows[i].first, rows[j - 1].first, static_cast<std::uint32_t>(j - i), block);
   }
 }
 
@@ -172,12 +169,13 @@ void Writer::step_range(sql::Statement& st, std::int64_t a, std::int64_t b, cons
 
 int Writer::prune(const Store::Cutoffs& cutoffs, int max_rows) {
   int deleted = 0;
-  // Each tier goes at its own cutoff, from the left edge of its table. Blocks hold a tick or
-  // more, so max_rows of them are at least max_rows ticks. Minute rows go at 1/60 of that pace per
-  // group (a minute is a row per kGroupSeries series): queries read a folded hour from its hour
-  // rows, so they outlive the raw ticks only in an hour that was not folded. Hour rows go a whole
-  // hour at a time (series + 1 rows) once their hour has ended before the minutes' cutoff, day
-  // rows a whole day at a time once it has ended before the hours' cutoff.
+  // Each tier goes at its own cutoff, from the left edge of its table: the tick log's whole files
+  // (what is left of a file before the cutoff reads as gone), and a version-5 file's blocks,
+  // which hold a tick or more, so max_rows of them are at least max_rows ticks. Minute rows go at
+  // 1/60 of that pace per group (a minute is a row per kGroupSeries series): queries read a folded
+  // hour from its hour rows, so they outlive the raw ticks only in an hour that was not folded.
+  // Hour rows go a whole hour at a time (series + 1 rows) once their hour has ended before the
+  // minutes' cutoff, day rows a whole day at a time once it has ended before the hours' cutoff.
   const int groups = static_cast<int>(series_.size() / Store::kGroupSeries + 1);
   const int series_rows = static_cast<int>(series_.size() + 1);
   auto run = [&](sql::Statement& st, std::int64_t cut, int rows) {
@@ -198,6 +196,7 @@ int Writer::prune(const Store::Cutoffs& cutoffs, int max_rows) {
   const std::int64_t minutes = unfolded == INT64_MIN
                                    ? INT64_MIN
                                    : std::min(cutoffs.minutes, floor_to(unfolded, Store::kDayMs));
+  deleted += log_.prune(raw);
   run(file_.prune, raw, max_rows);
   run(file_.prune_rows, raw, max_rows);
   run(file_.prune_rollups, raw, (max_rows / 60 + 1) * groups);

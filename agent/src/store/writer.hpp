@@ -1,7 +1,7 @@
 // The write side (one thread, the collector's): the queue of ticks, the minute summaries (rollups)
-// and their folding into hour rows, pruning, and the commit that writes them with the new series
-// and the output cursors in one transaction. Rollup and hour layout: schema.hpp; the minute and
-// hour code is rollup.cpp, the rest writer.cpp.
+// and their folding into hour rows, pruning, and the commit: the new series, the hour rows, the
+// output cursors and the alerts in one transaction, then the ticks appended to the tick log. Rollup
+// and hour layout: schema.hpp; the minute and hour code is rollup.cpp, the rest writer.cpp.
 #pragma once
 
 #include <atomic>
@@ -19,6 +19,7 @@
 #include "store/series_table.hpp"
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
+#include "store/tick_log.hpp"
 #include "store/ticks.hpp"
 
 namespace kiwi::agent {
@@ -26,9 +27,8 @@ namespace kiwi::agent {
 // The writer's connection and its statements, prepared at open and closed together.
 struct WriterFile {
   sql::Connection db;
-  sql::Statement insert_block;
   sql::Statement insert_series;
-  sql::Statement prune;       // blocks wholly before ?1, at most ?2
+  sql::Statement prune;       // blocks (of a version-5 file) wholly before ?1, at most ?2
   sql::Statement prune_rows;  // tick rows before ?1, at most ?2
   TickStatements ticks;       // begin_minute() reads a minute's ticks with them
   sql::Statement prune_rollups;
@@ -48,9 +48,11 @@ class Writer {
   // stored rollup row of that minute is partial (written before a restart), so queries read its
   // samples instead.
   // `board`: the minute summaries not in the file yet, for readers (minute_board.hpp).
-  Writer(TickQueue& queue, SeriesTable& series, Cursors& cursors, AlertLog& alerts,
+  // `log`: where the ticks go (tick_log.hpp).
+  Writer(TickQueue& queue, TickLog& log, SeriesTable& series, Cursors& cursors, AlertLog& alerts,
          std::atomic<std::int64_t>& open_minute, MinuteBoard& board)
       : queue_(queue),
+        log_(log),
         series_(series),
         cursors_(cursors),
         alerts_(alerts),
@@ -99,6 +101,7 @@ class Writer {
   void fold_day(std::int64_t day);
 
   TickQueue& queue_;
+  TickLog& log_;
   SeriesTable& series_;
   Cursors& cursors_;
   AlertLog& alerts_;

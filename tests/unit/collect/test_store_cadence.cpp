@@ -1,6 +1,7 @@
 // The store's cadence: readings are queued every tick and committed every commit_interval of
 // stamps, and what is queued at stop is committed.
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "collect/store_cadence.hpp"
 #include "fake_clock.hpp"
@@ -9,6 +10,7 @@
 
 using namespace kiwi::agent;
 using namespace std::chrono_literals;
+namespace fs = std::filesystem;
 
 namespace {
 using Lines = kiwi_test::LogLines;
@@ -64,8 +66,12 @@ TEST_CASE("store cadence: each tier is pruned at its own retention") {
     return std::stoll(kiwi_test::sqlite_value(
         c.db.path(), (std::string("SELECT min(ts) FROM ") + table).c_str()));
   };
-  // Ticks: blocks of one tick, each gone once older than 2 h.
-  CHECK(oldest("blocks") == end - 2 * kHour);
+  // Ticks: read as gone once older than 2 h; their files deleted once every tick in them is
+  // (a file holds blocks that start in its hour, and a block spans at most 5 minutes).
+  CHECK(c.store.read_raw(INT64_MIN, 1).at(0).ts_ms == end - 2 * kHour);
+  CHECK_FALSE(
+      fs::exists(c.db.path() + "-ticks/" + std::to_string((end - 4 * kHour) / 1000) + ".ticks"));
+  CHECK(fs::exists(c.db.path() + "-ticks/" + std::to_string((end - 3 * kHour) / 1000) + ".ticks"));
   // Minute summaries: whole hours, gone once their hour ended 2 days before.
   CHECK(oldest("hours") == end - 2 * kDay);
   // Hour summaries: whole days, gone once their day ended 3 days before (day 2 ends at day 3).

@@ -2,6 +2,7 @@
 // agent/src/store): metrics to append, ticks appended as the collector does, and query results.
 #pragma once
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -35,6 +36,22 @@ inline void append(Store& s, std::int64_t ts, const std::vector<kiwi::MetricValu
 inline std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The oldest raw tick a reader finds (INT64_MAX: none).
+inline std::int64_t oldest_tick(const Store& store) {
+  const auto raw = store.read_raw(INT64_MIN, 1);
+  return raw.empty() ? INT64_MAX : raw.front().ts_ms;
+}
+
+// The hours of the tick log's files beside `db` (unix ms), oldest first.
+inline std::vector<std::int64_t> log_hours(const std::string& db) {
+  std::vector<std::int64_t> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(db + "-ticks", ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".ticks") out.push_back(std::stoll(it->path().stem()) * 1000);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 inline const kiwi::HistorySeries* find(const kiwi::HistoryResult& r, const std::string& key) {

@@ -13,7 +13,8 @@ TEST_CASE("store: the read-only connection refuses writes") {
   TempDb db;
   Store store(db.path());
   append(store, 1000, {metric("a", 1, "")});
-  ReadConnection reader(db.path());
+  TickLog log(db.path() + "-ticks");
+  ReadConnection reader(db.path(), log);
   CHECK(reader.db().try_exec("DELETE FROM samples") == SQLITE_READONLY);
   CHECK(store.query({}).timestamps.size() == 1);
 }

@@ -67,13 +67,14 @@ TEST_CASE("store: a page damaged while closed is found by quick_check and moved 
     return wide;
   };
   const auto wide = wide_at(0);
-  {
+  {  // 200 ticks over 66 minutes: the first hour's minute summaries are in the file
     Store store(db.path());
-    for (int t = 0; t < 200; ++t) append(store, t * 1000, wide_at(t), t % 10 == 9);
+    for (int t = 0; t < 200; ++t) append(store, t * 20'000, wide_at(t), t % 10 == 9);
     store.flush(0, 0);
   }
   REQUIRE(fs::file_size(db.path()) > 20 * 1024);
-  // Past the tables' root pages (read at open), in the blocks' data: found by quick_check only.
+  // Past the tables' root pages (read at open), in the hour rows' data: found by quick_check
+  // only.
   scribble(db.path(), 16 * 1024, 2048, 16);  // dd bs=1024 seek=16 count=2, deterministic
   const std::string damaged = slurp(db.path());
   SECTION("the collector asks, and flushes once the check has found it") {
@@ -84,19 +85,20 @@ TEST_CASE("store: a page damaged while closed is found by quick_check and moved 
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     REQUIRE(store.damage_found());
     CHECK(slurp(db.path()) == damaged);  // nothing written to it meanwhile
-    append(store, 300'000, wide);        // the flush moves it aside and commits to a new file
+    append(store, 4'000'000, wide);      // the flush moves it aside and commits to a new file
     CHECK(store.recoveries() == 1);
     CHECK_THAT(store.recovery_note(),
                Catch::Contains("quick_check") && Catch::Contains("new history started"));
     CHECK_FALSE(store.damage_found());  // the new file's
-    CHECK(kiwi_test::rows_on_disk(db.path()) == 1);
+    // The ticks are in the tick log, not in the damaged file: they stay, under the same ids.
+    CHECK(kiwi_test::rows_on_disk(db.path()) == 201);
     CHECK(store.series()->size() == 50);  // ids kept: the catalog is in memory
   }
   SECTION("a flush before the check has finished waits for its verdict") {
     Store store(db.path());
-    append(store, 300'000, wide);
+    append(store, 4'000'000, wide);
     CHECK(store.recoveries() == 1);
-    CHECK(kiwi_test::rows_on_disk(db.path()) == 1);
+    CHECK(kiwi_test::rows_on_disk(db.path()) == 201);
     std::vector<fs::path> aside;
     for (auto& e : fs::directory_iterator(db.dir))
       if (e.path().filename().string().starts_with("kiwi.db.corrupt-")) aside.push_back(e.path());
@@ -131,11 +133,13 @@ TEST_CASE("store: a commit that finds the file damaged moves it aside and keeps 
   store.flush(250'000, 100);  // reads the damaged pages (pruning the oldest rows)
   CHECK(store.recoveries() == 1);
   CHECK(store.pending_rows() == 0);
-  CHECK(kiwi_test::rows_on_disk(db.path()) == 2);
+  // The ticks committed before are in the tick log, not in the damaged file: they stay.
+  CHECK(kiwi_test::rows_on_disk(db.path()) == 302);
   kiwi::HistoryQuery q;
   q.patterns = {"late", "m3"};
+  q.limit = 3;
   auto r = store.query(q);
-  CHECK(r.timestamps == std::vector<double>{301, 302});
+  CHECK(r.timestamps == std::vector<double>{299, 301, 302});
   REQUIRE(r.series.size() == 2);
   CHECK(r.series[0].key == "m3");
   CHECK(r.series[1].key == "late");
@@ -193,7 +197,7 @@ TEST_CASE("store: a database from a newer agent is refused, not rewritten") {
   CHECK_THROWS_WITH(Store(db.path()), Catch::Contains("schema version 7"));
 }
 
-TEST_CASE("store: a version-1 database is taken over: its rows still read, new ticks in blocks") {
+TEST_CASE("store: a version-1 database is taken over: its rows still read, new ticks in the log") {
   TempDb db;
   {
     // What the agent wrote before schema version 2: a format-1 row (id 1 = 1.5 as float32).
@@ -221,12 +225,14 @@ TEST_CASE("store: a version-1 database is taken over: its rows still read, new t
     CHECK(std::isnan(r.series[1].values[0]));
     CHECK(r.series[1].values[1] == 0);
   }
-  // Marked version 4, so an older agent refuses the file instead of missing the new ticks.
-  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "5");
+  // Marked version 6, so an older agent refuses the file instead of missing the new ticks.
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "6");
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM samples") == "1");  // as it was
-  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT ticks FROM blocks WHERE ts = 2000") == "1");
-  const char* first_byte = "SELECT hex(substr(data, 1, 1)) FROM blocks WHERE ts = 2000";
-  CHECK(kiwi_test::sqlite_value(db.path(), first_byte) == "03");  // format 3, too small to deflate
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM blocks") == "0");
+  CHECK(kiwi_test::ticks_in_log(db.path()) == 1);
+  const std::string log = slurp(db.path() + "-ticks/0.ticks");  // the hour of 2000 ms
+  REQUIRE(log.size() > 32);
+  CHECK(log[32] == 3);  // the block: format 3, too small to deflate
   Store again(db.path());
   CHECK(again.query({}).series[0].values == std::vector<double>{1.5, 2.5});
 }
@@ -326,7 +332,7 @@ TEST_CASE("store: a version-2 database's tick rows are read beside the blocks, t
     append(store, t * 1000, {metric("x", t, "")}, false);
     if (t % 10 == 9) store.flush(0, 0);
   }
-  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "5");
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "6");
   CHECK(kiwi_test::rows_on_disk(db.path()) == 120);
   // The latest 5 run from the blocks; 8 around 60 s cross from the rows to the blocks.
   kiwi::HistoryQuery q;
@@ -427,7 +433,7 @@ TEST_CASE("store: a version-3 file's whole-minute rows read as group 0, then giv
     sqlite3_close(h);
   }
   Store store(db.path());
-  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "5");
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "6");
   const auto after = answers(store);
   for (std::size_t i = 0; i < keys.size(); ++i) {
     INFO("series " << keys[i]);

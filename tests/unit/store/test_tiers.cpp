@@ -129,8 +129,7 @@ TEST_CASE("store: tiers: hour summaries answer as the samples do, and take over 
     // Raw ticks of the first two days go, and the minutes of the first one.
     Store::Cutoffs cut{t0 + 2 * kDay, t0 + kDay, INT64_MIN};
     for (int i = 0; i < 400; ++i) store.flush(cut, 1000);
-    CHECK(count(db, "SELECT count(*) FROM blocks WHERE ts < " +
-                        std::to_string(t0 + 2 * kDay - 60'000)) == "0");
+    CHECK(oldest_tick(store) >= t0 + 2 * kDay - 60'000);
     CHECK(count(db, "SELECT count(*) FROM hours WHERE ts < " + std::to_string(t0 + kDay)) == "0");
     CHECK(count(db, "SELECT count(*) FROM hours WHERE ts >= " + std::to_string(t0 + kDay)) != "0");
     // The same answers where a tier is left for it; seamless across each edge.
@@ -180,7 +179,7 @@ TEST_CASE(
     sqlite3_close(h);
   }
   Store store(db.path());
-  CHECK(count(db, "PRAGMA user_version") == "5");
+  CHECK(count(db, "PRAGMA user_version") == "6");
   check_answers(store, t0, t0 + kSpan, kHour);  // from minutes, before the fold
   append(store, t0 + kSpan, {metric("a", 0, ""), metric("b", 0, "")}, false);
   store.flush(0, 0);
@@ -203,11 +202,13 @@ TEST_CASE("store: tiers: retentions under an hour and a day keep what the next t
       append(store, ts, {metric("a", a_at(i), ""), metric("b", static_cast<double>(i), "")}, false);
       if (i % 6 == 5) store.flush(Store::Cutoffs{ts - 60'000, ts - 60'000, INT64_MIN}, 1000);
     }
+    // The ticks of 23:00-23:29 outlived their retention until hour 23 was folded; then they went
+    // (the tick log deletes a file later, once its hour is two behind; readers do not see what
+    // is left of it before the cutoff).
+    if (b == to) CHECK(oldest_tick(store) >= t0 + kDay);
   };  // no close_current_minute() nor a last flush: as a kill -9 after a commit
   run(from, kill_at);
   run(kill_at, to);
-  // The ticks of 23:00-23:29 outlived their retention until hour 23 was folded; then they went.
-  CHECK(count(db, "SELECT count(*) FROM blocks WHERE last < " + std::to_string(t0 + kDay)) == "0");
   // Minute summaries of day 0 stayed until its hour summaries were made, then went.
   CHECK(count(db, "SELECT count(*) FROM days WHERE ts = " + std::to_string(t0)) == "1");
   CHECK(count(db, "SELECT count(*) FROM hours WHERE ts < " + std::to_string(t0 + kDay)) == "0");

@@ -1,4 +1,6 @@
 // The writer (store/writer.hpp, store/rollup.cpp): the queue, commits, retention, minute summaries.
+#include <sqlite3.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
@@ -8,32 +10,40 @@
 using namespace kiwi::agent;
 using namespace store_test;
 
-TEST_CASE("store: retention deletes old samples in small steps, a commit's block at a time") {
+TEST_CASE("store: retention hides old ticks at once and deletes the tick log's files whole") {
   TempDb db;
   Store store(db.path());
   for (int i = 0; i < 100; ++i) {  // ten commits of ten ticks: ten blocks
     append(store, i * 1000, {metric("a", i, "")}, false);
     if (i % 10 == 9) store.flush(0, 0);
   }
-  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM blocks") == "10");
+  CHECK(kiwi_test::ticks_in_log(db.path()) == 100);
+  CHECK(log_hours(db.path()) == std::vector<std::int64_t>{0});
+  kiwi::HistoryQuery q;
+  q.limit = 1000;
   // Ticks of the hour in progress stay whatever the cutoff (its minutes are made again from them
   // after a restart): the next hour begins, so those go as the cutoff says.
   store.flush(50'000, 2);
-  CHECK(kiwi_test::rows_on_disk(db.path()) == 100);
+  CHECK(store.query(q).timestamps.size() == 100);
   append(store, 3'600'000, {metric("a", 0, "")}, false);
   store.flush(50'000, 2);
-  CHECK(kiwi_test::rows_on_disk(db.path()) == 81);  // a step, not everything at once
-  store.flush(50'000, 2);
-  CHECK(kiwi_test::rows_on_disk(db.path()) == 61);
-  store.flush(50'000, 2);  // the block of 40-49 s; 50-59 s is not older than 50 s
-  CHECK(kiwi_test::rows_on_disk(db.path()) == 51);
-  store.flush(54'000, 2);  // a block goes whole: 50-53 s stay until 59 s is old enough
-  CHECK(kiwi_test::rows_on_disk(db.path()) == 51);
-  kiwi::HistoryQuery q;
-  q.limit = 1000;
   auto r = store.query(q);
-  CHECK(r.timestamps.size() == 51);
+  CHECK(r.timestamps.size() == 51);  // the blocks of 50-59 s on, and the new tick
   CHECK(r.timestamps.front() == 50);
+  CHECK(store.read_raw(0, 1000).size() == 51);
+  CHECK(store.ticks_after(0) == std::pair<std::uint64_t, std::int64_t>{51, 3'600'000});
+  store.flush(54'000, 2);  // a block goes whole: 50-53 s stay until 59 s is old enough
+  CHECK(store.query(q).timestamps.size() == 51);
+  // The file stays while it may hold a tick not yet past the cutoff: a block that starts in its
+  // hour may end 5 minutes after it.
+  CHECK(kiwi_test::ticks_in_log(db.path()) == 101);
+  append(store, 7'200'000, {metric("a", 0, "")}, false);
+  store.flush(3'900'000, 2);
+  CHECK(log_hours(db.path()) == std::vector<std::int64_t>{3'600'000, 7'200'000});
+  CHECK(store.query(q).timestamps == std::vector<double>{7200});
+  // A longer retention (a reload) finds again what is still on disk.
+  store.flush(0, 2);
+  CHECK(store.query(q).timestamps == std::vector<double>{3600, 7200});
 }
 
 TEST_CASE("store: queued samples are visible to queries before they reach the disk") {
@@ -94,24 +104,37 @@ TEST_CASE("store: a full disk loses nothing: samples stay queued until there is 
 
 TEST_CASE("store: pruning does not write out the pages it frees") {
   // Debian's SQLite zero-fills every freed page (secure_delete), one WAL frame each; the store
-  // turns that off, so deleting old rows costs well under a frame per page freed.
+  // turns that off, so deleting old rows costs well under a frame per page freed. Shown on the
+  // blocks of a version-5 file (new ticks go to the tick log; hour and day rows are pruned the
+  // same way).
   TempDb db;
-  Store store(db.path());
-  std::minstd_rand rng(39);  // values of no pattern, which deflate cannot shrink much
-  for (int i = 0; i < 400; ++i) {
-    std::vector<kiwi::MetricValue> ms;
-    for (int j = 0; j < 40; ++j)
-      ms.push_back(metric("m" + std::to_string(j), rng() % 100003 / 7.0));
-    append(store, i * 1000, ms, false);
-    if (i % 10 == 9) store.flush(0, 0);  // 40 blocks of about two pages each
+  {
+    Store store(db.path());
+    append(store, 0, {metric("m0", 0)});
   }
+  {
+    sqlite3* h = nullptr;
+    REQUIRE(sqlite3_open(db.path().c_str(), &h) == SQLITE_OK);
+    std::minstd_rand rng(39);  // bytes of no pattern: 40 blocks of about two pages each
+    std::string sql = "BEGIN;";
+    for (int b = 0; b < 40; ++b) {
+      std::string hex;
+      for (int i = 0; i < 1800; ++i) hex += "0123456789ABCDEF"[rng() % 16];
+      sql += "INSERT INTO blocks VALUES(" + std::to_string(1000 + b * 10'000) + ", " +
+             std::to_string(1000 + b * 10'000 + 9000) + ", 10, X'" + hex + hex + "');";
+    }
+    sql += "COMMIT; PRAGMA user_version=5;";
+    REQUIRE(sqlite3_exec(h, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(h);
+  }
+  Store store(db.path());
   append(store, 3'600'000, {metric("m0", 0)});  // the hour is over: its ticks may go
   const auto wal_frames = [&] { return fs::file_size(db.path() + "-wal") / (1024 + 24); };
   const auto before = wal_frames();
-  store.flush(200'000, 200);  // half of them go (20 blocks)
+  store.flush(201'000, 200);  // half of them go (20 blocks)
   const auto written = wal_frames() - before;
   const auto freed = std::stoul(kiwi_test::sqlite_value(db.path(), "PRAGMA freelist_count"));
-  CHECK(kiwi_test::rows_on_disk(db.path()) == 201);
+  CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM blocks") == "20");
   INFO("pruning freed " << freed << " pages and wrote " << written << " WAL frames");
   CHECK(freed >= 30);
   CHECK(written * 4 < freed * 3);

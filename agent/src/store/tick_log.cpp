@@ -1,0 +1,339 @@
+#include "store/tick_log.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "base/compress.hpp"
+#include "base/files.hpp"
+#include "store/millis.hpp"
+#include "store/sample_codec.hpp"
+#include "store/schema.hpp"
+#include "store/sqlite.hpp"
+#include "store/store.hpp"
+
+namespace kiwi::agent {
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::string_view kSuffix = ".ticks";
+
+void put_u32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out += static_cast<char>(v >> (8 * i));
+}
+void put_i64(std::string& out, std::int64_t v) {
+  const auto u = static_cast<std::uint64_t>(v);
+  for (int i = 0; i < 8; ++i) out += static_cast<char>(u >> (8 * i));
+}
+std::uint64_t get(std::string_view s, std::size_t at, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i)
+    v |= static_cast<std::uint64_t>(static_cast<unsigned char>(s[at + i])) << (8 * i);
+  return v;
+}
+
+struct Record {
+  std::int64_t ts, last;
+  std::uint32_t ticks;
+  std::size_t at;    // of its header in the file
+  std::size_t size;  // of its block
+  std::uint32_t crc;
+  std::string_view block(std::string_view file) const {
+    return file.substr(at + TickLog::kHeaderBytes, size);
+  }
+  bool intact(std::string_view file) const {
+    return crc32_of(block(file), crc32_of(file.substr(at, 28))) == crc;
+  }
+};
+
+// What follows the last record that frames: nothing, a record cut short (a torn append), or bytes
+// that are no record's header.
+enum class Tail { none, torn, garbage };
+
+// The records of `file` as far as they frame; `end` is where the last one ends.
+Tail frame(std::string_view file, std::vector<Record>& out, std::size_t& end) {
+  out.clear();
+  std::size_t at = 0;
+  Tail tail = Tail::none;
+  while (at < file.size()) {
+    if (file.size() - at < TickLog::kHeaderBytes) {
+      tail = Tail::torn;
+      break;
+    }
+    if (get(file, at, 4) != TickLog::kMagic) {
+      tail = Tail::garbage;
+      break;
+    }
+    const std::size_t size = get(file, at + 4, 4);
+    if (size > file.size() - at - TickLog::kHeaderBytes) {
+      tail = Tail::torn;
+      break;
+    }
+    out.push_back(Record{static_cast<std::int64_t>(get(file, at + 8, 8)),
+                         static_cast<std::int64_t>(get(file, at + 16, 8)),
+                         static_cast<std::uint32_t>(get(file, at + 24, 4)), at, size,
+                         static_cast<std::uint32_t>(get(file, at + 28, 4))});
+    at += TickLog::kHeaderBytes + size;
+  }
+  end = at;
+  return tail;
+}
+
+// The whole of `path` into `out`; false if it does not exist (pruned meanwhile).
+bool read_whole(const std::string& path, std::string& out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
+    throw StoreError(path + ": cannot open: " + std::strerror(errno));
+  }
+  struct stat st {};
+  out.clear();
+  if (::fstat(fd, &st) == 0) out.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw StoreError(path + ": cannot read: " + std::strerror(e));
+    }
+    if (n == 0) break;  // shorter than fstat said: read what is there
+    got += static_cast<std::size_t>(n);
+  }
+  out.resize(got);
+  ::close(fd);
+  return true;
+}
+
+void sync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+TickLog::~TickLog() {
+  close_fd();
+}
+
+std::string TickLog::file_of(std::int64_t hour) const {
+  return dir_ + "/" + std::to_string(hour / 1000) + std::string(kSuffix);
+}
+
+std::vector<std::int64_t> TickLog::hours() const {
+  std::vector<std::int64_t> out;
+  std::error_code ec;
+  fs::directory_iterator it(dir_, ec), end;
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return out;
+    throw StoreError(dir_ + ": cannot list: " + ec.message());
+  }
+  for (; it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
+    std::int64_t s = 0;
+    const char* last = name.data() + name.size() - kSuffix.size();
+    auto [p, err] = std::from_chars(name.data(), last, s);
+    if (err != std::errc() || p != last || s % 3600 != 0) continue;
+    if (s > INT64_MAX / 1000 || s < INT64_MIN / 1000) continue;
+    out.push_back(s * 1000);
+  }
+  if (ec) throw StoreError(dir_ + ": cannot list: " + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void TickLog::close_fd() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  fd_hour_ = INT64_MIN;
+}
+
+void TickLog::open_for_append(std::int64_t hour) {
+  if (fd_ >= 0 && fd_hour_ == hour) return;
+  close_fd();
+  if (!dir_made_) {
+    try {
+      make_directories(dir_);
+    } catch (const std::system_error& e) {
+      throw StoreError(e.what());
+    }
+    dir_made_ = true;
+  }
+  const std::string path = file_of(hour);
+  for (int attempt = 0;; ++attempt) {
+    std::error_code ec;
+    const bool existed = fs::exists(fs::symlink_status(path, ec));
+    int fd;
+    try {
+      fd = open_or_create_file(path);
+    } catch (const std::system_error& e) {
+      throw StoreError(e.what());
+    }
+    if (!existed) {
+      sync_directory(dir_);  // the new name survives a power cut with the records in it
+      fd_ = fd, fd_hour_ = hour, fd_size_ = 0;
+      return;
+    }
+    std::string file;
+    read_whole(path, file);
+    std::vector<Record> records;
+    std::size_t end = 0;
+    Tail tail = frame(file, records, end);
+    // A last record that frames but fails its CRC is an append cut short too (the size written,
+    // not all of the block).
+    if (tail == Tail::none && !records.empty() && !records.back().intact(file)) {
+      tail = Tail::torn;
+      end = records.back().at;
+    }
+    if (tail == Tail::torn) {
+      if (::ftruncate(fd, static_cast<off_t>(end)) != 0 || ::fdatasync(fd) != 0) {
+        const int e = errno;
+        ::close(fd);
+        throw StoreError(path + ": cannot cut off a torn record: " + std::strerror(e));
+      }
+    } else if (tail == Tail::garbage && attempt == 0) {
+      ::close(fd);
+      std::string aside = path + ".corrupt-" + utc_stamp();
+      for (int n = 2; fs::exists(aside, ec); ++n)
+        aside = path + ".corrupt-" + utc_stamp() + "-" + std::to_string(n);
+      fs::rename(path, aside, ec);
+      if (ec)
+        throw StoreError(path + ": damaged; cannot move it to " + aside + ": " + ec.message());
+      std::lock_guard lock(note_mutex_);
+      if (!note_.empty()) note_ += "; ";
+      note_ += path + ": damaged at byte " + std::to_string(end) + " (not a record); moved to " +
+               aside + " (its ticks are not served) and the hour's file started anew";
+      continue;
+    }
+    fd_ = fd, fd_hour_ = hour, fd_size_ = tail == Tail::garbage ? file.size() : end;
+    return;
+  }
+}
+
+void TickLog::append(std::int64_t ts, std::int64_t last, std::uint32_t ticks,
+                     std::string_view block) {
+  open_for_append(floor_to(ts, Store::kHourMs));
+  std::string rec;
+  rec.reserve(kHeaderBytes + block.size());
+  put_u32(rec, kMagic);
+  put_u32(rec, static_cast<std::uint32_t>(block.size()));
+  put_i64(rec, ts);
+  put_i64(rec, last);
+  put_u32(rec, ticks);
+  put_u32(rec, crc32_of(block, crc32_of(rec)));
+  rec += block;
+  const std::string path = file_of(fd_hour_);
+  auto fail = [&](const char* what) {
+    const int e = errno;
+    if (::ftruncate(fd_, static_cast<off_t>(fd_size_)) != 0) close_fd();  // checked again
+    throw StoreError(path + ": " + what + ": " + std::strerror(e) +
+                     (e == ENOSPC || e == EDQUOT ? " (the disk is full)" : ""));
+  };
+  for (std::size_t done = 0; done < rec.size();) {
+    const ssize_t n =
+        ::pwrite(fd_, rec.data() + done, rec.size() - done, static_cast<off_t>(fd_size_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("cannot write ticks");
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fdatasync(fd_) != 0) fail("cannot sync ticks");
+  fd_size_ += rec.size();
+}
+
+int TickLog::prune(std::int64_t cut) {
+  floor_.store(cut, std::memory_order_relaxed);
+  int deleted = 0;
+  // A file holds blocks that start in its hour and end within kMaxBlockSpanMs of their start.
+  for (std::int64_t hour : hours()) {
+    if (hour > minus_saturating(cut, Store::kHourMs + kMaxBlockSpanMs)) break;
+    if (hour == fd_hour_) close_fd();
+    std::error_code ec;
+    if (fs::remove(file_of(hour), ec)) ++deleted;
+    if (ec) throw StoreError(file_of(hour) + ": cannot delete: " + ec.message());
+  }
+  return deleted;
+}
+
+void TickLog::clear() {
+  close_fd();
+  for (std::int64_t hour : hours()) {
+    std::error_code ec;
+    fs::remove(file_of(hour), ec);
+    if (ec) throw StoreError(file_of(hour) + ": cannot delete: " + ec.message());
+  }
+}
+
+std::string TickLog::take_note() {
+  std::lock_guard lock(note_mutex_);
+  return std::exchange(note_, {});
+}
+
+void TickLog::blocks(std::int64_t from, std::int64_t to, bool newest_first,
+                     const std::function<bool(const Block&)>& fn) const {
+  if (from > to) return;
+  std::vector<std::int64_t> hs = hours();
+  const std::int64_t floor = floor_.load(std::memory_order_relaxed);
+  const std::int64_t first_hour = minus_saturating(from, Store::kHourMs + kMaxBlockSpanMs);
+  hs.erase(std::remove_if(hs.begin(), hs.end(),
+                          [&](std::int64_t h) { return h <= first_hour || h > to; }),
+           hs.end());
+  if (newest_first) std::reverse(hs.begin(), hs.end());
+  std::string file;
+  std::vector<Record> records;
+  for (std::int64_t hour : hs) {
+    if (!read_whole(file_of(hour), file)) continue;
+    std::size_t end;
+    frame(file, records, end);
+    // In ts order; of the same ts the later-written (stable sort, then the last of each run).
+    std::stable_sort(records.begin(), records.end(),
+                     [](const Record& a, const Record& b) { return a.ts < b.ts; });
+    std::vector<const Record*> take;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const Record& r = records[i];
+      if (i + 1 < records.size() && records[i + 1].ts == r.ts) continue;
+      if (r.ts <= to && r.last >= from && r.last >= floor) take.push_back(&r);
+    }
+    if (newest_first) std::reverse(take.begin(), take.end());
+    for (const Record* r : take) {
+      if (!r->intact(file)) continue;  // reads as missing
+      if (!fn(Block{r->ts, r->last, r->ticks, r->block(file)})) return;
+    }
+  }
+}
+
+std::int64_t TickLog::oldest() const {
+  // Headers only (a query asks this to know where the raw tier starts): a file's blocks all
+  // start in its hour, so the first file with a block not pruned holds the oldest.
+  const std::int64_t floor = floor_.load(std::memory_order_relaxed);
+  for (std::int64_t hour : hours()) {
+    const int fd = ::open(file_of(hour).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;  // pruned meanwhile
+    std::int64_t oldest = INT64_MAX;
+    char h[kHeaderBytes];
+    for (off_t at = 0; ::pread(fd, h, kHeaderBytes, at) == static_cast<ssize_t>(kHeaderBytes);) {
+      const std::string_view v(h, kHeaderBytes);
+      if (get(v, 0, 4) != kMagic) break;
+      const auto ts = static_cast<std::int64_t>(get(v, 8, 8));
+      if (static_cast<std::int64_t>(get(v, 16, 8)) >= floor) oldest = std::min(oldest, ts);
+      at += static_cast<off_t>(kHeaderBytes + get(v, 4, 4));
+    }
+    ::close(fd);
+    if (oldest != INT64_MAX) return oldest;
+  }
+  return INT64_MAX;
+}
+
+}  // namespace kiwi::agent

@@ -1,0 +1,92 @@
+// The raw ticks of schema 6 on: a commit's ticks as one block (sample_codec::pack_block), appended
+// to a file of the hour the block starts in, in a directory beside the history file:
+// `<path>-ticks/<hour start, unix seconds>.ticks`. Pruned by deleting whole files.
+//
+// Why not a table: the WAL writes each page a commit touches, and a checkpoint writes it again,
+// into the database file, where the pages pruning frees are spread over the whole file: on a year
+// of history a 1 KiB page cost a 4 KiB block of the filesystem, and a commit touched 13-28 pages
+// (the block's overflow chain, the header, both ends of the table's b-tree, the free list) for
+// 8 kB of ticks: 1.66 MB/h. Appended to a file of their own, the ticks are written once, where
+// the file ends (docs/benchmarks.md, "Disk writes").
+//
+// A file is a run of records, each:
+//   magic u32 "kTk1" | size u32 (of the block) | ts i64 (first tick, unix ms) | last i64 (last
+//   tick) | ticks u32 | crc u32 (CRC-32 of the 28 bytes before it and the block) | the block
+// little-endian, 32 bytes of header. Records follow in the order they were written: in ts order,
+// unless the wall clock went back (a block of an hour already written goes to that hour's file,
+// after its others); readers sort each file's records by ts, and of two with the same ts read the
+// later-written (as the table's INSERT OR REPLACE kept it).
+//
+// Crash safety: a record is written with one write() and fdatasync()ed before the commit returns
+// (the writer commits the catalog's new series to SQLite first, so no tick names a series the
+// file has not). kill -9 or a power cut in the middle of an append leaves a torn last record:
+// readers skip it (its size runs past the end, or its CRC fails), and the writer cuts it off before
+// it appends to that file again. A record damaged in the middle of a file (its CRC fails) reads as
+// missing, as a block that does not unpack did; one whose header is not a header (the rest of the
+// file cannot be framed) makes the writer move the file aside as `<name>.corrupt-<UTC time>`,
+// reported like a damaged history file (take_note()), and start the hour's file anew.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiwi::agent {
+
+class TickLog {
+ public:
+  explicit TickLog(std::string dir) : dir_(std::move(dir)) {}
+  ~TickLog();
+  TickLog(const TickLog&) = delete;
+  TickLog& operator=(const TickLog&) = delete;
+  const std::string& dir() const { return dir_; }
+
+  // Writer side (one thread). Throws StoreError naming the file.
+  // Appends the block of `ticks` ticks from ts to last to ts's hour's file and syncs it; creates
+  // the directory and the file as needed. On failure the file is cut back to where it was.
+  void append(std::int64_t ts, std::int64_t last, std::uint32_t ticks, std::string_view block);
+  // Blocks whose every tick is before `cut` read as gone from now on; files holding only such
+  // blocks are deleted. Returns how many files were.
+  int prune(std::int64_t cut);
+  // Deletes every file (the history file is new: they were another one's, with other series ids).
+  void clear();
+  // What the writer found damaged and moved aside since the last call ("" if nothing).
+  std::string take_note();
+
+  // Reader side, any thread. Throws StoreError when the directory or a file cannot be read.
+  struct Block {
+    std::int64_t ts, last;
+    std::uint32_t ticks;
+    std::string_view data;  // valid until the callback returns
+  };
+  // Calls fn(block) for every block with ts <= to and last >= from, in ts order (newest first if
+  // `newest_first`), until fn returns false.
+  void blocks(std::int64_t from, std::int64_t to, bool newest_first,
+              const std::function<bool(const Block&)>& fn) const;
+  // The ts of the oldest block (INT64_MAX if none).
+  std::int64_t oldest() const;
+
+  static constexpr std::size_t kHeaderBytes = 32;
+  static constexpr std::uint32_t kMagic = 0x316b546b;  // "kTk1" little-endian
+
+ private:
+  std::vector<std::int64_t> hours() const;  // the hours that have a file, oldest first
+  std::string file_of(std::int64_t hour) const;
+  void open_for_append(std::int64_t hour);  // writer: fd_ on hour's file, its tail checked
+  void close_fd();
+
+  const std::string dir_;
+  int fd_ = -1;
+  std::int64_t fd_hour_ = INT64_MIN;
+  std::uint64_t fd_size_ = 0;
+  bool dir_made_ = false;
+  std::atomic<std::int64_t> floor_{INT64_MIN};  // blocks with last < floor_ read as gone
+  std::mutex note_mutex_;
+  std::string note_;
+};
+
+}  // namespace kiwi::agent

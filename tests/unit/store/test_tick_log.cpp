@@ -1,0 +1,160 @@
+// The tick log (store/tick_log.hpp): raw ticks appended to a file an hour beside the history
+// file; torn and damaged records; the clock going back; a new history file.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "store/tick_log.hpp"
+#include "store_test_support.hpp"
+
+using namespace kiwi::agent;
+using namespace store_test;
+
+namespace {
+
+std::vector<std::int64_t> ts_read(const TickLog& log, bool newest_first = false) {
+  std::vector<std::int64_t> out;
+  log.blocks(INT64_MIN, INT64_MAX, newest_first, [&](const TickLog::Block& b) {
+    out.push_back(b.ts);
+    return true;
+  });
+  return out;
+}
+
+void add_bytes(const std::string& path, const std::string& bytes, long at = -1) {
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  REQUIRE(f);
+  if (at < 0)
+    std::fseek(f, 0, SEEK_END);
+  else
+    std::fseek(f, at, SEEK_SET);
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+}
+
+}  // namespace
+
+TEST_CASE("tick log: blocks go to their hour's file and read back in order") {
+  TempDb db;
+  TickLog log(db.path() + "-ticks");
+  log.append(1'000, 9'000, 9, "first");
+  log.append(10'000, 19'000, 10, "second");
+  log.append(3'600'000, 3'609'000, 10, "third");
+  CHECK(log_hours(db.path()) == std::vector<std::int64_t>{0, 3'600'000});
+  CHECK(ts_read(log) == std::vector<std::int64_t>{1'000, 10'000, 3'600'000});
+  CHECK(ts_read(log, true) == std::vector<std::int64_t>{3'600'000, 10'000, 1'000});
+  CHECK(log.oldest() == 1'000);
+  std::string data;
+  log.blocks(15'000, 15'000, false, [&](const TickLog::Block& b) {
+    data = std::string(b.data) + "/" + std::to_string(b.ticks);
+    return true;
+  });
+  CHECK(data == "second/10");  // the only block that holds 15 s
+  CHECK(kiwi_test::ticks_in_log(db.path()) == 29);
+}
+
+TEST_CASE("tick log: a torn last record is skipped, and cut off before the next append") {
+  TempDb db;
+  const std::string file = db.path() + "-ticks/0.ticks";
+  {
+    TickLog log(db.path() + "-ticks");
+    log.append(1'000, 2'000, 2, "one");
+    log.append(3'000, 4'000, 2, "two");
+  }
+  const auto whole = fs::file_size(file);
+  SECTION("cut inside the block") {
+    fs::resize_file(file, whole - 2);
+  }
+  SECTION("cut inside the header") {
+    fs::resize_file(file, whole - 3 - 20);
+  }
+  SECTION("all written but the block's bytes (a power cut)") {
+    add_bytes(file, "XYZ", static_cast<long>(whole) - 3);
+  }
+  TickLog log(db.path() + "-ticks");
+  CHECK(ts_read(log) == std::vector<std::int64_t>{1'000});
+  log.append(5'000, 6'000, 2, "three");  // the torn record goes first
+  CHECK(ts_read(log) == std::vector<std::int64_t>{1'000, 5'000});
+  CHECK(kiwi_test::ticks_in_log(db.path()) == 4);
+  CHECK(log.take_note().empty());  // a torn append is not damage
+}
+
+TEST_CASE("tick log: a damaged record reads as missing, a file that no longer frames goes aside") {
+  TempDb db;
+  const std::string file = db.path() + "-ticks/0.ticks";
+  {
+    TickLog log(db.path() + "-ticks");
+    log.append(1'000, 2'000, 2, "one");
+    log.append(3'000, 4'000, 2, "two");
+    log.append(5'000, 6'000, 2, "six");
+  }
+  SECTION("a byte of the middle block flipped: its CRC fails") {
+    add_bytes(file, "X", 32 + 3 + 32 + 1);
+    TickLog log(db.path() + "-ticks");
+    CHECK(ts_read(log) == std::vector<std::int64_t>{1'000, 5'000});
+    log.append(7'000, 8'000, 2, "more");
+    CHECK(ts_read(log) == std::vector<std::int64_t>{1'000, 5'000, 7'000});
+    CHECK(log.take_note().empty());
+  }
+  SECTION("the middle record's header overwritten: the rest cannot be framed") {
+    add_bytes(file, "garbage!", 32 + 3);
+    TickLog log(db.path() + "-ticks");
+    CHECK(ts_read(log) == std::vector<std::int64_t>{1'000});
+    log.append(7'000, 8'000, 2, "more");
+    const std::string note = log.take_note();
+    CHECK_THAT(note, Catch::Contains(file + ": damaged at byte 35") &&
+                         Catch::Contains(file + ".corrupt-"));
+    CHECK(ts_read(log) == std::vector<std::int64_t>{7'000});  // the hour's file anew
+    int aside = 0;
+    for (auto& e : fs::directory_iterator(db.path() + "-ticks"))
+      aside += e.path().filename().string().starts_with("0.ticks.corrupt-");
+    CHECK(aside == 1);
+  }
+}
+
+TEST_CASE("tick log: the clock gone back appends to an earlier hour, each ts read once") {
+  TempDb db;
+  TickLog log(db.path() + "-ticks");
+  log.append(3'600'000, 3'605'000, 6, "a");
+  log.append(3'610'000, 3'615'000, 6, "b");
+  log.append(7'200'000, 7'205'000, 6, "c");
+  log.append(3'600'000, 3'602'000, 3, "again");  // back into hour 1, the same first tick
+  log.append(1'000, 2'000, 2, "early");
+  std::vector<std::string> seen;
+  log.blocks(INT64_MIN, INT64_MAX, false, [&](const TickLog::Block& b) {
+    seen.emplace_back(b.data);
+    return true;
+  });
+  CHECK(seen == std::vector<std::string>{"early", "again", "b", "c"});  // the later-written wins
+}
+
+TEST_CASE("tick log: through the store: damage is reported, a new history file drops old ticks") {
+  TempDb db;
+  {
+    Store store(db.path());
+    for (int i = 0; i < 20; ++i) append(store, i * 1000, {metric("a", i, "")}, i % 5 == 4);
+  }
+  SECTION("a file that no longer frames is reported as a recovery") {
+    add_bytes(db.path() + "-ticks/0.ticks", "garbage!", 0);
+    Store store(db.path());
+    append(store, 30'000, {metric("a", 1, "")});
+    CHECK(store.recoveries() == 1);
+    CHECK_THAT(store.recovery_note(), Catch::Contains("0.ticks: damaged at byte 0"));
+    CHECK(store.query({}).timestamps == std::vector<double>{30});
+  }
+  SECTION("the history file deleted: its ticks name ids of its catalog, so they go too") {
+    fs::remove(db.path());
+    fs::remove(db.path() + "-wal");
+    Store store(db.path());
+    CHECK(kiwi_test::ticks_in_log(db.path()) == 0);
+    CHECK(store.query({}).timestamps.empty());
+    append(store, 30'000, {metric("b", 1, "")});
+    CHECK(store.query({}).timestamps == std::vector<double>{30});
+  }
+  SECTION("reopened as it was: every tick is there") {
+    Store store(db.path());
+    kiwi::HistoryQuery q;
+    q.limit = 100;
+    CHECK(store.query(q).timestamps.size() == 20);
+  }
+}
