@@ -1,14 +1,14 @@
 // Bytes a stored raw tick takes, per block layout (issue 39: flash written <= 1.0 MB/h): reads
-// the ticks of a kiwi.db's blocks (made by running the agent; it is opened read-only), cuts them
-// into blocks of N ticks as a commit every N samples would, and packs each in the ticks layout
-// (every block before format 3) and with pack_block() (format 3, by series). Prints per N the
-// bytes per tick of each, and the microseconds per tick to pack each and to read each (unpack +
-// decode: what a history query does per stored tick), the old layout first; each time the least
-// of 7 passes.
-// Built with the tests: build/bin/kiwi-bench-block-codec path/to/kiwi.db [N ...] (default 10 60).
-// With --by-name N [SINCE_MS]: where a format-3 block of N ticks spends its bytes, by metric name:
-// for each name, the block's bytes per tick less those of the same blocks without that name's
-// series (its share), the ticks from SINCE_MS on (an agent's, in a file it shares with a fill).
+// the ticks of a kiwi.db's blocks and its tick log (made by running the agent; it is opened
+// read-only), cuts them into blocks of N ticks as a commit every N samples would, and packs each
+// in the ticks layout (every block before format 3) and with pack_block() (format 3, by series).
+// Prints per N the bytes per tick of each, and the microseconds per tick to pack each and to read
+// each (unpack + decode: what a history query does per stored tick), the old layout first; each
+// time the least of 7 passes. Built with the tests: build/bin/kiwi-bench-block-codec
+// path/to/kiwi.db [N ...] (default 10 60). With --by-name N [SINCE_MS]: where a format-3 block of N
+// ticks spends its bytes, by metric name: for each name, the block's bytes per tick less those of
+// the same blocks without that name's series (its share), the ticks from SINCE_MS on (an agent's,
+// in a file it shares with a fill).
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "store/sample_codec.hpp"
+#include "store/tick_log.hpp"
 
 using namespace kiwi::agent;
 namespace codec = kiwi::agent::sample_codec;
@@ -42,10 +43,8 @@ std::vector<codec::Tick> read_ticks(const char* path, std::int64_t since_ms = IN
   std::vector<codec::Tick> ticks;
   std::string buf;
   std::vector<std::pair<std::int64_t, std::string_view>> block;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    const std::string_view data(static_cast<const char*>(sqlite3_column_blob(st, 1)),
-                                static_cast<std::size_t>(sqlite3_column_bytes(st, 1)));
-    if (!codec::unpack_block(data, sqlite3_column_int64(st, 0), buf, block)) continue;
+  auto add = [&](std::string_view data, std::int64_t block_ts) {
+    if (!codec::unpack_block(data, block_ts, buf, block)) return;
     for (auto& [ts, blob] : block) {
       if (blob.empty() || blob.front() != codec::kDecodedValues) {
         ticks.emplace_back(ts, std::string(blob));
@@ -60,9 +59,19 @@ std::vector<codec::Tick> read_ticks(const char* path, std::int64_t since_ms = IN
       codec::encode(encoded, values);
       ticks.emplace_back(ts, std::move(encoded));
     }
-  }
+  };
+  // The blocks table (schema 3-5), then the tick log beside the file (schema 6).
+  while (sqlite3_step(st) == SQLITE_ROW)
+    add(std::string_view(static_cast<const char*>(sqlite3_column_blob(st, 1)),
+                         static_cast<std::size_t>(sqlite3_column_bytes(st, 1))),
+        sqlite3_column_int64(st, 0));
   sqlite3_finalize(st);
   sqlite3_close(db);
+  TickLog(std::string(path) + "-ticks")
+      .blocks(since_ms, INT64_MAX, false, [&](const TickLog::Block& b) {
+        if (b.ts >= since_ms) add(b.data, b.ts);
+        return true;
+      });
   return ticks;
 }
 

@@ -46,6 +46,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -67,9 +68,31 @@ def say(msg):
     print(f"disk: {msg}", file=sys.stderr, flush=True)
 
 
+def log_blocks(path, since_ms):
+    """The blocks in the tick log beside the history file `path` (schema 6,
+    agent/src/store/tick_log.hpp) with ts >= since_ms: how many, their ticks, their bytes."""
+    n = ticks = size = 0
+    d = path + "-ticks"
+    for name in os.listdir(d) if os.path.isdir(d) else []:
+        if not name.endswith(".ticks"):
+            continue
+        with open(os.path.join(d, name), "rb") as f:
+            data = f.read()
+        at = 0
+        while len(data) - at >= 32:
+            magic, length, ts, _last, count = struct.unpack_from("<IIqqI", data, at)
+            if magic != 0x316b546b or length > len(data) - at - 32:
+                break
+            if ts >= since_ms:
+                n, ticks, size = n + 1, ticks + count, size + length
+            at += 32 + length
+    return n, ticks, size
+
+
 def db_figures(path, since_ms):
-    """Blocks (schema 3) or tick rows (older) the agent wrote (from since_ms on), their average
-    stored size, its series (not the fill's of a --steady-db file), pages in the file."""
+    """Blocks (in the tick log, or the blocks table of schema 3-5) or tick rows (older) the agent
+    wrote (from since_ms on), their average stored size, its series (not the fill's of a
+    --steady-db file), pages in the file."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -81,6 +104,9 @@ def db_figures(path, since_ms):
                 "SELECT count(*), sum(ticks), avg(length(data)) FROM blocks WHERE ts >= ?",
                 (since_ms,)).fetchone()
             out.update(blocks=n, block_ticks=ticks, block_bytes=size)
+        n, ticks, size = log_blocks(path, since_ms)
+        if n:
+            out.update(blocks=n, block_ticks=ticks, block_bytes=size / n)
         n, size = con.execute("SELECT count(*), avg(length(data)) FROM samples").fetchone()
         out.update(rows=n, row_bytes=size)
         n, size = con.execute("SELECT count(*), avg(length(data)) FROM rollups").fetchone()
@@ -137,6 +163,9 @@ def run(args):
                 if year:  # a year of history at the default retentions
                     os.makedirs(os.path.join(d, "data"))
                     shutil.copyfile(args.steady_db, os.path.join(d, "data", "kiwi.db"))
+                    if os.path.isdir(args.steady_db + "-ticks"):  # its tick log (schema 6)
+                        shutil.copytree(args.steady_db + "-ticks",
+                                        os.path.join(d, "data", "kiwi.db-ticks"))
                 elif retention:
                     changes[("collector", "retention")] = retention
                     changes.update({k: v for k, v in STEADY_TIERS.items() if k[1] in default})

@@ -15,7 +15,7 @@
 //   the dashboard's set (12 names, 33 series), the same two windows and 7 d at 600 s, with their
 //   min-max band as the dashboard asks (tools/bench/year_http.py asks them of an agent by HTTP);
 //   every series, 30 d at 3,600 s.
-// Prints one line per query, then the file's size.
+// Prints one line per query, then the sizes of the file and of its tick log.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -183,7 +183,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kiwi-bench-year: %s\n", e.what());
     return 1;
   }
-  std::printf("file: %.1f MB (%s)\n", static_cast<double>(std::filesystem::file_size(path)) / 1e6,
-              path.c_str());
+  std::uintmax_t log_bytes = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(path + "-ticks", ec), end; !ec && it != end;
+       it.increment(ec))
+    log_bytes += it->file_size();
+  std::printf("file: %.1f MB (%s), tick log: %.1f MB (%s-ticks/)\n",
+              static_cast<double>(std::filesystem::file_size(path)) / 1e6, path.c_str(),
+              static_cast<double>(log_bytes) / 1e6, path.c_str());
   return 0;
 }

@@ -61,6 +61,8 @@ def run(args):
         data = os.path.join(work, "data")
         os.makedirs(data)
         shutil.copyfile(args.year_db, os.path.join(data, "kiwi.db"))
+        if os.path.isdir(args.year_db + "-ticks"):  # its tick log (schema 6)
+            shutil.copytree(args.year_db + "-ticks", os.path.join(data, "kiwi.db-ticks"))
         port = free_ports(1)[0]
         cfg = os.path.join(work, "kiwi.toml")
         with open(cfg, "w") as f:

@@ -53,6 +53,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -163,13 +164,36 @@ def _varint(b, i):
             return v, i
 
 
+def log_blocks(path):
+    """(ts, block) of each record in the tick log beside the history file `path` (schema 6,
+    agent/src/store/tick_log.hpp: magic, size, ts, last, ticks, crc, then the block), as far as
+    its records frame and their CRC holds (a torn last record is not a tick on disk)."""
+    d = path + "-ticks"
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if not name.endswith(".ticks"):
+            continue
+        with open(os.path.join(d, name), "rb") as f:
+            data = f.read()
+        at = 0
+        while len(data) - at >= 32:
+            magic, size, ts, _last, _n, crc = struct.unpack_from("<IIqqII", data, at)
+            if magic != 0x316b546b or size > len(data) - at - 32:
+                break
+            block = data[at + 32:at + 32 + size]
+            if zlib.crc32(block, zlib.crc32(data[at:at + 28])) == crc:
+                yield ts, block
+            at += 32 + size
+
+
 def db_ticks(path):
-    """The timestamps (ms) of every tick in the history file: the tick rows an agent before
-    schema version 3 wrote, and the ticks of each block (agent/src/store/sample_codec.hpp: a block
-    is varint(ts delta), varint(size), tick blob, ...; or, format 3, 0x03, varint(ticks), the
-    ticks' ts deltas, then the values by series; deflated behind 0x02 and varint(size))."""
+    """The timestamps (ms) of every tick in the history file and its tick log: the tick rows an
+    agent before schema version 3 wrote, and the ticks of each block
+    (agent/src/store/sample_codec.hpp: a block is varint(ts delta), varint(size), tick blob, ...;
+    or, format 3, 0x03, varint(ticks), the ticks' ts deltas, then the values by series; deflated
+    behind 0x02 and varint(size))."""
     out = [ts for (ts,) in db_query(path, "SELECT ts FROM samples")]
-    for ts, data in db_query(path, "SELECT ts, data FROM blocks"):
+    blocks = db_query(path, "SELECT ts, data FROM blocks") + list(log_blocks(path))
+    for ts, data in blocks:
         if data[:1] == b"\x02":
             _, i = _varint(data, 1)
             data = zlib.decompress(data[i:], -15)
@@ -505,13 +529,28 @@ def corrupt_cases(ctx, base):
         return (f"a year of history ({file_size(db) / 1e6:.0f} MB, kiwi-bench-year): "
                 f"dd if=/dev/urandom of=kiwi.db bs=1024 seek={pages // 2} count=2 conv=notrunc")
 
+    def tick_log(data):
+        shutil.copy(base, os.path.join(data, "kiwi.db"))
+        ticks = os.path.join(data, "kiwi.db-ticks")
+        if os.path.isdir(base + "-ticks"):
+            shutil.copytree(base + "-ticks", ticks)
+        os.makedirs(ticks, exist_ok=True)
+        # The file the agent appends to first: this hour's (the base's, or one of junk).
+        hour = os.path.join(ticks, f"{int(time.time()) // 3600 * 3600}.ticks")
+        with open(hour, "r+b" if os.path.exists(hour) else "wb") as f:
+            f.write(b"garbage!" * 8)
+        return ("kiwi.db-ticks/<this hour>.ticks: its first record's header overwritten with 64 "
+                "bytes of 'garbage!'")
+
     # (name, prepare, expected outcome): "aside" = moved aside and a new history; "refuse" =
-    # refused, the file byte-identical; "open" = opened as it is, commits work.
+    # refused, the file byte-identical; "open" = opened as it is, commits work; "ticks" = the
+    # tick log's file moved aside.
     year = [("corrupt page, a year of history", year_page, "aside")] if ctx.year_db else []
     return year + [("corrupt page", page, "aside"), ("truncated file", truncated, "aside"),
             ("not SQLite", not_sqlite, "aside"), ("empty file", empty, "open"),
             ("foreign SQLite db", foreign, "refuse"), ("newer schema", newer, "refuse"),
-            ("-shm without -wal", shm_no_wal, "open"), ("garbage -wal", garbage_wal, "open")]
+            ("-shm without -wal", shm_no_wal, "open"), ("garbage -wal", garbage_wal, "open"),
+            ("tick log file damaged", tick_log, "ticks")]
 
 
 GOALS = {
@@ -519,6 +558,8 @@ GOALS = {
              "the log and /api/health",
     "refuse": "refused (not started, or health says why), file byte-identical, log names it",
     "open": "starts, health 200, commits work, quick_check ok",
+    "ticks": "the file moved aside as <hour>.ticks.corrupt-<time>, commits work, said in the log "
+             "and /api/health",
 }
 
 
@@ -583,6 +624,12 @@ def case_corrupt(ctx):
                   re.search(r"corrupt", health_text, re.I) is not None and "corrupt" in log)
             figures.append(f"moved aside: {', '.join(aside) if aside else 'no'}"
                            + (" (same bytes)" if aside_same else ""))
+        elif expect == "ticks":
+            ticks = os.path.join(data, "kiwi.db-ticks")
+            moved = sorted(f for f in os.listdir(ticks) if ".ticks.corrupt-" in f)
+            ok = (listened is not None and hst is not None and errors == 0 and bool(moved) and
+                  ".ticks.corrupt-" in health_text and ".ticks.corrupt-" in log)
+            figures.append(f"moved aside: {', '.join(moved) if moved else 'no'}")
         elif expect == "refuse":
             refused = listened is None or (hst is not None and hst != 200)
             ok = still and refused and db in log
