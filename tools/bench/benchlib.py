@@ -15,10 +15,12 @@ import shutil
 import signal
 import socket
 import sqlite3
+import struct
 import subprocess
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -271,6 +273,26 @@ class TreeMeter:
                 name = self.names.get(key[0], "?") + " (ended)"
             out[name] = out.get(name, 0) + ns - since.get(key, 0)
         return out
+
+
+def tick_log_records(db):
+    """Each record of the tick log beside the history file `db` (schema 6, `<db>-ticks/*.ticks`,
+    agent/src/store/tick_log.hpp), files in name order, as far as its records frame:
+    (ts, last, ticks, block, intact), intact being whether its CRC-32 holds."""
+    d = db + "-ticks"
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if not name.endswith(".ticks"):
+            continue
+        with open(os.path.join(d, name), "rb") as f:
+            data = f.read()
+        at = 0
+        while len(data) - at >= 32:
+            magic, size, ts, last, ticks, crc = struct.unpack_from("<IIqqII", data, at)
+            if magic != 0x316b546b or size > len(data) - at - 32:
+                break
+            block = data[at + 32:at + 32 + size]
+            yield ts, last, ticks, block, zlib.crc32(block, zlib.crc32(data[at:at + 28])) == crc
+            at += 32 + size
 
 
 def loadavg():

@@ -46,7 +46,6 @@ import re
 import shutil
 import signal
 import sqlite3
-import struct
 import subprocess
 import sys
 import tempfile
@@ -55,7 +54,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import (Agent, Failure, Processes, Results, answers, free_ports,  # noqa: E402
                       kiwi_config, loadavg, read_int_fields, read_results, run_or_report,
-                      version_line, wait_until)
+                      tick_log_records, version_line, wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Disk writes: steady state"
@@ -66,27 +65,6 @@ STEADY_TIERS = {("collector", "minute_retention"): "1m", ("collector", "hour_ret
 
 def say(msg):
     print(f"disk: {msg}", file=sys.stderr, flush=True)
-
-
-def log_blocks(path, since_ms):
-    """The blocks in the tick log beside the history file `path` (schema 6,
-    agent/src/store/tick_log.hpp) with ts >= since_ms: how many, their ticks, their bytes."""
-    n = ticks = size = 0
-    d = path + "-ticks"
-    for name in os.listdir(d) if os.path.isdir(d) else []:
-        if not name.endswith(".ticks"):
-            continue
-        with open(os.path.join(d, name), "rb") as f:
-            data = f.read()
-        at = 0
-        while len(data) - at >= 32:
-            magic, length, ts, _last, count = struct.unpack_from("<IIqqI", data, at)
-            if magic != 0x316b546b or length > len(data) - at - 32:
-                break
-            if ts >= since_ms:
-                n, ticks, size = n + 1, ticks + count, size + length
-            at += 32 + length
-    return n, ticks, size
 
 
 def db_figures(path, since_ms):
@@ -104,9 +82,11 @@ def db_figures(path, since_ms):
                 "SELECT count(*), sum(ticks), avg(length(data)) FROM blocks WHERE ts >= ?",
                 (since_ms,)).fetchone()
             out.update(blocks=n, block_ticks=ticks, block_bytes=size)
-        n, ticks, size = log_blocks(path, since_ms)
-        if n:
-            out.update(blocks=n, block_ticks=ticks, block_bytes=size / n)
+        log = [(ticks, len(block)) for ts, _, ticks, block, _ in tick_log_records(path)
+               if ts >= since_ms]
+        if log:
+            out.update(blocks=len(log), block_ticks=sum(t for t, _ in log),
+                       block_bytes=sum(b for _, b in log) / len(log))
         n, size = con.execute("SELECT count(*), avg(length(data)) FROM samples").fetchone()
         out.update(rows=n, row_bytes=size)
         n, size = con.execute("SELECT count(*), avg(length(data)) FROM rollups").fetchone()

@@ -53,7 +53,6 @@ import shutil
 import signal
 import socket
 import sqlite3
-import struct
 import subprocess
 import sys
 import tempfile
@@ -65,7 +64,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # The agent under test, processes and HTTP: tools/bench/benchlib.py, shared with the benchmark.
 sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
 from benchlib import (Agent, Failure, Processes, agent_config, loopback_get,  # noqa: E402
-                      poll as wait_for)
+                      poll as wait_for, tick_log_records)
 
 CORPUS_DIR = os.path.join(ROOT, "tests", "faults")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -164,27 +163,6 @@ def _varint(b, i):
             return v, i
 
 
-def log_blocks(path):
-    """(ts, block) of each record in the tick log beside the history file `path` (schema 6,
-    agent/src/store/tick_log.hpp: magic, size, ts, last, ticks, crc, then the block), as far as
-    its records frame and their CRC holds (a torn last record is not a tick on disk)."""
-    d = path + "-ticks"
-    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-        if not name.endswith(".ticks"):
-            continue
-        with open(os.path.join(d, name), "rb") as f:
-            data = f.read()
-        at = 0
-        while len(data) - at >= 32:
-            magic, size, ts, _last, _n, crc = struct.unpack_from("<IIqqII", data, at)
-            if magic != 0x316b546b or size > len(data) - at - 32:
-                break
-            block = data[at + 32:at + 32 + size]
-            if zlib.crc32(block, zlib.crc32(data[at:at + 28])) == crc:
-                yield ts, block
-            at += 32 + size
-
-
 def db_ticks(path):
     """The timestamps (ms) of every tick in the history file and its tick log: the tick rows an
     agent before schema version 3 wrote, and the ticks of each block
@@ -192,7 +170,8 @@ def db_ticks(path):
     or, format 3, 0x03, varint(ticks), the ticks' ts deltas, then the values by series; deflated
     behind 0x02 and varint(size))."""
     out = [ts for (ts,) in db_query(path, "SELECT ts FROM samples")]
-    blocks = db_query(path, "SELECT ts, data FROM blocks") + list(log_blocks(path))
+    blocks = db_query(path, "SELECT ts, data FROM blocks") + [
+        (ts, block) for ts, _, _, block, intact in tick_log_records(path) if intact]
     for ts, data in blocks:
         if data[:1] == b"\x02":
             _, i = _varint(data, 1)
