@@ -146,7 +146,7 @@ inline std::string quick_check(const std::filesystem::path& db) {
 
 // Ticks in the tick log beside `db` (`<db>-ticks/*.ticks`, agent/src/store/tick_log.hpp), read
 // as that header documents the records (not through the store's code): every record that frames
-// (magic, size within the file) counts its header's ticks.
+// (magic, size within the file; each at a multiple of 4 KiB) counts its header's ticks.
 inline std::size_t ticks_in_log(const std::filesystem::path& db) {
   namespace fs = std::filesystem;
   std::size_t ticks = 0;
@@ -162,11 +162,12 @@ inline std::size_t ticks_in_log(const std::filesystem::path& db) {
         v |= std::uint32_t(static_cast<unsigned char>(f[at + i])) << (8 * i);
       return v;
     };
-    for (std::size_t at = 0; f.size() - at >= 32 && u32(at) == 0x316b546b;) {
+    // Each record at a multiple of 4 KiB.
+    for (std::size_t at = 0; at < f.size() && f.size() - at >= 32 && u32(at) == 0x316b546b;) {
       const std::size_t size = u32(at + 4);
       if (size > f.size() - at - 32) break;
       ticks += u32(at + 24);
-      at += 32 + size;
+      at = (at + 32 + size + 4095) / 4096 * 4096;
     }
   }
   return ticks;

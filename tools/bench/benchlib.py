@@ -292,7 +292,7 @@ def tick_log_records(db):
                 break
             block = data[at + 32:at + 32 + size]
             yield ts, last, ticks, block, zlib.crc32(block, zlib.crc32(data[at:at + 28])) == crc
-            at += 32 + size
+            at = (at + 32 + size + 4095) // 4096 * 4096  # each record at a multiple of 4 KiB
 
 
 def loadavg():

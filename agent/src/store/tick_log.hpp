@@ -12,7 +12,9 @@
 // A file is a run of records, each:
 //   magic u32 "kTk1" | size u32 (of the block) | ts i64 (first tick, unix ms) | last i64 (last
 //   tick) | ticks u32 | crc u32 (CRC-32 of the 28 bytes before it and the block) | the block
-// little-endian, 32 bytes of header. Records follow in the order they were written: in ts order,
+// little-endian, 32 bytes of header, each record at a multiple of 4 KiB (kAlign; what is between
+// two reads as zeros): an append then writes only pages of its own, not again the one the record
+// before it ended in. Records follow in the order they were written: in ts order,
 // unless the wall clock went back (a block of an hour already written goes to that hour's file,
 // after its others); readers sort each file's records by ts, and of two with the same ts read the
 // later-written (as the table's INSERT OR REPLACE kept it).
@@ -72,6 +74,8 @@ class TickLog {
 
   static constexpr std::size_t kHeaderBytes = 32;
   static constexpr std::uint32_t kMagic = 0x316b546b;  // "kTk1" little-endian
+  static constexpr std::size_t kAlign = 4096;          // a record starts at a multiple of it
+  static constexpr std::size_t kPreallocate = 128 * 1024;
 
  private:
   std::vector<std::int64_t> hours() const;  // the hours that have a file, oldest first
@@ -82,7 +86,8 @@ class TickLog {
   const std::string dir_;
   int fd_ = -1;
   std::int64_t fd_hour_ = INT64_MIN;
-  std::uint64_t fd_size_ = 0;
+  std::uint64_t fd_size_ = 0;       // where its last record ends
+  std::uint64_t fd_allocated_ = 0;  // how far its blocks are taken (fallocate)
   bool dir_made_ = false;
   std::atomic<std::int64_t> floor_{INT64_MIN};  // blocks with last < floor_ read as gone
   std::mutex note_mutex_;

@@ -68,6 +68,9 @@ TEST_CASE("tick log: a torn last record is skipped, and cut off before the next 
   SECTION("cut inside the header") {
     fs::resize_file(file, whole - 3 - 20);
   }
+  SECTION("cut at the end of the record before") {
+    fs::resize_file(file, 32 + 3);
+  }
   SECTION("all written but the block's bytes (a power cut)") {
     add_bytes(file, "XYZ", static_cast<long>(whole) - 3);
   }
@@ -89,7 +92,7 @@ TEST_CASE("tick log: a damaged record reads as missing, a file that no longer fr
     log.append(5'000, 6'000, 2, "six");
   }
   SECTION("a byte of the middle block flipped: its CRC fails") {
-    add_bytes(file, "X", 32 + 3 + 32 + 1);
+    add_bytes(file, "X", 4096 + 32 + 1);  // records start at multiples of 4 KiB
     TickLog log(db.path() + "-ticks");
     CHECK(ts_read(log) == std::vector<std::int64_t>{1'000, 5'000});
     log.append(7'000, 8'000, 2, "more");
@@ -97,12 +100,12 @@ TEST_CASE("tick log: a damaged record reads as missing, a file that no longer fr
     CHECK(log.take_note().empty());
   }
   SECTION("the middle record's header overwritten: the rest cannot be framed") {
-    add_bytes(file, "garbage!", 32 + 3);
+    add_bytes(file, "garbage!", 4096);
     TickLog log(db.path() + "-ticks");
     CHECK(ts_read(log) == std::vector<std::int64_t>{1'000});
     log.append(7'000, 8'000, 2, "more");
     const std::string note = log.take_note();
-    CHECK_THAT(note, Catch::Contains(file + ": damaged at byte 35") &&
+    CHECK_THAT(note, Catch::Contains(file + ": damaged at byte 4096") &&
                          Catch::Contains(file + ".corrupt-"));
     CHECK(ts_read(log) == std::vector<std::int64_t>{7'000});  // the hour's file anew
     int aside = 0;
