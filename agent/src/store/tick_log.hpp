@@ -86,8 +86,8 @@ class TickLog {
   const std::string dir_;
   int fd_ = -1;
   std::int64_t fd_hour_ = INT64_MIN;
-  std::uint64_t fd_size_ = 0;       // where its last record ends
-  std::uint64_t fd_allocated_ = 0;  // how far its blocks are taken (fallocate)
+  std::size_t fd_size_ = 0;       // where its last record ends
+  std::size_t fd_allocated_ = 0;  // how far its blocks are taken (fallocate)
   bool dir_made_ = false;
   std::atomic<std::int64_t> floor_{INT64_MIN};  // blocks with last < floor_ read as gone
   std::mutex note_mutex_;
