@@ -75,7 +75,7 @@ class TickLog {
   static constexpr std::size_t kHeaderBytes = 32;
   static constexpr std::uint32_t kMagic = 0x316b546b;  // "kTk1" little-endian
   static constexpr std::size_t kAlign = 4096;          // a record starts at a multiple of it
-  static constexpr std::size_t kPreallocate = 128 * 1024;
+  static constexpr std::size_t kPreallocate = 32 * 1024;
 
  private:
   std::vector<std::int64_t> hours() const;  // the hours that have a file, oldest first
