@@ -14,15 +14,6 @@
 
 namespace kiwi::agent {
 
-std::string utc_stamp() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
-}
-
 namespace {
 // 2: sample blobs in sample_codec format 2. A version-1 file is taken over as it is (its rows
 // stay in format 1, which decode() still reads) and marked 2, so an older agent refuses it
@@ -48,6 +39,16 @@ bool our_table(std::string_view name) {
   return name == "series" || name == "samples" || name == "blocks" || name == "rollups" ||
          name == "hours" || name == "days" || name == "output_cursors" || name == "alert_state" ||
          name == "alert_events" || name.starts_with("sqlite_");
+}
+
+// 20261202T041700Z
+std::string utc_stamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
 }
 
 // PRAGMA quick_check(1) on `db`: `code` SQLITE_ROW with the verdict ("ok" or the first problem, on

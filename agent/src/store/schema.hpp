@@ -111,7 +111,4 @@ std::future<std::string> set_up_history(sql::Connection& db);
 // it to ...".
 std::string move_aside(const std::string& path, const std::string& why, std::string& stamp);
 
-// The UTC time now, as the names of files moved aside carry it: 20261202T041700Z.
-std::string utc_stamp();
-
 }  // namespace kiwi::agent

@@ -227,12 +227,8 @@ void TickLog::open_for_append(std::int64_t hour) {
       }
     } else if (tail == Tail::garbage && attempt == 0) {
       ::close(fd);
-      std::string aside = path + ".corrupt-" + utc_stamp();
-      for (int n = 2; fs::exists(aside, ec); ++n)
-        aside = path + ".corrupt-" + utc_stamp() + "-" + std::to_string(n);
-      fs::rename(path, aside, ec);
-      if (ec)
-        throw StoreError(path + ": damaged; cannot move it to " + aside + ": " + ec.message());
+      std::string stamp;
+      const std::string aside = move_aside(path, path + ": damaged", stamp);
       std::lock_guard lock(note_mutex_);
       if (!note_.empty()) note_ += "; ";
       note_ += path + ": damaged at byte " + std::to_string(stop) + " (not a record); moved to " +
