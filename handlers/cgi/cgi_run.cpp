@@ -184,8 +184,24 @@ Run::Head Run::start_and_read_head(const process::Spec& spec) {
     if (child_.pidfd.fd >= 0 && !exited_) fds[n++] = {child_.pidfd.fd, POLLIN, 0};
     if (::poll(fds, n, process::detail::poll_timeout(now, until)) < 0 && errno != EINTR)
       return stop(process::End::timed_out, Head::timed_out);  // poll failing: not waited out
-    while (child_.stdout_r.fd >= 0) {
-      const ssize_t got = ::read(child_.stdout_r.fd, buf, sizeof buf);
+    // Read until the answer's head is whole, and no further: what follows waits in the pipe for
+    // the stream. So a program past max_output has its body cut short whenever its header block
+    // ended within the limit, however much it printed before this thread came to read.
+    std::size_t end = header_block_end(output_);
+    // Whole once its header block ended, unless a block without Content-Type has no body byte
+    // yet: that one is read to the end, so that a body after it is refused (502) as it was
+    // before streaming, and a bodiless answer (a redirect, a 204) is a whole one.
+    auto head_whole = [&] {
+      return end != std::string::npos &&
+             (output_.size() > end || has_content_type(std::string_view(output_).substr(0, end)));
+    };
+    bool over = false;  // printed past max_output
+    while (child_.stdout_r.fd >= 0 && (!head_whole() || termed_)) {
+      std::size_t want = sizeof buf;
+      if (settings_.max_output != 0)  // one byte past the limit tells that it was passed
+        want = static_cast<std::size_t>(
+            std::min<std::uint64_t>(want, settings_.max_output - printed_ + 1));
+      const ssize_t got = ::read(child_.stdout_r.fd, buf, want);
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) break;  // EAGAIN, or an error that the next round does not cure either
       if (got == 0) {
@@ -194,22 +210,26 @@ Run::Head Run::start_and_read_head(const process::Spec& spec) {
       }
       last_data_ = Clock::now();
       printed_ += static_cast<std::uint64_t>(got);
-      if (settings_.max_output != 0 && printed_ > settings_.max_output) {
-        output_.append(buf, static_cast<std::size_t>(got) - (printed_ - settings_.max_output));
-        return stop(process::End::output_exceeded, Head::output_exceeded);
-      }
       output_.append(buf, static_cast<std::size_t>(got));
+      if (settings_.max_output != 0 && printed_ > settings_.max_output) {
+        output_.resize(settings_.max_output);  // what it printed within the limit
+        over = true;
+      }
+      end = header_block_end(output_);
+      if (over) break;
     }
-    const std::size_t end = header_block_end(output_);
+    if (over) {
+      if (end == std::string::npos)
+        return stop(process::End::output_exceeded, Head::output_exceeded);
+      body_start_ = end;  // the stream cuts the body short at once (read_body)
+      return Head::complete;
+    }
     if (end == std::string::npos) {
       if (output_.size() > kMaxHeaderBytes)
         return stop(process::End::output_exceeded, Head::header_too_large);
       continue;
     }
-    // Complete, unless a header block without Content-Type has no body byte yet: that one is
-    // read to the end, so that a body after it is refused (502) as it was before streaming,
-    // and a bodiless answer (a redirect, a 204) is a whole one.
-    if (output_.size() > end || has_content_type(std::string_view(output_).substr(0, end))) {
+    if (head_whole()) {
       if (termed_) continue;  // its time is nearly up: it ends as the time-out's
       body_start_ = end;
       return Head::complete;
@@ -268,6 +288,11 @@ std::ptrdiff_t Run::read_body(char* buffer, std::size_t capacity, Stream::Wait& 
                        (result_.stderr_tail.empty() ? "" : "; stderr: " + result_.stderr_tail));
     return Stream::error;
   };
+  auto past_limit = [&] { return settings_.max_output != 0 && printed_ > settings_.max_output; };
+  auto fail_past_limit = [&] {
+    return fail("printed more than " + std::to_string(settings_.max_output) + " bytes");
+  };
+  if (past_limit()) return fail_past_limit();  // seen with the head
   {
     std::optional<process::detail::SigpipeGuard> guard;
     if (child_.stdin_w.fd >= 0) guard.emplace();
@@ -281,8 +306,7 @@ std::ptrdiff_t Run::read_body(char* buffer, std::size_t capacity, Stream::Wait& 
     } while (got < 0 && errno == EINTR);
     if (got > 0) {
       printed_ += static_cast<std::uint64_t>(got);
-      if (settings_.max_output != 0 && printed_ > settings_.max_output)
-        return fail("printed more than " + std::to_string(settings_.max_output) + " bytes");
+      if (past_limit()) return fail_past_limit();
       last_data_ = now;
       deadline_ = now + settings_.timeout;
       term_at_ = deadline_ - term_grace(settings_.timeout);
