@@ -26,6 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr std::string_view kSuffix = ".ticks";
+constexpr std::string_view kSpareSuffix = ".spare";  // a pruned file kept to be recycled
 
 void put_u32(std::string& out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out += static_cast<char>(v >> (8 * i));
@@ -55,8 +56,9 @@ struct Record {
   }
 };
 
-// What follows the last record that frames: nothing, a record cut short (a torn append), or bytes
-// that are no record's header.
+// What follows the last record of the file: nothing (its end, or what a recycled file held before:
+// records of another hour, or the inside of one), a record cut short (a torn append), or bytes
+// that are no record's header with a record of the file's hour after them (damage).
 enum class Tail { none, torn, garbage };
 
 std::size_t align_up(std::size_t n) {
@@ -68,9 +70,29 @@ std::size_t next_record(std::size_t at, std::size_t size) {
   return align_up(at + TickLog::kHeaderBytes + size);
 }
 
-// The records of `file` as far as they frame; `end` is where the last one ends (0: none), `stop`
-// where framing stopped (the file's size, or the start of what is not a record).
-Tail frame(std::string_view file, std::vector<Record>& out, std::size_t& end, std::size_t& stop) {
+// The header at `at` (kHeaderBytes of it in `file` from there): a record of the hour starting
+// at `hour` (its magic, and a first tick in that hour: every block goes to its own hour's file),
+// which may still be cut short.
+bool of_hour(std::string_view file, std::size_t at, std::int64_t hour) {
+  if (get(file, at, 4) != TickLog::kMagic) return false;
+  const auto ts = static_cast<std::int64_t>(get(file, at + 8, 8));
+  return ts >= hour && ts - hour < Store::kHourMs;
+}
+
+Record record_at(std::string_view file, std::size_t at) {
+  return Record{static_cast<std::int64_t>(get(file, at + 8, 8)),
+                static_cast<std::int64_t>(get(file, at + 16, 8)),
+                static_cast<std::uint32_t>(get(file, at + 24, 4)),
+                at,
+                static_cast<std::size_t>(get(file, at + 4, 4)),
+                static_cast<std::uint32_t>(get(file, at + 28, 4))};
+}
+
+// The records of `file`, the file of the hour starting at `hour`, as far as they frame; `end` is
+// where the last one ends (0: none), `stop` where framing stopped (the file's size, or the start
+// of what is not a record of the hour).
+Tail frame(std::string_view file, std::int64_t hour, std::vector<Record>& out, std::size_t& end,
+           std::size_t& stop) {
   out.clear();
   end = 0;
   std::size_t at = 0;
@@ -80,21 +102,28 @@ Tail frame(std::string_view file, std::vector<Record>& out, std::size_t& end, st
       tail = Tail::torn;
       break;
     }
-    if (get(file, at, 4) != TickLog::kMagic) {
-      tail = Tail::garbage;
+    if (!of_hour(file, at, hour)) {
+      // Damage if a whole record of the hour follows at a later page; else the end: a recycled
+      // file (TickLog::prune) goes on with what it held before, never of this hour.
+      for (std::size_t q = at + TickLog::kAlign; q + TickLog::kHeaderBytes <= file.size();
+           q += TickLog::kAlign) {
+        if (!of_hour(file, q, hour)) continue;
+        const Record r = record_at(file, q);
+        if (r.size <= file.size() - q - TickLog::kHeaderBytes && r.intact(file)) {
+          tail = Tail::garbage;
+          break;
+        }
+      }
       break;
     }
-    const std::size_t size = get(file, at + 4, 4);
-    if (size > file.size() - at - TickLog::kHeaderBytes) {
+    const Record r = record_at(file, at);
+    if (r.size > file.size() - at - TickLog::kHeaderBytes) {
       tail = Tail::torn;
       break;
     }
-    out.push_back(Record{static_cast<std::int64_t>(get(file, at + 8, 8)),
-                         static_cast<std::int64_t>(get(file, at + 16, 8)),
-                         static_cast<std::uint32_t>(get(file, at + 24, 4)), at, size,
-                         static_cast<std::uint32_t>(get(file, at + 28, 4))});
-    end = at + TickLog::kHeaderBytes + size;
-    at = next_record(at, size);
+    out.push_back(r);
+    end = at + TickLog::kHeaderBytes + r.size;
+    at = next_record(at, r.size);
   }
   stop = std::min(at, file.size());
   return tail;
@@ -153,8 +182,12 @@ std::string TickLog::file_of(std::int64_t hour) const {
   return dir_ + "/" + std::to_string(hour / 1000) + std::string(kSuffix);
 }
 
-std::vector<std::int64_t> TickLog::hours() const {
-  std::vector<std::int64_t> out;
+std::string TickLog::spare_of(std::int64_t hour) const {
+  return dir_ + "/" + std::to_string(hour / 1000) + std::string(kSpareSuffix);
+}
+
+TickLog::Listing TickLog::list() const {
+  Listing out;
   std::error_code ec;
   fs::directory_iterator it(dir_, ec), end;
   if (ec) {
@@ -163,17 +196,25 @@ std::vector<std::int64_t> TickLog::hours() const {
   }
   for (; it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
-    std::int64_t s = 0;
-    const char* last = name.data() + name.size() - kSuffix.size();
-    auto [p, err] = std::from_chars(name.data(), last, s);
-    if (err != std::errc() || p != last || s % 3600 != 0) continue;
-    if (s > INT64_MAX / 1000 || s < INT64_MIN / 1000) continue;
-    out.push_back(s * 1000);
+    for (auto [suffix, to] :
+         {std::pair{kSuffix, &out.hours}, std::pair{kSpareSuffix, &out.spares}}) {
+      if (name.size() <= suffix.size() || !name.ends_with(suffix)) continue;
+      std::int64_t s = 0;
+      const char* last = name.data() + name.size() - suffix.size();
+      auto [p, err] = std::from_chars(name.data(), last, s);
+      if (err != std::errc() || p != last || s % 3600 != 0) continue;
+      if (s > INT64_MAX / 1000 || s < INT64_MIN / 1000) continue;
+      to->push_back(s * 1000);
+    }
   }
   if (ec) throw StoreError(dir_ + ": cannot list: " + ec.message());
-  std::sort(out.begin(), out.end());
+  std::sort(out.hours.begin(), out.hours.end());
+  std::sort(out.spares.begin(), out.spares.end());
   return out;
+}
+
+std::vector<std::int64_t> TickLog::hours() const {
+  return list().hours;
 }
 
 void TickLog::close_fd() {
@@ -197,35 +238,31 @@ void TickLog::open_for_append(std::int64_t hour) {
   for (int attempt = 0;; ++attempt) {
     std::error_code ec;
     const bool existed = fs::exists(fs::symlink_status(path, ec));
+    const bool recycled = !existed && recycle_into(path, hour);
     int fd;
     try {
       fd = open_or_create_file(path);
     } catch (const std::system_error& e) {
       throw StoreError(e.what());
     }
+    struct stat st {};
+    const std::size_t size = ::fstat(fd, &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
     if (!existed) {
       sync_directory(dir_);  // the new name survives a power cut with the records in it
-      fd_ = fd, fd_hour_ = hour, fd_size_ = 0, fd_allocated_ = 0;
+      // A recycled file's blocks are written already: appends overwrite them from its start.
+      fd_ = fd, fd_hour_ = hour, fd_size_ = 0, fd_allocated_ = recycled ? size : 0;
       return;
     }
     std::string file;
     read_whole(path, file);
     std::vector<Record> records;
     std::size_t end, stop;
-    Tail tail = frame(file, records, end, stop);
+    Tail tail = frame(file, hour, records, end, stop);
     // A last record that frames but fails its CRC is an append cut short too (the size written,
-    // not all of the block).
-    if (tail == Tail::none && !records.empty() && !records.back().intact(file)) {
-      tail = Tail::torn;
+    // not all of the block): the next append overwrites it, as it does a torn header.
+    if (tail == Tail::none && !records.empty() && !records.back().intact(file))
       end = records.back().at;
-    }
-    if (tail == Tail::torn) {
-      if (::ftruncate(fd, static_cast<off_t>(end)) != 0 || ::fdatasync(fd) != 0) {
-        const int e = errno;
-        ::close(fd);
-        throw StoreError(path + ": cannot cut off a torn record: " + std::strerror(e));
-      }
-    } else if (tail == Tail::garbage && attempt == 0) {
+    if (tail == Tail::garbage && attempt == 0) {
       ::close(fd);
       std::string stamp;
       const std::string aside = move_aside(path, path + ": damaged", stamp);
@@ -236,7 +273,7 @@ void TickLog::open_for_append(std::int64_t hour) {
       continue;
     }
     fd_ = fd, fd_hour_ = hour, fd_size_ = tail == Tail::garbage ? file.size() : end;
-    fd_allocated_ = 0;
+    fd_allocated_ = size;
     return;
   }
 }
@@ -286,10 +323,17 @@ void TickLog::append(std::int64_t ts, std::int64_t last, std::uint32_t ticks,
 int TickLog::prune(std::int64_t cut) {
   floor_.store(cut, std::memory_order_relaxed);
   int deleted = 0;
+  const Listing now = list();
+  std::size_t spares = now.spares.size();
   // A file holds blocks that start in its hour and end within kMaxBlockSpanMs of their start.
-  for (std::int64_t hour : hours()) {
+  for (std::int64_t hour : now.hours) {
     if (hour > minus_saturating(cut, Store::kHourMs + kMaxBlockSpanMs)) break;
     if (hour == fd_hour_) close_fd();
+    // Kept as a spare while there are fewer than kSpares, for an hour to come (recycle_into()).
+    if (spares < kSpares && ::rename(file_of(hour).c_str(), spare_of(hour).c_str()) == 0) {
+      ++spares, ++deleted;
+      continue;
+    }
     std::error_code ec;
     if (fs::remove(file_of(hour), ec)) ++deleted;
     if (ec) throw StoreError(file_of(hour) + ": cannot delete: " + ec.message());
@@ -297,13 +341,24 @@ int TickLog::prune(std::int64_t cut) {
   return deleted;
 }
 
+bool TickLog::recycle_into(const std::string& path, std::int64_t hour) {
+  // The oldest first; not a file that was this hour's (the clock gone back): its records would
+  // read as the hour's.
+  for (std::int64_t was : list().spares)
+    if (was != hour && ::rename(spare_of(was).c_str(), path.c_str()) == 0) return true;
+  return false;
+}
+
 void TickLog::clear() {
   close_fd();
-  for (std::int64_t hour : hours()) {
+  const Listing now = list();
+  auto remove = [](const std::string& path) {
     std::error_code ec;
-    fs::remove(file_of(hour), ec);
-    if (ec) throw StoreError(file_of(hour) + ": cannot delete: " + ec.message());
-  }
+    fs::remove(path, ec);
+    if (ec) throw StoreError(path + ": cannot delete: " + ec.message());
+  };
+  for (std::int64_t hour : now.hours) remove(file_of(hour));
+  for (std::int64_t was : now.spares) remove(spare_of(was));
 }
 
 std::string TickLog::take_note() {
@@ -326,7 +381,7 @@ void TickLog::blocks(std::int64_t from, std::int64_t to, bool newest_first,
   for (std::int64_t hour : hs) {
     if (!read_whole(file_of(hour), file)) continue;
     std::size_t end, stop;
-    frame(file, records, end, stop);
+    frame(file, hour, records, end, stop);
     // In ts order; of the same ts the later-written (stable sort, then the last of each run).
     std::stable_sort(records.begin(), records.end(),
                      [](const Record& a, const Record& b) { return a.ts < b.ts; });
@@ -355,7 +410,7 @@ std::int64_t TickLog::oldest() const {
     char h[kHeaderBytes];
     for (off_t at = 0; ::pread(fd, h, kHeaderBytes, at) == static_cast<ssize_t>(kHeaderBytes);) {
       const std::string_view v(h, kHeaderBytes);
-      if (get(v, 0, 4) != kMagic) break;
+      if (!of_hour(v, 0, hour)) break;  // the end (frame())
       const auto ts = static_cast<std::int64_t>(get(v, 8, 8));
       if (static_cast<std::int64_t>(get(v, 16, 8)) >= floor) oldest = std::min(oldest, ts);
       at = static_cast<off_t>(next_record(static_cast<std::size_t>(at), get(v, 4, 4)));

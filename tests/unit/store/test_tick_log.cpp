@@ -1,9 +1,13 @@
 // The tick log (store/tick_log.hpp): raw ticks appended to a file an hour beside the history
 // file; torn and damaged records; the clock going back; a new history file.
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 
+#include "store/sample_codec.hpp"
 #include "store/tick_log.hpp"
 #include "store_test_support.hpp"
 
@@ -53,7 +57,7 @@ TEST_CASE("tick log: blocks go to their hour's file and read back in order") {
   CHECK(kiwi_test::ticks_in_log(db.path()) == 29);
 }
 
-TEST_CASE("tick log: a torn last record is skipped, and cut off before the next append") {
+TEST_CASE("tick log: a torn last record is skipped, and written over by the next append") {
   TempDb db;
   const std::string file = db.path() + "-ticks/0.ticks";
   {
@@ -159,5 +163,90 @@ TEST_CASE("tick log: through the store: damage is reported, a new history file d
     kiwi::HistoryQuery q;
     q.limit = 100;
     CHECK(store.query(q).timestamps.size() == 20);
+  }
+}
+
+namespace {
+
+constexpr std::int64_t kHour = 3'600'000;
+
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> out;
+  for (auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("tick log: pruned files are kept as spares and recycled for hours to come") {
+  TempDb db;
+  const std::string dir = db.path() + "-ticks";
+  TickLog log(dir);
+  // Hours 0-3, each with blocks of two pages, so a recycled file is longer than one new record.
+  for (std::int64_t h = 0; h < 4; ++h)
+    for (int i = 0; i < 3; ++i)
+      log.append(h * kHour + i * 1000, h * kHour + i * 1000 + 500, 1, std::string(5000, 'a' + h));
+  const auto inode_of = [&](const std::string& name) {
+    struct stat st {};
+    REQUIRE(::stat((dir + "/" + name).c_str(), &st) == 0);
+    return st.st_ino;
+  };
+  const auto hour0 = inode_of("0.ticks");
+  // Hours 0-2 go (hour 3 is read from the cut on): two kept as spares, the third deleted.
+  CHECK(log.prune(3 * kHour + kMaxBlockSpanMs) == 3);
+  CHECK(names_in(dir) == std::vector<std::string>{"0.spare", "10800.ticks", "3600.spare"});
+  CHECK(log_hours(db.path()) == std::vector<std::int64_t>{3 * kHour});
+
+  // Hour 4's file is the oldest spare renamed: its blocks are already the file's, the append
+  // overwrites from its start, and none of what it held before is read.
+  log.append(4 * kHour, 4 * kHour + 500, 1, "new");
+  CHECK(names_in(dir) == std::vector<std::string>{"10800.ticks", "14400.ticks", "3600.spare"});
+  CHECK(inode_of("14400.ticks") == hour0);
+  CHECK(fs::file_size(dir + "/14400.ticks") == 2 * 8192 + 32 + 5000);  // not cut, not grown
+  CHECK(ts_read(log) == std::vector<std::int64_t>{4 * kHour});
+  CHECK(log.oldest() == 4 * kHour);
+  log.append(4 * kHour + 1000, 4 * kHour + 1500, 1, "next");
+  {
+    TickLog again(dir);  // a restart: the records of the hour, not what follows them
+    CHECK(ts_read(again) == std::vector<std::int64_t>{3 * kHour, 3 * kHour + 1000, 3 * kHour + 2000,
+                                                      4 * kHour, 4 * kHour + 1000});
+    CHECK(again.oldest() == 3 * kHour);  // the cut is the writer's: a new log has none yet
+    again.append(4 * kHour + 2000, 4 * kHour + 2500, 1, "after a restart");
+    std::vector<std::string> seen;
+    again.blocks(4 * kHour, INT64_MAX, false, [&](const TickLog::Block& b) {
+      seen.emplace_back(b.data);
+      return true;
+    });
+    CHECK(seen == std::vector<std::string>{"new", "next", "after a restart"});
+    CHECK(again.take_note().empty());  // what a recycled file held before is not damage
+  }
+
+  SECTION("an append torn in a recycled file is overwritten by the next one") {
+    TickLog writer(dir);
+    writer.append(4 * kHour + 3000, 4 * kHour + 3500, 1, std::string(100, 'z'));
+    add_bytes(dir + "/14400.ticks", "XYZ", 3 * 4096 + 32 + 50);  // its block, not all written
+    TickLog again(dir);
+    CHECK(ts_read(again).back() == 4 * kHour + 2000);
+    again.append(4 * kHour + 4000, 4 * kHour + 4500, 1, "whole");
+    CHECK(ts_read(again).back() == 4 * kHour + 4000);
+    CHECK(again.take_note().empty());
+  }
+  SECTION("a damaged header with a record of the hour after it is damage, not the end") {
+    add_bytes(dir + "/14400.ticks", "garbage!", 4096);  // the second of three records
+    TickLog again(dir);
+    CHECK(ts_read(again).back() == 4 * kHour);  // what follows the damage is not read
+    again.append(4 * kHour + 3000, 4 * kHour + 3500, 1, "more");
+    CHECK_THAT(again.take_note(), Catch::Contains("14400.ticks: damaged at byte 4096"));
+  }
+  SECTION("the clock gone back: a spare that was the hour's own file is not taken for it") {
+    fs::rename(dir + "/3600.spare", dir + "/18000.spare");  // as if it held hour 5
+    log.append(5 * kHour, 5 * kHour + 500, 1, "five");
+    CHECK(fs::exists(dir + "/18000.spare"));
+    CHECK(fs::file_size(dir + "/18000.ticks") == 32 + 4);  // a new file
+  }
+  SECTION("a new history file deletes the spares too") {
+    log.clear();
+    CHECK(names_in(dir).empty());
   }
 }
