@@ -687,3 +687,46 @@ def kiwi_config(binary, changes):
     if changes:
         raise Failure(f"kiwi-agent --print-default-config has no {sorted(changes)}")
     return "\n".join(out) + "\n"
+
+
+class LoopFs:
+    """An ext4 filesystem of its own on a loop device, mounted at `mountpoint`: what it sends to
+    its device is what one agent wrote (device bytes: data, journal and metadata)."""
+
+    def __init__(self, image, mountpoint, size_bytes):
+        self.image, self.mountpoint, self.dev = image, mountpoint, None
+        with open(image, "wb") as f:
+            f.truncate(size_bytes)  # sparse
+        # 4 KiB blocks, as on an SD card of any size (a small image would get 1 KiB ones); inode
+        # tables and journal written now: no ext4lazyinit writing in the window.
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "4096", "-E",
+                        "lazy_itable_init=0,lazy_journal_init=0", image], check=True)
+        self.dev = subprocess.run(["losetup", "--find", "--show", image], check=True,
+                                  capture_output=True, text=True).stdout.strip()
+        os.makedirs(mountpoint, exist_ok=True)
+        try:
+            subprocess.run(["mount", self.dev, mountpoint], check=True)
+        except subprocess.CalledProcessError:
+            self.close()
+            raise
+
+    def written(self):
+        """Bytes sent to the device so far, after the filesystem's dirty data and journal."""
+        fd = os.open(self.mountpoint, os.O_RDONLY)
+        try:
+            os.syncfs(fd) if hasattr(os, "syncfs") else subprocess.run(
+                ["sync", "-f", self.mountpoint], check=True)
+        finally:
+            os.close(fd)
+        with open(f"/sys/block/{os.path.basename(self.dev)}/stat") as f:
+            return int(f.read().split()[6]) * 512
+
+    def close(self):
+        if self.dev and subprocess.run(["umount", self.mountpoint], check=False).returncode == 0:
+            subprocess.run(["losetup", "-d", self.dev], check=False)
+            self.dev = None
+
+
+def device_counting():
+    """Whether loop devices can be made here (root, losetup, mkfs.ext4)."""
+    return os.geteuid() == 0 and all(shutil.which(t) for t in ("losetup", "mkfs.ext4", "mount"))

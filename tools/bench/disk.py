@@ -66,9 +66,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (Agent, Failure, Processes, Results, answers, free_ports,  # noqa: E402
-                      kiwi_config, loadavg, read_int_fields, read_results, run_or_report,
-                      tick_log_records, version_line, wait_until)
+from benchlib import (Agent, Failure, LoopFs, Processes, Results, answers,  # noqa: E402
+                      device_counting, free_ports, kiwi_config, loadavg, read_int_fields,
+                      read_results, run_or_report, tick_log_records, version_line, wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = "## Disk writes: steady state"
@@ -110,49 +110,6 @@ def db_figures(path, since_ms):
         return out
     finally:
         con.close()
-
-
-class LoopFs:
-    """An ext4 filesystem of its own on a loop device, mounted at `mountpoint`: what it sends to
-    its device is what one agent wrote (device bytes: data, journal and metadata)."""
-
-    def __init__(self, image, mountpoint, size_bytes):
-        self.image, self.mountpoint, self.dev = image, mountpoint, None
-        with open(image, "wb") as f:
-            f.truncate(size_bytes)  # sparse
-        # 4 KiB blocks, as on an SD card of any size (a small image would get 1 KiB ones); inode
-        # tables and journal written now: no ext4lazyinit writing in the window.
-        subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "4096", "-E",
-                        "lazy_itable_init=0,lazy_journal_init=0", image], check=True)
-        self.dev = subprocess.run(["losetup", "--find", "--show", image], check=True,
-                                  capture_output=True, text=True).stdout.strip()
-        os.makedirs(mountpoint, exist_ok=True)
-        try:
-            subprocess.run(["mount", self.dev, mountpoint], check=True)
-        except subprocess.CalledProcessError:
-            self.close()
-            raise
-
-    def written(self):
-        """Bytes sent to the device so far, after the filesystem's dirty data and journal."""
-        fd = os.open(self.mountpoint, os.O_RDONLY)
-        try:
-            os.syncfs(fd) if hasattr(os, "syncfs") else subprocess.run(
-                ["sync", "-f", self.mountpoint], check=True)
-        finally:
-            os.close(fd)
-        with open(f"/sys/block/{os.path.basename(self.dev)}/stat") as f:
-            return int(f.read().split()[6]) * 512
-
-    def close(self):
-        if self.dev and subprocess.run(["umount", self.mountpoint], check=False).returncode == 0:
-            subprocess.run(["losetup", "-d", self.dev], check=False)
-            self.dev = None
-
-
-def device_counting():
-    """Whether loop devices can be made here (root, losetup, mkfs.ext4)."""
-    return os.geteuid() == 0 and all(shutil.which(t) for t in ("losetup", "mkfs.ext4", "mount"))
 
 
 def run(args):

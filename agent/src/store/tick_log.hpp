@@ -4,15 +4,8 @@
 // are kept as `<hour>.spare` and renamed to the next new hours' files (recycled), the rest
 // deleted. A recycled file's blocks are the filesystem's already, so an append overwrites them:
 // on ext4 an append that grows a file also makes the journal write the inode, its extents and
-// the allocation each sync, about three times the record's own bytes sent to the device (measured
-// with tools/bench/disk.py: 37 kB for a 4.7 kB record, 12 kB overwriting one).
-//
-// Why not a table: the WAL writes each page a commit touches, and a checkpoint writes it again,
-// into the database file, where the pages pruning frees are spread over the whole file: on a year
-// of history a 1 KiB page cost a 4 KiB block of the filesystem, and a commit touched 13-28 pages
-// (the block's overflow chain, the header, both ends of the table's b-tree, the free list) for
-// 8 kB of ticks: 1.66 MB/h. Appended to a file of their own, the ticks are written once, where
-// the file ends (docs/benchmarks.md, "Disk writes").
+// the allocation at each sync (tools/bench/write_cost.py: a 4.7 kB record sent 32 KiB to the
+// device appended into blocks taken ahead, 16.5 KiB written over a recycled file's).
 //
 // A file is a run of records, each:
 //   magic u32 "kTk1" | size u32 (of the block) | ts i64 (first tick, unix ms) | last i64 (last
