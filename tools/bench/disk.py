@@ -30,12 +30,11 @@ close included, so no checkpoint is left out whenever it falls (the log goes to 
     data, the ext4 journal and metadata, what reaches flash on a board;
   - write_bytes (/proc/PID/io at the start; at the end its whole life's from wait4()'s rusage,
     the same counter): what the process dirtied in the page cache, as the agent's own
-    `kiwi_agent_disk_written_bytes_total` counts
-    it. It leaves out the journal, and on Linux 6.16
-    and later, whose ext4 caches files in large folios, it counts a whole folio for each page
-    written into it: a 1 KiB pwrite into a file read sequentially before (readahead: SQLite's
-    quick_check at start) counted 680 kB here, against 1 kB to 4 kB sent to the device
-    (docs/benchmarks.md, "Disk writes: which counter"). Without root, only this one is measured.
+    `kiwi_agent_disk_written_bytes_total` counts it. On Linux 6.16 and later, whose ext4 caches
+    files in large folios, it counts a whole folio for each page written into it: a 1 KiB pwrite into a file read sequentially before (readahead: SQLite's
+    quick_check at start) counted 1,321 KiB here, against 19 KiB sent to the device, the journal
+    included; and it leaves out the journal, which a synced append that grows a file makes write
+    (tools/bench/write_cost.py; docs/benchmarks.md). Without root, only this one is measured.
 
 The pages the warm-up left in the WAL are checkpointed inside the window too, so the figures are
 at most one warm-up's worth high.

@@ -5,7 +5,7 @@
 // deleted. A recycled file's blocks are the filesystem's already, so an append overwrites them:
 // on ext4 an append that grows a file also makes the journal write the inode, its extents and
 // the allocation at each sync (tools/bench/write_cost.py: a 4.7 kB record sent 32 KiB to the
-// device appended into blocks taken ahead, 16.5 KiB written over a recycled file's).
+// device appended into blocks taken ahead, 16-23 KiB written over a recycled file's).
 //
 // A file is a run of records, each:
 //   magic u32 "kTk1" | size u32 (of the block) | ts i64 (first tick, unix ms) | last i64 (last
