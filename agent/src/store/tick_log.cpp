@@ -103,8 +103,13 @@ Tail frame(std::string_view file, std::int64_t hour, std::vector<Record>& out, s
       break;
     }
     if (!of_hour(file, at, hour)) {
-      // Damage if a whole record of the hour follows at a later page; else the end: a recycled
-      // file (TickLog::prune) goes on with what it held before, never of this hour.
+      // Damage if a whole record of the hour follows at a later page, or if the file does not
+      // start with a record (a recycled one starts with one of the hour it was); else the end: a
+      // recycled file (TickLog::prune) goes on with what it held before, never of this hour.
+      if (at == 0 && get(file, 0, 4) != TickLog::kMagic) {
+        tail = Tail::garbage;
+        break;
+      }
       for (std::size_t q = at + TickLog::kAlign; q + TickLog::kHeaderBytes <= file.size();
            q += TickLog::kAlign) {
         if (!of_hour(file, q, hour)) continue;

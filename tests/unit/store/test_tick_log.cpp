@@ -103,6 +103,17 @@ TEST_CASE("tick log: a damaged record reads as missing, a file that no longer fr
     CHECK(ts_read(log) == std::vector<std::int64_t>{1'000, 5'000, 7'000});
     CHECK(log.take_note().empty());
   }
+  SECTION("junk where the first record was, nothing of the hour after it: damage too") {
+    std::FILE* f = std::fopen(file.c_str(), "wb");
+    REQUIRE(f);
+    for (int i = 0; i < 8; ++i) std::fputs("garbage!", f);  // more than a header: not torn
+    std::fclose(f);
+    TickLog log(db.path() + "-ticks");
+    CHECK(ts_read(log).empty());
+    log.append(7'000, 8'000, 2, "more");
+    CHECK_THAT(log.take_note(), Catch::Contains(file + ": damaged at byte 0"));
+    CHECK(ts_read(log) == std::vector<std::int64_t>{7'000});
+  }
   SECTION("the middle record's header overwritten: the rest cannot be framed") {
     add_bytes(file, "garbage!", 4096);
     TickLog log(db.path() + "-ticks");
