@@ -55,9 +55,11 @@ class TickLog {
   // the directory and the file as needed. On failure the file is cut back to where it was.
   void append(std::int64_t ts, std::int64_t last, std::uint32_t ticks, std::string_view block);
   // Blocks whose every tick is before `cut` read as gone from now on; files holding only such
-  // blocks are deleted. Returns how many files were.
+  // blocks leave the log: kept as spares while there are fewer than kSpares, else deleted.
+  // Returns how many files left it.
   int prune(std::int64_t cut);
-  // Deletes every file (the history file is new: they were another one's, with other series ids).
+  // Deletes every file, spares too (the history file is new: they were another one's, with other
+  // series ids).
   void clear();
   // What the writer found damaged and moved aside since the last call ("" if nothing).
   std::string take_note();
