@@ -146,7 +146,8 @@ inline std::string quick_check(const std::filesystem::path& db) {
 
 // Ticks in the tick log beside `db` (`<db>-ticks/*.ticks`, agent/src/store/tick_log.hpp), read
 // as that header documents the records (not through the store's code): every record that frames
-// (magic, size within the file; each at a multiple of 4 KiB) counts its header's ticks.
+// (magic, size within the file, its first tick in the file's hour; each at a multiple of 4 KiB)
+// counts its header's ticks.
 inline std::size_t ticks_in_log(const std::filesystem::path& db) {
   namespace fs = std::filesystem;
   std::size_t ticks = 0;
@@ -154,6 +155,7 @@ inline std::size_t ticks_in_log(const std::filesystem::path& db) {
   for (fs::directory_iterator it(db.string() + "-ticks", ec), end; !ec && it != end;
        it.increment(ec)) {
     if (it->path().extension() != ".ticks") continue;
+    const std::int64_t hour = std::stoll(it->path().stem().string()) * 1000;
     std::ifstream in(it->path(), std::ios::binary);
     const std::string f((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto u32 = [&](std::size_t at) {
@@ -165,7 +167,8 @@ inline std::size_t ticks_in_log(const std::filesystem::path& db) {
     // Each record at a multiple of 4 KiB.
     for (std::size_t at = 0; at < f.size() && f.size() - at >= 32 && u32(at) == 0x316b546b;) {
       const std::size_t size = u32(at + 4);
-      if (size > f.size() - at - 32) break;
+      const auto ts = static_cast<std::int64_t>(u32(at + 8) | std::uint64_t(u32(at + 12)) << 32);
+      if (size > f.size() - at - 32 || ts < hour || ts >= hour + 3'600'000) break;
       ticks += u32(at + 24);
       at = (at + 32 + size + 4095) / 4096 * 4096;
     }

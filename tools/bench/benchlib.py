@@ -277,18 +277,21 @@ class TreeMeter:
 
 def tick_log_records(db):
     """Each record of the tick log beside the history file `db` (schema 6, `<db>-ticks/*.ticks`,
-    agent/src/store/tick_log.hpp), files in name order, as far as its records frame:
+    agent/src/store/tick_log.hpp), files in name order, as far as its records frame (a record of
+    the file's hour: what follows in a recycled file is another hour's):
     (ts, last, ticks, block, intact), intact being whether its CRC-32 holds."""
     d = db + "-ticks"
     for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-        if not name.endswith(".ticks"):
+        if not name.endswith(".ticks") or not name[:-len(".ticks")].lstrip("-").isdigit():
             continue
+        hour = int(name[:-len(".ticks")]) * 1000
         with open(os.path.join(d, name), "rb") as f:
             data = f.read()
         at = 0
         while len(data) - at >= 32:
             magic, size, ts, last, ticks, crc = struct.unpack_from("<IIqqII", data, at)
-            if magic != 0x316b546b or size > len(data) - at - 32:
+            if (magic != 0x316b546b or size > len(data) - at - 32
+                    or not hour <= ts < hour + 3_600_000):
                 break
             block = data[at + 32:at + 32 + size]
             yield ts, last, ticks, block, zlib.crc32(block, zlib.crc32(data[at:at + 28])) == crc
