@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>  // renameat2
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -76,7 +77,8 @@ std::size_t next_record(std::size_t at, std::size_t size) {
 bool of_hour(std::string_view file, std::size_t at, std::int64_t hour) {
   if (get(file, at, 4) != TickLog::kMagic) return false;
   const auto ts = static_cast<std::int64_t>(get(file, at + 8, 8));
-  return ts >= hour && ts - hour < Store::kHourMs;
+  return ts >= hour &&
+         static_cast<std::uint64_t>(ts) - static_cast<std::uint64_t>(hour) < Store::kHourMs;
 }
 
 Record record_at(std::string_view file, std::size_t at) {
@@ -88,9 +90,19 @@ Record record_at(std::string_view file, std::size_t at) {
                 static_cast<std::uint32_t>(get(file, at + 28, 4))};
 }
 
+// Whether a whole record of the hour (its CRC holding) starts at a page from `from` on.
+bool intact_after(std::string_view file, std::int64_t hour, std::size_t from) {
+  for (std::size_t q = from; q + TickLog::kHeaderBytes <= file.size(); q += TickLog::kAlign) {
+    if (!of_hour(file, q, hour)) continue;
+    const Record r = record_at(file, q);
+    if (r.size <= file.size() - q - TickLog::kHeaderBytes && r.intact(file)) return true;
+  }
+  return false;
+}
+
 // The records of `file`, the file of the hour starting at `hour`, as far as they frame; `end` is
 // where the last one ends (0: none), `stop` where framing stopped (the file's size, or the start
-// of what is not a record of the hour).
+// of what is not a record of the hour, or of the damaged record).
 Tail frame(std::string_view file, std::int64_t hour, std::vector<Record>& out, std::size_t& end,
            std::size_t& stop) {
   out.clear();
@@ -103,22 +115,12 @@ Tail frame(std::string_view file, std::int64_t hour, std::vector<Record>& out, s
       break;
     }
     if (!of_hour(file, at, hour)) {
-      // Damage if a whole record of the hour follows at a later page, or if the file does not
-      // start with a record (a recycled one starts with one of the hour it was); else the end: a
+      // Damage if the file does not start with a record (a recycled one starts with one of the
+      // hour it was) or a whole record of the hour follows at a later page; else the end: a
       // recycled file (TickLog::prune) goes on with what it held before, never of this hour.
-      if (at == 0 && get(file, 0, 4) != TickLog::kMagic) {
+      if ((at == 0 && get(file, 0, 4) != TickLog::kMagic) ||
+          intact_after(file, hour, at + TickLog::kAlign))
         tail = Tail::garbage;
-        break;
-      }
-      for (std::size_t q = at + TickLog::kAlign; q + TickLog::kHeaderBytes <= file.size();
-           q += TickLog::kAlign) {
-        if (!of_hour(file, q, hour)) continue;
-        const Record r = record_at(file, q);
-        if (r.size <= file.size() - q - TickLog::kHeaderBytes && r.intact(file)) {
-          tail = Tail::garbage;
-          break;
-        }
-      }
       break;
     }
     const Record r = record_at(file, at);
@@ -131,6 +133,19 @@ Tail frame(std::string_view file, std::int64_t hour, std::vector<Record>& out, s
     at = next_record(at, r.size);
   }
   stop = std::min(at, file.size());
+  // A last record cut short, or failing its CRC, is a torn append, unless a whole record of the
+  // hour follows it: then its size was what was damaged, and what it hid is damage too.
+  if (tail != Tail::garbage) {
+    std::size_t last = std::string_view::npos;
+    if (tail == Tail::torn)
+      last = at;
+    else if (!out.empty() && !out.back().intact(file))
+      last = out.back().at;
+    if (last != std::string_view::npos && intact_after(file, hour, last + TickLog::kAlign)) {
+      tail = Tail::garbage;
+      stop = last;
+    }
+  }
   return tail;
 }
 
@@ -168,6 +183,11 @@ bool read_whole(const std::string& path, std::string& out) {
   out.resize(got);
   ::close(fd);
   return true;
+}
+
+// Renames `from` to `to` unless `to` exists (RENAME_NOREPLACE); false if it was not renamed.
+bool rename_new(const std::string& from, const std::string& to) {
+  return ::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0;
 }
 
 void sync_directory(const std::string& dir) {
@@ -242,7 +262,10 @@ void TickLog::open_for_append(std::int64_t hour) {
   const std::string path = file_of(hour);
   for (int attempt = 0;; ++attempt) {
     std::error_code ec;
-    const bool existed = fs::exists(fs::symlink_status(path, ec));
+    const fs::file_status status = fs::symlink_status(path, ec);
+    if (ec && status.type() != fs::file_type::not_found)  // not to take a spare over it
+      throw StoreError(path + ": " + ec.message());
+    const bool existed = fs::exists(status);
     const bool recycled = !existed && recycle_into(path, hour);
     int fd;
     try {
@@ -298,7 +321,10 @@ void TickLog::append(std::int64_t ts, std::int64_t last, std::uint32_t ticks,
   const std::string path = file_of(fd_hour_);
   auto fail = [&](const char* what) {
     const int e = errno;
-    if (::ftruncate(fd_, static_cast<off_t>(fd_size_)) != 0) close_fd();  // checked again
+    if (::ftruncate(fd_, static_cast<off_t>(fd_size_)) != 0)
+      close_fd();  // checked again
+    else
+      fd_allocated_ = std::min(fd_allocated_, fd_size_);  // the blocks past it went too
     throw StoreError(path + ": " + what + ": " + std::strerror(e) +
                      (e == ENOSPC || e == EDQUOT ? " (the disk is full)" : ""));
   };
@@ -335,7 +361,7 @@ int TickLog::prune(std::int64_t cut) {
     if (hour > minus_saturating(cut, Store::kHourMs + kMaxBlockSpanMs)) break;
     if (hour == fd_hour_) close_fd();
     // Kept as a spare while there are fewer than kSpares, for an hour to come (recycle_into()).
-    if (spares < kSpares && ::rename(file_of(hour).c_str(), spare_of(hour).c_str()) == 0) {
+    if (spares < kSpares && rename_new(file_of(hour), spare_of(hour))) {
       ++spares, ++deleted;
       continue;
     }
@@ -347,10 +373,17 @@ int TickLog::prune(std::int64_t cut) {
 }
 
 bool TickLog::recycle_into(const std::string& path, std::int64_t hour) {
-  // The oldest first; not a file that was this hour's (the clock gone back): its records would
-  // read as the hour's.
-  for (std::int64_t was : list().spares)
-    if (was != hour && ::rename(spare_of(was).c_str(), path.c_str()) == 0) return true;
+  // The oldest first, and only one of an earlier hour: a file's hours then only rise, so all it
+  // held before is of hours before this one, never read as this hour's (after the clock went
+  // back, the hour gets a new file).
+  std::vector<std::int64_t> spares;
+  try {
+    spares = list().spares;
+  } catch (const StoreError&) {
+    return false;  // a new file then
+  }
+  for (std::int64_t was : spares)
+    if (was < hour && rename_new(spare_of(was), path)) return true;
   return false;
 }
 

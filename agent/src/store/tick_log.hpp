@@ -1,11 +1,12 @@
 // The raw ticks of schema 6 on: a commit's ticks as one block (sample_codec::pack_block), appended
 // to a file of the hour the block starts in, in a directory beside the history file:
 // `<path>-ticks/<hour start, unix seconds>.ticks`. Pruned by whole files: up to kSpares of them
-// are kept as `<hour>.spare` and renamed to the next new hours' files (recycled), the rest
-// deleted. A recycled file's blocks are the filesystem's already, so an append overwrites them:
-// on ext4 an append that grows a file also makes the journal write the inode, its extents and
-// the allocation at each sync (tools/bench/write_cost.py: a 4.7 kB record sent 32 KiB to the
-// device appended into blocks taken ahead, 16-23 KiB written over a recycled file's).
+// are kept as `<hour>.spare` and renamed to the next new hours' files (recycled; only to a later
+// hour than the spare's, so a file's hours only rise), the rest deleted. A recycled file's blocks
+// are the filesystem's already, so an append overwrites them: on ext4 an append that grows a file
+// also makes the journal write the inode, its extents and the allocation at each sync
+// (tools/bench/write_cost.py: a 4.7 kB record sent 32 KiB to the device appended into blocks taken
+// ahead, 16-23 KiB written over a recycled file's).
 //
 // A file is a run of records, each:
 //   magic u32 "kTk1" | size u32 (of the block) | ts i64 (first tick, unix ms) | last i64 (last
@@ -27,8 +28,9 @@
 // readers skip it (its size runs past the end, or its CRC fails), and the writer's next append to
 // that file goes where it starts, over it. A record damaged in the middle
 // of a file (its CRC fails) reads as missing, as a block that does not unpack did; one whose
-// header is not a header, with a whole record of the hour after it (the rest of the file cannot
-// be framed) makes the writer move the file aside as `<name>.corrupt-<UTC time>`,
+// header is not a header, or whose size runs over, with a whole record of the hour after it (the
+// rest of the file cannot be framed) makes the writer move the file aside as
+// `<name>.corrupt-<UTC time>`,
 // reported like a damaged history file (take_note()), and start the hour's file anew.
 #pragma once
 

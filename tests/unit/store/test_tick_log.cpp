@@ -181,6 +181,20 @@ namespace {
 
 constexpr std::int64_t kHour = 3'600'000;
 
+// The first tick (ts) of the record header at `at` of `path`.
+std::int64_t first_ts_at(const std::string& path, long at) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  REQUIRE(f);
+  unsigned char h[16] = {};
+  std::fseek(f, at, SEEK_SET);
+  const auto got = std::fread(h, 1, sizeof h, f);
+  std::fclose(f);
+  REQUIRE(got == sizeof h);
+  std::uint64_t ts = 0;
+  for (int i = 0; i < 8; ++i) ts |= std::uint64_t(h[8 + i]) << (8 * i);
+  return static_cast<std::int64_t>(ts);
+}
+
 std::vector<std::string> names_in(const std::string& dir) {
   std::vector<std::string> out;
   for (auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
@@ -242,6 +256,22 @@ TEST_CASE("tick log: pruned files are kept as spares and recycled for hours to c
     CHECK(ts_read(again).back() == 4 * kHour + 2000);
     again.append(4 * kHour + 4000, 4 * kHour + 4500, 1, "whole");
     CHECK(ts_read(again).back() == 4 * kHour + 4000);
+    CHECK(first_ts_at(dir + "/14400.ticks", 3 * 4096) == 4 * kHour + 4000);  // over the torn one
+    CHECK(again.take_note().empty());
+  }
+  SECTION("a damaged size that hides the records after it is damage, not a torn append") {
+    add_bytes(dir + "/14400.ticks", std::string("\x28\x23\x00\x00", 4), 4096 + 4);  // 9000
+    TickLog again(dir);
+    again.append(4 * kHour + 3000, 4 * kHour + 3500, 1, "more");
+    CHECK_THAT(again.take_note(), Catch::Contains("14400.ticks: damaged at byte 4096"));
+  }
+  SECTION("a restart between a spare's rename and the first append: the hour reads empty") {
+    fs::rename(dir + "/3600.spare", dir + "/18000.ticks");  // hour 5's file, nothing appended
+    TickLog again(dir);
+    CHECK(ts_read(again).back() == 4 * kHour + 2000);
+    again.append(5 * kHour, 5 * kHour + 500, 1, "five");
+    CHECK(ts_read(again).back() == 5 * kHour);
+    CHECK(first_ts_at(dir + "/18000.ticks", 0) == 5 * kHour);
     CHECK(again.take_note().empty());
   }
   SECTION("a damaged header with a record of the hour after it is damage, not the end") {
@@ -251,11 +281,21 @@ TEST_CASE("tick log: pruned files are kept as spares and recycled for hours to c
     again.append(4 * kHour + 3000, 4 * kHour + 3500, 1, "more");
     CHECK_THAT(again.take_note(), Catch::Contains("14400.ticks: damaged at byte 4096"));
   }
-  SECTION("the clock gone back: a spare that was the hour's own file is not taken for it") {
-    fs::rename(dir + "/3600.spare", dir + "/18000.spare");  // as if it held hour 5
-    log.append(5 * kHour, 5 * kHour + 500, 1, "five");
-    CHECK(fs::exists(dir + "/18000.spare"));
+  SECTION("the clock gone back: no spare of a later hour is taken, so nothing of the hour in it") {
+    // A spare last of hour 7 that still holds records of hour 5 from a life before (the clock
+    // went back since): taken for hour 5, its record at 12 KiB would read as the hour's.
+    {
+      TickLog other(db.path() + "-other");
+      other.append(5 * kHour, 5 * kHour + 500, 1, std::string(9000, 'o'));  // 3 pages
+      other.append(5 * kHour + 1000, 5 * kHour + 1500, 1, "old");           // at 12 KiB
+    }
+    fs::rename(db.path() + "-other/18000.ticks", dir + "/25200.spare");
+    fs::remove(dir + "/3600.spare");
+    log.append(5 * kHour + 2000, 5 * kHour + 2500, 1, "five");
+    CHECK(fs::exists(dir + "/25200.spare"));               // not taken
     CHECK(fs::file_size(dir + "/18000.ticks") == 32 + 4);  // a new file
+    CHECK(ts_read(log).back() == 5 * kHour + 2000);
+    CHECK(log.take_note().empty());
   }
   SECTION("a new history file deletes the spares too") {
     log.clear();
