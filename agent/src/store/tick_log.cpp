@@ -101,8 +101,10 @@ bool intact_after(std::string_view file, std::int64_t hour, std::size_t from) {
 }
 
 // The records of `file`, the file of the hour starting at `hour`, as far as they frame; `end` is
-// where the last one ends (0: none), `stop` where framing stopped (the file's size, or the start
-// of what is not a record of the hour, or of the damaged record).
+// where the next append goes: where the last one ends (0: none), or where it starts if it fails
+// its CRC (an append cut short: the size written, not all of the block); `stop` where framing
+// stopped (the file's size, or the start of what is not a record of the hour, or of the damaged
+// record).
 Tail frame(std::string_view file, std::int64_t hour, std::vector<Record>& out, std::size_t& end,
            std::size_t& stop) {
   out.clear();
@@ -137,10 +139,12 @@ Tail frame(std::string_view file, std::int64_t hour, std::vector<Record>& out, s
   // hour follows it: then its size was what was damaged, and what it hid is damage too.
   if (tail != Tail::garbage) {
     std::size_t last = std::string_view::npos;
-    if (tail == Tail::torn)
+    if (tail == Tail::torn) {
       last = at;
-    else if (!out.empty() && !out.back().intact(file))
+    } else if (!out.empty() && !out.back().intact(file)) {
       last = out.back().at;
+      end = last;
+    }
     if (last != std::string_view::npos && intact_after(file, hour, last + TickLog::kAlign)) {
       tail = Tail::garbage;
       stop = last;
@@ -273,23 +277,20 @@ void TickLog::open_for_append(std::int64_t hour) {
     } catch (const std::system_error& e) {
       throw StoreError(e.what());
     }
-    struct stat st {};
-    const std::size_t size = ::fstat(fd, &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
     if (!existed) {
       sync_directory(dir_);  // the new name survives a power cut with the records in it
       // A recycled file's blocks are written already: appends overwrite them from its start.
-      fd_ = fd, fd_hour_ = hour, fd_size_ = 0, fd_allocated_ = recycled ? size : 0;
+      struct stat st {};
+      fd_ = fd, fd_hour_ = hour, fd_size_ = 0;
+      fd_allocated_ = recycled && ::fstat(fd, &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
       return;
     }
     std::string file;
     read_whole(path, file);
     std::vector<Record> records;
     std::size_t end, stop;
-    Tail tail = frame(file, hour, records, end, stop);
-    // A last record that frames but fails its CRC is an append cut short too (the size written,
-    // not all of the block): the next append overwrites it, as it does a torn header.
-    if (tail == Tail::none && !records.empty() && !records.back().intact(file))
-      end = records.back().at;
+    // A torn last record (frame()) is overwritten by the next append.
+    const Tail tail = frame(file, hour, records, end, stop);
     if (tail == Tail::garbage && attempt == 0) {
       ::close(fd);
       std::string stamp;
@@ -301,7 +302,7 @@ void TickLog::open_for_append(std::int64_t hour) {
       continue;
     }
     fd_ = fd, fd_hour_ = hour, fd_size_ = tail == Tail::garbage ? file.size() : end;
-    fd_allocated_ = size;
+    fd_allocated_ = file.size();
     return;
   }
 }
