@@ -48,7 +48,6 @@ def measure(fs, path, count, setup, step):
     try:
         setup(fd)
         os.fsync(fd)
-        fs.written()
         dev0, wb0 = fs.written(), write_bytes()
         for i in range(count):
             step(fd, i)
