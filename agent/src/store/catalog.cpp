@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "store/sample_codec.hpp"
 #include "store/schema.hpp"
 #include "store/series_table.hpp"
 
@@ -125,6 +126,60 @@ void SeriesTable::publish() {
 SeriesTable::View SeriesTable::view() const {
   std::lock_guard lock(mutex_);
   return view_;
+}
+
+std::string SeriesTable::carry(std::size_t from) const {
+  using sample_codec::put_varint;
+  std::string out;
+  put_varint(out, count_);
+  put_varint(out, from);
+  auto put_text = [&](std::string_view t) {
+    put_varint(out, t.size());
+    out += t;
+  };
+  std::string labels;
+  for (std::size_t i = from; i < count_; ++i) {
+    const SeriesInfo& s = (*(*chunks_)[i / SeriesCatalog::kChunk])[i % SeriesCatalog::kChunk];
+    put_text(s.name);
+    labels.clear();
+    append_canonical_labels(labels, s.labels);
+    put_text(labels);
+    put_text(s.unit);
+    out.push_back(static_cast<char>(s.kind));
+  }
+  return out;
+}
+
+std::size_t SeriesTable::adopt(std::string_view in) {
+  using sample_codec::get_varint;
+  std::uint64_t end = 0, from = 0;
+  if (!get_varint(in, end) || !get_varint(in, from) || from > count_ || end < from) return 0;
+  auto get_text = [&](std::string_view& t) {
+    std::uint64_t n = 0;
+    if (!get_varint(in, n) || n > in.size()) return false;
+    t = in.substr(0, n);
+    in.remove_prefix(n);
+    return true;
+  };
+  std::vector<SeriesInfo> rows;
+  for (std::uint64_t id = from + 1; id <= end; ++id) {
+    std::string_view name, labels, unit;
+    if (!get_text(name) || !get_text(labels) || !get_text(unit) || in.empty()) return 0;
+    const auto kind = static_cast<unsigned char>(in.front());
+    in.remove_prefix(1);
+    if (id <= count_) continue;
+    SeriesInfo s{{},
+                 std::string(name),
+                 parse_labels(labels),
+                 std::string(unit),
+                 static_cast<MetricKind>(kind)};
+    assign_key(s.key, s.name, labels);
+    rows.push_back(std::move(s));
+  }
+  if (!in.empty()) return 0;
+  for (auto& s : rows) add(std::move(s));
+  if (!rows.empty()) publish();
+  return rows.size();
 }
 
 // A file that turned out malformed while its series were read: none of them count.

@@ -174,9 +174,9 @@ std::future<std::string> check(sql::Connection& db, const Identity& id) {
 // The pragmas, and the tables a file of this identity lacks; marks it version 6.
 void create_or_migrate(sql::Connection& db, const Identity& id) {
   // synchronous=FULL: the WAL is synced at each commit that wrote to it, as the tick log is at
-  // each append (tick_log.hpp), so after a power cut no tick on disk names a series the file
-  // lost. Commits that write here are few (new series, an hour's summaries once an hour,
-  // alerts, cursors); a sync writes no more bytes, it only orders them. 1 KiB pages: a commit
+  // each append (tick_log.hpp). Commits that write here are few (an hour's summaries and the
+  // series new in it, once an hour; alerts, cursors); a sync writes no more bytes, it only
+  // orders them. 1 KiB pages: a commit
   // rewrites every page it touches, so small pages cut the bytes written to flash per commit
   // (measured: docs/benchmarks.md). Takes effect only for a new file.
   db.exec("PRAGMA page_size=1024");

@@ -1,6 +1,8 @@
 // The writer's side of the series catalog: assigns ids to the series of each tick (in memory,
 // contiguous, as loaded), publishes the readers' view (catalog.hpp), and loads the table from the
-// file at open. The rows of new series are written by the writer's commit.
+// file at open. The rows of new series are written by the writer's commit at the hour's fold; until
+// then each tick log record carries them (carry(), adopt()), so a tick never names a series that
+// neither the file nor the log's newest carrying record has.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,14 @@ class SeriesTable {
   // Reads the series table of `db` (at open): StoreError with SQLite's message, Malformed for
   // ids that are not contiguous. Publishes the catalog read.
   void load(sql::Connection& db);
+  // The rows of series [from, size()) as a tick log record carries them (TickLog::append()):
+  // varint(size()), varint(from), then per series varint-prefixed name, canonical labels and
+  // unit, and its kind as a byte. The first varint only rises from record to record, as
+  // TickLog::carried() needs.
+  std::string carry(std::size_t from) const;
+  // Adds the series of `carried` (carry()'s bytes) that are past size(), and publishes them;
+  // returns how many. 0 for rows that do not continue the table (a gap) or do not decode.
+  std::size_t adopt(std::string_view carried);
   // Forgets every series (a file that turned out malformed while its series were read).
   void forget();
   std::size_t size() const { return count_; }  // series in the writer's table

@@ -23,6 +23,11 @@ class Store::Impl {
   explicit Impl(std::string p) : path(std::move(p)), log(path + "-ticks"), pool(path, log) {}
   ~Impl() {
     pool.clear();
+    try {
+      writer.commit_series();
+    } catch (const std::exception&) {
+      // The tick log's records carry them: the next open takes them from there.
+    }
     writer.close();
   }
 
@@ -76,6 +81,9 @@ void Store::Impl::open_file() {
     alerts.load(db);
     series.load(db);
     writer.set_committed(series.size());
+    // The series the file has not yet (committed at the hour's fold), from the log's newest
+    // record that carries them.
+    series.adopt(log.carried());
   } catch (const Malformed&) {
     if (file_recoveries_now() == 0)
       series.forget();  // after a recovery the catalog is the one in use

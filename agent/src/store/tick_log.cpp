@@ -57,6 +57,20 @@ struct Record {
   }
 };
 
+// A record's payload as its carried catalog rows ("" if none) and its block; false if its carry
+// does not frame.
+bool split_payload(std::string_view payload, std::string_view& carry, std::string_view& block) {
+  carry = {};
+  block = payload;
+  if (payload.empty() || payload.front() != TickLog::kCarried) return true;
+  payload.remove_prefix(1);
+  std::uint64_t n = 0;
+  if (!sample_codec::get_varint(payload, n) || n > payload.size()) return false;
+  carry = payload.substr(0, n);
+  block = payload.substr(n);
+  return true;
+}
+
 // What follows the last record of the file: nothing (its end, or what a recycled file held before:
 // records of another hour, or the inside of one), a record cut short (a torn append), or bytes
 // that are no record's header with a record of the file's hour after them (damage).
@@ -308,17 +322,26 @@ void TickLog::open_for_append(std::int64_t hour) {
 }
 
 void TickLog::append(std::int64_t ts, std::int64_t last, std::uint32_t ticks,
-                     std::string_view block) {
+                     std::string_view carry, std::string_view block) {
   open_for_append(floor_to(ts, Store::kHourMs));
+  std::string payload;
+  if (!carry.empty()) {
+    payload.reserve(11 + carry.size() + block.size());
+    payload.push_back(kCarried);
+    sample_codec::put_varint(payload, carry.size());
+    payload += carry;
+    payload += block;
+  }
+  const std::string_view body = carry.empty() ? block : std::string_view(payload);
   std::string rec;
-  rec.reserve(kHeaderBytes + block.size());
+  rec.reserve(kHeaderBytes + body.size());
   put_u32(rec, kMagic);
-  put_u32(rec, static_cast<std::uint32_t>(block.size()));
+  put_u32(rec, static_cast<std::uint32_t>(body.size()));
   put_i64(rec, ts);
   put_i64(rec, last);
   put_u32(rec, ticks);
-  put_u32(rec, crc32_of(block, crc32_of(rec)));
-  rec += block;
+  put_u32(rec, crc32_of(body, crc32_of(rec)));
+  rec += body;
   const std::string path = file_of(fd_hour_);
   auto fail = [&](const char* what) {
     const int e = errno;
@@ -432,8 +455,10 @@ void TickLog::blocks(std::int64_t from, std::int64_t to, bool newest_first,
     }
     if (newest_first) std::reverse(take.begin(), take.end());
     for (const Record* r : take) {
-      if (!r->intact(file)) continue;  // reads as missing
-      if (!fn(Block{r->ts, r->last, r->ticks, r->block(file)})) return;
+      std::string_view carry, block;
+      if (!r->intact(file) || !split_payload(r->block(file), carry, block))
+        continue;  // reads as missing
+      if (!fn(Block{r->ts, r->last, r->ticks, block})) return;
     }
   }
 }
@@ -458,6 +483,52 @@ std::int64_t TickLog::oldest() const {
     if (oldest != INT64_MAX) return oldest;
   }
   return INT64_MAX;
+}
+
+std::string TickLog::carried() const {
+  struct Candidate {
+    std::uint64_t rank;
+    std::int64_t hour;
+    std::size_t at, size;
+  };
+  std::vector<Candidate> found;
+  for (std::int64_t hour : hours()) {
+    const int fd = open_to_read(file_of(hour));
+    if (fd < 0) continue;  // pruned meanwhile
+    // A header and the start of its payload: kCarried, varint(n), the carry's first varint.
+    char h[kHeaderBytes + 21];
+    for (off_t at = 0;;) {
+      const ssize_t n = ::pread(fd, h, sizeof h, at);
+      if (n < static_cast<ssize_t>(kHeaderBytes)) break;
+      const std::string_view v(h, static_cast<std::size_t>(n));
+      if (!of_hour(v, 0, hour)) break;  // the end (frame())
+      const auto size = static_cast<std::size_t>(get(v, 4, 4));
+      std::string_view p = v.substr(kHeaderBytes, std::min<std::size_t>(size, n - kHeaderBytes));
+      std::uint64_t len = 0, rank = 0;
+      if (!p.empty() && p.front() == kCarried) {
+        p.remove_prefix(1);
+        if (sample_codec::get_varint(p, len) && sample_codec::get_varint(p, rank))
+          found.push_back({rank, hour, static_cast<std::size_t>(at), size});
+      }
+      at = static_cast<off_t>(next_record(static_cast<std::size_t>(at), size));
+    }
+    ::close(fd);
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.rank > b.rank; });
+  std::string rec;
+  for (const Candidate& c : found) {
+    const int fd = open_to_read(file_of(c.hour));
+    if (fd < 0) continue;
+    rec.resize(kHeaderBytes + c.size);
+    const ssize_t n = ::pread(fd, rec.data(), rec.size(), static_cast<off_t>(c.at));
+    ::close(fd);
+    if (n != static_cast<ssize_t>(rec.size())) continue;  // cut short: a torn append
+    const Record r = record_at(rec, 0);
+    std::string_view carry, block;
+    if (r.intact(rec) && split_payload(r.block(rec), carry, block)) return std::string(carry);
+  }
+  return {};
 }
 
 }  // namespace kiwi::agent

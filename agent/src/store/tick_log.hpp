@@ -11,6 +11,10 @@
 // A file is a run of records, each:
 //   magic u32 "kTk1" | size u32 (of the block) | ts i64 (first tick, unix ms) | last i64 (last
 //   tick) | ticks u32 | crc u32 (CRC-32 of the 28 bytes before it and the block) | the block
+// where "the block" (size, CRC) is the record's payload: the block itself, or, in a record that
+// carries catalog rows (series the history file does not have yet, SeriesTable::carry()),
+// kCarried, varint(n), those n bytes, then the block. A block never starts with kCarried
+// (sample_codec's blocks start with 0x00, 0x02 or 0x03).
 // little-endian, 32 bytes of header, each record at a multiple of 4 KiB (kAlign; what is between
 // two is not read): an append then writes only pages of its own, not again the one the record
 // before it ended in. A file's records are those of its hour (ts in it), from its start on: the
@@ -22,11 +26,12 @@
 // after its others); readers sort each file's records by ts, and of two with the same ts read the
 // later-written (as the table's INSERT OR REPLACE kept it).
 //
-// Crash safety: a record is written with one write() and fdatasync()ed before the commit returns
-// (the writer commits the catalog's new series to SQLite first, so no tick names a series the
-// file has not). kill -9 or a power cut in the middle of an append leaves a torn last record:
-// readers skip it (its size runs past the end, or its CRC fails), and the writer's next append to
-// that file goes where it starts, over it. A record damaged in the middle
+// Crash safety: a record is written with one write() and fdatasync()ed before the commit returns;
+// it carries every series its ticks may name that the history file has not committed yet (the
+// writer commits them to SQLite at the hour's fold), and the agent takes them back from the newest
+// carrying record at open (carried()). kill -9 or a power cut in the middle of an append leaves a
+// torn last record: readers skip it (its size runs past the end, or its CRC fails), and the
+// writer's next append to that file goes where it starts, over it. A record damaged in the middle
 // of a file (its CRC fails) reads as missing, as a block that does not unpack did; one whose
 // header is not a header, or whose size runs over, with a whole record of the hour after it (the
 // rest of the file cannot be framed) makes the writer move the file aside as
@@ -55,7 +60,13 @@ class TickLog {
   // Writer side (one thread). Throws StoreError naming the file.
   // Appends the block of `ticks` ticks from ts to last to ts's hour's file and syncs it; creates
   // the directory and the file as needed. On failure the file is cut back to where it was.
-  void append(std::int64_t ts, std::int64_t last, std::uint32_t ticks, std::string_view block);
+  // `carry`: catalog rows the record carries ("": none), whose first varint only rises from
+  // record to record (carried()).
+  void append(std::int64_t ts, std::int64_t last, std::uint32_t ticks, std::string_view carry,
+              std::string_view block);
+  void append(std::int64_t ts, std::int64_t last, std::uint32_t ticks, std::string_view block) {
+    append(ts, last, ticks, {}, block);
+  }
   // Blocks whose every tick is before `cut` read as gone from now on; files holding only such
   // blocks leave the log: kept as spares while there are fewer than kSpares, else deleted.
   // Returns how many files left it.
@@ -78,12 +89,17 @@ class TickLog {
               const std::function<bool(const Block&)>& fn) const;
   // The ts of the oldest block (INT64_MAX if none).
   std::int64_t oldest() const;
+  // The catalog rows of the intact record whose carry's first varint is the largest ("" if no
+  // record carries any): the rows the history file may lack. Reads every file's headers, and
+  // whole only the record it returns (and any found damaged on the way).
+  std::string carried() const;
 
   static constexpr std::size_t kHeaderBytes = 32;
   static constexpr std::uint32_t kMagic = 0x316b546b;  // "kTk1" little-endian
   static constexpr std::size_t kAlign = 4096;          // a record starts at a multiple of it
   static constexpr std::size_t kPreallocate = 32 * 1024;
   static constexpr std::size_t kSpares = 2;  // pruned files kept for hours to come, at most
+  static constexpr char kCarried = 0x04;     // a payload that starts with carried catalog rows
 
  private:
   struct Listing {

@@ -88,6 +88,12 @@ void Writer::commit(const Store::Cutoffs& cutoffs, int prune_rows) {
   // Copied: queries keep seeing them until they are committed.
   const std::vector<TickQueue::Row> rows = queue_.copy();
   const SeriesTable::View catalog = series_.view();
+  // New series go to the file with the hour's fold, or once carrying them would add more than
+  // kMaxCarriedBytes to each record: until then every record carries them (series_table.hpp),
+  // and a commit that has nothing else for SQLite writes nothing to it (no WAL frame, no sync).
+  std::string carry = series_committed_ < catalog->size() ? series_.carry(series_committed_) : "";
+  const bool write_series = !carry.empty() && (carry.size() > kMaxCarriedBytes ||
+                                               !closed_hours_.empty() || !unfolded_days_.empty());
   file_.db.exec("BEGIN");
   // Taken once the transaction is open: a BEGIN that fails leaves them to the next commit.
   const Cursors::Map cursors = cursors_.take_dirty();
@@ -97,13 +103,7 @@ void Writer::commit(const Store::Cutoffs& cutoffs, int prune_rows) {
     for (auto& [name, acked] : cursors)
       if (file_.insert_cursor.execute(name, acked) != sql::kDone)
         fail("cannot write output cursor " + name);
-    for (std::size_t i = series_committed_; i < catalog->size(); ++i) {
-      auto& s = (*catalog)[i];
-      if (file_.insert_series.execute(static_cast<std::int64_t>(i + 1), s.name,
-                                      canonical_labels(s.labels), s.unit,
-                                      static_cast<int>(s.kind)) != sql::kDone)
-        fail("cannot add series " + s.key);
-    }
+    if (write_series) insert_series(*catalog);
     for (std::int64_t day : unfolded_days_) fold_day(day);
     write_hours();
     if (prune_rows > 0) prune(cutoffs, prune_rows);
@@ -122,18 +122,45 @@ void Writer::commit(const Store::Cutoffs& cutoffs, int prune_rows) {
   }
   alerts_.committed(std::move(alerts));
   unfolded_days_.clear();
-  series_committed_ = catalog->size();
+  if (write_series) {
+    series_committed_ = catalog->size();
+    carry.clear();
+  }
   if (!closed_hours_.empty()) {
     closed_hours_.clear();
     publish();
   }
-  // After the series they name are committed. A failure (StoreError) leaves the rows queued for
-  // the next commit.
-  write_ticks(rows);
+  // With the series they name that the file has not (`carry`). A failure (StoreError) leaves the
+  // rows queued for the next commit.
+  write_ticks(rows, carry);
   queue_.drop_until(rows.empty() ? INT64_MIN : rows.back().first);
 }
 
-void Writer::write_ticks(const std::vector<TickQueue::Row>& rows) {
+void Writer::insert_series(const SeriesCatalog& catalog) {
+  for (std::size_t i = series_committed_; i < catalog.size(); ++i) {
+    auto& s = catalog[i];
+    if (file_.insert_series.execute(static_cast<std::int64_t>(i + 1), s.name,
+                                    canonical_labels(s.labels), s.unit,
+                                    static_cast<int>(s.kind)) != sql::kDone)
+      fail("cannot add series " + s.key);
+  }
+}
+
+void Writer::commit_series() {
+  const SeriesTable::View catalog = series_.view();
+  if (!is_open() || series_committed_ >= catalog->size()) return;
+  file_.db.exec("BEGIN");
+  try {
+    insert_series(*catalog);
+    file_.db.exec("COMMIT");
+  } catch (...) {
+    file_.db.try_exec("ROLLBACK");
+    throw;
+  }
+  series_committed_ = catalog->size();
+}
+
+void Writer::write_ticks(const std::vector<TickQueue::Row>& rows, const std::string& carry) {
   // One block per commit (more only for a queue longer than kMaxBlockSpanMs, or one whose
   // ticks do not rise: the collector's always do, a caller's might not).
   for (std::size_t i = 0, j; i < rows.size(); i = j) {
@@ -141,7 +168,7 @@ void Writer::write_ticks(const std::vector<TickQueue::Row>& rows) {
                     rows[j].first - rows[i].first < kMaxBlockSpanMs;)
       ++j;
     const std::string block = sample_codec::pack_block(rows[i].first, &rows[i], &rows[0] + j);
-    log_.append(rows[i].first, rows[j - 1].first, static_cast<std::uint32_t>(j - i), block);
+    log_.append(rows[i].first, rows[j - 1].first, static_cast<std::uint32_t>(j - i), carry, block);
   }
 }
 

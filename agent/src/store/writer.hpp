@@ -1,6 +1,7 @@
 // The write side (one thread, the collector's): the queue of ticks, the minute summaries (rollups)
-// and their folding into hour rows, pruning, and the commit: the new series, the hour rows, the
-// output cursors and the alerts in one transaction, then the ticks appended to the tick log. Rollup
+// and their folding into hour rows, pruning, and the commit: the hour rows (and with them the new
+// series), the output cursors and the alerts in one transaction, then the ticks appended to the
+// tick log, each record carrying the series not in the file yet. Rollup
 // and hour layout: schema.hpp; the minute and hour code is rollup.cpp, the rest writer.cpp.
 #pragma once
 
@@ -75,10 +76,17 @@ class Writer {
   void close_current_minute();
   // Store::flush() once, on an open file: StoreError, or Malformed when SQLite finds it so.
   void commit(const Store::Cutoffs& cutoffs, int prune_rows);
+  // Writes the series that records carry so far to the file (at close: a file left by a clean
+  // exit has its whole catalog). StoreError.
+  void commit_series();
+
+  // The most bytes of catalog rows a record carries: past it, the commit writes them to SQLite.
+  static constexpr std::size_t kMaxCarriedBytes = 4096;
 
  private:
   // writer.cpp
-  void write_ticks(const std::vector<TickQueue::Row>& rows);
+  void write_ticks(const std::vector<TickQueue::Row>& rows, const std::string& carry);
+  void insert_series(const SeriesCatalog& catalog);  // [series_committed_, size) (StoreError)
   void write_hours();
   int prune(const Store::Cutoffs& cutoffs, int max_rows);
   // Runs the writer's statement `st` (?1 = a, ?2 = b) that returns no rows; StoreError `what`.

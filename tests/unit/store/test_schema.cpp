@@ -15,6 +15,7 @@
 
 #include "emulator.hpp"
 #include "store/sample_codec.hpp"
+#include "store/tick_log.hpp"
 #include "store_test_support.hpp"
 
 using namespace kiwi::agent;
@@ -232,7 +233,12 @@ TEST_CASE("store: a version-1 database is taken over: its rows still read, new t
   CHECK(kiwi_test::ticks_in_log(db.path()) == 1);
   const std::string log = slurp(db.path() + "-ticks/0.ticks");  // the hour of 2000 ms
   REQUIRE(log.size() > 32);
-  CHECK(log[32] == 3);  // the block: format 3, too small to deflate
+  std::string_view payload = std::string_view(log).substr(32);
+  REQUIRE(payload[0] == TickLog::kCarried);  // the series new since the file's last fold
+  payload.remove_prefix(1);
+  std::uint64_t carried = 0;
+  REQUIRE(sample_codec::get_varint(payload, carried));
+  CHECK(payload[carried] == 3);  // the block: format 3, too small to deflate
   Store again(db.path());
   CHECK(again.query({}).series[0].values == std::vector<double>{1.5, 2.5});
 }

@@ -302,3 +302,34 @@ TEST_CASE("tick log: pruned files are kept as spares and recycled for hours to c
     CHECK(names_in(dir).empty());
   }
 }
+
+TEST_CASE(
+    "tick log: a record carries catalog rows beside its block and the largest carry is found") {
+  TempDb db;
+  TickLog log(db.path() + "-ticks");
+  CHECK(log.carried().empty());  // no log
+  auto carry = [](std::uint64_t rank, const std::string& rows) {
+    std::string out;
+    sample_codec::put_varint(out, rank);
+    return out + rows;
+  };
+  log.append(1'000, 2'000, 2, carry(3, "three"), "one");
+  log.append(3'000, 4'000, 2, "two");  // carries nothing
+  log.append(3'600'000, 3'601'000, 2, carry(5, "five"), "four");
+  log.append(5'000, 6'000, 2, carry(4, "four, written last, into an older hour"), "six");
+  std::vector<std::string> blocks;
+  log.blocks(INT64_MIN, INT64_MAX, false, [&](const TickLog::Block& b) {
+    blocks.emplace_back(b.data);
+    return true;
+  });
+  CHECK(blocks == std::vector<std::string>{"one", "two", "six", "four"});  // blocks only
+  CHECK(kiwi_test::ticks_in_log(db.path()) == 8);
+  CHECK(log.carried() == carry(5, "five"));
+  // Damaged (its CRC fails): the next largest.
+  add_bytes(db.path() + "-ticks/3600.ticks", "X", TickLog::kHeaderBytes + 5);
+  CHECK(log.carried() == carry(4, "four, written last, into an older hour"));
+  // Cut short (a torn append): the same.
+  fs::resize_file(db.path() + "-ticks/0.ticks", 2 * TickLog::kAlign + TickLog::kHeaderBytes + 8);
+  CHECK(log.carried() == carry(3, "three"));
+  CHECK(ts_read(log) == std::vector<std::int64_t>{1'000, 3'000});  // the damaged read as missing
+}
