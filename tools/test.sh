@@ -144,6 +144,11 @@ run_together() {
       local other
       for other in "${!pids[@]}"; do kill -TERM -- "-${pids[$other]}" 2>/dev/null || true; done
       wait "${pids[@]}" 2>/dev/null || true
+      # What each failed test printed (ctest --output-on-failure puts it after the test's line,
+      # amid the others' lines): the log itself goes with a fresh root (tools/fresh-check.sh).
+      echo "==== the failed tests' output in $logs/$stage.log:" >&2
+      awk '/\*\*\*(Failed|Timeout|Exception)/ { p = 1 } /^ +Start +[0-9]+: / { p = 0 } p' \
+        "$logs/$stage.log" | head -n 400 >&2
       echo "==== the end of $logs/$stage.log:" >&2
       tail -n 80 "$logs/$stage.log" >&2
       exit 1
