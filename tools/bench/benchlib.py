@@ -275,11 +275,24 @@ class TreeMeter:
         return out
 
 
+def varint(b, i):
+    """The unsigned LEB128 varint in bytes `b` at `i`: (value, the index after it)."""
+    v = shift = 0
+    while i < len(b):
+        v |= (b[i] & 0x7F) << shift
+        i += 1
+        if b[i - 1] < 0x80:
+            break
+        shift += 7
+    return v, i
+
+
 def tick_log_records(db):
     """Each record of the tick log beside the history file `db` (schema 6, `<db>-ticks/*.ticks`,
     agent/src/store/tick_log.hpp), files in name order, as far as its records frame (a record of
     the file's hour: what follows in a recycled file is another hour's):
-    (ts, last, ticks, block, intact), intact being whether its CRC-32 holds."""
+    (ts, last, ticks, block, intact), intact being whether its CRC-32 holds; block is the record's
+    block without the catalog rows a record may carry before it (0x04, varint(n), n bytes)."""
     d = db + "-ticks"
     for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
         if not name.endswith(".ticks") or not name[:-len(".ticks")].lstrip("-").isdigit():
@@ -293,8 +306,13 @@ def tick_log_records(db):
             if (magic != 0x316b546b or size > len(data) - at - 32
                     or not hour <= ts < hour + 3_600_000):
                 break
-            block = data[at + 32:at + 32 + size]
-            yield ts, last, ticks, block, zlib.crc32(block, zlib.crc32(data[at:at + 28])) == crc
+            payload = data[at + 32:at + 32 + size]
+            intact = zlib.crc32(payload, zlib.crc32(data[at:at + 28])) == crc
+            block = payload
+            if payload[:1] == b"\x04":
+                n, i = varint(payload, 1)
+                block = payload[i + n:]
+            yield ts, last, ticks, block, intact
             at = (at + 32 + size + 4095) // 4096 * 4096  # each record at a multiple of 4 KiB
 
 

@@ -64,7 +64,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # The agent under test, processes and HTTP: tools/bench/benchlib.py, shared with the benchmark.
 sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
 from benchlib import (Agent, Failure, Processes, agent_config, loopback_get,  # noqa: E402
-                      poll as wait_for, tick_log_records)
+                      poll as wait_for, tick_log_records, varint)
 
 CORPUS_DIR = os.path.join(ROOT, "tests", "faults")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -152,17 +152,6 @@ def db_query(path, sql):
         con.close()
 
 
-def _varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7f) << shift
-        shift += 7
-        if not c & 0x80:
-            return v, i
-
-
 def db_ticks(path):
     """The timestamps (ms) of every tick in the history file and its tick log: the tick rows an
     agent before schema version 3 wrote, and the ticks of each block
@@ -174,19 +163,19 @@ def db_ticks(path):
         (ts, block) for ts, _, _, block, intact in tick_log_records(path) if intact]
     for ts, data in blocks:
         if data[:1] == b"\x02":
-            _, i = _varint(data, 1)
+            _, i = varint(data, 1)
             data = zlib.decompress(data[i:], -15)
         if data[:1] == b"\x03":
-            n, i = _varint(data, 1)
+            n, i = varint(data, 1)
             for _ in range(n):
-                delta, i = _varint(data, i)
+                delta, i = varint(data, i)
                 ts += delta
                 out.append(ts)
             continue
         i = 0
         while i < len(data):
-            delta, i = _varint(data, i)
-            size, i = _varint(data, i)
+            delta, i = varint(data, i)
+            size, i = varint(data, i)
             ts += delta
             out.append(ts)
             i += size

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "store/series_table.hpp"
 #include "store_test_support.hpp"
 
 using namespace kiwi::agent;
@@ -62,4 +63,32 @@ TEST_CASE("store: the catalog lists every series once, in id order, across chunk
   REQUIRE(c->size() == n);
   CHECK((*c)[n - 1].key == "s{i=\"" + std::to_string(n - 1) + "\"}");
   CHECK((*c)[SeriesCatalog::kChunk].labels[0].second == std::to_string(SeriesCatalog::kChunk));
+}
+
+TEST_CASE("store: carried catalog rows continue a table and nothing else") {
+  SeriesTable from, to;
+  std::vector<kiwi::MetricValue> ms{metric("a", 1, "celsius", {{"zone", "cpu \"0\"\n"}}),
+                                    metric("b", 2, "")};
+  ms[1].kind = kiwi::MetricKind::counter;
+  std::vector<const kiwi::MetricValue*> ptrs{&ms[0], &ms[1]};
+  std::vector<std::pair<std::uint32_t, double>> values;
+  from.ids(ptrs, values);
+  const std::string all = from.carry(0), second = from.carry(1);
+  CHECK(to.adopt(second) == 0);  // would leave a gap (id 1): refused
+  CHECK(to.size() == 0);
+  CHECK(to.adopt(all.substr(0, all.size() - 1)) == 0);  // cut short
+  CHECK(to.adopt(all + "x") == 0);                      // bytes after the rows
+  CHECK(to.adopt(all) == 2);
+  CHECK(to.adopt(second) == 0);  // has them already
+  auto view = to.view();
+  REQUIRE(view->size() == 2);
+  CHECK((*view)[0].key == "a{zone=\"cpu \\\"0\\\"\\n\"}");
+  CHECK((*view)[0].labels == ms[0].labels);
+  CHECK((*view)[0].unit == "celsius");
+  CHECK((*view)[1].key == "b");
+  CHECK((*view)[1].kind == kiwi::MetricKind::counter);
+  values.clear();
+  to.ids(ptrs, values);  // the same ids, not new ones
+  CHECK(values == std::vector<std::pair<std::uint32_t, double>>{{1, 1}, {2, 2}});
+  CHECK(to.size() == 2);
 }
