@@ -2,8 +2,8 @@
 // (tools/bench/matrix.py, issue 17: "start-up to the first 200 <= 20 ms on a data directory
 // holding 24 h of history"): HOURS (default 24) of 1 Hz ticks of SERIES (default 112, about what
 // the default sensors emit on a small board) gauges, through the agent's own Store::append and
-// Store::flush as the collector calls them (a commit every 120 ticks, the default
-// commit_interval of 2 minutes; each syncs its ticks to the tick log), with the last tick now, so
+// Store::flush as the collector calls them (a commit every 300 ticks, the default
+// commit_interval of 5 minutes; each syncs its ticks to the tick log), with the last tick now, so
 // an agent started on it sees a full, current day. Built with the tests (tools/test.sh, or
 // tools/build.sh -DKIWI_BUILD_TESTS=ON):
 //   build/bin/kiwi-bench-fill DATA_DIR [--hours H] [--series N]
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
       }
       const std::int64_t ts = t0 + t * 1000;
       store.append(ts, ptrs);
-      if (t % 120 == 119) store.flush(ts - retention_ms, 0);  // commit_interval = 2 min
+      if (t % 300 == 299) store.flush(ts - retention_ms, 0);  // commit_interval = 5 min
     }
     store.close_current_minute();
     store.flush(now_ms - retention_ms, 0);

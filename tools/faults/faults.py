@@ -245,7 +245,7 @@ def case_kill9(ctx):
     commit = 2.0 if ctx.quick else 10.0
     interval = 1.0
     work = ctx.dir("kill9")
-    # An explicit interval (not the default, 2 minutes): a kill lands between commits of this run.
+    # An explicit interval (not the default, 5 minutes): a kill lands between commits of this run.
     agent = new_agent(ctx, work, "agent", commit_interval=f"{commit:.0f}s")
     checks, lost, rows_lost, restart_failures = [], [], [], 0
     rng = random.Random(16)

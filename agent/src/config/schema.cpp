@@ -506,7 +506,7 @@ constexpr HostOption kCollector[] = {
               86'400'000},
      .field = host_field<&Config::collector, &Collector::stale_after>(),
      .default_text = "3 x interval"},
-    {.spec = {"commit_interval", OptionType::duration, "\"2m\"",
+    {.spec = {"commit_interval", OptionType::duration, "\"5m\"",
               "history reaches the disk this often", true, 100, 300'000},
      .field = host_field<&Config::collector, &Collector::commit_interval>()},
     {.spec = {"max_series_per_sensor", OptionType::integer, "5000",

@@ -33,7 +33,7 @@ TEST_CASE("config: an empty file gives the documented defaults") {
   CHECK(c.collector.interval == Millis(1000));
   CHECK(c.collector.retention == Millis(86'400'000));
   CHECK(c.collector.stale_after == Millis(3000));  // 3 x interval
-  CHECK(c.collector.commit_interval == Millis(120'000));
+  CHECK(c.collector.commit_interval == Millis(300'000));
   CHECK(c.collector.minute_retention == Millis(30 * 86'400'000LL));
   CHECK(c.collector.hour_retention == Millis(365 * 86'400'000LL));
   CHECK(c.collector.snapshot_path == "/run/kiwi-agent/current.json");

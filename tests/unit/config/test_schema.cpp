@@ -136,7 +136,7 @@ max_series_per_sensor = 10
                                          "collector.interval 1s -> 2s",
                                          "collector.retention 1d -> 1h",
                                          "collector.stale_after 3s -> 5s",
-                                         "collector.commit_interval 2m -> 4m",
+                                         "collector.commit_interval 5m -> 4m",
                                          "collector.max_series_per_sensor 5000 -> 10",
                                      });
   const Config back = load_config_text("[http]\nthreads = \"auto\"\n", "c.toml", "/x");
@@ -153,7 +153,7 @@ max_series_per_sensor = 10
             "collector.interval 2s -> 1s",
             "collector.retention 1h -> 1d",
             "collector.stale_after 5s -> 3s",
-            "collector.commit_interval 4m -> 2m",
+            "collector.commit_interval 4m -> 5m",
             "collector.max_series_per_sensor 10 -> 5000",
         });
 }
