@@ -495,6 +495,8 @@ std::string TickLog::carried() const {
   for (std::int64_t hour : hours()) {
     const int fd = open_to_read(file_of(hour));
     if (fd < 0) continue;  // pruned meanwhile
+    struct stat st {};
+    const std::size_t file_size = ::fstat(fd, &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
     // A header and the start of its payload: kCarried, varint(n), the carry's first varint.
     char h[kHeaderBytes + 21];
     for (off_t at = 0;;) {
@@ -503,6 +505,9 @@ std::string TickLog::carried() const {
       const std::string_view v(h, static_cast<std::size_t>(n));
       if (!of_hour(v, 0, hour)) break;  // the end (frame())
       const auto size = static_cast<std::size_t>(get(v, 4, 4));
+      const auto from = static_cast<std::size_t>(at);
+      if (file_size < from + kHeaderBytes || size > file_size - from - kHeaderBytes)
+        break;  // cut short (or a damaged size: nothing that large is read)
       std::string_view p = v.substr(kHeaderBytes, std::min<std::size_t>(size, n - kHeaderBytes));
       std::uint64_t len = 0, rank = 0;
       if (!p.empty() && p.front() == kCarried) {
@@ -523,7 +528,7 @@ std::string TickLog::carried() const {
     rec.resize(kHeaderBytes + c.size);
     const ssize_t n = ::pread(fd, rec.data(), rec.size(), static_cast<off_t>(c.at));
     ::close(fd);
-    if (n != static_cast<ssize_t>(rec.size())) continue;  // cut short: a torn append
+    if (n != static_cast<ssize_t>(rec.size())) continue;  // shorter now (pruned, recycled)
     const Record r = record_at(rec, 0);
     std::string_view carry, block;
     if (r.intact(rec) && split_payload(r.block(rec), carry, block)) return std::string(carry);

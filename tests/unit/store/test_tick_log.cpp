@@ -332,4 +332,8 @@ TEST_CASE(
   fs::resize_file(db.path() + "-ticks/0.ticks", 2 * TickLog::kAlign + TickLog::kHeaderBytes + 8);
   CHECK(log.carried() == carry(3, "three"));
   CHECK(ts_read(log) == std::vector<std::int64_t>{1'000, 3'000});  // the damaged read as missing
+  // A size field damaged to 4 GiB: not read (nor allocated), the next largest found.
+  log.append(7'200'000, 7'201'000, 2, carry(9, "nine"), "seven");
+  add_bytes(db.path() + "-ticks/7200.ticks", std::string("\xf0\xff\xff\xff", 4), 4);
+  CHECK(log.carried() == carry(3, "three"));
 }
