@@ -714,7 +714,7 @@ class LoopFs:
     """An ext4 filesystem of its own on a loop device, mounted at `mountpoint`: what it sends to
     its device is what one agent wrote (device bytes: data, journal and metadata)."""
 
-    def __init__(self, image, mountpoint, size_bytes):
+    def __init__(self, image, mountpoint, size_bytes, options=None):
         self.image, self.mountpoint, self.dev = image, mountpoint, None
         with open(image, "wb") as f:
             f.truncate(size_bytes)  # sparse
@@ -726,7 +726,8 @@ class LoopFs:
                                   capture_output=True, text=True).stdout.strip()
         os.makedirs(mountpoint, exist_ok=True)
         try:
-            subprocess.run(["mount", self.dev, mountpoint], check=True)
+            subprocess.run(["mount"] + (["-o", options] if options else []) + [self.dev, mountpoint],
+                           check=True)
         except subprocess.CalledProcessError:
             self.close()
             raise

@@ -130,6 +130,7 @@ def run(args):
     res.add("run", "command", " ".join(["tools/bench/disk.py"] + sys.argv[1:]), "")
     res.add("run", "machine", {"cpus": os.cpu_count(), "filesystem": fs.strip(),
                                "seconds": args.seconds, "warmup": args.warmup,
+                               "mount_options": args.mount_options or "defaults",
                                "kernel": os.uname().release}, "")
     res.add("run", "loadavg_before", loadavg(), "")
     use_device = not args.no_device and device_counting()
@@ -154,7 +155,7 @@ def run(args):
                     if retention and args.steady_db:
                         size += 2 * os.path.getsize(args.steady_db)
                     fs_of = LoopFs(os.path.join(work, f"{name}.img"), os.path.join(d, "data"),
-                                   size)
+                                   size, args.mount_options)
                     mounts.append(fs_of)
                 port = ports[i * len(CASES) + j]
                 changes = {("agent", "data_dir"): os.path.join(d, "data"),
@@ -283,7 +284,8 @@ def render(rows):
     out = [SECTION, "",
            f"- command: `{run.get('command', '?')}` ({rows[0]['run']})",
            f"- machine: {m.get('cpus')} CPUs, Linux {m.get('kernel')}; data on "
-           + ("an ext4 of its own per agent (4 KiB blocks, on a loop device)" if device
+           + (f"an ext4 of its own per agent (4 KiB blocks, on a loop device, mounted with "
+              f"{m.get('mount_options', 'defaults')})" if device
               else m.get("filesystem", "?"))
            + f"; load average before: {run.get('loadavg_before', '?')}, after: "
            f"{run.get('loadavg_after', '?')}",
@@ -328,7 +330,7 @@ def render(rows):
         if d["label"] != "baseline" and d["case"] in base and base[d["case"]][mb] > 0:
             ratio = d[mb] / base[d["case"]][mb]
             out.append("")
-            out.append(f"- {d['case']}: this build writes {ratio:.2f} of the baseline's bytes in "
+            out.append(f"- {d['case']}: {d['label']} writes {ratio:.2f} of the baseline's bytes in "
                        "the same window")
     return "\n".join(out) + "\n"
 
@@ -349,6 +351,9 @@ def main():
                          "retentions")
     ap.add_argument("--no-device", action="store_true",
                     help="count write_bytes only, without a loop device per agent")
+    ap.add_argument("--mount-options", metavar="OPTS",
+                    help="mount options of each agent's ext4 (e.g. lazytime: the inodes' times are "
+                         "written with other changes or a day later, not at each write)")
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "bench", "disk.jsonl"))
     ap.add_argument("--work", metavar="DIR", default=os.path.join(ROOT, "build", "bench"),
                     help="where the data directories go (a disk filesystem)")
