@@ -176,6 +176,21 @@ int open_to_read(const std::string& path) {
   return fd;
 }
 
+// Calls fn(at, bytes) for each record header of the file `fd`, the file of the hour starting at
+// `hour`, in file order, as far as the headers frame (frame()'s end: the first that is not one of
+// the hour), until fn returns false; `bytes` is the header and up to `extra` bytes after it.
+template <class Fn>
+void each_header(int fd, std::int64_t hour, std::size_t extra, Fn&& fn) {
+  std::string h(TickLog::kHeaderBytes + extra, '\0');
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(fd, h.data(), h.size(), at);
+    if (n < static_cast<ssize_t>(TickLog::kHeaderBytes)) break;
+    const std::string_view v(h.data(), static_cast<std::size_t>(n));
+    if (!of_hour(v, 0, hour) || !fn(static_cast<std::size_t>(at), v)) break;
+    at = static_cast<off_t>(next_record(static_cast<std::size_t>(at), get(v, 4, 4)));
+  }
+}
+
 // The whole of `path` into `out`; false if it does not exist (pruned meanwhile).
 bool read_whole(const std::string& path, std::string& out) {
   const int fd = open_to_read(path);
@@ -471,14 +486,11 @@ std::int64_t TickLog::oldest() const {
     const int fd = open_to_read(file_of(hour));
     if (fd < 0) continue;  // pruned meanwhile
     std::int64_t oldest = INT64_MAX;
-    char h[kHeaderBytes];
-    for (off_t at = 0; ::pread(fd, h, kHeaderBytes, at) == static_cast<ssize_t>(kHeaderBytes);) {
-      const std::string_view v(h, kHeaderBytes);
-      if (!of_hour(v, 0, hour)) break;  // the end (frame())
+    each_header(fd, hour, 0, [&](std::size_t, std::string_view v) {
       const auto ts = static_cast<std::int64_t>(get(v, 8, 8));
       if (static_cast<std::int64_t>(get(v, 16, 8)) >= floor) oldest = std::min(oldest, ts);
-      at = static_cast<off_t>(next_record(static_cast<std::size_t>(at), get(v, 4, 4)));
-    }
+      return true;
+    });
     ::close(fd);
     if (oldest != INT64_MAX) return oldest;
   }
@@ -497,26 +509,20 @@ std::string TickLog::carried() const {
     if (fd < 0) continue;  // pruned meanwhile
     struct stat st {};
     const std::size_t file_size = ::fstat(fd, &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
-    // A header and the start of its payload: kCarried, varint(n), the carry's first varint.
-    char h[kHeaderBytes + 21];
-    for (off_t at = 0;;) {
-      const ssize_t n = ::pread(fd, h, sizeof h, at);
-      if (n < static_cast<ssize_t>(kHeaderBytes)) break;
-      const std::string_view v(h, static_cast<std::size_t>(n));
-      if (!of_hour(v, 0, hour)) break;  // the end (frame())
+    // Each header and the start of its payload: kCarried, varint(n), the carry's first varint.
+    each_header(fd, hour, 21, [&](std::size_t at, std::string_view v) {
       const auto size = static_cast<std::size_t>(get(v, 4, 4));
-      const auto from = static_cast<std::size_t>(at);
-      if (file_size < from + kHeaderBytes || size > file_size - from - kHeaderBytes)
-        break;  // cut short (or a damaged size: nothing that large is read)
-      std::string_view p = v.substr(kHeaderBytes, std::min<std::size_t>(size, n - kHeaderBytes));
+      if (file_size < at + kHeaderBytes || size > file_size - at - kHeaderBytes)
+        return false;  // cut short (or a damaged size: nothing that large is read)
+      std::string_view p = v.substr(kHeaderBytes, size);
       std::uint64_t len = 0, rank = 0;
       if (!p.empty() && p.front() == kCarried) {
         p.remove_prefix(1);
         if (sample_codec::get_varint(p, len) && sample_codec::get_varint(p, rank))
-          found.push_back({rank, hour, static_cast<std::size_t>(at), size});
+          found.push_back({rank, hour, at, size});
       }
-      at = static_cast<off_t>(next_record(static_cast<std::size_t>(at), size));
-    }
+      return true;
+    });
     ::close(fd);
   }
   std::stable_sort(found.begin(), found.end(),
