@@ -149,6 +149,7 @@ TEST_CASE(
   fs::create_directories(data);
   gunzip(kFixture / "kiwi.db.gz", data / "kiwi.db");
   REQUIRE(pragma_of(data / "kiwi.db", "user_version") == 4);
+  REQUIRE(pragma_of(data / "kiwi.db", "page_size") == 1024);
   const std::int64_t application_id = pragma_of(data / "kiwi.db", "application_id");
 
   AgentOptions o;
@@ -183,6 +184,10 @@ TEST_CASE(
   CHECK(current >= 4);
   CHECK(pragma_of(data / "kiwi.db", "user_version") == current);
   CHECK(pragma_of(data / "kiwi.db", "application_id") == application_id);
+  // Rewritten in the pages a new file gets (4 KiB), as the queries above were answered from it.
+  CHECK(pragma_of(data / "kiwi.db", "page_size") ==
+        pragma_of(fresh.path / "data/kiwi.db", "page_size"));
+  CHECK(pragma_of(data / "kiwi.db", "page_size") == 4096);
   // Nothing was moved aside as damaged (kiwi.db.corrupt-<time>).
   for (auto& e : fs::directory_iterator(data))
     CHECK(e.path().filename().string().find("corrupt") == std::string::npos);

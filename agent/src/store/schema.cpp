@@ -33,6 +33,7 @@ namespace {
 // the blocks table. A file of version 5 keeps its blocks, read and pruned until retention has
 // taken them, and is marked 6: an agent of version 5 would not see the ticks in the log.
 constexpr int kSchemaVersion = 6;
+constexpr int kPageSize = 4096;  // bytes (create_or_migrate() says why)
 
 // Tables an agent creates (any version); sqlite_* are SQLite's own (autoindexes).
 bool our_table(std::string_view name) {
@@ -76,6 +77,7 @@ CheckVerdict quick_check_verdict(sql::Connection& db) {
 struct Identity {
   std::int64_t app = 0;              // PRAGMA application_id
   std::int64_t version = 0;          // PRAGMA user_version
+  std::int64_t page_size = 0;        // PRAGMA page_size
   std::size_t objects = 0;           // in sqlite_master
   std::vector<std::string> foreign;  // tables, views, triggers an agent does not make
 };
@@ -97,6 +99,7 @@ Identity identify(sql::Connection& db) {
   Identity id;
   id.app = read_int("PRAGMA application_id");
   id.version = read_int("PRAGMA user_version");
+  id.page_size = read_int("PRAGMA page_size");
   sql::Statement st;
   int r = st.prepare(db, "SELECT name FROM sqlite_master", false);
   if (r == sql::kOk) {
@@ -142,13 +145,19 @@ void refuse_unless_ours(const std::string& path, const Identity& id) {
                           leave);
 }
 
+// A file of ours in pages of another size than kPageSize (an older agent's, 1 KiB) is rewritten
+// in kPageSize pages as it is opened (create_or_migrate()).
+bool rewritten(const Identity& id) {
+  return id.version > 0 && id.page_size != kPageSize;
+}
+
 // A damaged page anywhere (not only where the next commit happens to go) is found by
 // quick_check, once, instead of by every commit after. It reads every page, so a file that
 // opening leaves as it is (ours, of this schema) is checked on a thread of its own while the
 // agent starts, and commit() takes the verdict before the first write; one that opening is
 // about to change is checked here, before anything is written to it.
 std::future<std::string> check(sql::Connection& db, const Identity& id) {
-  if (id.app == Store::kApplicationId && id.version == kSchemaVersion)
+  if (id.app == Store::kApplicationId && id.version == kSchemaVersion && !rewritten(id))
     return std::async(std::launch::async, [path = db.path()] {
       // Behind start-up and the collector: where the agent has one CPU (a small board, or
       // pinned), the check at the default priority took the CPU from start-up (on a day of
@@ -176,10 +185,20 @@ void create_or_migrate(sql::Connection& db, const Identity& id) {
   // synchronous=FULL: the WAL is synced at each commit that wrote to it, as the tick log is at
   // each append (tick_log.hpp). Commits that write here are few (an hour's summaries and the
   // series new in it, once an hour; alerts, cursors); a sync writes no more bytes, it only
-  // orders them. 1 KiB pages: a commit
-  // rewrites every page it touches, so small pages cut the bytes written to flash per commit
-  // (measured: docs/benchmarks.md). Takes effect only for a new file.
-  db.exec("PRAGMA page_size=1024");
+  // orders them. 4 KiB pages, the filesystem's block: what SQLite writes here is an hour's fold
+  // and the pruning of an hour 30 days old, and a checkpoint copies each page it touched into a
+  // block of its own (pages taken from the free list are spread over the file), so a 1 KiB page
+  // cost a 4 KiB block at the checkpoint (measured: docs/benchmarks.md). page_size takes
+  // effect for a new file; a file in 1 KiB pages (an older agent's) is rewritten in 4 KiB pages
+  // as it is opened: VACUUM, in a rollback journal (SQLite cannot change the page size of a file
+  // in WAL mode), which a crash or a full disk undoes, leaving the file as it was, to be
+  // rewritten at the next start (its pages only cost more bytes meanwhile). An older agent's
+  // file holds a day: a few MB, a second or so.
+  const std::string page_size = "PRAGMA page_size=" + std::to_string(kPageSize);
+  if (rewritten(id) && db.try_exec("PRAGMA journal_mode=DELETE") == sql::kOk &&
+      db.try_exec(page_size.c_str()) == sql::kOk)
+    db.try_exec("VACUUM");
+  db.exec(page_size.c_str());
   db.exec("PRAGMA journal_mode=WAL");
   db.exec("PRAGMA synchronous=FULL");
   // Debian builds SQLite with secure_delete on, which overwrites every page pruning frees with

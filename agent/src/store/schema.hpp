@@ -85,14 +85,14 @@ struct Malformed : StoreError {
 // (the default) if this SQLite lacks it.
 const char* history_vfs();
 
-// Page cache per connection: 32 pages of 1 KiB. SQLite's default (2 MB) let each connection's
+// Page cache per connection: 32 pages (128 KiB). SQLite's default (2 MB) let each connection's
 // cache grow with the file, so RSS crept up for hours (about 50 KiB a minute under a history
 // load); with 64 pages it still grew for the first minutes (15 KiB a minute while the file grew,
 // docs/benchmarks.md). SQLite allocates 20 pages up front, so 32 is a plateau reached early. The
 // writer touches a few pages per commit (the right edge of each table, the pruned left edge);
 // queries read the rest from the kernel's page cache (a 120-sample query, about 40 pages, runs
 // once per sample: later requests get the cached body).
-inline constexpr const char* kCacheSizePragma = "PRAGMA cache_size=-32";
+inline constexpr const char* kCacheSizePragma = "PRAGMA cache_size=32";
 
 // Opens `path` for the writer (read-write, created 0644 if absent), with a busy timeout. Throws
 // Malformed or StoreError "<path>: cannot open: <SQLite's message>".

@@ -228,6 +228,9 @@ TEST_CASE("store: a version-1 database is taken over: its rows still read, new t
   }
   // Marked version 6, so an older agent refuses the file instead of missing the new ticks.
   CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA user_version") == "6");
+  // Rewritten once in 4 KiB pages, and in WAL mode again.
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA page_size") == "4096");
+  CHECK(kiwi_test::sqlite_value(db.path(), "PRAGMA journal_mode") == "wal");
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM samples") == "1");  // as it was
   CHECK(kiwi_test::sqlite_value(db.path(), "SELECT count(*) FROM blocks") == "0");
   CHECK(kiwi_test::ticks_in_log(db.path()) == 1);
@@ -241,6 +244,58 @@ TEST_CASE("store: a version-1 database is taken over: its rows still read, new t
   CHECK(payload[carried] == 3);  // the block: format 3, too small to deflate
   Store again(db.path());
   CHECK(again.query({}).series[0].values == std::vector<double>{1.5, 2.5});
+}
+
+TEST_CASE(
+    "store: an older agent's file that a full disk keeps from being rewritten is taken over as it "
+    "is") {
+  // The rewrite in 4 KiB pages (VACUUM) journals every page of the file first; on a disk without
+  // that much room it fails, and the file goes on in its 1 KiB pages, every row there.
+  TempDb db;
+  kiwi_test::TinyFilesystem tiny(db.dir / "tiny", "192k");
+  if (!tiny.mounted())
+    kiwi_test::skip_test("cannot mount a tmpfs here (needs root); full-disk test not run");
+  const std::string path = (tiny.path() / "kiwi.db").string();
+  {
+    sqlite3* h;
+    REQUIRE(sqlite3_open(path.c_str(), &h) == SQLITE_OK);
+    std::string sql =  // in WAL mode at the end, as an older agent leaves it
+        "PRAGMA page_size=1024;"
+        "CREATE TABLE series(id INTEGER PRIMARY KEY, name TEXT NOT NULL, labels TEXT NOT NULL,"
+        " unit TEXT NOT NULL, kind INTEGER NOT NULL);"
+        "CREATE TABLE samples(ts INTEGER PRIMARY KEY, data BLOB NOT NULL);"
+        "CREATE TABLE rollups(ts INTEGER PRIMARY KEY, data BLOB NOT NULL);"
+        "CREATE TABLE blocks(ts INTEGER PRIMARY KEY, last INTEGER NOT NULL, ticks INTEGER NOT NULL,"
+        " data BLOB NOT NULL);"
+        "CREATE TABLE hours(ts INTEGER PRIMARY KEY, data BLOB NOT NULL);"
+        "CREATE TABLE days(ts INTEGER PRIMARY KEY, data BLOB NOT NULL);"
+        "BEGIN;";
+    for (int i = 1; i <= 120; ++i)  // a page each
+      sql += "INSERT INTO series VALUES(" + std::to_string(i) + ", 's" + std::to_string(i) +
+             "', '{\"l\":\"" + std::string(800, 'a' + i % 26) + "\"}', '', 0);";
+    sql += "COMMIT; PRAGMA application_id=" + std::to_string(Store::kApplicationId) +
+           "; PRAGMA user_version=5; PRAGMA journal_mode=WAL;";
+    REQUIRE(sqlite3_exec(h, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(h);
+  }
+  {
+    Store store(path);
+    CHECK(store.series()->size() == 120);
+  }
+  CHECK(kiwi_test::sqlite_value(path, "PRAGMA page_size") == "1024");
+  CHECK(kiwi_test::sqlite_value(path, "PRAGMA journal_mode") == "wal");
+  CHECK(kiwi_test::sqlite_value(path, "PRAGMA user_version") == "6");
+  CHECK(kiwi_test::sqlite_value(path, "SELECT count(*) FROM series") == "120");
+  CHECK(kiwi_test::quick_check(path) == "ok");
+  // With room, the next start rewrites it.
+  REQUIRE(tiny.grow("2m"));
+  {
+    Store store(path);
+    CHECK(store.series()->size() == 120);
+  }
+  CHECK(kiwi_test::sqlite_value(path, "PRAGMA page_size") == "4096");
+  CHECK(kiwi_test::sqlite_value(path, "PRAGMA journal_mode") == "wal");
+  CHECK(kiwi_test::sqlite_value(path, "SELECT count(*) FROM series") == "120");
 }
 
 TEST_CASE("store: the WAL index stays in memory and other processes are kept out") {

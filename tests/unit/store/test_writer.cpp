@@ -73,7 +73,7 @@ TEST_CASE("store: queued samples are visible to queries before they reach the di
 TEST_CASE("store: a full disk loses nothing: samples stay queued until there is room again") {
   // A real full filesystem: a tiny tmpfs (needs root and CAP_SYS_ADMIN, as CI has here).
   TempDb db;
-  kiwi_test::TinyFilesystem tiny(db.dir / "tiny", "64k");
+  kiwi_test::TinyFilesystem tiny(db.dir / "tiny", "128k");  // room for the tables' first pages
   if (!tiny.mounted())
     kiwi_test::skip_test("cannot mount a tmpfs here (needs root); full-disk test not run");
   const std::string path = (tiny.path() / "kiwi.db").string();
@@ -112,6 +112,7 @@ TEST_CASE("store: pruning does not write out the pages it frees") {
     Store store(db.path());
     append(store, 0, {metric("m0", 0)});
   }
+  const auto page = std::stoul(kiwi_test::sqlite_value(db.path(), "PRAGMA page_size"));
   {
     sqlite3* h = nullptr;
     REQUIRE(sqlite3_open(db.path().c_str(), &h) == SQLITE_OK);
@@ -119,7 +120,7 @@ TEST_CASE("store: pruning does not write out the pages it frees") {
     std::string sql = "BEGIN;";
     for (int b = 0; b < 40; ++b) {
       std::string hex;
-      for (int i = 0; i < 1800; ++i) hex += "0123456789ABCDEF"[rng() % 16];
+      for (std::size_t i = 0; i < page * 7 / 4; ++i) hex += "0123456789ABCDEF"[rng() % 16];
       sql += "INSERT INTO blocks VALUES(" + std::to_string(1000 + b * 10'000) + ", " +
              std::to_string(1000 + b * 10'000 + 9000) + ", 10, X'" + hex + hex + "');";
     }
@@ -129,7 +130,7 @@ TEST_CASE("store: pruning does not write out the pages it frees") {
   }
   Store store(db.path());
   append(store, 3'600'000, {metric("m0", 0)});  // the hour is over: its ticks may go
-  const auto wal_frames = [&] { return fs::file_size(db.path() + "-wal") / (1024 + 24); };
+  const auto wal_frames = [&] { return fs::file_size(db.path() + "-wal") / (page + 24); };
   const auto before = wal_frames();
   store.flush(201'000, 200);  // half of them go (20 blocks)
   const auto written = wal_frames() - before;
