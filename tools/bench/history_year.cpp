@@ -1,6 +1,6 @@
 // A year of history (issue 39): fills a store as an agent with the default tiers would have kept
 // it, then times the dashboard's long views on it and says how big each tier is.
-//   build/bin/kiwi-bench-year DIR [--days D] [--series N] [--runs R]
+//   build/bin/kiwi-bench-year DIR [--days D] [--series N] [--runs R] [--like AGENT_DB]
 // DIR/kiwi.db is filled first if it does not exist (through Store::append() and flush() as the
 // collector calls them, so the rows are what an agent writes): D days (default 365) of N series
 // (default 196, what the default agent stores on this VM) ending now; the last 24 h at 1 Hz,
@@ -9,7 +9,14 @@
 // minute at 1 Hz), every tier pruned at its
 // default retention as the fill goes (24 h raw, 30 days of minutes, a year of hours). The series
 // are a default agent's mix: half constant (sizes, limits), a fifth counters, the rest gauges
-// that wander with noise, at two decimals. The fill takes a few minutes; a second run reuses it.
+// that wander with noise, at two decimals. With --like, the series are instead those of an
+// agent's file (AGENT_DB: a copy of an agent's kiwi.db with its kiwi.db-ticks/), each tick's
+// values its raw ticks replayed in a loop, one recorded tick per fill tick (a counter adds its
+// recorded increase, ten times over at 10 s): a year that compresses as that agent's own would,
+// where the synthetic gauges' noise makes minute summaries some 5 times larger (tools/bench/
+// disk.py's steady case prunes 30-day-old minutes as it adds new ones, so their size is its
+// cost). The queries below ask for the synthetic names. The fill takes a few minutes; a second
+// run reuses it.
 // Then each query, R times (default 9), the median and the slowest:
 //   one series, 1 y at 43,200 s (730 points, the dashboard's 1 y range) and 30 d at 3,600 s;
 //   the dashboard's set (12 names, 33 series), the same two windows and 7 d at 600 s, with their
@@ -23,6 +30,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,42 +43,93 @@ namespace {
 
 constexpr std::int64_t kDay = 86'400'000;
 
-// The fill: D days ending at now_ms, as described at the top.
-void fill(const std::string& path, long days, long series, std::int64_t now_ms) {
-  Store store(path);
+// The series of the fill and each tick's values: the synthetic mix described at the top, or
+// (--like) an agent's own raw ticks replayed in a loop.
+struct Source {
   std::vector<kiwi::MetricValue> metrics;
+  // --like: recorded[i][j], series i's value at recorded tick j (NaN: it had none); else empty.
+  std::vector<std::vector<double>> recorded;
+};
+
+Source synthetic(long series) {
+  Source s;
   for (long i = 0; i < series; ++i) {
     const long k = i % 10;
     const bool counter = k == 5 || k == 6;
-    metrics.push_back({"fill_" +
-                           std::string(k < 5     ? "constant"
-                                       : counter ? "counter"
-                                                 : "gauge") +
-                           "_" + std::to_string(i / 10),
-                       {{"index", std::to_string(i % 10)}},
-                       k < 5 ? static_cast<double>(i * 4096) : 0,
-                       counter ? "bytes" : "ratio",
-                       counter ? kiwi::MetricKind::counter : kiwi::MetricKind::gauge});
+    s.metrics.push_back({"fill_" +
+                             std::string(k < 5     ? "constant"
+                                         : counter ? "counter"
+                                                   : "gauge") +
+                             "_" + std::to_string(i / 10),
+                         {{"index", std::to_string(i % 10)}},
+                         k < 5 ? static_cast<double>(i * 4096) : 0,
+                         counter ? "bytes" : "ratio",
+                         counter ? kiwi::MetricKind::counter : kiwi::MetricKind::gauge});
   }
+  return s;
+}
+
+// Every series an agent's file holds raw ticks of, with those ticks (at most a day's: its raw
+// retention), as Store::query() reads them back.
+Source like(const std::string& path) {
+  Store agent(path);
+  kiwi::HistoryQuery q;
+  q.limit = 100'000;
+  const auto result = agent.query(q);
+  if (result.timestamps.size() < 60)
+    throw std::runtime_error(path + " holds " + std::to_string(result.timestamps.size()) +
+                             " ticks; --like wants at least 60 (a minute of an agent)");
+  Source s;
+  for (const auto& h : result.series) {
+    s.metrics.push_back({h.name, h.labels, 0, h.unit, h.kind});
+    s.recorded.push_back(h.values);
+  }
+  return s;
+}
+
+// The fill: D days ending at now_ms, as described at the top.
+void fill(const std::string& path, long days, Source source, std::int64_t now_ms) {
+  Store store(path);
+  auto& metrics = source.metrics;
+  const std::size_t series = metrics.size();
   std::vector<const kiwi::MetricValue*> ptrs;
-  for (auto& m : metrics) ptrs.push_back(&m);
   std::mt19937_64 rng(39);
   std::uniform_real_distribution<double> noise(-0.5, 0.5);
   const std::int64_t start = (now_ms - days * kDay) / 1000 * 1000;
   std::int64_t last_commit = start;
-  for (std::int64_t ts = start; ts <= now_ms;) {
+  std::size_t tick = 0;
+  for (std::int64_t ts = start; ts <= now_ms; ++tick) {
     const bool recent = now_ms - ts <= kDay;
     const std::int64_t every = recent ? 1000 : 10'000;
-    for (long i = 0; i < series; ++i) {
-      auto& m = metrics[static_cast<std::size_t>(i)];
-      const long k = i % 10;
-      if (k == 5 || k == 6)
-        m.value +=
-            std::floor((1000 + 4000 * (noise(rng) + 0.5)) * static_cast<double>(every) / 1000);
-      else if (k >= 7)
-        m.value = std::round(100 * (50 + 20 * std::sin(static_cast<double>(ts) / 3.6e6 + i) +
-                                    noise(rng))) /
-                  100;
+    ptrs.clear();
+    for (std::size_t i = 0; i < series; ++i) {
+      auto& m = metrics[i];
+      if (!source.recorded.empty()) {
+        // A gauge takes the recorded value; a counter adds the recorded increase, times 10 for
+        // a tick of 10 s, so that it never runs backwards where the recording starts again.
+        const auto& r = source.recorded[i];
+        const std::size_t j = tick % r.size();
+        if (std::isnan(r[j])) continue;
+        if (m.kind != kiwi::MetricKind::counter)
+          m.value = r[j];
+        else if (j > 0 && r[j - 1] <= r[j])
+          m.value += (r[j] - r[j - 1]) * static_cast<double>(every) / 1000;
+        else if (tick == 0)
+          m.value = r[j];
+      } else {
+        const long k = static_cast<long>(i % 10);
+        if (k == 5 || k == 6)
+          m.value +=
+              std::floor((1000 + 4000 * (noise(rng) + 0.5)) * static_cast<double>(every) / 1000);
+        else if (k >= 7)
+          m.value =
+              std::round(100 *
+                         (50 +
+                          20 * std::sin(static_cast<double>(ts) / 3.6e6 + static_cast<double>(i)) +
+                          noise(rng))) /
+              100;
+      }
+      ptrs.push_back(&m);
     }
     store.append(ts, ptrs);
     if (ts - last_commit >= 60 * every) {  // 60 ticks a commit, as at the default 60 s
@@ -110,16 +169,18 @@ Timing time_query(const Store& store, const kiwi::HistoryQuery& q, int runs) {
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
     std::fprintf(stderr,
-                 "usage: kiwi-bench-year DIR [--days D] [--series N] [--runs R] [--only TEXT]\n");
+                 "usage: kiwi-bench-year DIR [--days D] [--series N] [--runs R] [--only TEXT] "
+                 "[--like AGENT_DB]\n");
     return 2;
   }
   const std::filesystem::path dir = argv[1];
   long days = 365, series = 196, runs = 9;
   std::string only;  // the cases whose name contains it
+  std::string like_db;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--only") {
-      only = argv[i + 1];
+    if (a == "--only" || a == "--like") {
+      (a == "--only" ? only : like_db) = argv[i + 1];
       continue;
     }
     const long v = std::strtol(argv[i + 1], nullptr, 10);
@@ -141,8 +202,11 @@ int main(int argc, char** argv) {
                                     .count();
     if (!std::filesystem::exists(path)) {
       const auto started = Clock::now();
-      fill(path, days, series, now_ms);
-      std::printf("fill: %ld days x %ld series in %.0f s\n", days, series,
+      Source source = like_db.empty() ? synthetic(series) : like(like_db);
+      const std::size_t n = source.metrics.size();
+      fill(path, days, std::move(source), now_ms);
+      std::printf("fill: %ld days x %zu series%s in %.0f s\n", days, n,
+                  like_db.empty() ? "" : (" like " + like_db).c_str(),
                   std::chrono::duration<double>(Clock::now() - started).count());
     }
     Store store(path);
