@@ -5,11 +5,11 @@
 // collector calls them, so the rows are what an agent writes): D days (default 365) of N series
 // (default 196, what the default agent stores on this VM) ending now; the last 24 h at 1 Hz,
 // older days at one tick every 10 s (a tenth of the ticks: the minute and hour summaries are made
-// from them by the store as usual, each of 6 samples instead of 60), 60 ticks a commit (one a
-// minute at 1 Hz), every tier pruned at its
-// default retention as the fill goes (24 h raw, 30 days of minutes, a year of hours). The series
-// are a default agent's mix: half constant (sizes, limits), a fifth counters, the rest gauges
-// that wander with noise, at two decimals. With --like, the series are instead those of an
+// from them by the store as usual, each of 6 samples instead of 60) but for the 4 hours about to
+// reach 30 days (at 1 Hz: below), 60 ticks a commit (one a minute at 1 Hz), every tier pruned at
+// its default retention as the fill goes (24 h raw, 30 days of minutes, a year of hours). The
+// series are a default agent's mix: half constant (sizes, limits), a fifth counters, the rest
+// gauges that wander with noise, at two decimals. With --like, the series are instead those of an
 // agent's file (AGENT_DB: a copy of an agent's kiwi.db with its kiwi.db-ticks/), each tick's
 // values its raw ticks replayed in a loop, one recorded tick per fill tick (a counter adds its
 // recorded increase, ten times over at 10 s): a year that compresses as that agent's own would,
@@ -41,7 +41,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::int64_t kDay = 86'400'000;
+constexpr std::int64_t kDay = 86'400'000, kHour = 3'600'000;
 
 // The series of the fill and each tick's values: the synthetic mix described at the top, or
 // (--like) an agent's own raw ticks replayed in a loop.
@@ -99,8 +99,12 @@ void fill(const std::string& path, long days, Source source, std::int64_t now_ms
   std::int64_t last_commit = start;
   std::size_t tick = 0;
   for (std::int64_t ts = start; ts <= now_ms; ++tick) {
-    const bool recent = now_ms - ts <= kDay;
-    const std::int64_t every = recent ? 1000 : 10'000;
+    // 1 Hz, as the agent samples, for the raw ticks' day and for the hours that reach the
+    // minutes' 30 days within 3 hours of the fill's end: the ones tools/bench/disk.py's steady
+    // case prunes, where a summary of 6 samples would be smaller than the 60 its agent adds.
+    const std::int64_t age = now_ms - ts;
+    const bool one_hz = age <= kDay || (age > 30 * kDay - 3 * kHour && age <= 30 * kDay + kHour);
+    const std::int64_t every = one_hz ? 1000 : 10'000;
     ptrs.clear();
     for (std::size_t i = 0; i < series; ++i) {
       auto& m = metrics[i];
