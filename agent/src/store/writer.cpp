@@ -107,8 +107,8 @@ void Writer::commit(const Store::Cutoffs& cutoffs, int prune_rows) {
     for (std::int64_t day : unfolded_days_) fold_day(day);
     // The prune before the hour's fold: the leaves it empties are written to the WAL either way
     // (SQLite writes a freed page it has changed), and the fold's new rows then take those pages
-    // from the free list, where they would otherwise dirty pages freed an hour before: 3 frames of
-    // 28 at a fold of a year-sized file (docs/benchmarks.md).
+    // from the free list, where they would otherwise dirty pages freed an hour before: 21 frames
+    // at an hour's fold of a year-sized file, not 30 (docs/benchmarks.md).
     if (prune_rows > 0) prune(cutoffs, prune_rows);
     write_hours();
     file_.db.exec("COMMIT");
