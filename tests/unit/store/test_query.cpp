@@ -58,6 +58,26 @@ TEST_CASE("store: since/until and series globs select rows and columns") {
   CHECK(r.series[0].name == "cpu_usage_ratio");
 }
 
+TEST_CASE("store: a window whose globs match no series answers no points and reads nothing") {
+  // (network_* on a board without it.) With a step, the tiers' reading had decoded every raw
+  // tick of the range and answered their buckets' timestamps without a series.
+  TempDb db;
+  Store store(db.path());
+  for (int i = 0; i < 120; ++i) {
+    append(store, i * 1000, {metric("cpu_usage_ratio", 0.5)});
+    if (i == 59) store.flush(INT64_MIN, 0);  // a committed minute, and one queued
+  }
+  for (double step : {0.0, 60.0}) {
+    kiwi::HistoryQuery q;
+    q.since = 0;
+    q.step = step;
+    q.patterns = {"network_*"};
+    const auto r = store.query(q);
+    CHECK(r.timestamps.empty());
+    CHECK(r.series.empty());
+  }
+}
+
 TEST_CASE("store: times far outside the int64 range of milliseconds are clamped, not cast") {
   TempDb db;
   Store store(db.path());
