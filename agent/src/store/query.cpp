@@ -292,12 +292,13 @@ class Window {
 };
 
 HistoryResult Window::run() {
+  const std::vector<char>& wanted = buckets_.wanted();
+  for (std::uint32_t id = 1; id < wanted.size(); ++id)
+    if (wanted[id]) ids_.push_back(id);
   // No series wanted (each pattern a glob that matches nothing here): nothing to read. With a
   // step, the tiers' reading would otherwise still decode every raw tick of the range (a day's
   // for a long range: 230 ms on a year-sized file, kiwi-bench-year) to answer no series.
-  const std::vector<char>& wanted = buckets_.wanted();
-  if (std::none_of(wanted.begin(), wanted.end(), [](char w) { return w != 0; }))
-    return buckets_.result(q_.limit, *catalog_);
+  if (ids_.empty()) return buckets_.result(q_.limit, *catalog_);
   conn_ = src_.pool.borrow();
   // One read transaction: every tier is read from the same commit (a fold committed between two
   // of its statements could not show an hour twice or not at all), and the statements do not
@@ -343,10 +344,6 @@ std::int64_t Window::next_at(sql::Statement& st, std::int64_t lo, std::int64_t h
 
 // Where each tier starts (its oldest row), then the spans each one reads (the class comment).
 void Window::read_tiers() {
-  const std::vector<char>& wanted = buckets_.wanted();
-  for (std::uint32_t id = 1; id < wanted.size(); ++id)
-    if (wanted[id]) ids_.push_back(id);
-  if (ids_.empty()) return;
   // A lookup costs about three rows of a range (kiwi-bench-year: the dashboard's 33 of 196
   // series over a year, 32 ms by key against 62 ms by range).
   by_key_ = ids_.size() <= kNarrowSeries || ids_.size() * 3 <= catalog_->size();
